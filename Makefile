@@ -1,0 +1,67 @@
+# intentd: make targets. A bare `make` lists them.
+
+GO          ?= go
+BIN         := bin
+TOOLS       := $(BIN)/tools
+STATICCHECK := $(TOOLS)/staticcheck
+STATICCHECK_VERSION := v0.8.2
+FUZZTIME    ?= 10s
+BENCHTIME   ?= 1s
+PKGS        := ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build intentd and intentctl into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: run
+run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catalog)
+	@if [ -d cmd/intentd ]; then $(GO) run ./cmd/intentd $(ARGS); \
+	else echo "intentd: the service command does not exist yet; 'make test' runs what does" >&2; exit 1; fi
+
+.PHONY: test
+test: ## vet, then every test with the race detector (what CI runs)
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 $(PKGS)
+
+.PHONY: testrace
+testrace: ## every test with the race detector, without vet
+	$(GO) test -race -count=1 $(PKGS)
+
+.PHONY: testshort
+testshort: ## the quick tests, without the race detector
+	$(GO) test -short -count=1 $(PKGS)
+
+$(STATICCHECK):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt check, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+.PHONY: bench
+bench: ## every benchmark, with allocations (BENCHTIME=1s)
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## a short run of every fuzz target (FUZZTIME=10s each)
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		dir=$$(dirname $$f); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "== $$dir $$t"; \
+			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$dir; \
+		done; \
+	done
+
+.PHONY: clean
+clean: ## remove bin/
+	rm -rf $(BIN)
