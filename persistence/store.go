@@ -1,0 +1,616 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Errors the store returns; callers compare with errors.Is.
+var (
+	// ErrNotFound: no record under that key.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: an intent with that id is already stored.
+	ErrExists = errors.New("already exists")
+	// ErrPolicyNotFound: CreateIntent named a policy that is not stored.
+	ErrPolicyNotFound = errors.New("policy not found")
+	// ErrPolicyInUse: DeletePolicy of a policy that an open or processing intent names.
+	ErrPolicyInUse = errors.New("policy in use")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// The key space. One byte of prefix a table keeps the tables apart and lets a table be
+// scanned with plain bounds.
+const (
+	prefixPolicy     = 'p' // p<policy id> -> policy record
+	prefixIntent     = 'i' // i<intent id> -> snapshot
+	prefixRef        = 'r' // r<policy id>\x00<intent id> -> "": a live intent names the policy
+	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> "": an open intent's deadline
+	prefixProcessing = 'q' // q<intent id> -> "": the intent is processing
+	prefixEvent      = 'e' // e<8-byte event id> -> 8-byte unix nanos, then the payload
+	keyEventSeq      = "mseq"
+)
+
+// idStripes serialise the check-then-write of CreateIntent per id without one global lock.
+const idStripes = 64
+
+// FS is the file system a store lives on. The zero value is the operating system's; NewMemFS
+// gives an in-memory one that survives a Close, so a test can re-open what it wrote.
+type FS struct{ fs vfs.FS }
+
+// NewMemFS returns an empty in-memory file system.
+func NewMemFS() FS { return FS{fs: vfs.NewMem()} }
+
+// Options configure Open.
+type Options struct {
+	// FS is where the data folder is; the zero value is the real file system.
+	FS FS
+	// Logger receives Pebble's informational messages at debug level. Nil discards them.
+	Logger *slog.Logger
+	// CacheBytes is the block cache size; 0 means 32 MiB.
+	CacheBytes int64
+	// NoSync skips fsync on writes. Only for benchmarks that measure everything else.
+	NoSync bool
+}
+
+// Event is one stored event as the event log hands it back.
+type Event struct {
+	ID   uint64
+	At   time.Time
+	Data []byte
+}
+
+// Store is the Pebble-backed store. Its methods are safe for concurrent use.
+type Store struct {
+	db        *pebble.DB
+	cache     *pebble.Cache
+	writeOpts *pebble.WriteOptions
+
+	// policyMu orders policy deletes against intent creation: creators share it, a delete
+	// takes it alone, so a delete never misses the reference of an intent being created.
+	policyMu sync.RWMutex
+	stripes  [idStripes]sync.Mutex
+
+	// The event committer: one goroutine assigns event ids and writes terminal states in
+	// groups, so ids are gapless in commit order and one fsync serves a whole group.
+	finishCh  chan *finishReq
+	sinkMu    sync.RWMutex
+	sink      func(Event)
+	closeOnce sync.Once
+	closing   chan struct{}
+	done      chan struct{}
+	seq       uint64 // last assigned event id; owned by the committer goroutine
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	cacheBytes := opts.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = 32 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	po := &pebble.Options{
+		Cache:  cache,
+		Logger: pebbleLogger{opts.Logger},
+	}
+	if opts.FS.fs != nil {
+		po.FS = opts.FS.fs
+	}
+	db, err := pebble.Open(dir, po)
+	cache.Unref()
+	if err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+	}
+	s := &Store{
+		db:        db,
+		writeOpts: pebble.Sync,
+		finishCh:  make(chan *finishReq, 1024),
+		closing:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if opts.NoSync {
+		s.writeOpts = pebble.NoSync
+	}
+	seq, err := s.readSeq()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.seq = seq
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close stops the committer after the writes already queued and closes the database.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.done
+		err = s.db.Close()
+	})
+	return err
+}
+
+func (s *Store) readSeq() (uint64, error) {
+	v, err := s.get([]byte(keyEventSeq))
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("event sequence record is %d bytes, want 8", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// get returns a copy of the value under key, or ErrNotFound.
+func (s *Store) get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(v)
+	return out, closer.Close()
+}
+
+func (s *Store) has(key []byte) (bool, error) {
+	_, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, closer.Close()
+}
+
+func key(prefix byte, parts ...string) []byte {
+	n := 1
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	k := make([]byte, 0, n)
+	k = append(k, prefix)
+	for i, p := range parts {
+		if i > 0 {
+			k = append(k, 0)
+		}
+		k = append(k, p...)
+	}
+	return k
+}
+
+func expiryKey(at time.Time, id string) []byte {
+	k := make([]byte, 0, 9+len(id))
+	k = append(k, prefixExpiry)
+	k = binary.BigEndian.AppendUint64(k, uint64(at.UnixNano()))
+	return append(k, id...)
+}
+
+func eventKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixEvent}, id)
+}
+
+// PutPolicy stores a compiled policy under its id. Storing an id that exists changes
+// nothing and reports created false: the id is the hash of the bytecode, so the bytecode
+// is the same.
+func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err error) {
+	s.policyMu.Lock()
+	defer s.policyMu.Unlock()
+	k := key(prefixPolicy, id)
+	exists, err := s.has(k)
+	if err != nil || exists {
+		return false, err
+	}
+	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
+	rec = append(rec, bytecode...)
+	rec = append(rec, source...)
+	if err := s.db.Set(k, rec, s.writeOpts); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Policy returns a stored policy's bytecode and source.
+func (s *Store) Policy(id string) (bytecode, source []byte, err error) {
+	rec, err := s.get(key(prefixPolicy, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	n, w := binary.Uvarint(rec)
+	if w <= 0 || n > uint64(len(rec)-w) {
+		return nil, nil, fmt.Errorf("policy record %s is corrupt", id)
+	}
+	return rec[w : w+int(n)], rec[w+int(n):], nil
+}
+
+// DeletePolicy removes a policy unless an open or processing intent names it.
+func (s *Store) DeletePolicy(id string) error {
+	s.policyMu.Lock()
+	defer s.policyMu.Unlock()
+	k := key(prefixPolicy, id)
+	exists, err := s.has(k)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return ErrNotFound
+	}
+	inUse, err := s.anyWithPrefix(key(prefixRef, id, ""))
+	if err != nil {
+		return err
+	}
+	if inUse {
+		return ErrPolicyInUse
+	}
+	return s.db.Delete(k, s.writeOpts)
+}
+
+func (s *Store) anyWithPrefix(prefix []byte) (bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return found, it.Close()
+}
+
+// prefixEnd is the smallest key greater than every key with the prefix.
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (s *Store) stripe(id string) *sync.Mutex {
+	h := fnv.New32a()
+	io.WriteString(h, id)
+	return &s.stripes[h.Sum32()%idStripes]
+}
+
+// CreateIntent stores a new open intent: its snapshot, its deadline in the expiry index
+// and its reference to the policy, in one synced batch. It fails with ErrPolicyNotFound
+// when the policy is not stored and ErrExists when the id is taken.
+func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	s.policyMu.RLock()
+	defer s.policyMu.RUnlock()
+	mu := s.stripe(id)
+	mu.Lock()
+	defer mu.Unlock()
+
+	if ok, err := s.has(key(prefixPolicy, policyID)); err != nil {
+		return err
+	} else if !ok {
+		return ErrPolicyNotFound
+	}
+	ik := key(prefixIntent, id)
+	if ok, err := s.has(ik); err != nil {
+		return err
+	} else if ok {
+		return ErrExists
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(ik, snapshot, nil)
+	b.Set(key(prefixRef, policyID, id), nil, nil)
+	b.Set(expiryKey(expiresAt, id), nil, nil)
+	return b.Commit(s.writeOpts)
+}
+
+// Intent returns an intent's snapshot.
+func (s *Store) Intent(id string) ([]byte, error) {
+	return s.get(key(prefixIntent, id))
+}
+
+// BeginProcessing records that an open intent accepted a proposal: its new snapshot, its
+// deadline out of the expiry index (a processing intent cannot expire) and its id in the
+// processing set, which start-up reads to resume interrupted work.
+func (s *Store) BeginProcessing(id string, snapshot []byte, expiresAt time.Time) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(key(prefixIntent, id), snapshot, nil)
+	b.Delete(expiryKey(expiresAt, id), nil)
+	b.Set(key(prefixProcessing, id), nil, nil)
+	return b.Commit(s.writeOpts)
+}
+
+// Processing lists the intents that were processing when the store was last written.
+func (s *Store) Processing() ([]string, error) {
+	var ids []string
+	err := s.scan([]byte{prefixProcessing}, func(k, _ []byte) error {
+		ids = append(ids, string(k[1:]))
+		return nil
+	})
+	return ids, err
+}
+
+// DueExpiries lists up to limit open intents whose deadline is at or before now, earliest
+// first.
+func (s *Store) DueExpiries(now time.Time, limit int) ([]string, error) {
+	var ids []string
+	upper := binary.BigEndian.AppendUint64([]byte{prefixExpiry}, uint64(now.UnixNano())+1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	for ok := it.First(); ok && len(ids) < limit; ok = it.Next() {
+		k := it.Key()
+		if len(k) < 9 {
+			continue
+		}
+		ids = append(ids, string(k[9:]))
+	}
+	return ids, it.Close()
+}
+
+// NextExpiry reports the earliest deadline in the expiry index.
+func (s *Store) NextExpiry() (time.Time, bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: []byte{prefixExpiry + 1}})
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var at time.Time
+	found := false
+	if it.First() && len(it.Key()) >= 9 {
+		at = time.Unix(0, int64(binary.BigEndian.Uint64(it.Key()[1:9])))
+		found = true
+	}
+	return at, found, it.Close()
+}
+
+func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// SetEventSink names the function that hears of every event once it is durable, in id
+// order, from the committer's goroutine. It must not block; it is set before the first
+// Finish.
+func (s *Store) SetEventSink(fn func(Event)) {
+	s.sinkMu.Lock()
+	s.sink = fn
+	s.sinkMu.Unlock()
+}
+
+// Finish writes an intent's terminal state in one synced batch: its snapshot, its
+// deadline out of the expiry index, its id out of the processing set, its policy
+// reference released, and its event appended with the next event id, which it returns.
+// The event sink hears of the event after the batch is durable.
+func (s *Store) Finish(id, policyID string, snapshot []byte, expiresAt time.Time, event []byte) (uint64, error) {
+	req := &finishReq{
+		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: event,
+		at:    time.Now(),
+		reply: make(chan finishResult, 1),
+	}
+	select {
+	case s.finishCh <- req:
+	case <-s.closing:
+		return 0, ErrClosed
+	}
+	r := <-req.reply
+	return r.eventID, r.err
+}
+
+type finishReq struct {
+	id, policyID string
+	snapshot     []byte
+	expiresAt    time.Time
+	event        []byte
+	at           time.Time
+	reply        chan finishResult
+}
+
+type finishResult struct {
+	eventID uint64
+	err     error
+}
+
+// maxGroup bounds one committed group so a burst cannot build an unbounded batch.
+const maxGroup = 512
+
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	group := make([]*finishReq, 0, maxGroup)
+	for {
+		group = group[:0]
+		select {
+		case r := <-s.finishCh:
+			group = append(group, r)
+		case <-s.closing:
+			s.drainOnClose()
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.finishCh:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// drainOnClose answers what is still queued: a request queued before Close is written.
+func (s *Store) drainOnClose() {
+	for {
+		select {
+		case r := <-s.finishCh:
+			s.commitGroup([]*finishReq{r})
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) commitGroup(group []*finishReq) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	seq := s.seq
+	events := make([]Event, 0, len(group))
+	for _, r := range group {
+		seq++
+		b.Set(key(prefixIntent, r.id), r.snapshot, nil)
+		b.Delete(expiryKey(r.expiresAt, r.id), nil)
+		b.Delete(key(prefixProcessing, r.id), nil)
+		b.Delete(key(prefixRef, r.policyID, r.id), nil)
+		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.event)), uint64(r.at.UnixNano()))
+		b.Set(eventKey(seq), append(rec, r.event...), nil)
+		events = append(events, Event{ID: seq, At: r.at, Data: r.event})
+	}
+	b.Set([]byte(keyEventSeq), binary.BigEndian.AppendUint64(nil, seq), nil)
+	if err := b.Commit(s.writeOpts); err != nil {
+		// Nothing of the group is written and the sequence does not advance, so ids
+		// stay gapless; each caller learns its write failed.
+		for _, r := range group {
+			r.reply <- finishResult{err: fmt.Errorf("write terminal state of %s: %w", r.id, err)}
+		}
+		return
+	}
+	s.seq = seq
+	s.sinkMu.RLock()
+	sink := s.sink
+	s.sinkMu.RUnlock()
+	for i, r := range group {
+		if sink != nil {
+			sink(events[i])
+		}
+		r.reply <- finishResult{eventID: events[i].ID}
+	}
+}
+
+// Events calls fn for up to limit events with ids greater than after, in id order.
+func (s *Store) Events(after uint64, limit int, fn func(Event) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: []byte{prefixEvent + 1}})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		ev, err := decodeEvent(it.Key(), it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := fn(ev); err != nil {
+			it.Close()
+			return err
+		}
+		n++
+	}
+	return it.Close()
+}
+
+func decodeEvent(k, v []byte) (Event, error) {
+	if len(k) != 9 || len(v) < 8 {
+		return Event{}, fmt.Errorf("event record %x is corrupt", k)
+	}
+	return Event{
+		ID:   binary.BigEndian.Uint64(k[1:]),
+		At:   time.Unix(0, int64(binary.BigEndian.Uint64(v[:8]))),
+		Data: bytes.Clone(v[8:]),
+	}, nil
+}
+
+// EventBounds reports the oldest retained event id and the last assigned one; first is 0
+// when no event is retained.
+func (s *Store) EventBounds() (first, last uint64, err error) {
+	last, err = s.readSeq()
+	if err != nil {
+		return 0, 0, err
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
+	if err != nil {
+		return 0, 0, err
+	}
+	if it.First() && len(it.Key()) == 9 {
+		first = binary.BigEndian.Uint64(it.Key()[1:])
+	}
+	return first, last, it.Close()
+}
+
+// PruneEvents deletes the oldest events beyond keep and those written before olderThan,
+// and reports how many it deleted. The sequence record is kept, so ids never restart.
+func (s *Store) PruneEvents(keep uint64, olderThan time.Time) (int, error) {
+	first, last, err := s.EventBounds()
+	if err != nil || first == 0 {
+		return 0, err
+	}
+	cut := first // events with id < cut are deleted
+	if last >= keep && last-keep+1 > cut {
+		cut = last - keep + 1
+	}
+	// Events are written in time order, so the old ones are a prefix of the log.
+	err = s.Events(cut-1, int(last-cut+1), func(e Event) error {
+		if !e.At.Before(olderThan) {
+			return errStop
+		}
+		cut = e.ID + 1
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, err
+	}
+	if cut <= first {
+		return 0, nil
+	}
+	if err := s.db.DeleteRange(eventKey(first), eventKey(cut), s.writeOpts); err != nil {
+		return 0, err
+	}
+	return int(cut - first), nil
+}
+
+var errStop = errors.New("stop")
+
+// pebbleLogger sends Pebble's messages to slog; a fatal one is logged and ends the
+// process, as Pebble expects of its logger.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if p.l != nil {
+		p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if p.l != nil {
+		p.l.Error(msg, "component", "pebble")
+	} else {
+		fmt.Fprintln(os.Stderr, "pebble:", msg)
+	}
+	os.Exit(1)
+}

@@ -1,0 +1,350 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func openMem(t testing.TB, fs FS) *Store {
+	t.Helper()
+	s, err := Open("db", Options{FS: fs})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func TestPolicies(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+
+	created, err := s.PutPolicy("P1", []byte{1, 2, 3}, []byte("name a"))
+	if err != nil || !created {
+		t.Fatalf("PutPolicy = %v, %v; want created", created, err)
+	}
+	created, err = s.PutPolicy("P1", []byte{1, 2, 3}, []byte("name a # again"))
+	if err != nil || created {
+		t.Fatalf("second PutPolicy = %v, %v; want not created", created, err)
+	}
+	bc, src, err := s.Policy("P1")
+	if err != nil || string(bc) != "\x01\x02\x03" || string(src) != "name a" {
+		t.Fatalf("Policy = %q, %q, %v; the first write must stand", bc, src, err)
+	}
+	if _, _, err := s.Policy("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Policy(nope) error = %v, want ErrNotFound", err)
+	}
+	if err := s.DeletePolicy("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("DeletePolicy(nope) error = %v, want ErrNotFound", err)
+	}
+	if err := s.DeletePolicy("P1"); err != nil {
+		t.Fatalf("DeletePolicy: %v", err)
+	}
+	if _, _, err := s.Policy("P1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Policy after delete error = %v, want ErrNotFound", err)
+	}
+}
+
+func TestIntentLifecycle(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s *Store)
+	}{
+		{"policy missing", func(t *testing.T, s *Store) {
+			if err := s.CreateIntent("i1", "missing", []byte("s"), t0); !errors.Is(err, ErrPolicyNotFound) {
+				t.Fatalf("error = %v, want ErrPolicyNotFound", err)
+			}
+			if _, err := s.Intent("i1"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("a refused intent was stored: %v", err)
+			}
+		}},
+		{"id taken", func(t *testing.T, s *Store) {
+			mustCreate(t, s, "i1", "P", "first")
+			if err := s.CreateIntent("i1", "P", []byte("second"), t0); !errors.Is(err, ErrExists) {
+				t.Fatalf("error = %v, want ErrExists", err)
+			}
+			if got, _ := s.Intent("i1"); string(got) != "first" {
+				t.Fatalf("snapshot = %q, the first write must stand", got)
+			}
+		}},
+		{"delete refused while open or processing", func(t *testing.T, s *Store) {
+			mustCreate(t, s, "i1", "P", "open")
+			if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
+				t.Fatalf("delete with open intent: %v, want ErrPolicyInUse", err)
+			}
+			if err := s.BeginProcessing("i1", []byte("processing"), t0); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
+				t.Fatalf("delete with processing intent: %v, want ErrPolicyInUse", err)
+			}
+			if _, err := s.Finish("i1", "P", []byte("done"), t0, []byte(`{"type":"success"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeletePolicy("P"); err != nil {
+				t.Fatalf("delete after the intent finished: %v", err)
+			}
+			if got, _ := s.Intent("i1"); string(got) != "done" {
+				t.Fatalf("intent after its policy was deleted = %q, want it readable", got)
+			}
+		}},
+		{"processing set and expiry index follow the state", func(t *testing.T, s *Store) {
+			mustCreate(t, s, "a", "P", "open")
+			mustCreate(t, s, "b", "P", "open")
+			if ids, _ := s.DueExpiries(t0, 10); len(ids) != 2 {
+				t.Fatalf("due = %v, want both", ids)
+			}
+			if ids, _ := s.DueExpiries(t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
+				t.Fatalf("due before the deadline = %v, want none", ids)
+			}
+			if err := s.BeginProcessing("a", []byte("processing"), t0); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := s.DueExpiries(t0, 10); len(ids) != 1 || ids[0] != "b" {
+				t.Fatalf("due = %v, want [b]: a processing intent cannot expire", ids)
+			}
+			if ids, _ := s.Processing(); len(ids) != 1 || ids[0] != "a" {
+				t.Fatalf("processing = %v, want [a]", ids)
+			}
+			if _, err := s.Finish("a", "P", []byte("done"), t0, []byte("e")); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := s.Processing(); len(ids) != 0 {
+				t.Fatalf("processing after finish = %v, want none", ids)
+			}
+			if _, err := s.Finish("b", "P", []byte("expired"), t0, []byte("e")); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := s.DueExpiries(t0.Add(time.Hour), 10); len(ids) != 0 {
+				t.Fatalf("due after expiry = %v, want none", ids)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openMem(t, NewMemFS())
+			defer s.Close()
+			if _, err := s.PutPolicy("P", []byte{1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tt.run(t, s)
+		})
+	}
+}
+
+func mustCreate(t *testing.T, s *Store, id, policy, snap string) {
+	t.Helper()
+	if err := s.CreateIntent(id, policy, []byte(snap), t0); err != nil {
+		t.Fatalf("CreateIntent(%s): %v", id, err)
+	}
+}
+
+func TestNextExpiry(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	if _, ok, err := s.NextExpiry(); ok || err != nil {
+		t.Fatalf("empty store NextExpiry ok=%v err=%v", ok, err)
+	}
+	s.PutPolicy("P", []byte{1}, nil)
+	s.CreateIntent("late", "P", nil, t0.Add(time.Hour))
+	s.CreateIntent("early", "P", nil, t0.Add(time.Minute))
+	at, ok, err := s.NextExpiry()
+	if err != nil || !ok || !at.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("NextExpiry = %v, %v, %v; want %v", at, ok, err, t0.Add(time.Minute))
+	}
+}
+
+// TestReopen writes every kind of record, closes the store and finds them all again.
+func TestReopen(t *testing.T) {
+	fs := NewMemFS()
+	s := openMem(t, fs)
+	s.PutPolicy("P", []byte{7}, []byte("src"))
+	mustCreate(t, s, "open", "P", "o")
+	mustCreate(t, s, "proc", "P", "p")
+	s.BeginProcessing("proc", []byte("p2"), t0)
+	mustCreate(t, s, "done", "P", "d")
+	id, err := s.Finish("done", "P", []byte("d2"), t0, []byte("ev1"))
+	if err != nil || id != 1 {
+		t.Fatalf("Finish = %d, %v; want event 1", id, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openMem(t, fs)
+	defer s.Close()
+	if bc, src, err := s.Policy("P"); err != nil || string(bc) != "\x07" || string(src) != "src" {
+		t.Fatalf("policy after reopen = %q %q %v", bc, src, err)
+	}
+	for id, want := range map[string]string{"open": "o", "proc": "p2", "done": "d2"} {
+		if got, err := s.Intent(id); err != nil || string(got) != want {
+			t.Errorf("intent %s after reopen = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	if ids, _ := s.Processing(); len(ids) != 1 || ids[0] != "proc" {
+		t.Errorf("processing after reopen = %v", ids)
+	}
+	if ids, _ := s.DueExpiries(t0, 10); len(ids) != 1 || ids[0] != "open" {
+		t.Errorf("due after reopen = %v", ids)
+	}
+	if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
+		t.Errorf("references lost on reopen: delete = %v", err)
+	}
+	mustCreate(t, s, "next", "P", "n")
+	if id, err := s.Finish("next", "P", nil, t0, []byte("ev2")); err != nil || id != 2 {
+		t.Fatalf("first event after reopen = %d, %v; want 2", id, err)
+	}
+}
+
+// TestFinishOrder checks that concurrent terminal writes get gapless ids and that the
+// sink hears them in id order, each once.
+func TestFinishOrder(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	s.PutPolicy("P", []byte{1}, nil)
+	var mu sync.Mutex
+	var heard []uint64
+	s.SetEventSink(func(e Event) {
+		mu.Lock()
+		heard = append(heard, e.ID)
+		mu.Unlock()
+	})
+	const n = 300
+	var wg sync.WaitGroup
+	ids := make([]uint64, n)
+	for i := range n {
+		id := fmt.Sprintf("i%03d", i)
+		mustCreate(t, s, id, "P", "o")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev, err := s.Finish(id, "P", []byte("t"), t0, []byte(id))
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = ev
+		}()
+	}
+	wg.Wait()
+	seen := make(map[uint64]bool)
+	for _, id := range ids {
+		if id < 1 || id > n || seen[id] {
+			t.Fatalf("event id %d out of range or repeated", id)
+		}
+		seen[id] = true
+	}
+	for i, id := range heard {
+		if id != uint64(i+1) {
+			t.Fatalf("sink heard %v, want 1..%d in order", heard, n)
+		}
+	}
+	var replayed []string
+	s.Events(0, n, func(e Event) error {
+		replayed = append(replayed, string(e.Data))
+		return nil
+	})
+	if len(replayed) != n {
+		t.Fatalf("replayed %d events, want %d", len(replayed), n)
+	}
+	for i, id := range ids {
+		if replayed[id-1] != fmt.Sprintf("i%03d", i) {
+			t.Fatalf("event %d carries %q, want i%03d", id, replayed[id-1], i)
+		}
+	}
+}
+
+func TestPruneEvents(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	s.PutPolicy("P", []byte{1}, nil)
+	for i := range 10 {
+		id := fmt.Sprint(i)
+		mustCreate(t, s, id, "P", "o")
+		if _, err := s.Finish(id, "P", nil, t0, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.PruneEvents(7, time.Time{})
+	if err != nil || n != 3 {
+		t.Fatalf("prune to 7 = %d, %v; want 3 deleted", n, err)
+	}
+	first, last, _ := s.EventBounds()
+	if first != 4 || last != 10 {
+		t.Fatalf("bounds = %d..%d, want 4..10", first, last)
+	}
+	n, err = s.PruneEvents(100, time.Now().Add(time.Hour))
+	if err != nil || n != 7 {
+		t.Fatalf("prune by age = %d, %v; want 7 deleted", n, err)
+	}
+	first, last, _ = s.EventBounds()
+	if first != 0 || last != 10 {
+		t.Fatalf("bounds after pruning all = %d..%d, want 0..10: ids must not restart", first, last)
+	}
+	mustCreate(t, s, "x", "P", "o")
+	if id, _ := s.Finish("x", "P", nil, t0, nil); id != 11 {
+		t.Fatalf("next id = %d, want 11", id)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	s.Close()
+	if _, err := s.Finish("i", "P", nil, t0, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Finish after Close = %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// BenchmarkCreateIntentParallel measures synced intent creation from 64 writers on the
+// real file system, the write path of POST /intents.
+func BenchmarkCreateIntentParallel(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.PutPolicy("P", []byte{1}, nil)
+	snap := make([]byte, 600)
+	var n atomic.Int64
+	b.SetParallelism(32) // 64 writers on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprintf("%036d", n.Add(1))
+			if err := s.CreateIntent(id, "P", snap, t0); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkFinishParallel measures synced terminal writes through the committer.
+func BenchmarkFinishParallel(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.PutPolicy("P", []byte{1}, nil)
+	snap := make([]byte, 800)
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprintf("%036d", n.Add(1))
+			if _, err := s.Finish(id, "P", snap, t0, snap[:300]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
