@@ -74,7 +74,6 @@ type Event struct {
 // Store is the Pebble-backed store. Its methods are safe for concurrent use.
 type Store struct {
 	db        *pebble.DB
-	cache     *pebble.Cache
 	writeOpts *pebble.WriteOptions
 
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
