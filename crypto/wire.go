@@ -1,0 +1,599 @@
+package crypto
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Byte lengths the wire fixes for keys and signatures.
+const (
+	Ed25519PubKeyLen    = 32 // an Ed25519 public key
+	Ed25519SignatureLen = 64 // an Ed25519 signature
+	P256CompressedLen   = 33 // a SEC1 compressed P-256 point
+	P256UncompressedLen = 65 // a SEC1 uncompressed P-256 point
+	P256RawSignatureLen = 64 // an ECDSA P-256 signature as r||s
+
+	// p256MinDERLen and p256MaxDERLen bound an ASN.1 DER ECDSA P-256 signature:
+	// SEQUENCE of two INTEGERs of 1 to 33 bytes each.
+	p256MinDERLen = 8
+	p256MaxDERLen = 72
+)
+
+// maxSignatureDepth bounds how deeply Signature objects may nest through Multisig on
+// the wire. Verify refuses any nesting at all; the decoder lets one level through so
+// that the refusal is an authorship error, and stops deeper nesting at once so that a
+// hostile body cannot make decoding deep or slow.
+const maxSignatureDepth = 3
+
+// maxJSONDepth bounds the nesting of the JSON the decoder reads into its tree. It is
+// above anything maxSignatureDepth lets through, so it only ever stops hostile input.
+const maxJSONDepth = 32
+
+// Authorship is how an intent is authorized: Unsigned (Signature is nil) or Signed.
+// On the wire it is the JSON string "Unsigned" or {"Signed": Signature}.
+type Authorship struct {
+	Signature *Signature
+}
+
+// Unsigned reports whether the authorship asserts nothing.
+func (a Authorship) Unsigned() bool { return a.Signature == nil }
+
+// Signature is exactly one of an Ed25519, a Passkey or a Multisig signature. On the
+// wire it is a single-key object named after the set field.
+type Signature struct {
+	Ed25519  *Ed25519Signature
+	Passkey  *PasskeySignature
+	Multisig *MultisigSignature
+}
+
+// Ed25519Signature is an Ed25519 signature over JCS(intent).
+// Wire: {"pub_key": Base58 of 32 bytes, "signature": Base58 of 64 bytes}.
+type Ed25519Signature struct {
+	PubKey    []byte
+	Signature []byte
+}
+
+// PasskeySignature is a WebAuthn (ES256) assertion whose challenge is derived from
+// JCS(intent). Wire: {"pub_key": Base58 of a 33- or 65-byte SEC1 P-256 point,
+// "signature": Base58 of a DER or raw r||s ECDSA signature, "client_data": the client
+// data JSON as a string, "authenticator_data": Base58 bytes}.
+type PasskeySignature struct {
+	PubKey            []byte
+	Signature         []byte
+	ClientData        string
+	AuthenticatorData []byte
+}
+
+// MultisigSignature is a weighted threshold of Ed25519 and passkey signatures.
+// Wire: {"pub_key": {"signers": {Base58 key: weight, ...}, "threshold": n},
+// "signatures": [Signature, ...]}. Signers keeps the order of the wire object so that a
+// decode and encode round trip gives the same bytes back.
+type MultisigSignature struct {
+	Signers    []Signer
+	Threshold  uint64
+	Signatures []Signature
+}
+
+// Signer is one entry of a multisig's signers: a public key (32 bytes: Ed25519; 33 or
+// 65 bytes: P-256) and the weight its signature counts for.
+type Signer struct {
+	PubKey []byte
+	Weight uint64
+}
+
+// DecodeAuthorship decodes the JSON of an Authorship value strictly. Every failure is a
+// *FieldError.
+func DecodeAuthorship(data []byte) (Authorship, error) {
+	var a Authorship
+	err := a.UnmarshalJSON(data)
+	return a, err
+}
+
+// UnmarshalJSON decodes an Authorship strictly: unknown keys, missing fields, two keys
+// in a one-of object, wrong JSON types, null, bad Base58 and wrong byte lengths are all
+// refused with a *FieldError naming the field.
+func (a *Authorship) UnmarshalJSON(data []byte) error {
+	root, err := parseTree(data)
+	if err != nil {
+		return &FieldError{Reason: err.Error()}
+	}
+	got, err := decodeAuthorship(root)
+	if err != nil {
+		return err
+	}
+	*a = got
+	return nil
+}
+
+// UnmarshalJSON decodes a Signature strictly; field paths in its errors are relative to
+// the Signature itself (for example "Ed25519.pub_key").
+func (s *Signature) UnmarshalJSON(data []byte) error {
+	root, err := parseTree(data)
+	if err != nil {
+		return &FieldError{Reason: err.Error()}
+	}
+	got, err := decodeSignature(root, "", 1)
+	if err != nil {
+		return err
+	}
+	*s = got
+	return nil
+}
+
+// MarshalJSON encodes the wire form: "Unsigned" or {"Signed": ...}.
+func (a Authorship) MarshalJSON() ([]byte, error) {
+	if a.Signature == nil {
+		return []byte(`"Unsigned"`), nil
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"Signed":`)
+	if err := a.Signature.encode(&buf); err != nil {
+		return nil, err
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// MarshalJSON encodes the single-key wire object. A Signature with no field or more
+// than one field set has no wire form and is an error.
+func (s Signature) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := s.encode(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *Signature) encode(buf *bytes.Buffer) error {
+	if n := s.count(); n != 1 {
+		return fmt.Errorf("crypto: a Signature needs exactly one of Ed25519, Passkey, Multisig set, has %d", n)
+	}
+	switch {
+	case s.Ed25519 != nil:
+		buf.WriteString(`{"Ed25519":{"pub_key":`)
+		writeBase58(buf, s.Ed25519.PubKey)
+		buf.WriteString(`,"signature":`)
+		writeBase58(buf, s.Ed25519.Signature)
+		buf.WriteString(`}}`)
+	case s.Passkey != nil:
+		p := s.Passkey
+		buf.WriteString(`{"Passkey":{"pub_key":`)
+		writeBase58(buf, p.PubKey)
+		buf.WriteString(`,"signature":`)
+		writeBase58(buf, p.Signature)
+		buf.WriteString(`,"client_data":`)
+		cd, err := json.Marshal(p.ClientData)
+		if err != nil {
+			return err
+		}
+		buf.Write(cd)
+		buf.WriteString(`,"authenticator_data":`)
+		writeBase58(buf, p.AuthenticatorData)
+		buf.WriteString(`}}`)
+	default:
+		m := s.Multisig
+		buf.WriteString(`{"Multisig":{"pub_key":{"signers":{`)
+		for i, sg := range m.Signers {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeBase58(buf, sg.PubKey)
+			buf.WriteByte(':')
+			buf.WriteString(strconv.FormatUint(sg.Weight, 10))
+		}
+		buf.WriteString(`},"threshold":`)
+		buf.WriteString(strconv.FormatUint(m.Threshold, 10))
+		buf.WriteString(`},"signatures":[`)
+		for i := range m.Signatures {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := m.Signatures[i].encode(buf); err != nil {
+				return err
+			}
+		}
+		buf.WriteString(`]}}`)
+	}
+	return nil
+}
+
+func (s *Signature) count() int {
+	n := 0
+	if s.Ed25519 != nil {
+		n++
+	}
+	if s.Passkey != nil {
+		n++
+	}
+	if s.Multisig != nil {
+		n++
+	}
+	return n
+}
+
+// writeBase58 writes b as a JSON string; the Base58 alphabet needs no escaping.
+func writeBase58(buf *bytes.Buffer, b []byte) {
+	buf.WriteByte('"')
+	buf.WriteString(EncodeBase58(b))
+	buf.WriteByte('"')
+}
+
+// The decoder first reads the JSON into a small tree that keeps object members in
+// order and keeps duplicate keys (so that they can be refused with their path), then
+// walks it. Reading once keeps decoding linear in the input, where decoding nested
+// json.RawMessage values level by level would rescan the input at every level.
+
+type jkind uint8
+
+const (
+	jNull jkind = iota
+	jBool
+	jNumber
+	jString
+	jArray
+	jObject
+)
+
+func (k jkind) String() string {
+	return [...]string{"null", "boolean", "number", "string", "array", "object"}[k]
+}
+
+type jnode struct {
+	kind    jkind
+	text    string // a string's value or a number's literal text
+	members []jmember
+	elems   []*jnode
+}
+
+type jmember struct {
+	key string
+	val *jnode
+}
+
+func parseTree(data []byte) (*jnode, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	n, err := readNode(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not valid JSON: data after the value")
+	}
+	return n, nil
+}
+
+func readNode(dec *json.Decoder, depth int) (*jnode, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	switch t := tok.(type) {
+	case nil:
+		return &jnode{kind: jNull}, nil
+	case bool:
+		return &jnode{kind: jBool}, nil
+	case json.Number:
+		return &jnode{kind: jNumber, text: string(t)}, nil
+	case string:
+		return &jnode{kind: jString, text: t}, nil
+	case json.Delim:
+		if depth >= maxJSONDepth {
+			return nil, fmt.Errorf("nested more than %d levels deep", maxJSONDepth)
+		}
+		switch t {
+		case '{':
+			n := &jnode{kind: jObject}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, fmt.Errorf("not valid JSON: %v", err)
+				}
+				key, _ := kt.(string) // the decoder only yields string keys here
+				v, err := readNode(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				n.members = append(n.members, jmember{key, v})
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("not valid JSON: %v", err)
+			}
+			return n, nil
+		case '[':
+			n := &jnode{kind: jArray}
+			for dec.More() {
+				v, err := readNode(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				n.elems = append(n.elems, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("not valid JSON: %v", err)
+			}
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("not valid JSON: unexpected %v", tok)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func wrongType(field, want string, n *jnode) error {
+	if n.kind == jNull {
+		return &FieldError{Field: field, Reason: "must not be null, want " + want}
+	}
+	return &FieldError{Field: field, Reason: fmt.Sprintf("must be %s, got %s", want, n.kind)}
+}
+
+// fields checks that obj is an object whose keys are exactly the required ones, each
+// once, and returns the values in the order of names.
+func fields(obj *jnode, path string, names ...string) ([]*jnode, error) {
+	if obj.kind != jObject {
+		return nil, wrongType(path, "an object", obj)
+	}
+	vals := make([]*jnode, len(names))
+	for _, m := range obj.members {
+		i := indexOf(names, m.key)
+		if i < 0 {
+			return nil, &FieldError{Field: join(path, m.key), Reason: "unknown field"}
+		}
+		if vals[i] != nil {
+			return nil, &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
+		}
+		vals[i] = m.val
+	}
+	for i, v := range vals {
+		if v == nil {
+			return nil, &FieldError{Field: join(path, names[i]), Reason: "missing"}
+		}
+	}
+	return vals, nil
+}
+
+// oneOf checks that obj is an object with exactly one key, one of names, and returns
+// that key and its value.
+func oneOf(obj *jnode, path string, names ...string) (string, *jnode, error) {
+	if obj.kind != jObject {
+		return "", nil, wrongType(path, "an object with one key of "+quoteList(names), obj)
+	}
+	var key string
+	var val *jnode
+	for _, m := range obj.members {
+		if indexOf(names, m.key) < 0 {
+			return "", nil, &FieldError{Field: join(path, m.key), Reason: "unknown field, want one of " + quoteList(names)}
+		}
+		if val != nil {
+			if m.key == key {
+				return "", nil, &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
+			}
+			return "", nil, &FieldError{Field: path, Reason: fmt.Sprintf("has both %q and %q, want exactly one of %s", key, m.key, quoteList(names))}
+		}
+		key, val = m.key, m.val
+	}
+	if val == nil {
+		return "", nil, &FieldError{Field: path, Reason: "empty object, want exactly one of " + quoteList(names)}
+	}
+	return key, val, nil
+}
+
+func indexOf(names []string, s string) int {
+	for i, n := range names {
+		if n == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func quoteList(names []string) string {
+	var b bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(n))
+	}
+	return b.String()
+}
+
+func decodeAuthorship(n *jnode) (Authorship, error) {
+	switch n.kind {
+	case jString:
+		if n.text != "Unsigned" {
+			return Authorship{}, &FieldError{Reason: fmt.Sprintf(`unknown authorship %q, want "Unsigned" or {"Signed": ...}`, n.text)}
+		}
+		return Authorship{}, nil
+	case jObject:
+		_, v, err := oneOf(n, "", "Signed")
+		if err != nil {
+			return Authorship{}, err
+		}
+		sig, err := decodeSignature(v, "Signed", 1)
+		if err != nil {
+			return Authorship{}, err
+		}
+		return Authorship{Signature: &sig}, nil
+	default:
+		return Authorship{}, wrongType("", `"Unsigned" or {"Signed": ...}`, n)
+	}
+}
+
+func decodeSignature(n *jnode, path string, depth int) (Signature, error) {
+	key, v, err := oneOf(n, path, "Ed25519", "Passkey", "Multisig")
+	if err != nil {
+		return Signature{}, err
+	}
+	path = join(path, key)
+	switch key {
+	case "Ed25519":
+		vals, err := fields(v, path, "pub_key", "signature")
+		if err != nil {
+			return Signature{}, err
+		}
+		pub, err := bytesField(vals[0], join(path, "pub_key"), Ed25519PubKeyLen)
+		if err != nil {
+			return Signature{}, err
+		}
+		sig, err := bytesField(vals[1], join(path, "signature"), Ed25519SignatureLen)
+		if err != nil {
+			return Signature{}, err
+		}
+		return Signature{Ed25519: &Ed25519Signature{PubKey: pub, Signature: sig}}, nil
+	case "Passkey":
+		vals, err := fields(v, path, "pub_key", "signature", "client_data", "authenticator_data")
+		if err != nil {
+			return Signature{}, err
+		}
+		pub, err := bytesField(vals[0], join(path, "pub_key"), P256CompressedLen, P256UncompressedLen)
+		if err != nil {
+			return Signature{}, err
+		}
+		sig, err := bytesField(vals[1], join(path, "signature"))
+		if err != nil {
+			return Signature{}, err
+		}
+		if len(sig) < p256MinDERLen || len(sig) > p256MaxDERLen {
+			return Signature{}, &FieldError{Field: join(path, "signature"), Reason: fmt.Sprintf(
+				"decodes to %d bytes, want 64 (r||s) or an ASN.1 DER signature of %d to %d", len(sig), p256MinDERLen, p256MaxDERLen)}
+		}
+		if vals[2].kind != jString {
+			return Signature{}, wrongType(join(path, "client_data"), "a string", vals[2])
+		}
+		authData, err := bytesField(vals[3], join(path, "authenticator_data"))
+		if err != nil {
+			return Signature{}, err
+		}
+		return Signature{Passkey: &PasskeySignature{
+			PubKey: pub, Signature: sig, ClientData: vals[2].text, AuthenticatorData: authData,
+		}}, nil
+	default:
+		if depth >= maxSignatureDepth {
+			return Signature{}, &FieldError{Field: path, Reason: fmt.Sprintf("signatures nested more than %d deep", maxSignatureDepth)}
+		}
+		vals, err := fields(v, path, "pub_key", "signatures")
+		if err != nil {
+			return Signature{}, err
+		}
+		pkPath := join(path, "pub_key")
+		pk, err := fields(vals[0], pkPath, "signers", "threshold")
+		if err != nil {
+			return Signature{}, err
+		}
+		signers, err := decodeSigners(pk[0], join(pkPath, "signers"))
+		if err != nil {
+			return Signature{}, err
+		}
+		threshold, err := uintField(pk[1], join(pkPath, "threshold"))
+		if err != nil {
+			return Signature{}, err
+		}
+		sigsPath := join(path, "signatures")
+		if vals[1].kind != jArray {
+			return Signature{}, wrongType(sigsPath, "an array of signatures", vals[1])
+		}
+		sigs := make([]Signature, 0, len(vals[1].elems))
+		for i, el := range vals[1].elems {
+			s, err := decodeSignature(el, fmt.Sprintf("%s[%d]", sigsPath, i), depth+1)
+			if err != nil {
+				return Signature{}, err
+			}
+			sigs = append(sigs, s)
+		}
+		return Signature{Multisig: &MultisigSignature{Signers: signers, Threshold: threshold, Signatures: sigs}}, nil
+	}
+}
+
+func decodeSigners(n *jnode, path string) ([]Signer, error) {
+	if n.kind != jObject {
+		return nil, wrongType(path, "an object of Base58 public key to weight", n)
+	}
+	signers := make([]Signer, 0, len(n.members))
+	seen := make(map[string]bool, len(n.members))
+	for _, m := range n.members {
+		field := join(path, m.key)
+		if seen[m.key] {
+			return nil, &FieldError{Field: field, Reason: "duplicate key"}
+		}
+		seen[m.key] = true
+		pub, err := decodeKey(m.key, Ed25519PubKeyLen, P256CompressedLen, P256UncompressedLen)
+		if err != nil {
+			return nil, &FieldError{Field: field, Reason: "key " + err.Error()}
+		}
+		w, err := uintField(m.val, field)
+		if err != nil {
+			return nil, err
+		}
+		signers = append(signers, Signer{PubKey: pub, Weight: w})
+	}
+	return signers, nil
+}
+
+// bytesField decodes a Base58 string field; when lengths are given, the decoded bytes
+// must have one of them.
+func bytesField(n *jnode, field string, lengths ...int) ([]byte, error) {
+	if n.kind != jString {
+		return nil, wrongType(field, "a Base58 string", n)
+	}
+	b, err := decodeKey(n.text, lengths...)
+	if err != nil {
+		return nil, &FieldError{Field: field, Reason: err.Error()}
+	}
+	return b, nil
+}
+
+// decodeKey decodes Base58 and checks the decoded length against lengths (any length
+// when none are given).
+func decodeKey(s string, lengths ...int) ([]byte, error) {
+	b, err := DecodeBase58(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(lengths) == 0 {
+		return b, nil
+	}
+	for _, l := range lengths {
+		if len(b) == l {
+			return b, nil
+		}
+	}
+	want := strconv.Itoa(lengths[0])
+	for i, l := range lengths[1:] {
+		if i == len(lengths)-2 {
+			want += " or "
+		} else {
+			want += ", "
+		}
+		want += strconv.Itoa(l)
+	}
+	return nil, fmt.Errorf("decodes to %d bytes, want %s", len(b), want)
+}
+
+// uintField reads a non-negative integer written plainly (no sign, fraction or
+// exponent), so that the value re-encodes to the same text.
+func uintField(n *jnode, field string) (uint64, error) {
+	if n.kind != jNumber {
+		return 0, wrongType(field, "a non-negative integer", n)
+	}
+	v, err := strconv.ParseUint(n.text, 10, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is above 18446744073709551615, the largest u64", n.text)}
+		}
+		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not a non-negative integer without fraction or exponent", n.text)}
+	}
+	return v, nil
+}
