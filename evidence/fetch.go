@@ -1,0 +1,180 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+	"time"
+)
+
+// DefaultTimeout is the time limit of one extraction over the network, as the
+// service's decisions fix it.
+const DefaultTimeout = 10 * time.Second
+
+// Option sets a parameter of the http or web extractor.
+type Option func(*fetchConfig)
+
+type fetchConfig struct {
+	timeout      time.Duration
+	maxBytes     int64
+	userAgent    string
+	transport    http.RoundTripper
+	allowPrivate bool
+	maxRedirects int
+}
+
+// WithTimeout sets the time limit of one extraction, connection to last byte. The
+// caller's context is honoured as well; the earlier of the two ends the request.
+func WithTimeout(d time.Duration) Option { return func(c *fetchConfig) { c.timeout = d } }
+
+// WithMaxBytes sets the largest response body read (the evidence service's JSON, or
+// the product page). A larger one is a KindTooLarge error, not a truncated read: half
+// a page could name the wrong offer.
+func WithMaxBytes(n int64) Option { return func(c *fetchConfig) { c.maxBytes = n } }
+
+// WithUserAgent sets the User-Agent header of the requests.
+func WithUserAgent(ua string) Option { return func(c *fetchConfig) { c.userAgent = ua } }
+
+// WithTransport replaces the HTTP transport (for a proxy, client certificates or
+// tests). The web extractor's refusal of private addresses lives in its default
+// transport's dialer, so a replaced transport must do its own.
+func WithTransport(rt http.RoundTripper) Option { return func(c *fetchConfig) { c.transport = rt } }
+
+// WithPrivateAddresses lets the web extractor fetch pages from loopback, private,
+// link-local and other non-public addresses. It is off by default because the URL
+// comes from a proposal: without the check, anyone who may propose could make the
+// server read its own network (cloud metadata, admin ports).
+func WithPrivateAddresses(allow bool) Option { return func(c *fetchConfig) { c.allowPrivate = allow } }
+
+func newFetchConfig(maxBytes int64, opts []Option) fetchConfig {
+	c := fetchConfig{
+		timeout:      DefaultTimeout,
+		maxBytes:     maxBytes,
+		userAgent:    "intentd-evidence/1",
+		maxRedirects: 5,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = maxBytes
+	}
+	return c
+}
+
+// newTransport is a fresh transport per extractor with dial and header time-outs of
+// its own, so that one slow source cannot hold another's connections.
+func newTransport(guardPrivate bool) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if guardPrivate {
+		// Checked on the address actually dialled, after DNS, so that a name
+		// resolving (or re-resolving) to a private address is caught too.
+		d.Control = func(network, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip := net.ParseIP(host)
+			if ip == nil || !publicIP(ip) {
+				return &privateAddrError{addr: host}
+			}
+			return nil
+		}
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+type privateAddrError struct{ addr string }
+
+func (e *privateAddrError) Error() string {
+	return fmt.Sprintf("address %s is not a public address", e.addr)
+}
+
+func publicIP(ip net.IP) bool {
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() ||
+		// 100.64.0.0/10, carrier-grade NAT, is as internal as the RFC 1918 ranges.
+		(ip.To4() != nil && ip.To4()[0] == 100 && ip.To4()[1]&0xc0 == 64))
+}
+
+// redirectError is returned by CheckRedirect; the extractors turn it into a
+// KindRedirect error.
+type redirectError struct{ reason string }
+
+func (e *redirectError) Error() string { return e.reason }
+
+// classify turns an error of http.Client.Do or of reading a body into an *Error.
+// The context is consulted first: a request cut off by the deadline fails with
+// whatever the transport saw at that moment, and that is a time-out.
+func classify(ctx context.Context, err error, extractor, what string, limit time.Duration) *Error {
+	if e := ctxError(ctx, extractor, what, limit); e != nil {
+		return e
+	}
+	var re *redirectError
+	if errors.As(err, &re) {
+		return errorf(KindRedirect, extractor, err, "%s: %s", what, re.reason)
+	}
+	var pe *privateAddrError
+	if errors.As(err, &pe) {
+		return errorf(KindUnsupported, extractor, err, "%s: %s", what, pe.Error())
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errorf(KindTimeout, extractor, err, "%s: no answer within the time limit (%v)", what, limit)
+	}
+	return errorf(KindUnreachable, extractor, err, "%s: %v", what, unwrapURLError(err))
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose message repeats the method
+// and the URL that the reason already names.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// readLimited reads at most limit bytes of body, and reports whether there was
+// more. A Content-Length over the limit is refused before reading.
+func readLimited(resp *http.Response, limit int64) ([]byte, bool, error) {
+	if resp.ContentLength > limit {
+		return nil, true, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > limit {
+		return nil, true, nil
+	}
+	return data, false, nil
+}
+
+// effectiveLimit is the time the request will really have: the extractor's limit,
+// or less when the caller's deadline comes first. It is only for messages.
+func effectiveLimit(ctx context.Context, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < limit {
+			return left.Round(time.Millisecond)
+		}
+	}
+	return limit
+}
