@@ -32,9 +32,9 @@ func ParsePrice(s string) (int64, error) {
 		if frac[i] < '0' || frac[i] > '9' {
 			return 0, fmt.Errorf("price %q: want digits after the decimal point", clip(s))
 		}
-		if i >= 2 && frac[i] != '0' {
-			return 0, fmt.Errorf("price %q: finer than a cent", clip(s))
-		}
+	}
+	if len(frac) > 2 && strings.Trim(frac[2:], "0") != "" {
+		return 0, fmt.Errorf("price %q: finer than a cent", clip(s))
 	}
 	var cents int64
 	for i := 0; i < len(digits); i++ {

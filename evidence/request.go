@@ -217,8 +217,11 @@ func describe(v any) string {
 	}
 }
 
-func clip(s string) string {
-	const max = 40
+// clip shortens a value quoted in a message: a reason is read by people, and the
+// value may be anything a page or a service sent.
+func clip(s string) string { return clipTo(s, 40) }
+
+func clipTo(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

@@ -53,7 +53,7 @@ func (w *WebExtractor) checkRedirect(req *http.Request, via []*http.Request) err
 func (w *WebExtractor) Extract(ctx context.Context, req Request) (Evidence, error) {
 	u, err := url.Parse(req.Solution)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errorf(KindUnsupported, "web", err, "solution %q is not an http or https URL", clip(req.Solution))
+		return nil, errorf(KindUnsupported, "web", err, "solution %q is not an http or https URL", clipTo(req.Solution, 200))
 	}
 	if u.User != nil {
 		// Credentials in a proposed URL would be sent to the shop on the
@@ -63,7 +63,7 @@ func (w *WebExtractor) Extract(ctx context.Context, req Request) (Evidence, erro
 	limit := effectiveLimit(ctx, w.cfg.timeout)
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.timeout)
 	defer cancel()
-	what := "GET " + clip(u.Redacted())
+	what := "GET " + clipTo(u.Redacted(), 200)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, errorf(KindUnsupported, "web", err, "%s: %v", what, err)
