@@ -160,8 +160,8 @@ func TestVerifyEd25519(t *testing.T) {
 		{"key 33 bytes", typicalIntent, withPub(append(append([]byte(nil), good.Ed25519.PubKey...), 0)), "ed25519: pub_key is 33 bytes, want 32"},
 		{"key empty", typicalIntent, withPub(nil), "ed25519: pub_key is 0 bytes, want 32"},
 		{"signature 63 bytes", typicalIntent, withSig(good.Ed25519.Signature[:63]), "ed25519: signature is 63 bytes, want 64"},
-		{"intent not JSON", []byte(`{"id":`), good, "intent is not valid JSON"},
-		{"intent with duplicate keys", []byte(`{"id":"a","id":"b"}`), good, "intent is not valid JSON"},
+		{"intent not JSON", []byte(`{"id":`), good, "intent cannot be canonicalized"},
+		{"intent with duplicate keys", []byte(`{"id":"a","id":"b"}`), good, "intent cannot be canonicalized"},
 		{"no scheme set", typicalIntent, Signature{}, "signature has 0 of Ed25519, Passkey, Multisig set"},
 		{"two schemes set", typicalIntent, Signature{Ed25519: good.Ed25519, Passkey: &PasskeySignature{}}, "signature has 2 of"},
 	}
@@ -237,6 +237,49 @@ func TestCanonicalize(t *testing.T) {
 			if string(got) != tc.want {
 				t.Fatalf("Canonicalize(%s) = %s, want %s", tc.in, got, tc.want)
 			}
+		})
+	}
+}
+
+// TestIntentNumbersMustBeExact covers the refusal of numbers JCS would round: without
+// it a signature over one of two such intents would verify for the other.
+func TestIntentNumbersMustBeExact(t *testing.T) {
+	cases := []struct {
+		name    string
+		intent  string
+		wantErr string
+	}{
+		{"largest exact integer", `{"attrs":{"n":{"Int":9007199254740991}}}`, ""},
+		{"smallest exact integer", `{"n":-9007199254740991}`, ""},
+		{"fraction", `{"n":0.5}`, ""},
+		{"big integer in a string", `{"id":"9007199254740993"}`, ""},
+		{"digits after an escaped quote", `{"a":"x\"99999999999999999","b":1}`, ""},
+		{"2^53", `{"n":9007199254740992}`, "number 9007199254740992 is beyond"},
+		{"2^53+1", `{"attrs":{"n":{"Int":9007199254740993}}}`, "is beyond ±(2^53-1)"},
+		{"negative", `{"n":[1,-9007199254740993]}`, "is beyond"},
+		{"exponent form", `{"n":1e16}`, "is beyond"},
+	}
+	priv := edKey("numbers")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := SignEd25519(priv, []byte(tc.intent))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("SignEd25519: %v", err)
+				}
+				checkVerify(t, Verify([]byte(tc.intent), a, VerifyOptions{}), "")
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("SignEd25519 = %v, want an error containing %q", err, tc.wantErr)
+			}
+			// A signature made over the JCS bytes anyway must still be refused.
+			canon, err := Canonicalize([]byte(tc.intent))
+			if err != nil {
+				t.Fatal(err)
+			}
+			forced := Signature{Ed25519: &Ed25519Signature{PubKey: pubOf(priv), Signature: ed25519.Sign(priv, canon)}}
+			checkVerify(t, Verify([]byte(tc.intent), signed(forced), VerifyOptions{}), tc.wantErr)
 		})
 	}
 }

@@ -3,9 +3,17 @@ package crypto
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/gowebpki/jcs"
 )
+
+// maxExactInteger is the largest magnitude I-JSON (RFC 7493) lets a number have and
+// still mean one integer: JCS writes every number as the float64 nearest to it, so
+// above 2^53-1 distinct integers share one canonical form.
+const maxExactInteger = 1<<53 - 1
 
 // Canonicalize returns the RFC 8785 (JCS) serialization of a JSON text: object members
 // sorted by their UTF-16 code units, no insignificant whitespace, numbers and strings in
@@ -20,7 +28,7 @@ func Canonicalize(jsonBytes []byte) ([]byte, error) {
 // base64url without padding of SHA-256(JCS(intent)). intentJSON is the raw JSON of the
 // `intent` object.
 func PasskeyChallenge(intentJSON []byte) (string, error) {
-	canon, err := Canonicalize(intentJSON)
+	canon, err := canonicalIntent(intentJSON)
 	if err != nil {
 		return "", err
 	}
@@ -30,4 +38,50 @@ func PasskeyChallenge(intentJSON []byte) (string, error) {
 func challengeOf(canon []byte) string {
 	sum := sha256.Sum256(canon)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// canonicalIntent is Canonicalize for the bytes a signature covers. It also refuses an
+// intent holding a number beyond ±(2^53-1): JCS would round it, so that a signature
+// over {"Int":9007199254740993} would verify for {"Int":9007199254740992} too. RFC 8785
+// asks for I-JSON input for this reason; signing stays unambiguous by holding to it.
+func canonicalIntent(intentJSON []byte) ([]byte, error) {
+	canon, err := Canonicalize(intentJSON)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNumbers(canon); err != nil {
+		return nil, err
+	}
+	return canon, nil
+}
+
+// checkNumbers scans valid JSON for number literals whose magnitude is above
+// maxExactInteger. Rounding cannot bring a number above the limit back under it, so
+// scanning the canonical form finds the same numbers as scanning the input.
+func checkNumbers(js []byte) error {
+	for i := 0; i < len(js); i++ {
+		switch c := js[i]; {
+		case c == '"':
+			for i++; i < len(js) && js[i] != '"'; i++ {
+				if js[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(js) && isNumberByte(js[j]) {
+				j++
+			}
+			f, err := strconv.ParseFloat(string(js[i:j]), 64)
+			if err != nil || math.Abs(f) > maxExactInteger {
+				return fmt.Errorf("number %s is beyond ±(2^53-1), where JCS cannot represent it exactly", js[i:j])
+			}
+			i = j - 1
+		}
+	}
+	return nil
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }

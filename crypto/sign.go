@@ -20,9 +20,9 @@ func SignEd25519(priv ed25519.PrivateKey, intentJSON []byte) (Authorship, error)
 	if len(priv) != ed25519.PrivateKeySize {
 		return Authorship{}, fmt.Errorf("crypto: Ed25519 private key is %d bytes, want %d", len(priv), ed25519.PrivateKeySize)
 	}
-	canon, err := Canonicalize(intentJSON)
+	canon, err := canonicalIntent(intentJSON)
 	if err != nil {
-		return Authorship{}, fmt.Errorf("crypto: intent is not valid JSON: %v", err)
+		return Authorship{}, fmt.Errorf("crypto: intent cannot be canonicalized: %v", err)
 	}
 	pub := priv.Public().(ed25519.PublicKey)
 	return Authorship{Signature: &Signature{Ed25519: &Ed25519Signature{
@@ -117,7 +117,7 @@ func (p *SoftPasskey) ClientData(typ, challenge string) string {
 func (p *SoftPasskey) Assert(intentJSON []byte) (*PasskeySignature, error) {
 	challenge, err := PasskeyChallenge(intentJSON)
 	if err != nil {
-		return nil, fmt.Errorf("crypto: intent is not valid JSON: %v", err)
+		return nil, fmt.Errorf("crypto: intent cannot be canonicalized: %v", err)
 	}
 	return p.AssertRaw(p.AuthenticatorData(flagUserPresent), p.ClientData("webauthn.get", challenge))
 }

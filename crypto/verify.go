@@ -52,9 +52,9 @@ func Verify(intentJSON []byte, a Authorship, opts VerifyOptions) error {
 		}
 		return nil
 	}
-	canon, err := Canonicalize(intentJSON)
+	canon, err := canonicalIntent(intentJSON)
 	if err != nil {
-		return fmt.Errorf("%w: intent is not valid JSON: %v", ErrAuthorshipInvalid, err)
+		return fmt.Errorf("%w: intent cannot be canonicalized: %v", ErrAuthorshipInvalid, err)
 	}
 	v := verifier{canon: canon, opts: opts}
 	if err := v.signature(a.Signature, false); err != nil {
