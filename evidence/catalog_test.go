@@ -67,7 +67,7 @@ func TestDemoCatalogAgainstDemoPolicy(t *testing.T) {
 	}{
 		{"https://shop.example/products/tshirt-navy-m", ""},
 		{"sku:TS-NAVY-M", ""},
-		{"https://shop.example/products/polo-navy-m", ""},         // exactly at the budget
+		{"https://shop.example/products/polo-navy-m", ""},        // exactly at the budget
 		{"https://shop.example/products/supima-tee-white-m", ""}, // free shipping
 		{"https://shop.example/products/tshirt-navy-l", "size"},
 		{"sku:TS-NAVY-S", "size"},
