@@ -1,0 +1,157 @@
+package policy
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The syntax tree holds the canonical form only: spellings (intent/parameters, &&/and,
+// !/not, ||/or), parentheses and comments are gone once parsed, so the compiler has
+// nothing to be non-deterministic about, and Decode can rebuild the same tree from
+// bytecode.
+
+type file struct {
+	name             string
+	namePos          Pos
+	extractor        string
+	hasExtractor     bool
+	params           []*fieldDecl
+	evidence         []*fieldDecl
+	evidenceDeclared bool
+	requiresPos      Pos
+	constraints      []*constraint
+}
+
+type fieldDecl struct {
+	pos      Pos
+	name     string
+	typ      Type
+	optional bool
+}
+
+type constraint struct {
+	pos      Pos
+	optional bool
+	x        expr
+}
+
+// expr is a node of an expression. typ is set by the checker.
+type expr interface {
+	node() *exprNode
+}
+
+type exprNode struct {
+	pos Pos
+	typ Type
+}
+
+func (n *exprNode) node() *exprNode { return n }
+
+type intLit struct {
+	exprNode
+	v int64
+}
+
+type strLit struct {
+	exprNode
+	v string
+}
+
+type boolLit struct {
+	exprNode
+	v bool
+}
+
+// setLit is a set literal. Its elements are sorted and distinct (newSetLit sees to
+// it), which is what makes element order not matter to the bytecode.
+type setLit struct {
+	exprNode
+	elem Type // TypeString or TypeInt
+	strs []string
+	ints []int64
+}
+
+func newStrSetLit(p Pos, elems []string) *setLit {
+	s := slices.Clone(elems)
+	slices.Sort(s)
+	return &setLit{exprNode: exprNode{pos: p}, elem: TypeString, strs: slices.Compact(s)}
+}
+
+func newIntSetLit(p Pos, elems []int64) *setLit {
+	s := slices.Clone(elems)
+	slices.Sort(s)
+	return &setLit{exprNode: exprNode{pos: p}, elem: TypeInt, ints: slices.Compact(s)}
+}
+
+func (s *setLit) len() int { return len(s.strs) + len(s.ints) }
+
+// ref is parameters.x or evidence.x. slot indexes the sorted declarations.
+type ref struct {
+	exprNode
+	evidence bool
+	name     string
+	slot     int
+}
+
+type unary struct {
+	exprNode
+	op op // opNeg or opNot
+	x  expr
+}
+
+type binaryExpr struct {
+	exprNode
+	op    op
+	x, y  expr
+	opPos Pos
+}
+
+// chain is a chained comparison a op1 b op2 c ..., with at least three operands.
+type chain struct {
+	exprNode
+	ops   []op
+	xs    []expr
+	opPos []Pos
+}
+
+type call struct {
+	exprNode
+	fn   fn
+	name string
+	args []expr
+}
+
+// depth is the nesting depth of e, the measure MaxDepth limits. A run of one
+// left-associative operator (a and b and c) counts as one level: it is flat to read
+// and flat to evaluate.
+func depth(e expr) int {
+	switch e := e.(type) {
+	case *unary:
+		return 1 + depth(e.x)
+	case *binaryExpr:
+		l := depth(e.x)
+		if b, ok := e.x.(*binaryExpr); !ok || b.op.prec() != e.op.prec() || e.op.prec() == precCmp {
+			l++
+		}
+		return max(l, 1+depth(e.y))
+	case *chain:
+		d := 0
+		for _, x := range e.xs {
+			d = max(d, depth(x))
+		}
+		return 1 + d
+	case *call:
+		d := 0
+		for _, x := range e.args {
+			d = max(d, depth(x))
+		}
+		return 1 + d
+	}
+	return 1
+}
+
+func sortDecls(ds []*fieldDecl) []*fieldDecl {
+	s := slices.Clone(ds)
+	slices.SortStableFunc(s, func(a, b *fieldDecl) int { return cmp.Compare(a.name, b.name) })
+	return s
+}

@@ -1,0 +1,191 @@
+package policy
+
+import "encoding/binary"
+
+// The bytecode format is described in docs/bytecode.md; a change to anything written
+// here that could change an id or a decision needs a new bytecodeVersion.
+
+const (
+	bytecodeMagic   = "IPOL"
+	bytecodeVersion = 1
+)
+
+// Opcodes. Their values are part of the format.
+const (
+	bcInt    byte = 0x01 // varint value
+	bcStr    byte = 0x02 // uvarint length, bytes
+	bcTrue   byte = 0x03
+	bcFalse  byte = 0x04
+	bcSetStr byte = 0x05 // uvarint count, then count strings, sorted and distinct
+	bcSetInt byte = 0x06 // uvarint count, then count varints, sorted and distinct
+	bcParam  byte = 0x07 // uvarint slot
+	bcEvid   byte = 0x08 // uvarint slot
+
+	bcNeg byte = 0x10
+	bcNot byte = 0x11
+	bcAdd byte = 0x12
+	bcSub byte = 0x13
+	bcMul byte = 0x14
+
+	bcEq    byte = 0x20
+	bcNe    byte = 0x21
+	bcLt    byte = 0x22
+	bcLe    byte = 0x23
+	bcGt    byte = 0x24
+	bcGe    byte = 0x25
+	bcIn    byte = 0x26
+	bcNotIn byte = 0x27
+	bcChain byte = 0x28 // comparison opcode byte, uvarint offset to the end of the chain
+
+	bcJumpIfFalse byte = 0x30 // uvarint offset; and
+	bcJumpIfTrue  byte = 0x31 // uvarint offset; or
+
+	bcLen        byte = 0x40
+	bcLower      byte = 0x41
+	bcUpper      byte = 0x42
+	bcContains   byte = 0x43
+	bcStartsWith byte = 0x44
+	bcEndsWith   byte = 0x45
+	bcSubset     byte = 0x46
+	bcIntersects byte = 0x47
+)
+
+var opCode = [...]byte{
+	opNeg: bcNeg, opNot: bcNot, opAdd: bcAdd, opSub: bcSub, opMul: bcMul,
+	opEq: bcEq, opNe: bcNe, opLt: bcLt, opLe: bcLe, opGt: bcGt, opGe: bcGe, opIn: bcIn, opNotIn: bcNotIn,
+	opAnd: bcJumpIfFalse, opOr: bcJumpIfTrue,
+}
+
+var fnCode = [...]byte{
+	fnLen: bcLen, fnLower: bcLower, fnUpper: bcUpper, fnContains: bcContains,
+	fnStartsWith: bcStartsWith, fnEndsWith: bcEndsWith, fnSubset: bcSubset, fnIntersects: bcIntersects,
+}
+
+// encode writes a checked tree as bytecode. It returns the whole and the code of each
+// constraint (slices of the whole).
+func encode(f *file, res *checkResult) ([]byte, [][]byte) {
+	b := make([]byte, 0, 256)
+	b = append(b, bytecodeMagic...)
+	b = append(b, bytecodeVersion)
+	b = appendString(b, f.name)
+	b = appendString(b, f.extractor)
+	var flags byte
+	if f.evidenceDeclared {
+		flags |= 1
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(res.params)))
+	for _, d := range res.params {
+		b = appendString(b, d.name)
+		b = append(b, byte(d.typ))
+		if d.optional {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(res.evidence)))
+	for _, d := range res.evidence {
+		b = appendString(b, d.name)
+		b = append(b, byte(d.typ))
+	}
+	b = binary.AppendUvarint(b, uint64(len(f.constraints)))
+	spans := make([][2]int, len(f.constraints))
+	var code []byte
+	for i, c := range f.constraints {
+		if c.optional {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		code = compileExpr(code[:0], c.x)
+		b = binary.AppendUvarint(b, uint64(len(code)))
+		spans[i] = [2]int{len(b), len(b) + len(code)}
+		b = append(b, code...)
+	}
+	codes := make([][]byte, len(spans))
+	for i, s := range spans {
+		codes[i] = b[s[0]:s[1]:s[1]]
+	}
+	return b, codes
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// compileExpr appends the postfix code of e to b.
+func compileExpr(b []byte, e expr) []byte {
+	switch e := e.(type) {
+	case *intLit:
+		b = append(b, bcInt)
+		return binary.AppendVarint(b, e.v)
+	case *strLit:
+		b = append(b, bcStr)
+		return appendString(b, e.v)
+	case *boolLit:
+		if e.v {
+			return append(b, bcTrue)
+		}
+		return append(b, bcFalse)
+	case *setLit:
+		if e.elem == TypeString {
+			b = append(b, bcSetStr)
+			b = binary.AppendUvarint(b, uint64(len(e.strs)))
+			for _, s := range e.strs {
+				b = appendString(b, s)
+			}
+			return b
+		}
+		b = append(b, bcSetInt)
+		b = binary.AppendUvarint(b, uint64(len(e.ints)))
+		for _, n := range e.ints {
+			b = binary.AppendVarint(b, n)
+		}
+		return b
+	case *ref:
+		if e.evidence {
+			b = append(b, bcEvid)
+		} else {
+			b = append(b, bcParam)
+		}
+		return binary.AppendUvarint(b, uint64(e.slot))
+	case *unary:
+		b = compileExpr(b, e.x)
+		return append(b, opCode[e.op])
+	case *binaryExpr:
+		b = compileExpr(b, e.x)
+		if e.op == opAnd || e.op == opOr {
+			// The right operand is skipped when the left decides: the jump keeps the
+			// left value as the result.
+			right := compileExpr(nil, e.y)
+			b = append(b, opCode[e.op])
+			b = binary.AppendUvarint(b, uint64(len(right)))
+			return append(b, right...)
+		}
+		b = compileExpr(b, e.y)
+		return append(b, opCode[e.op])
+	case *chain:
+		// x0 x1 CHAIN(op1, off) x2 CHAIN(op2, off) ... xn opN: a link that fails
+		// leaves false and jumps to the end, one that holds leaves its right operand
+		// for the next link.
+		b = compileExpr(b, e.xs[0])
+		n := len(e.ops)
+		tail := compileExpr(nil, e.xs[n])
+		tail = append(tail, opCode[e.ops[n-1]])
+		for i := n - 1; i >= 1; i-- {
+			x := compileExpr(nil, e.xs[i])
+			x = append(x, bcChain, opCode[e.ops[i-1]])
+			x = binary.AppendUvarint(x, uint64(len(tail)))
+			tail = append(x, tail...)
+		}
+		return append(b, tail...)
+	case *call:
+		for _, a := range e.args {
+			b = compileExpr(b, a)
+		}
+		return append(b, fnCode[e.fn])
+	}
+	panic("policy: compiling an unknown node")
+}

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+
+	"github.com/mr-tron/base58"
+)
+
+// Policy is a compiled policy. It is immutable and safe for concurrent use.
+type Policy struct {
+	f        *file
+	params   []Param
+	evidence []Field
+	cons     []compiled
+	pg       program
+	maxStack int
+	code     []byte
+	id       string
+	pretty   string
+}
+
+// compiled is one constraint, loaded.
+type compiled struct {
+	optional bool
+	optSlots []int32 // the optional parameters it reads
+	code     []instr
+	x        expr
+	pretty   string
+}
+
+// Failure is a constraint that does not hold: the ConstraintFailure of the wire.
+type Failure struct {
+	Index      int    `json:"index"`
+	PrettyExpr string `json:"pretty_expr"`
+	Reason     string `json:"reason"`
+}
+
+// Compile compiles policy source. A compile error is an ErrorList, sorted by position;
+// each message names what was expected.
+func Compile(src string) (*Policy, error) {
+	f, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	res, err := check(f)
+	if err != nil {
+		return nil, err
+	}
+	code, codes := encode(f, res)
+	return build(f, res, code, codes)
+}
+
+// Decode loads bytecode written by Bytecode. Bytecode that is corrupt, truncated, of
+// another version, or not exactly what the compiler writes for its policy is an error:
+// a decoded policy can be trusted as much as a compiled one.
+func Decode(bytecode []byte) (*Policy, error) {
+	d, err := readBytecode(bytecode)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	pg := &program{}
+	for i, code := range d.codes {
+		ins, _, err := pg.load(code, len(d.f.params), len(d.decls))
+		if err != nil {
+			return nil, fmt.Errorf("policy: constraint %d: %w", i, err)
+		}
+		dc := &decompiler{ins: ins, pg: pg, params: d.f.params, ev: d.decls}
+		x, err := dc.run(0, len(ins))
+		if err != nil {
+			return nil, fmt.Errorf("policy: constraint %d: %w", i, err)
+		}
+		d.f.constraints[i].x = x
+	}
+	if !isIdent(d.f.name) {
+		return nil, fmt.Errorf("policy: bytecode name %q is not an identifier", d.f.name)
+	}
+	res, err := check(d.f)
+	if err != nil {
+		return nil, fmt.Errorf("policy: bytecode does not check: %w", err)
+	}
+	code, codes := encode(d.f, res)
+	if !bytes.Equal(code, bytecode) {
+		return nil, fmt.Errorf("policy: bytecode is not in the canonical form the compiler writes")
+	}
+	return build(d.f, res, code, codes)
+}
+
+func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, error) {
+	sum := sha256.Sum256(code)
+	p := &Policy{f: f, code: code, id: base58.Encode(sum[:])}
+	for _, d := range res.params {
+		p.params = append(p.params, Param{Name: d.name, Type: d.typ, Optional: d.optional})
+	}
+	for _, d := range res.evidence {
+		p.evidence = append(p.evidence, Field{Name: d.name, Type: d.typ})
+	}
+	if !f.evidenceDeclared {
+		// The printer leaves the block out; the schema is the inferred one.
+		f.evidence = nil
+	}
+	p.cons = make([]compiled, len(f.constraints))
+	for i, c := range f.constraints {
+		ins, h, err := p.pg.load(codes[i], len(p.params), len(p.evidence))
+		if err != nil {
+			return nil, fmt.Errorf("policy: internal error loading constraint %d: %w", i, err)
+		}
+		p.maxStack = max(p.maxStack, h)
+		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: exprString(c.x)}
+		if c.optional {
+			walk(c.x, func(e expr) {
+				if r, ok := e.(*ref); ok && !r.evidence && p.params[r.slot].Optional && !slices.Contains(k.optSlots, int32(r.slot)) {
+					k.optSlots = append(k.optSlots, int32(r.slot))
+				}
+			})
+		}
+		p.cons[i] = k
+	}
+	p.pretty = printFile(f)
+	return p, nil
+}
+
+// ID is the policy's identity: Base58 of the SHA-256 of its bytecode.
+func (p *Policy) ID() string { return p.id }
+
+// Bytecode is the versioned, deterministic bytecode (see docs/bytecode.md). The
+// caller must not modify it.
+func (p *Policy) Bytecode() []byte { return p.code }
+
+// Pretty is the canonical text: compiling it gives the same id.
+func (p *Policy) Pretty() string { return p.pretty }
+
+// Name is the policy's name.
+func (p *Policy) Name() string { return p.f.name }
+
+// Extractor is the evidence extractor the policy names, or "".
+func (p *Policy) Extractor() string { return p.f.extractor }
+
+// Parameters are the declared parameters, sorted by name.
+func (p *Policy) Parameters() []Param { return slices.Clone(p.params) }
+
+// EvidenceDeclared reports whether the policy has an evidence block (otherwise its
+// evidence schema is inferred: the older dialect).
+func (p *Policy) EvidenceDeclared() bool { return p.f.evidenceDeclared }
+
+// EvidenceSchema is the evidence fields and their types, sorted by name: as declared,
+// or for the older dialect as inferred from their use, TypeAny where no use fixes one.
+func (p *Policy) EvidenceSchema() []Field { return slices.Clone(p.evidence) }
+
+// NumConstraints is the number of constraints.
+func (p *Policy) NumConstraints() int { return len(p.cons) }
+
+// Evaluate runs every constraint on the intent's attrs and the extracted evidence and
+// returns the ones that do not hold, in order; nil when all hold. Evidence is a flat
+// JSON object decoded with UseNumber (see convert for the Go values accepted). A
+// constraint that reads an absent evidence field, a value of the wrong type or an
+// overflowing computation fails; an optional: constraint holds when an optional
+// parameter it reads is absent. The result depends on nothing but the arguments.
+func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
+	fr := frames.Get().(*frame)
+	fr.stack = grow(fr.stack, p.maxStack)
+	fr.params = grow(fr.params, len(p.params))
+	fr.ev = grow(fr.ev, len(p.evidence))
+	for i, d := range p.params {
+		v, ok := a[d.Name]
+		switch {
+		case !ok:
+			v = Value{t: typeAbsent}
+		case v.t != d.Type:
+			v = Value{t: typeBad}
+		}
+		fr.params[i] = v
+	}
+	for i, f := range p.evidence {
+		raw, ok := evidence[f.Name]
+		if !ok {
+			fr.ev[i] = Value{t: typeAbsent}
+			continue
+		}
+		fr.ev[i], _ = convert(raw, f.Type, false)
+	}
+	var fails []Failure
+	for k := range p.cons {
+		c := &p.cons[k]
+		if c.optional && anyAbsent(fr.params, c.optSlots) {
+			continue
+		}
+		if p.pg.run(c.code, fr) == resTrue {
+			continue
+		}
+		x := &explainer{p: p, fr: fr, attrs: a, evidence: evidence}
+		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, Reason: x.reason(c.x)})
+	}
+	fr.release()
+	return fails
+}
+
+func anyAbsent(params []Value, slots []int32) bool {
+	for _, s := range slots {
+		if params[s].t == typeAbsent {
+			return true
+		}
+	}
+	return false
+}

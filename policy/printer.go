@@ -1,0 +1,208 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The printer writes the canonical text: the layout of the language's example, fields
+// sorted by name, two-space indentation, the word spellings of the operators, sets
+// sorted, and parentheses exactly where precedence needs them. Parsing that text gives
+// back the same tree, which is why printing twice changes nothing and why the pretty
+// form compiles to the same id.
+
+func printFile(f *file) string {
+	var b strings.Builder
+	b.WriteString("name ")
+	b.WriteString(f.name)
+	b.WriteByte('\n')
+	if f.hasExtractor {
+		b.WriteString("extractor ")
+		b.WriteString(quote(f.extractor))
+		b.WriteByte('\n')
+	}
+	if len(f.params) > 0 {
+		b.WriteString("\nparameters {\n")
+		printDecls(&b, f.params)
+		b.WriteString("}\n")
+	}
+	if f.evidenceDeclared {
+		b.WriteString("\nevidence {\n")
+		printDecls(&b, f.evidence)
+		b.WriteString("}\n")
+	}
+	b.WriteString("\nrequires {\n")
+	for _, c := range f.constraints {
+		b.WriteString("  ")
+		if c.optional {
+			b.WriteString("optional: ")
+		}
+		printExpr(&b, c.x, precLowest)
+		b.WriteString(";\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func printDecls(b *strings.Builder, ds []*fieldDecl) {
+	for _, d := range sortDecls(ds) {
+		b.WriteString("  ")
+		b.WriteString(d.name)
+		b.WriteString(": ")
+		if d.optional {
+			b.WriteString("optional ")
+		}
+		b.WriteString(d.typ.String())
+		b.WriteByte('\n')
+	}
+}
+
+// exprString is the canonical text of one expression: a constraint's pretty_expr.
+func exprString(e expr) string {
+	var b strings.Builder
+	printExpr(&b, e, precLowest)
+	return b.String()
+}
+
+func exprPrec(e expr) int {
+	switch e := e.(type) {
+	case *unary:
+		return e.op.prec()
+	case *binaryExpr:
+		return e.op.prec()
+	case *chain:
+		return precCmp
+	case *intLit:
+		if e.v < 0 {
+			return precUnary
+		}
+	}
+	return precPrimary
+}
+
+func printExpr(b *strings.Builder, e expr, prec int) {
+	if exprPrec(e) < prec {
+		b.WriteByte('(')
+		printExpr(b, e, precLowest)
+		b.WriteByte(')')
+		return
+	}
+	switch e := e.(type) {
+	case *intLit:
+		b.WriteString(strconv.FormatInt(e.v, 10))
+	case *strLit:
+		b.WriteString(quote(e.v))
+	case *boolLit:
+		b.WriteString(strconv.FormatBool(e.v))
+	case *setLit:
+		b.WriteByte('{')
+		for i, s := range e.strs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quote(s))
+		}
+		for i, n := range e.ints {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.FormatInt(n, 10))
+		}
+		b.WriteByte('}')
+	case *ref:
+		if e.evidence {
+			b.WriteString("evidence.")
+		} else {
+			b.WriteString("parameters.")
+		}
+		b.WriteString(e.name)
+	case *unary:
+		if e.op == opNot {
+			b.WriteString("not ")
+			printExpr(b, e.x, precNot)
+			return
+		}
+		b.WriteByte('-')
+		printExpr(b, e.x, precUnary)
+	case *binaryExpr:
+		lp, rp := e.op.prec(), e.op.prec()+1
+		if e.op.prec() == precCmp {
+			lp = precAdd
+		}
+		printExpr(b, e.x, lp)
+		b.WriteByte(' ')
+		b.WriteString(e.op.String())
+		b.WriteByte(' ')
+		printExpr(b, e.y, rp)
+	case *chain:
+		for i, x := range e.xs {
+			if i > 0 {
+				b.WriteByte(' ')
+				b.WriteString(e.ops[i-1].String())
+				b.WriteByte(' ')
+			}
+			printExpr(b, x, precAdd)
+		}
+	case *call:
+		b.WriteString(e.name)
+		b.WriteByte('(')
+		for i, a := range e.args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			printExpr(b, a, precLowest)
+		}
+		b.WriteByte(')')
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// quote writes s as a string literal of the language, which is also a JSON string:
+// quotes, backslashes and control characters escaped, everything else as it is.
+func quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b.WriteString(`\ufffd`)
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+			continue
+		}
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+		i++
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,360 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// instr is one loaded instruction. Constants live in the program's tables, and jump
+// targets are instruction indexes, so that the machine never decodes bytes.
+type instr struct {
+	op  byte
+	cmp byte  // bcChain: the comparison
+	a   int32 // constant index, slot, or jump target
+}
+
+// program holds the constants of a policy's loaded code.
+type program struct {
+	ints []int64
+	strs []string
+	sets []*setValue
+}
+
+// result is what running a constraint gives: it holds, it does not, or it could not
+// be decided (a missing or wrongly typed value, an overflow). The explainer finds out
+// which and why, off the passing path.
+type result uint8
+
+const (
+	resTrue result = iota
+	resFalse
+	resFault
+)
+
+// fault is why an operation could not give a value.
+type fault uint8
+
+const (
+	faultNone fault = iota
+	faultType
+	faultOverflow
+)
+
+// frame is the machine's working memory for one evaluation, pooled so that a passing
+// evaluation allocates nothing.
+type frame struct {
+	stack  []Value
+	params []Value
+	ev     []Value
+}
+
+var frames = sync.Pool{New: func() any { return new(frame) }}
+
+func grow(s []Value, n int) []Value {
+	if cap(s) < n {
+		return make([]Value, n)
+	}
+	return s[:n]
+}
+
+func (fr *frame) release() {
+	// Drop references to the caller's strings and sets before pooling.
+	clear(fr.stack)
+	clear(fr.params)
+	clear(fr.ev)
+	frames.Put(fr)
+}
+
+// run executes one constraint's code.
+func (pg *program) run(code []instr, fr *frame) result {
+	st := fr.stack
+	sp := 0
+	for pc := 0; pc < len(code); pc++ {
+		in := code[pc]
+		switch in.op {
+		case bcInt:
+			st[sp] = Value{t: TypeInt, n: pg.ints[in.a]}
+			sp++
+		case bcStr:
+			st[sp] = Value{t: TypeString, s: pg.strs[in.a]}
+			sp++
+		case bcTrue:
+			st[sp] = Value{t: TypeBool, n: 1}
+			sp++
+		case bcFalse:
+			st[sp] = Value{t: TypeBool}
+			sp++
+		case bcSetStr:
+			st[sp] = Value{t: TypeStringSet, set: pg.sets[in.a]}
+			sp++
+		case bcSetInt:
+			st[sp] = Value{t: TypeIntSet, set: pg.sets[in.a]}
+			sp++
+		case bcParam:
+			v := fr.params[in.a]
+			if !v.t.isValue() {
+				return resFault
+			}
+			st[sp] = v
+			sp++
+		case bcEvid:
+			v := fr.ev[in.a]
+			if !v.t.isValue() {
+				return resFault
+			}
+			st[sp] = v
+			sp++
+		case bcNot:
+			if st[sp-1].t != TypeBool {
+				return resFault
+			}
+			st[sp-1].n ^= 1
+		case bcJumpIfFalse, bcJumpIfTrue:
+			v := st[sp-1]
+			if v.t != TypeBool {
+				return resFault
+			}
+			if (v.n != 0) == (in.op == bcJumpIfTrue) {
+				pc = int(in.a) - 1
+				continue
+			}
+			sp--
+		case bcChain:
+			r, f := apply2(in.cmp, st[sp-2], st[sp-1])
+			if f != faultNone {
+				return resFault
+			}
+			sp--
+			if r.n == 0 {
+				st[sp-1] = r
+				pc = int(in.a) - 1
+				continue
+			}
+			st[sp-1] = st[sp]
+		case bcNeg, bcLen, bcLower, bcUpper:
+			r, f := apply1(in.op, st[sp-1])
+			if f != faultNone {
+				return resFault
+			}
+			st[sp-1] = r
+		default:
+			r, f := apply2(in.op, st[sp-2], st[sp-1])
+			if f != faultNone {
+				return resFault
+			}
+			sp--
+			st[sp-1] = r
+		}
+	}
+	if sp != 1 || st[0].t != TypeBool {
+		return resFault
+	}
+	if st[0].n != 0 {
+		return resTrue
+	}
+	return resFalse
+}
+
+// apply1 is a one-operand operation. The machine and the explainer share it, so they
+// cannot disagree.
+func apply1(op byte, x Value) (Value, fault) {
+	switch op {
+	case bcNeg:
+		if x.t != TypeInt {
+			return Value{}, faultType
+		}
+		if x.n == math.MinInt64 {
+			return Value{}, faultOverflow
+		}
+		return Value{t: TypeInt, n: -x.n}, faultNone
+	case bcNot:
+		if x.t != TypeBool {
+			return Value{}, faultType
+		}
+		return Value{t: TypeBool, n: x.n ^ 1}, faultNone
+	case bcLen:
+		switch x.t {
+		case TypeString:
+			return Value{t: TypeInt, n: int64(utf8.RuneCountInString(x.s))}, faultNone
+		case TypeStringSet, TypeIntSet:
+			return Value{t: TypeInt, n: int64(x.set.len())}, faultNone
+		}
+	case bcLower, bcUpper:
+		if x.t == TypeString {
+			if op == bcLower {
+				return Value{t: TypeString, s: strings.ToLower(x.s)}, faultNone
+			}
+			return Value{t: TypeString, s: strings.ToUpper(x.s)}, faultNone
+		}
+	}
+	return Value{}, faultType
+}
+
+func boolean(b bool) Value {
+	if b {
+		return Value{t: TypeBool, n: 1}
+	}
+	return Value{t: TypeBool}
+}
+
+// apply2 is a two-operand operation (arithmetic, comparison, membership, the
+// functions of two arguments).
+func apply2(op byte, x, y Value) (Value, fault) {
+	switch op {
+	case bcAdd, bcSub, bcMul:
+		if x.t != TypeInt || y.t != TypeInt {
+			return Value{}, faultType
+		}
+		n, ok := arith(op, x.n, y.n)
+		if !ok {
+			return Value{}, faultOverflow
+		}
+		return Value{t: TypeInt, n: n}, faultNone
+	case bcLt, bcLe, bcGt, bcGe:
+		if x.t != TypeInt || y.t != TypeInt {
+			return Value{}, faultType
+		}
+		switch op {
+		case bcLt:
+			return boolean(x.n < y.n), faultNone
+		case bcLe:
+			return boolean(x.n <= y.n), faultNone
+		case bcGt:
+			return boolean(x.n > y.n), faultNone
+		}
+		return boolean(x.n >= y.n), faultNone
+	case bcEq, bcNe:
+		eq, ok := equal(x, y)
+		if !ok {
+			return Value{}, faultType
+		}
+		return boolean(eq == (op == bcEq)), faultNone
+	case bcIn, bcNotIn:
+		in, ok := member(x, y)
+		if !ok {
+			return Value{}, faultType
+		}
+		return boolean(in == (op == bcIn)), faultNone
+	case bcContains, bcStartsWith, bcEndsWith:
+		if x.t != TypeString || y.t != TypeString {
+			return Value{}, faultType
+		}
+		switch op {
+		case bcContains:
+			return boolean(strings.Contains(x.s, y.s)), faultNone
+		case bcStartsWith:
+			return boolean(strings.HasPrefix(x.s, y.s)), faultNone
+		}
+		return boolean(strings.HasSuffix(x.s, y.s)), faultNone
+	case bcSubset, bcIntersects:
+		if !x.t.isSet() || !y.t.isSet() || x.t != y.t && x.set.len() > 0 && y.set.len() > 0 {
+			return Value{}, faultType
+		}
+		if op == bcSubset {
+			return boolean(subset(x.set, y.set)), faultNone
+		}
+		return boolean(intersects(x.set, y.set)), faultNone
+	}
+	return Value{}, faultType
+}
+
+func arith(op byte, a, b int64) (int64, bool) {
+	switch op {
+	case bcAdd:
+		c := a + b
+		return c, (c > a) == (b > 0)
+	case bcSub:
+		c := a - b
+		return c, (c < a) == (b > 0)
+	}
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	c := a * b
+	if c/b != a || a == -1 && b == math.MinInt64 || b == -1 && a == math.MinInt64 {
+		return 0, false
+	}
+	return c, true
+}
+
+// equal compares two values of one type; sets are equal when they hold the same
+// elements, and an empty set equals an empty set of either element type.
+func equal(x, y Value) (bool, bool) {
+	if x.t != y.t {
+		if x.t.isSet() && y.t.isSet() && (x.set.len() == 0 || y.set.len() == 0) {
+			return x.set.len() == y.set.len(), true
+		}
+		return false, false
+	}
+	switch x.t {
+	case TypeInt, TypeBool:
+		return x.n == y.n, true
+	case TypeString:
+		return x.s == y.s, true
+	case TypeStringSet:
+		return slices.Equal(x.set.strs, y.set.strs), true
+	case TypeIntSet:
+		return slices.Equal(x.set.ints, y.set.ints), true
+	}
+	return false, false
+}
+
+func member(x, s Value) (bool, bool) {
+	switch {
+	case s.t == TypeStringSet && x.t == TypeString:
+		_, ok := slices.BinarySearch(s.set.strs, x.s)
+		return ok, true
+	case s.t == TypeIntSet && x.t == TypeInt:
+		_, ok := slices.BinarySearch(s.set.ints, x.n)
+		return ok, true
+	case s.t.isSet() && s.set.len() == 0 && (x.t == TypeString || x.t == TypeInt):
+		return false, true
+	}
+	return false, false
+}
+
+func subset(a, b *setValue) bool {
+	if len(a.strs) > 0 {
+		return sortedSubset(a.strs, b.strs)
+	}
+	return sortedSubset(a.ints, b.ints)
+}
+
+func sortedSubset[T int64 | string](a, b []T) bool {
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j == len(b) || b[j] != x {
+			return false
+		}
+		j++
+	}
+	return true
+}
+
+func intersects(a, b *setValue) bool {
+	if len(a.strs) > 0 {
+		return sortedIntersects(a.strs, b.strs)
+	}
+	return sortedIntersects(a.ints, b.ints)
+}
+
+func sortedIntersects[T int64 | string](a, b []T) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			return true
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
+}
