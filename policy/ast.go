@@ -147,7 +147,7 @@ func depth(e expr) int {
 		}
 		return 1 + d
 	}
-	return 1
+	return 0
 }
 
 func sortDecls(ds []*fieldDecl) []*fieldDecl {

@@ -88,9 +88,9 @@ func toInt(raw any, why bool) (int64, bool, string) {
 			n, err := strconv.ParseInt(s, 10, 64)
 			return n, err == nil, ""
 		}
-		n, reason := parseInteger(s)
-		if reason != "" {
-			return 0, false, "want int, got " + reason
+		n, bad := parseInteger(s)
+		if bad != "" {
+			return 0, false, "want int, got " + bad
 		}
 		return n, true, ""
 	case int:

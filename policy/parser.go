@@ -57,7 +57,10 @@ func (p *parser) peek(i int) token {
 
 // fail records an error and abandons the current piece.
 func (p *parser) fail(pos Pos, format string, args ...any) {
-	p.errs.add(pos, format, args...)
+	// The lexer has reported an invalid token already; its report says more.
+	if p.tok.kind != tIllegal || pos != p.tok.pos {
+		p.errs.add(pos, format, args...)
+	}
 	panic(bailout{})
 }
 
@@ -140,7 +143,7 @@ func (p *parser) file() *file {
 		p.recovering(func() { p.section(f, seen) }, p.syncSection)
 	}
 	if _, ok := seen["name"]; !ok {
-		p.errs.add(p.tok.pos, "missing name: a policy starts with `name IDENT`")
+		p.errs.add(Pos{1, 1}, "missing name: a policy starts with `name IDENT`")
 	}
 	if _, ok := seen["requires"]; !ok {
 		p.errs.add(p.tok.pos, "missing requires block: want `requires { constraint; ... }`")

@@ -491,22 +491,23 @@ func (d *jsonReader) int(path string) (int64, error) {
 	if !ok {
 		return 0, &FieldError{Field: path, Reason: "want an integer, got " + jsonKind(t)}
 	}
-	n, reason := parseInteger(string(num))
-	if reason != "" {
-		return 0, &FieldError{Field: path, Reason: reason}
+	n, bad := parseInteger(string(num))
+	if bad != "" {
+		return 0, &FieldError{Field: path, Reason: "want an integer, got " + bad}
 	}
 	return n, nil
 }
 
 // parseInteger reads a JSON number that must be an integer in the int64 range: no
-// fraction and no exponent, even when the value would be whole ("2e3", "2.0").
+// fraction and no exponent, even when the value would be whole ("2e3", "2.0"). When
+// it is not, the second result describes the number for a "got ..." message.
 func parseInteger(s string) (int64, string) {
 	if strings.ContainsAny(s, ".eE") {
-		return 0, "want an integer, got " + s + " (a number with a fraction or an exponent)"
+		return 0, s + " (a number with a fraction or an exponent)"
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, "integer " + s + " is out of the int64 range"
+		return 0, s + " (out of the int64 range)"
 	}
 	return n, ""
 }
