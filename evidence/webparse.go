@@ -263,8 +263,13 @@ func (s *scan) microValue(n *html.Node) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
+// maxText bounds the text read for one property. Property elements may nest, and
+// without a bound a page of deeply nested ones would have each level copy the text
+// of all the levels below it.
+const maxText = 16 << 10
+
 func textOf(n *html.Node, b *strings.Builder) {
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
+	for c := n.FirstChild; c != nil && b.Len() < maxText; c = c.NextSibling {
 		switch c.Type {
 		case html.TextNode:
 			b.WriteString(c.Data)
