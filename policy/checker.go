@@ -404,7 +404,11 @@ func (c *checker) compare(ops []op, xs []expr, opPos []Pos) {
 			continue
 		}
 		if concrete(tx) && concrete(ty) && tx != ty {
-			c.errorf(opPos[i], "cannot compare %s (%s) with %s (%s): the types differ", c.show(x), tx, c.show(y), ty)
+			pos := x.node().pos
+			if i < len(opPos) { // a decoded tree has no operator positions
+				pos = opPos[i]
+			}
+			c.errorf(pos, "cannot compare %s (%s) with %s (%s): the types differ", c.show(x), tx, c.show(y), ty)
 		}
 	}
 }
