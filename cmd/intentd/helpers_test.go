@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+)
+
+// demoPolicy is the t-shirt purchase of docs/policy-language.md, which the demo
+// catalog's t-shirts are checked against in docs/evidence.md.
+const demoPolicy = `# Buy a t-shirt: the buyer's intent fixes size, colours and budget.
+name tshirt_purchase_v1
+
+parameters {
+  size: string
+  colors: set<string>
+  max_price_cents: int
+  brands: optional set<string>
+}
+
+evidence {
+  category: string
+  size: string
+  color: string
+  brand: string
+  price_cents: int
+  shipping_cents: int
+  in_stock: bool
+}
+
+requires {
+  evidence.category in {"t-shirt", "polo"};
+  evidence.size == parameters.size;
+  evidence.color in parameters.colors;
+  evidence.color not in {"black"};
+  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
+  evidence.in_stock;
+  optional: evidence.brand in parameters.brands;
+  100 <= evidence.price_cents <= 100000;
+}
+`
+
+// Solutions of the demo catalog and what the demo policy makes of them for an intent of
+// size M, colours {navy, white} and a budget of 3000.
+const (
+	solutionPasses     = "https://shop.example/products/tshirt-navy-m"
+	solutionOutOfStock = "https://shop.example/products/tshirt-white-m" // fails constraint 5
+	solutionBlackL     = "sku:PO-BLACK-L"                               // fails constraints 1, 2 and 3
+	solutionUnknown    = "https://shop.example/products/no-such-thing"  // not in the catalog
+)
+
+// testServer is a whole intentd started through Main on a free port.
+type testServer struct {
+	t      *testing.T
+	m      *Main
+	url    string
+	key    ed25519.PrivateKey
+	policy string
+	logs   *syncBuffer
+}
+
+// syncBuffer collects the server's logs for the tests that look at them.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// serverSetup adjusts a Main before Run.
+type serverSetup func(m *Main)
+
+// startServer runs intentd with the given flags after --listen 127.0.0.1:0 and a fresh
+// data folder, with the demo policy stored.
+func startServer(t *testing.T, args []string, setups ...serverSetup) *testServer {
+	t.Helper()
+	return startServerIn(t, t.TempDir(), args, setups...)
+}
+
+func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetup) *testServer {
+	t.Helper()
+	logs := &syncBuffer{}
+	m := NewMain()
+	m.Stderr = logs
+	m.LookupEnv = func(string) (string, bool) { return "", false }
+	all := append([]string{"--listen", "127.0.0.1:0", "--data", dir, "--log-level", "debug"}, args...)
+	if err := m.ParseFlags(all); err != nil {
+		t.Fatalf("ParseFlags(%q): %v", all, err)
+	}
+	for _, setup := range setups {
+		setup(m)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		m.Close()
+		t.Fatalf("Run: %v\n%s", err, logs)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs)
+		}
+	})
+	s.policy = s.putPolicy(demoPolicy)
+	return s
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+// errorBody decodes an error answer, failing the test unless it is exactly
+// {"message", "code"} as JSON.
+func (r response) errorBody(t *testing.T) (code, message string) {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("error Content-Type = %q, want application/json (%s)", ct, r)
+	}
+	var e map[string]string
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	if err := dec.Decode(&e); err != nil || len(e) != 2 || e["message"] == "" || e["code"] == "" {
+		t.Fatalf("error body %s is not {\"message\", \"code\"}: %v", r.body, err)
+	}
+	return e["code"], e["message"]
+}
+
+func (s *testServer) do(method, path, contentType string, body []byte, header ...string) response {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (s *testServer) putPolicy(source string) string {
+	s.t.Helper()
+	r := s.do("POST", "/policies", "text/plain; charset=utf-8", []byte(source))
+	if r.status != http.StatusOK {
+		s.t.Fatalf("POST /policies: %s", r)
+	}
+	var id string
+	if err := json.Unmarshal(r.body, &id); err != nil || !actors.ValidPolicyID(id) {
+		s.t.Fatalf("POST /policies answered %s, want a JSON string holding a policy id (%v)", r.body, err)
+	}
+	return id
+}
+
+// intentJSON is an intent for the demo policy: size M, colours navy and white, a
+// budget of 3000.
+func (s *testServer) intentJSON(id string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}}}}`,
+		id, s.policy)
+}
+
+// authored is the body of POST /intents.
+func authored(t *testing.T, intent []byte, auth crypto.Authorship) []byte {
+	t.Helper()
+	a, err := json.Marshal(auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, intent, a)
+}
+
+func (s *testServer) signEd25519(intent []byte) crypto.Authorship {
+	s.t.Helper()
+	auth, err := crypto.SignEd25519(s.key, intent)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return auth
+}
+
+func (s *testServer) postIntent(body []byte) response {
+	s.t.Helper()
+	return s.do("POST", "/intents", "application/json", body)
+}
+
+// submit stores a new Ed25519-signed intent and returns its id.
+func (s *testServer) submit() string {
+	s.t.Helper()
+	id := uuid.NewString()
+	intent := s.intentJSON(id)
+	if r := s.postIntent(authored(s.t, intent, s.signEd25519(intent))); r.status != http.StatusOK || len(r.body) != 0 {
+		s.t.Fatalf("POST /intents: %s, want 200 with no body", r)
+	}
+	return id
+}
+
+func (s *testServer) propose(id, solution string) response {
+	s.t.Helper()
+	body, _ := json.Marshal(map[string]string{"solution": solution})
+	return s.do("POST", "/intents/"+id+"/proposal", "application/json", body)
+}
+
+// status is an IntentStatus as a generic object, so that tests see exactly the fields
+// sent.
+type status map[string]any
+
+func (s *testServer) status(id string) status {
+	s.t.Helper()
+	r := s.do("GET", "/intents/"+id+"/status", "", nil)
+	if r.status != http.StatusOK {
+		s.t.Fatalf("GET status: %s", r)
+	}
+	var st status
+	if err := json.Unmarshal(r.body, &st); err != nil {
+		s.t.Fatalf("status %s: %v", r.body, err)
+	}
+	return st
+}
+
+// waitStatus polls until the intent's status is want.
+func (s *testServer) waitStatus(id, want string) status {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := s.status(id)
+		if st["status"] == want {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("intent %s is %v, want %s", id, st, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sseEvent is one dispatched SSE event.
+type sseEvent struct {
+	id, event, data string
+}
+
+// sseStream reads a text/event-stream by the rules of the HTML standard's event
+// stream interpretation, keeping comments and retry for the tests that check them.
+type sseStream struct {
+	resp     *http.Response
+	r        *bufio.Reader
+	comments []string
+	retry    string
+}
+
+// openStream starts GET /events with the given query and headers; it fails the test
+// unless the answer is a 200 event stream.
+func (s *testServer) openStream(ctx context.Context, query string, header ...string) *sseStream {
+	s.t.Helper()
+	st, err := openStream(ctx, s.url, query, header...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { st.resp.Body.Close() })
+	return st
+}
+
+func openStream(ctx context.Context, base, query string, header ...string) (*sseStream, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/events"+query, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET /events%s: %d %s %s", query, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	return &sseStream{resp: resp, r: bufio.NewReader(resp.Body)}, nil
+}
+
+// next returns the next event; comments and retry fields are recorded on the way.
+// It returns io.EOF when the server ends the stream cleanly between events.
+func (st *sseStream) next() (sseEvent, error) {
+	var ev sseEvent
+	var data []string
+	started := false
+	for {
+		line, err := st.r.ReadString('\n')
+		if err != nil {
+			if err == io.EOF && (started || line != "") {
+				return ev, io.ErrUnexpectedEOF
+			}
+			return ev, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			if data != nil {
+				ev.data = strings.Join(data, "\n")
+				return ev, nil
+			}
+			ev, started = sseEvent{}, false
+			continue
+		}
+		started = true
+		if c, ok := strings.CutPrefix(line, ":"); ok {
+			st.comments = append(st.comments, strings.TrimPrefix(c, " "))
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.id = value
+		case "event":
+			ev.event = value
+		case "data":
+			data = append(data, value)
+		case "retry":
+			st.retry = value
+		default:
+			return ev, fmt.Errorf("unknown SSE field in line %q", line)
+		}
+	}
+}
+
+func (st *sseStream) close() { st.resp.Body.Close() }
+
+// outcomeEvent is the data of an event: the OrchestratorEvent.
+type outcomeEvent struct {
+	Type     string `json:"type"`
+	IntentID string `json:"intent_id"`
+}
+
+func decodeOutcome(t *testing.T, ev sseEvent) outcomeEvent {
+	t.Helper()
+	var o outcomeEvent
+	if err := json.Unmarshal([]byte(ev.data), &o); err != nil {
+		t.Fatalf("event data %q: %v", ev.data, err)
+	}
+	if o.Type != ev.event {
+		t.Fatalf("event %s has event: %s but data type %s", ev.id, ev.event, o.Type)
+	}
+	return o
+}

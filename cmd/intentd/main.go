@@ -1,0 +1,393 @@
+// Command intentd is the intent service: it stores policies and intents in a Pebble
+// store, proves proposals against their policy, and serves the HTTP API and the event
+// stream. Flags are listed by `intentd -h` and in docs/operating.md; each can also be
+// set by an environment variable INTENTD_<NAME>, for example INTENTD_LISTEN.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/persistence"
+)
+
+func main() {
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "intentd:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "intentd:", err)
+		m.Close()
+		os.Exit(1)
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	for done := false; !done; {
+		select {
+		case <-hup:
+			m.Reload()
+		case <-m.Done():
+			m.logger.Error("the server stopped serving", "err", m.serveErr)
+			done = true
+		case <-ctx.Done():
+			done = true
+		}
+	}
+	stop() // a second signal now kills at once
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "intentd:", err)
+		os.Exit(1)
+	}
+}
+
+// Config is the server's settings, as the flags and environment give them.
+type Config struct {
+	Listen            string
+	DataDir           string
+	AllowUnsigned     bool
+	PasskeyOrigin     string
+	PasskeyRPID       string
+	IntentTTL         time.Duration
+	MaxProving        int
+	ProvingQueue      int
+	Catalog           string
+	ExtractorURL      string
+	ExtractorConfig   string
+	EventRetention    uint64
+	EventRetentionAge time.Duration
+	MaxBody           int64
+	LogFormat         string
+	LogLevel          string
+	ShutdownTimeout   time.Duration
+}
+
+// Main is the program: ParseFlags reads the settings, Run opens the store and the
+// engine and starts serving, Close shuts down in order. Tests run the whole server
+// through it on port 0.
+type Main struct {
+	Config Config
+	// HTTP holds the server options that have no flag; tests shorten the heartbeat
+	// and the time-outs here before Run.
+	HTTP intenthttp.Options
+	// Stderr receives the logs and the start-up banner; os.Stderr by default.
+	Stderr io.Writer
+	// LookupEnv reads the environment; os.LookupEnv by default.
+	LookupEnv func(string) (string, bool)
+
+	// tuneEngine lets tests set engine options that have no flag.
+	tuneEngine func(*actors.Config)
+
+	logger  *slog.Logger
+	catalog *evidence.Catalog
+	store   *persistence.Store
+	engine  *actors.Engine
+	server  *intenthttp.Server
+	ln      net.Listener
+	// served is closed when Serve returns, with serveErr set before.
+	served   chan struct{}
+	serveErr error
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+// NewMain returns a Main with the defaults.
+func NewMain() *Main {
+	return &Main{Stderr: os.Stderr, LookupEnv: os.LookupEnv}
+}
+
+// envName is the environment variable that sets a flag when the command line does not.
+func envName(flagName string) string {
+	return "INTENTD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ParseFlags reads the settings: a flag on the command line wins over its environment
+// variable, which wins over the default.
+func (m *Main) ParseFlags(args []string) error {
+	c := &m.Config
+	fs := flag.NewFlagSet("intentd", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	fs.StringVar(&c.DataDir, "data", "./data", "folder of the Pebble store; created when missing")
+	fs.BoolVar(&c.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
+	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
+	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
+	fs.DurationVar(&c.IntentTTL, "intent-ttl", 24*time.Hour, "how long an intent waits for a proposal before it expires")
+	fs.IntVar(&c.MaxProving, "max-proving", 64, "proposals proved at once")
+	fs.IntVar(&c.ProvingQueue, "proving-queue", 1024, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
+	fs.StringVar(&c.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
+	fs.StringVar(&c.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
+	fs.StringVar(&c.ExtractorConfig, "extractor-config", "", "JSON file of rules choosing an extractor per solution (see docs/evidence.md)")
+	fs.Uint64Var(&c.EventRetention, "event-retention", 1_000_000, "newest events kept for replay")
+	fs.DurationVar(&c.EventRetentionAge, "event-retention-age", 7*24*time.Hour, "events older than this are dropped")
+	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
+		fs.PrintDefaults()
+	}
+
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if envErr != nil {
+			return
+		}
+		if v, ok := m.LookupEnv(envName(f.Name)); ok {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
+	}
+	return c.validate()
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	case c.MaxProving < 1:
+		return fmt.Errorf("--max-proving %d: want at least 1", c.MaxProving)
+	case c.ProvingQueue < 0:
+		return fmt.Errorf("--proving-queue %d: want 0 or more", c.ProvingQueue)
+	case c.IntentTTL <= 0:
+		return fmt.Errorf("--intent-ttl %s: want a positive duration", c.IntentTTL)
+	case c.EventRetention < 1:
+		return fmt.Errorf("--event-retention %d: want at least 1", c.EventRetention)
+	case c.EventRetentionAge <= 0:
+		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.EventRetentionAge)
+	case c.MaxBody < 1:
+		return fmt.Errorf("--max-body %d: want at least 1", c.MaxBody)
+	case c.DataDir == "":
+		return errors.New("--data: want a folder")
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// Run opens the store and the engine, waits for start-up recovery, and starts serving.
+// It returns once the server listens; Done reports when serving stops, and Close shuts
+// everything down. On an error Close undoes what Run did.
+func (m *Main) Run(ctx context.Context) error {
+	c := m.Config
+	level, err := parseLevel(c.LogLevel)
+	if err != nil {
+		return err
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		m.logger = slog.New(slog.NewJSONHandler(m.Stderr, hopts))
+	} else {
+		m.logger = slog.New(slog.NewTextHandler(m.Stderr, hopts))
+	}
+
+	extractor, err := m.extractor()
+	if err != nil {
+		return err
+	}
+	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store")})
+	if err != nil {
+		return err
+	}
+	queue := c.ProvingQueue
+	if queue == 0 {
+		queue = -1 // the engine reads 0 as "the default"; the flag's 0 means none wait
+	}
+	ecfg := actors.Config{
+		Store:     m.store,
+		Extractor: extractor,
+		Verify: crypto.VerifyOptions{
+			AllowUnsigned: c.AllowUnsigned,
+			PasskeyOrigin: c.PasskeyOrigin,
+			PasskeyRPID:   c.PasskeyRPID,
+		},
+		IntentTTL:         c.IntentTTL,
+		MaxProving:        c.MaxProving,
+		ProvingQueue:      queue,
+		EventRetention:    c.EventRetention,
+		EventRetentionAge: c.EventRetentionAge,
+		Logger:            m.logger.With("component", "engine"),
+	}
+	if m.tuneEngine != nil {
+		m.tuneEngine(&ecfg)
+	}
+	m.engine, err = actors.Open(ecfg)
+	if err != nil {
+		return fmt.Errorf("start the engine: %w", err)
+	}
+	select {
+	case <-m.engine.Ready():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	opts := m.HTTP
+	opts.Logger = m.logger.With("component", "http")
+	opts.MaxBodyBytes = c.MaxBody
+	opts.Info = intenthttp.Info{
+		UnsignedPermitted: c.AllowUnsigned,
+		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
+		EventRetention:    c.EventRetention,
+	}
+	m.server = intenthttp.NewServer(m.engine, opts)
+	m.ln, err = net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	m.served = make(chan struct{})
+	go func() {
+		m.serveErr = m.server.Serve(m.ln)
+		close(m.served)
+	}()
+
+	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.AllowUnsigned)
+	if c.LogFormat == "text" {
+		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
+	}
+	return nil
+}
+
+// extractor builds the router over the built-in extractors: catalog (the --catalog
+// file or the embedded demo catalog) by default, http when --extractor-url is given
+// (and then by default), web by rule or by a policy naming it.
+func (m *Main) extractor() (evidence.Extractor, error) {
+	c := m.Config
+	var err error
+	if c.Catalog != "" {
+		if m.catalog, err = evidence.NewCatalog(c.Catalog); err != nil {
+			return nil, err
+		}
+	} else {
+		m.catalog = evidence.DefaultCatalog()
+	}
+	extractors := map[string]evidence.Extractor{
+		"catalog": m.catalog,
+		"web":     evidence.NewWeb(),
+	}
+	var rc evidence.RouterConfig
+	if c.ExtractorConfig != "" {
+		if rc, err = evidence.LoadRouterConfig(c.ExtractorConfig); err != nil {
+			return nil, err
+		}
+	}
+	if c.ExtractorURL != "" {
+		extractors["http"] = evidence.NewHTTP(c.ExtractorURL)
+	}
+	if rc.Default == "" {
+		rc.Default = "catalog"
+		if c.ExtractorURL != "" {
+			rc.Default = "http"
+		}
+	}
+	return evidence.NewRouter(rc, extractors)
+}
+
+// URL is the base URL the server answers on, or "" before Run.
+func (m *Main) URL() string {
+	if m.ln == nil {
+		return ""
+	}
+	return "http://" + m.ln.Addr().String()
+}
+
+// Done is closed when serving stops, after Close or on a listener failure.
+func (m *Main) Done() <-chan struct{} { return m.served }
+
+// Reload reads the catalog file again (SIGHUP). A bad file is logged and the old
+// catalog kept.
+func (m *Main) Reload() {
+	if m.catalog == nil {
+		return
+	}
+	if err := m.catalog.Reload(); err != nil {
+		m.logger.Error("catalog reload failed; the previous catalog stays", "err", err)
+		return
+	}
+	m.logger.Info("catalog reloaded", "solutions", m.catalog.Len())
+}
+
+// Close shuts down in order: stop accepting, end the event streams, let the requests
+// in flight finish (up to the shutdown time-out), then close the engine and the store.
+func (m *Main) Close() error {
+	m.closeMu.Lock()
+	defer m.closeMu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		if err := m.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut the server down: %w", err))
+		}
+		cancel()
+		if m.served != nil {
+			<-m.served
+			if err := m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs = append(errs, err)
+			}
+		}
+	} else if m.ln != nil {
+		m.ln.Close()
+	}
+	if m.engine != nil {
+		if err := m.engine.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the engine: %w", err))
+		}
+	}
+	if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the store: %w", err))
+		}
+	}
+	if m.logger != nil {
+		m.logger.Info("stopped")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,272 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+)
+
+// DefaultMaxBodyBytes is the default limit on a request body (decisions.md, "Caller
+// authentication and limits").
+const DefaultMaxBodyBytes = 1 << 20
+
+// requireContentType refuses a request whose Content-Type is not want. A charset
+// parameter is allowed, and must be UTF-8: the bodies are read as UTF-8 and nothing
+// else.
+func requireContentType(r *http.Request, want string) error {
+	header := r.Header.Get("Content-Type")
+	if header == "" {
+		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: missing, want %s", want)
+	}
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil {
+		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %q does not parse: %v", header, err)
+	}
+	if mt != want {
+		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %s, want %s", mt, want)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: charset %q, want utf-8", cs)
+	}
+	return nil
+}
+
+// readBody reads the whole body, refusing one over max bytes with a 413 as soon as the
+// limit is passed (or at once when Content-Length already says so).
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	tooLarge := func() error {
+		return errorf(actors.KindTooLarge, CodeBodyTooLarge, "the body is over the limit of %d bytes", max)
+	}
+	if r.ContentLength > max {
+		return nil, tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "the body could not be read: %v", err)
+	}
+	return body, nil
+}
+
+// member is one key and raw value of a JSON object, in the order of the text.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// objectMembers returns the members of the JSON object data, which must be valid JSON.
+// A value that is not an object, and a key given twice, are unprocessable; what names
+// the object in messages.
+func objectMembers(data []byte, what, code string) ([]member, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		got := "a JSON " + jsonKind(trimmed)
+		return nil, errorf(actors.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if _, err := dec.Token(); err != nil {
+		return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+		}
+		key, _ := tok.(string) // inside an object the decoder yields only string keys
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s.%s: %v", what, key, err)
+		}
+		for _, m := range out {
+			if m.key == key {
+				return nil, errorf(actors.KindUnprocessable, code, "%s: duplicate key", join(what, key))
+			}
+		}
+		out = append(out, member{key, val})
+	}
+	return out, nil
+}
+
+// join builds a field path for messages; the body itself has the empty path.
+func join(path, key string) string {
+	if path == "" || path == "body" {
+		return key
+	}
+	return path + "." + key
+}
+
+// jsonKind names the kind of a valid JSON value from its first byte.
+func jsonKind(v []byte) string {
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+func lookup(ms []member, key string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	return nil, false
+}
+
+// The superseded shapes of spec part 9, refused with a message that says where they
+// come from and what replaced them.
+const (
+	supersededSignature = `"signature" beside "intent" is the signed-only submission shape of interface versions before 0.9.4; ` +
+		`version 0.10.0 takes {"intent": ..., "authorship": {"Signed": <signature>}} or "authorship": "Unsigned"`
+	supersededPayload = `{"payload", "signature"} naming a template_id is the submission shape of interface versions before 0.9.4, ` +
+		`when policies were called templates; version 0.10.0 takes {"intent": {"id", "policy_id", "attrs"}, "authorship": ...}`
+	supersededTemplateID = `template_id is what interface versions before 0.9.4 called the policy; version 0.10.0 takes policy_id`
+	supersededMetadata   = `a proposal's metadata belongs to interface versions before 0.9.4; version 0.10.0 takes exactly {"solution": "..."}`
+)
+
+// DecodeAuthoredIntent decodes the body of POST /intents strictly: a JSON object with
+// exactly the members "intent" (an object, returned raw for the engine to decode and
+// verify, since the signature covers its canonical form) and "authorship" (decoded by
+// crypto.DecodeAuthorship). Text that is not JSON is a KindInvalid error; everything
+// else it refuses is KindUnprocessable with a message naming the field, including the
+// superseded shapes of spec part 9, whose message says which versions used them.
+func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, error) {
+	if !json.Valid(body) {
+		return nil, crypto.Authorship{}, errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+	}
+	ms, err := objectMembers(body, "body", actors.CodeInvalidIntent)
+	if err != nil {
+		return nil, crypto.Authorship{}, err
+	}
+	superseded := func(field, msg string) error {
+		return errorf(actors.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
+	}
+	if _, ok := lookup(ms, "payload"); ok {
+		return nil, crypto.Authorship{}, superseded("payload", supersededPayload)
+	}
+	if _, ok := lookup(ms, "signature"); ok {
+		return nil, crypto.Authorship{}, superseded("signature", supersededSignature)
+	}
+	for _, m := range ms {
+		if m.key != "intent" && m.key != "authorship" {
+			return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, actors.CodeInvalidIntent,
+				"%s: unknown field (an AuthoredIntent has exactly \"intent\" and \"authorship\")", m.key)
+		}
+	}
+	intent, ok := lookup(ms, "intent")
+	if !ok {
+		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: missing")
+	}
+	rawAuth, ok := lookup(ms, "authorship")
+	if !ok {
+		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
+	}
+	fields, err := objectMembers(intent, "intent", actors.CodeInvalidIntent)
+	if err != nil {
+		return nil, crypto.Authorship{}, err
+	}
+	if _, ok := lookup(fields, "template_id"); ok {
+		return nil, crypto.Authorship{}, superseded("intent.template_id", supersededTemplateID)
+	}
+	auth, err := crypto.DecodeAuthorship(rawAuth)
+	if err != nil {
+		var fe *crypto.FieldError
+		if errors.As(err, &fe) {
+			return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
+		}
+		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
+	}
+	return intent, auth, nil
+}
+
+// DecodeProposal decodes the body of POST /intents/{id}/proposal strictly: exactly
+// {"solution": string}. Text that is not JSON is KindInvalid; a missing, null or
+// non-string solution, an unknown field (the superseded metadata among them) and a
+// duplicate key are KindUnprocessable. Whether the solution is empty or too long is the
+// engine's to say.
+func DecodeProposal(body []byte) (actors.Proposal, error) {
+	if !json.Valid(body) {
+		return actors.Proposal{}, errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+	}
+	ms, err := objectMembers(body, "body", actors.CodeInvalidProposal)
+	if err != nil {
+		return actors.Proposal{}, err
+	}
+	if _, ok := lookup(ms, "metadata"); ok {
+		return actors.Proposal{}, errorf(actors.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
+	}
+	for _, m := range ms {
+		if m.key != "solution" {
+			return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal,
+				"%s: unknown field (a proposal has exactly \"solution\")", m.key)
+		}
+	}
+	raw, ok := lookup(ms, "solution")
+	if !ok {
+		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: missing")
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
+	}
+	var p actors.Proposal
+	if err := json.Unmarshal(raw, &p.Solution); err != nil {
+		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: %v", err)
+	}
+	return p, nil
+}
+
+// ParseLastEventID reads a last-event-id value: an integer from 0 to 2^63-1 written in
+// decimal digits only (no sign, space, fraction or exponent). Anything else is a
+// KindInvalid error.
+func ParseLastEventID(s string) (uint64, error) {
+	bad := func(why string) error {
+		return errorf(actors.KindInvalid, CodeInvalidLastEventID, "last-event-id: %q %s, want an integer from 0 to 9223372036854775807", clip(s), why)
+	}
+	if s == "" {
+		return 0, bad("is empty")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, bad("is not a non-negative integer")
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, bad("is out of range")
+	}
+	return uint64(n), nil
+}
+
+// clip shortens what a caller sent for quoting in a message.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}

@@ -1,0 +1,14 @@
+// Package http is intentd's HTTP API: the routes of the service specification (policies,
+// intents, proposals, statuses) over an actors.Engine, the strict decoders of request
+// bodies, the one table that turns the core's error kinds into statuses and error
+// bodies, and the Server-Sent Events stream of outcomes.
+//
+// Every error answer is {"message": "...", "code": "..."} with a stable snake_case code;
+// the codes are listed in docs/api.md. Internal errors are logged with their cause and
+// shown only as "internal error".
+//
+// The stream (GET /events) sends each event as `id`, `event` and a one-line `data`,
+// advises a reconnection delay once with `retry:`, keeps idle connections alive with a
+// comment line, resumes after the Last-Event-ID header (or the last-event-id query
+// parameter) with no gap and no duplicate, and ends cleanly when the server shuts down.
+package http

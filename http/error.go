@@ -1,0 +1,93 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/intentd/intentd/actors"
+)
+
+// kindMethodNotAllowed is the one failure the HTTP layer has that the core has no kind
+// for: a route that exists but does not serve the method. It is a Kind of this package
+// only, so that it goes through the same table as every other error.
+const kindMethodNotAllowed actors.Kind = 100
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[actors.Kind]int{
+	actors.KindInternal:      http.StatusInternalServerError,
+	actors.KindInvalid:       http.StatusBadRequest,
+	actors.KindUnprocessable: http.StatusUnprocessableEntity,
+	actors.KindNotFound:      http.StatusNotFound,
+	actors.KindConflict:      http.StatusConflict,
+	actors.KindBusy:          http.StatusServiceUnavailable,
+	actors.KindTooLarge:      http.StatusRequestEntityTooLarge,
+	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
+}
+
+// The codes of the errors the HTTP layer finds itself, before the core is asked. The
+// core's codes are the actors.Code* constants.
+const (
+	CodeInvalidJSON            = "invalid_json"
+	CodeUnsupportedContentType = "unsupported_content_type"
+	CodeBodyTooLarge           = "body_too_large"
+	CodeMethodNotAllowed       = "method_not_allowed"
+	CodeNotFound               = "not_found"
+	CodeMalformedAuthorship    = "malformed_authorship"
+	CodeSupersededShape        = "superseded_shape"
+	CodeInvalidLastEventID     = "invalid_last_event_id"
+	CodeInvalidFilter          = "invalid_filter"
+)
+
+// retryAfterSeconds is what a 503 advises: proving slots and subscriber places free up
+// within about a second under load, and a client that waits longer only adds latency.
+const retryAfterSeconds = 1
+
+// ErrorResponse is the body of every error answer (spec 2.12 and a stable code).
+type ErrorResponse struct {
+	Message string `json:"message"`
+	Code    string `json:"code"`
+}
+
+// Error writes err as an error answer: its status from the table, its code and its
+// message. An internal error is logged with its cause and shown as "internal error".
+func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var e *actors.Error
+	if !errors.As(err, &e) {
+		e = &actors.Error{Kind: actors.KindInternal, Code: actors.CodeInternal, Err: err}
+	}
+	status, ok := statusOf[e.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	body := ErrorResponse{Message: e.Message, Code: e.Code}
+	if status == http.StatusInternalServerError {
+		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		body = ErrorResponse{Message: "internal error", Code: actors.CodeInternal}
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers v as JSON with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only the service's own types are written here; one that cannot be
+		// encoded is a bug, answered as such rather than half written.
+		status = http.StatusInternalServerError
+		b = []byte(`{"message":"internal error","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func errorf(kind actors.Kind, code, format string, args ...any) error {
+	return actors.Errorf(kind, code, format, args...)
+}

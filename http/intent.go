@@ -1,0 +1,97 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd/actors"
+)
+
+func (s *Server) registerIntentRoutes(r *httprouter.Router) {
+	r.POST("/intents", s.handlePostIntent)
+	r.GET("/intents/:id", s.handleGetIntent)
+	r.GET("/intents/:id/status", s.handleGetStatus)
+	r.POST("/intents/:id/proposal", s.handlePostProposal)
+}
+
+// handlePostIntent stores a new intent once the engine has verified its authorship and
+// its policy. The 200 means it is on disk.
+func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	body, err := s.jsonBody(w, r)
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	intent, auth, err := DecodeAuthoredIntent(body)
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	if err := s.engine.SubmitIntent(r.Context(), intent, auth); err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleGetIntent answers the stored AuthoredIntent, the intent in the canonical form
+// its signature covers. A malformed id is a 404 (the engine says so).
+func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	raw, err := s.engine.GetIntent(r.Context(), ps.ByName("id"))
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	writeRawJSON(w, raw)
+}
+
+// handleGetStatus answers the intent's IntentStatus.
+func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	st, err := s.engine.Status(r.Context(), ps.ByName("id"))
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handlePostProposal accepts the one proposal of an open intent. The id is checked
+// before the body, so that a malformed path is a 400 whatever the body holds.
+func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id := ps.ByName("id")
+	if _, ok := actors.CanonicalIntentID(id); !ok {
+		Error(w, r, s.log, errorf(actors.KindInvalid, actors.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
+		return
+	}
+	body, err := s.jsonBody(w, r)
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	p, err := DecodeProposal(body)
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	if err := s.engine.Propose(r.Context(), id, p); err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// jsonBody checks the content type and reads the body within the limit.
+func (s *Server) jsonBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := requireContentType(r, "application/json"); err != nil {
+		return nil, err
+	}
+	return readBody(w, r, s.opts.MaxBodyBytes)
+}
+
+func writeRawJSON(w http.ResponseWriter, raw []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(raw)
+	w.Write([]byte{'\n'})
+}

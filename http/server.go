@@ -1,0 +1,217 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/policy"
+)
+
+// APIVersion is the version of the interface description the routes implement.
+const APIVersion = "0.10.0"
+
+// Engine is what the handlers need of the core. *actors.Engine implements it; tests
+// wrap it to make it fail in ways the real one cannot be made to on demand. The errors
+// are *actors.Error values, whose kind picks the status.
+type Engine interface {
+	PutPolicy(ctx context.Context, source string) (string, error)
+	Policy(ctx context.Context, id string) (*policy.Policy, error)
+	DeletePolicy(ctx context.Context, id string) error
+	SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship) error
+	GetIntent(ctx context.Context, id string) (json.RawMessage, error)
+	Status(ctx context.Context, id string) (actors.Status, error)
+	Propose(ctx context.Context, id string, p actors.Proposal) error
+	Subscribe(ctx context.Context, from uint64, f actors.Filter) (*actors.Subscription, error)
+}
+
+var _ Engine = (*actors.Engine)(nil)
+
+// Options configure a Server. Zero values take the defaults given on each field.
+type Options struct {
+	// Logger receives request and error logs; nil discards them.
+	Logger *slog.Logger
+	// MaxBodyBytes limits a request body; DefaultMaxBodyBytes by default.
+	MaxBodyBytes int64
+	// Heartbeat is how long an event stream may be silent before a comment line is
+	// sent; 15 s by default, below the idle time-out of common proxies (often 30 or 60 s).
+	Heartbeat time.Duration
+	// Retry is the reconnection delay advised to event stream clients; 3 s by default.
+	Retry time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers; 10 s by default.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included; 30 s by default.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response; on the event stream it bounds each
+	// write instead, so that a client that stops reading is let go. 30 s by default.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds how long a kept-alive connection waits for its next request;
+	// 2 minutes by default.
+	IdleTimeout time.Duration
+	// Info is what GET /info reports beside the interface version and the body limit.
+	Info Info
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Heartbeat, 15*time.Second)
+	def(&o.Retry, 3*time.Second)
+	def(&o.ReadHeaderTimeout, 10*time.Second)
+	def(&o.ReadTimeout, 30*time.Second)
+	def(&o.WriteTimeout, 30*time.Second)
+	def(&o.IdleTimeout, 2*time.Minute)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Server serves the API over an Engine. It is an http.Handler, and Serve and Shutdown
+// run it on a listener with the time-outs of its Options.
+type Server struct {
+	engine Engine
+	opts   Options
+	log    *slog.Logger
+	router *httprouter.Router
+	srv    *http.Server
+
+	// streams is cancelled by Shutdown to end the event streams, which would
+	// otherwise hold Shutdown until its deadline.
+	streams    context.Context
+	endStreams context.CancelFunc
+	shutOnce   sync.Once
+}
+
+// NewServer returns a server over e.
+func NewServer(e Engine, opts Options) *Server {
+	opts.setDefaults()
+	s := &Server{engine: e, opts: opts, log: opts.Logger}
+	s.streams, s.endStreams = context.WithCancel(context.Background())
+
+	r := httprouter.New()
+	// Clients of an API are better told 404 than redirected: a redirected POST is
+	// resent by some clients and dropped by others.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Error(w, r, s.log, errorf(actors.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
+	})
+	// httprouter sets Allow before calling this.
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Error(w, r, s.log, errorf(kindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
+			r.Method, clip(r.URL.Path), w.Header().Get("Allow")))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+		Error(w, r, s.log, errorf(actors.KindInternal, actors.CodeInternal, "internal error"))
+	}
+	s.registerPolicyRoutes(r)
+	s.registerIntentRoutes(r)
+	s.registerEventRoutes(r)
+	s.registerInfoRoutes(r)
+	s.router = r
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	s.router.ServeHTTP(rec, r)
+	s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
+		"status", rec.status, "duration", time.Since(start))
+}
+
+// Serve accepts connections on ln until Shutdown; it returns http.ErrServerClosed then.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting connections, ends the event streams (their clients
+// reconnect to another instance, or to this one when it is back, and lose nothing), and
+// waits for the other requests in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(s.endStreams)
+	err := s.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Requests still running past the grace period are cut: the engine is closed
+		// next and cannot serve them anyway.
+		s.srv.Close()
+	}
+	return err
+}
+
+// statusRecorder remembers the status for the request log. Unwrap lets
+// http.ResponseController reach the connection's Flush and deadlines.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Info is the body of GET /info: what a client needs to know of this server's settings.
+type Info struct {
+	APIVersion        string `json:"api_version"`
+	UnsignedPermitted bool   `json:"unsigned_permitted"`
+	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
+	MaxBodyBytes      int64  `json:"max_body_bytes"`
+	MaxSolutionBytes  int    `json:"max_solution_bytes"`
+	EventRetention    uint64 `json:"event_retention"`
+}
+
+func (s *Server) registerInfoRoutes(r *httprouter.Router) {
+	info := s.opts.Info
+	info.APIVersion = APIVersion
+	info.MaxBodyBytes = s.opts.MaxBodyBytes
+	info.MaxSolutionBytes = actors.MaxSolutionBytes
+	r.GET("/info", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		writeJSON(w, http.StatusOK, info)
+	})
+	// A liveness check for load balancers and orchestrators: the server answers once
+	// start-up recovery is over, since it only listens after that.
+	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+}
