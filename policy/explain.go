@@ -186,10 +186,15 @@ func isLiteral(e expr) bool {
 
 // describe is "expr = value", or the literal alone.
 func describe(e expr, v Value) string {
-	if isLiteral(e) {
-		return exprString(e)
+	s := exprString(e)
+	if exprPrec(e) <= precCmp {
+		// A comparison quoted inside a comparison needs its parentheses back.
+		s = "(" + s + ")"
 	}
-	return exprString(e) + " = " + formatValue(v, valueLimit)
+	if isLiteral(e) {
+		return s
+	}
+	return s + " = " + formatValue(v, valueLimit)
 }
 
 func (x *explainer) value(e expr) Value {
