@@ -77,6 +77,11 @@ func Decode(bytecode []byte) (*Policy, error) {
 	if !isIdent(d.f.name) {
 		return nil, fmt.Errorf("policy: bytecode name %q is not an identifier", d.f.name)
 	}
+	for _, e := range d.decls {
+		if !isIdent(e.name) {
+			return nil, fmt.Errorf("policy: bytecode evidence field %q is not an identifier", e.name)
+		}
+	}
 	res, err := check(d.f)
 	if err != nil {
 		return nil, fmt.Errorf("policy: bytecode does not check: %w", err)

@@ -140,6 +140,35 @@ func (pg *program) run(code []instr, fr *frame) result {
 				return resFault
 			}
 			st[sp-1] = r
+		case bcLt, bcLe, bcGt, bcGe, bcEq, bcNe:
+			// The common case, ints and strings, without the general path's copies.
+			x, y := &st[sp-2], &st[sp-1]
+			if x.t == y.t && (x.t == TypeInt || x.t == TypeString && in.op <= bcNe) {
+				var ok bool
+				switch in.op {
+				case bcEq:
+					ok = x.n == y.n && x.s == y.s
+				case bcNe:
+					ok = x.n != y.n || x.s != y.s
+				case bcLt:
+					ok = x.n < y.n
+				case bcLe:
+					ok = x.n <= y.n
+				case bcGt:
+					ok = x.n > y.n
+				default:
+					ok = x.n >= y.n
+				}
+				sp--
+				*x = boolean(ok)
+				continue
+			}
+			r, f := apply2(in.op, *x, *y)
+			if f != faultNone {
+				return resFault
+			}
+			sp--
+			st[sp-1] = r
 		default:
 			r, f := apply2(in.op, st[sp-2], st[sp-1])
 			if f != faultNone {
