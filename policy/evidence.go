@@ -43,13 +43,15 @@ func convert(raw any, want Type, why bool) (Value, string) {
 		case bool:
 			return BoolValue(x), ""
 		case []any:
-			for _, e := range x {
-				if _, ok := e.(string); ok {
-					return toSet(raw, TypeStringSet, why)
-				}
-				return toSet(raw, TypeIntSet, why)
+			// The first element decides the element type; an empty array is a set
+			// that every set operation accepts as either.
+			if len(x) == 0 {
+				return Value{t: TypeStringSet, set: &setValue{}}, ""
 			}
-			return Value{t: TypeStringSet, set: &setValue{}}, ""
+			if _, ok := x[0].(string); ok {
+				return toSet(raw, TypeStringSet, why)
+			}
+			return toSet(raw, TypeIntSet, why)
 		case []string:
 			return toSet(raw, TypeStringSet, why)
 		case []int64, []int:

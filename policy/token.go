@@ -129,31 +129,6 @@ func (o op) prec() int {
 	return precLowest
 }
 
-func (o op) isCmp() bool { return o >= opEq && o <= opGe }
-
-// negate is the comparison that holds exactly when o does not.
-func (o op) negate() op {
-	switch o {
-	case opEq:
-		return opNe
-	case opNe:
-		return opEq
-	case opLt:
-		return opGe
-	case opLe:
-		return opGt
-	case opGt:
-		return opLe
-	case opGe:
-		return opLt
-	case opIn:
-		return opNotIn
-	case opNotIn:
-		return opIn
-	}
-	return o
-}
-
 // fn is a built-in function.
 type fn uint8
 
