@@ -344,3 +344,11 @@ func TestOlderDialectConflict(t *testing.T) {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
 }
+
+func TestTooManyErrors(t *testing.T) {
+	_, err := Compile("name x\nrequires {\n" + strings.Repeat("  @;\n", 50) + "}\n")
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != maxErrors+1 || list[maxErrors].Msg != "too many errors (40 more)" {
+		t.Fatalf("got %d errors: %v", len(list), err)
+	}
+}

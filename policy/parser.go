@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 )
 
@@ -34,9 +35,9 @@ func parse(src string) (*file, error) {
 	f := p.file()
 	if len(errs.list) > 0 {
 		// Keep the first error of a line: the ones after it are mostly echoes of it.
-		errs.err()
+		sort.SliceStable(errs.list, func(i, j int) bool { return errs.list[i].Pos.before(errs.list[j].Pos) })
 		errs.list = slices.CompactFunc(errs.list, func(a, b *Error) bool { return a.Pos.Line == b.Pos.Line })
-		return nil, errs.list
+		return nil, errs.err()
 	}
 	return f, nil
 }

@@ -136,6 +136,7 @@ type Pos struct {
 	Line, Col int
 }
 
+// String is "line:col".
 func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
 
 func (p Pos) before(q Pos) bool { return p.Line < q.Line || p.Line == q.Line && p.Col < q.Col }
@@ -146,6 +147,7 @@ type Error struct {
 	Msg string
 }
 
+// Error is "line:col: message".
 func (e *Error) Error() string {
 	if e.Pos.Line == 0 {
 		return e.Msg
@@ -156,6 +158,7 @@ func (e *Error) Error() string {
 // ErrorList is what Compile returns on failure: every error found, sorted by position.
 type ErrorList []*Error
 
+// Error is every error, one a line.
 func (l ErrorList) Error() string {
 	switch len(l) {
 	case 0:
@@ -216,12 +219,17 @@ func (l *errList) add(p Pos, format string, args ...any) {
 
 func (l *errList) full() bool { return len(l.list) >= maxErrors }
 
-// err returns the sorted list, or nil when there is none.
+// err returns the sorted list, or nil when there is none. Past maxErrors the rest is
+// summed up in one last entry: a source of garbage gets a short answer.
 func (l *errList) err() error {
 	if len(l.list) == 0 {
 		return nil
 	}
 	sort.SliceStable(l.list, func(i, j int) bool { return l.list[i].Pos.before(l.list[j].Pos) })
+	if n := len(l.list); n > maxErrors {
+		rest := &Error{Pos: l.list[maxErrors].Pos, Msg: fmt.Sprintf("too many errors (%d more)", n-maxErrors)}
+		l.list = append(l.list[:maxErrors:maxErrors], rest)
+	}
 	return l.list
 }
 
@@ -232,6 +240,7 @@ type FieldError struct {
 	Reason string
 }
 
+// Error is "field: reason".
 func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return e.Reason
