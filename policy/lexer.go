@@ -111,19 +111,10 @@ func (l *lexer) next() token {
 	case c == '"':
 		return l.string(p)
 	}
-	two := ""
-	if l.off+1 < len(l.src) {
-		two = l.src[l.off : l.off+2]
-	}
-	for _, d := range [...]struct {
-		s string
-		k tokKind
-	}{{"<=", tLe}, {">=", tGe}, {"==", tEq}, {"!=", tNe}, {"&&", tAndAnd}, {"||", tOrOr}} {
-		if two == d.s {
-			l.advance()
-			l.advance()
-			return token{kind: d.k, pos: p}
-		}
+	if k := twoCharToken(c, l.peek(1)); k != tEOF {
+		l.advance()
+		l.advance()
+		return token{kind: k, pos: p}
 	}
 	if c >= utf8.RuneSelf {
 		r, _ := utf8.DecodeRuneInString(l.src[l.off:])
@@ -182,6 +173,25 @@ func (l *lexer) next() token {
 	}
 	l.errs.add(p, "unexpected character %q", rune(c))
 	return token{kind: tIllegal, pos: p}
+}
+
+// twoCharToken is the operator spelled c0 c1, or tEOF.
+func twoCharToken(c0, c1 byte) tokKind {
+	switch {
+	case c1 == '=' && c0 == '<':
+		return tLe
+	case c1 == '=' && c0 == '>':
+		return tGe
+	case c1 == '=' && c0 == '=':
+		return tEq
+	case c1 == '=' && c0 == '!':
+		return tNe
+	case c0 == '&' && c1 == '&':
+		return tAndAnd
+	case c0 == '|' && c1 == '|':
+		return tOrOr
+	}
+	return tEOF
 }
 
 // string reads a string literal with the escapes of JSON.

@@ -123,7 +123,11 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, err
 		}
 		p.cons[i] = k
 	}
-	p.pretty = printFile(f)
+	exprs := make([]string, len(p.cons))
+	for i := range p.cons {
+		exprs[i] = p.cons[i].pretty
+	}
+	p.pretty = printFile(f, exprs)
 	return p, nil
 }
 

@@ -12,7 +12,8 @@ import (
 // back the same tree, which is why printing twice changes nothing and why the pretty
 // form compiles to the same id.
 
-func printFile(f *file) string {
+// printFile prints the policy; exprs are its constraints, already printed.
+func printFile(f *file, exprs []string) string {
 	var b strings.Builder
 	b.WriteString("name ")
 	b.WriteString(f.name)
@@ -33,12 +34,12 @@ func printFile(f *file) string {
 		b.WriteString("}\n")
 	}
 	b.WriteString("\nrequires {\n")
-	for _, c := range f.constraints {
+	for i, c := range f.constraints {
 		b.WriteString("  ")
 		if c.optional {
 			b.WriteString("optional: ")
 		}
-		printExpr(&b, c.x, precLowest)
+		b.WriteString(exprs[i])
 		b.WriteString(";\n")
 	}
 	b.WriteString("}\n")
