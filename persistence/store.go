@@ -34,6 +34,7 @@ var (
 // scanned with plain bounds.
 const (
 	prefixPolicy     = 'p' // p<policy id> -> policy record
+	prefixBytecode   = 'b' // b<policy id> -> bytecode, kept after a delete for proofs
 	prefixIntent     = 'i' // i<intent id> -> snapshot
 	prefixRef        = 'r' // r<policy id>\x00<intent id> -> "": a live intent names the policy
 	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> "": an open intent's deadline
@@ -221,10 +222,21 @@ func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err
 	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
 	rec = append(rec, bytecode...)
 	rec = append(rec, source...)
-	if err := s.db.Set(k, rec, s.writeOpts); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(k, rec, nil)
+	b.Set(key(prefixBytecode, id), bytecode, nil)
+	if err := b.Commit(s.writeOpts); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// PolicyBytecode returns the bytecode of a policy that is or once was stored. A deleted
+// policy's bytecode is kept, so that the proofs of the intents that named it can still
+// be checked; it is a few kilobytes per distinct policy ever stored.
+func (s *Store) PolicyBytecode(id string) ([]byte, error) {
+	return s.get(key(prefixBytecode, id))
 }
 
 // Policy returns a stored policy's bytecode and source.

@@ -48,6 +48,12 @@ func TestPolicies(t *testing.T) {
 	if _, _, err := s.Policy("P1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Policy after delete error = %v, want ErrNotFound", err)
 	}
+	if bc, err := s.PolicyBytecode("P1"); err != nil || string(bc) != "\x01\x02\x03" {
+		t.Fatalf("PolicyBytecode after delete = %q, %v; proofs need it kept", bc, err)
+	}
+	if _, err := s.PolicyBytecode("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("PolicyBytecode(nope) error = %v, want ErrNotFound", err)
+	}
 }
 
 func TestIntentLifecycle(t *testing.T) {
