@@ -281,6 +281,7 @@ func (s *testServer) waitStatus(id, want string) status {
 // sseEvent is one dispatched SSE event.
 type sseEvent struct {
 	id, event, data string
+	dataLines       int
 }
 
 // sseStream reads a text/event-stream by the rules of the HTML standard's event
@@ -342,7 +343,7 @@ func (st *sseStream) next() (sseEvent, error) {
 		line = strings.TrimSuffix(line, "\n")
 		if line == "" {
 			if data != nil {
-				ev.data = strings.Join(data, "\n")
+				ev.data, ev.dataLines = strings.Join(data, "\n"), len(data)
 				return ev, nil
 			}
 			ev, started = sseEvent{}, false
