@@ -425,12 +425,28 @@ func (s *Store) Finish(id, policyID string, snapshot []byte, expiresAt time.Time
 		reply: make(chan finishResult, 1),
 	}
 	select {
+	case <-s.closing:
+		return 0, ErrClosed
+	default:
+	}
+	select {
 	case s.finishCh <- req:
 	case <-s.closing:
 		return 0, ErrClosed
 	}
-	r := <-req.reply
-	return r.eventID, r.err
+	select {
+	case r := <-req.reply:
+		return r.eventID, r.err
+	case <-s.done:
+		// The committer drains the queue before it ends, so a request it took has its
+		// reply waiting; one queued after the drain was never written.
+		select {
+		case r := <-req.reply:
+			return r.eventID, r.err
+		default:
+			return 0, ErrClosed
+		}
+	}
 }
 
 type finishReq struct {

@@ -1,0 +1,254 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd/persistence"
+)
+
+// The event bus's messages.
+type (
+	// publish carries a durable event from the store's committer, in id order.
+	publish struct{ ev persistence.Event }
+	// subscribe adds a subscriber; the answer is the id of the last event published
+	// before it, or an error when the subscribers are at their limit.
+	subscribe struct{ sub *Subscription }
+	// unsubscribe removes a subscriber.
+	unsubscribe struct{ sub *Subscription }
+	// closeBus ends every subscription, for Close.
+	closeBus struct{}
+	// busStats asks for the number of subscribers.
+	busStats struct{}
+)
+
+// ErrSubscriberTooSlow ends a subscription whose reader fell a whole buffer behind; the
+// reader resumes from the last id it saw and loses nothing.
+var ErrSubscriberTooSlow = errors.New("subscriber fell too far behind")
+
+// ErrEngineClosed ends a subscription when the engine closes.
+var ErrEngineClosed = errors.New("engine closed")
+
+// bus fans events out to subscribers. Events arrive in id order from one sender, so each
+// subscriber's channel gets them in order; a subscriber whose buffer is full is cut off
+// at once rather than let it slow the others.
+type bus struct {
+	last   uint64
+	max    int
+	subs   map[*Subscription]struct{}
+	closed bool
+}
+
+func newBus(last uint64, max int) *bus {
+	return &bus{last: last, max: max, subs: make(map[*Subscription]struct{})}
+}
+
+func (b *bus) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case publish:
+		ev, err := decodeEvent(m.ev.ID, m.ev.At, m.ev.Data)
+		b.last = m.ev.ID
+		if err != nil {
+			return
+		}
+		for sub := range b.subs {
+			if !sub.filter.match(ev) {
+				continue
+			}
+			select {
+			case sub.live <- ev:
+			default:
+				sub.end(ErrSubscriberTooSlow)
+				delete(b.subs, sub)
+			}
+		}
+	case subscribe:
+		switch {
+		case b.closed:
+			ctx.Respond(Errorf(KindBusy, CodeShuttingDown, "the service is shutting down"))
+		case len(b.subs) >= b.max:
+			ctx.Respond(Errorf(KindBusy, CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
+		default:
+			b.subs[m.sub] = struct{}{}
+			ctx.Respond(b.last)
+		}
+	case unsubscribe:
+		delete(b.subs, m.sub)
+	case closeBus:
+		b.closed = true
+		for sub := range b.subs {
+			sub.end(ErrEngineClosed)
+		}
+		clear(b.subs)
+		ctx.Respond(true)
+	case busStats:
+		ctx.Respond(len(b.subs))
+	}
+}
+
+// Filter selects events; an empty field selects all.
+type Filter struct {
+	IntentIDs []string
+	Types     []State
+}
+
+func (f Filter) match(ev Event) bool {
+	if len(f.IntentIDs) > 0 && !slices.Contains(f.IntentIDs, ev.IntentID) {
+		return false
+	}
+	if len(f.Types) > 0 && !slices.Contains(f.Types, ev.Type) {
+		return false
+	}
+	return true
+}
+
+// Subscription is one reader of the event stream: the retained events after its
+// starting id, then live ones, with no gap and no duplicate.
+type Subscription struct {
+	e      *Engine
+	filter Filter
+	live   chan Event
+	done   chan struct{} // closed by end
+	reason error         // why it ended; written before done is closed
+
+	after     uint64 // the last id delivered or skipped
+	replayTo  uint64 // replay from the store up to this id, then go live
+	replay    []Event
+	truncated bool
+}
+
+func (s *Subscription) end(reason error) {
+	s.reason = reason
+	close(s.done)
+}
+
+// replayPage is how many stored events one read of the log brings.
+const replayPage = 256
+
+// Subscribe starts a subscription after the event id from (0: from the oldest retained
+// event). Close it when done.
+func (e *Engine) Subscribe(ctx context.Context, from uint64, f Filter) (*Subscription, error) {
+	for i, id := range f.IntentIDs {
+		canon, ok := CanonicalIntentID(id)
+		if !ok {
+			return nil, Errorf(KindInvalid, CodeInvalidID, "intent_id: %q is not a UUID", id)
+		}
+		f.IntentIDs[i] = canon
+	}
+	sub := &Subscription{
+		e:      e,
+		filter: f,
+		live:   make(chan Event, e.cfg.SubscriberBuffer),
+		done:   make(chan struct{}),
+		after:  from,
+	}
+	res, err := e.system.Root.RequestFuture(e.bus, subscribe{sub: sub}, callTimeout).Result()
+	if err != nil {
+		return nil, internal("subscribe: %w", err)
+	}
+	switch v := res.(type) {
+	case error:
+		return nil, v
+	case uint64:
+		sub.replayTo = v
+	}
+	first, _, err := e.store.EventBounds()
+	if err != nil {
+		sub.Close()
+		return nil, internal("read event bounds: %w", err)
+	}
+	if first > 0 && from+1 < first && from < sub.replayTo {
+		sub.truncated = true
+	}
+	return sub, nil
+}
+
+// Truncated reports whether events after the starting id were no longer retained, so
+// that the stream starts at the oldest retained one.
+func (s *Subscription) Truncated() bool { return s.truncated }
+
+// Next returns the next event. It ends with ErrSubscriberTooSlow when the reader fell
+// behind, ErrEngineClosed when the engine closes, or the context's error.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for s.after < s.replayTo {
+		if len(s.replay) == 0 {
+			if err := s.fill(); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
+		ev := s.replay[0]
+		s.replay = s.replay[1:]
+		s.after = ev.ID
+		if s.filter.match(ev) {
+			return ev, nil
+		}
+	}
+	for {
+		select {
+		case ev := <-s.live:
+			if ev.ID <= s.after {
+				continue
+			}
+			s.after = ev.ID
+			return ev, nil
+		case <-s.done:
+			// Events queued before the cut are still delivered; the reader resumes
+			// after the last one.
+			select {
+			case ev := <-s.live:
+				if ev.ID > s.after {
+					s.after = ev.ID
+					return ev, nil
+				}
+				continue
+			default:
+			}
+			return Event{}, s.reason
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+func (s *Subscription) fill() error {
+	s.replay = s.replay[:0]
+	err := s.e.store.Events(s.after, replayPage, func(pe persistence.Event) error {
+		if pe.ID > s.replayTo {
+			return errStopReplay
+		}
+		ev, err := decodeEvent(pe.ID, pe.At, pe.Data)
+		if err != nil {
+			return err
+		}
+		s.replay = append(s.replay, ev)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopReplay) {
+		return internal("replay events: %w", err)
+	}
+	if len(s.replay) == 0 {
+		// Nothing retained up to replayTo (pruned meanwhile): the replay is over.
+		s.after = s.replayTo
+	}
+	return nil
+}
+
+var errStopReplay = errors.New("end of replay")
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.e.system.Root.Send(s.e.bus, unsubscribe{sub: s})
+}
+
+// Subscribers reports the number of event subscribers.
+func (e *Engine) Subscribers() int {
+	res, err := e.system.Root.RequestFuture(e.bus, busStats{}, callTimeout).Result()
+	if err != nil {
+		return 0
+	}
+	return res.(int)
+}

@@ -1,0 +1,674 @@
+package actors
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/persistence"
+)
+
+const testPolicy = `
+name test_tshirt
+parameters { size: string  max_price_cents: int }
+evidence { size: string  price_cents: int }
+requires {
+  evidence.size == parameters.size;
+  evidence.price_cents <= parameters.max_price_cents;
+}
+`
+
+// fakeExtractor answers from a table of solutions. A solution starting with "block:"
+// waits until release is closed or the context ends; "panic:" panics; "fail:" fails.
+type fakeExtractor struct {
+	mu       sync.Mutex
+	catalog  map[string]evidence.Evidence
+	release  chan struct{}
+	calls    map[string]int
+	started  chan string
+	blocking bool
+}
+
+func newFakeExtractor() *fakeExtractor {
+	return &fakeExtractor{
+		catalog: map[string]evidence.Evidence{
+			"good":      {"size": json.Number("40"), "price_cents": json.Number("1999")},
+			"M-cheap":   {"size": "M", "price_cents": json.Number("1999")},
+			"M-dear":    {"size": "M", "price_cents": json.Number("9999")},
+			"L-dear":    {"size": "L", "price_cents": json.Number("9999")},
+			"M-no-size": {"price_cents": json.Number("100")},
+		},
+		release: make(chan struct{}),
+		calls:   make(map[string]int),
+		started: make(chan string, 1024),
+	}
+}
+
+func (f *fakeExtractor) Extract(ctx context.Context, req evidence.Request) (evidence.Evidence, error) {
+	f.mu.Lock()
+	f.calls[req.Solution]++
+	f.mu.Unlock()
+	f.started <- req.Solution
+	sol := req.Solution
+	switch {
+	case strings.HasPrefix(sol, "block:"):
+		select {
+		case <-f.release:
+			sol = strings.TrimPrefix(sol, "block:")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case strings.HasPrefix(sol, "panic:"):
+		panic("extractor bug")
+	case strings.HasPrefix(sol, "fail:"):
+		return nil, errors.New("the shop answered 404")
+	}
+	ev, ok := f.catalog[sol]
+	if !ok {
+		return nil, fmt.Errorf("solution %q is not in the catalog", sol)
+	}
+	return ev, nil
+}
+
+type harness struct {
+	t      *testing.T
+	fs     persistence.FS
+	store  *persistence.Store
+	e      *Engine
+	ext    *fakeExtractor
+	cfg    Config
+	key    ed25519.PrivateKey
+	policy string
+}
+
+func newHarness(t *testing.T, tweak func(*Config)) *harness {
+	t.Helper()
+	_, key, _ := ed25519.GenerateKey(nil)
+	h := &harness{t: t, fs: persistence.NewMemFS(), ext: newFakeExtractor(), key: key}
+	h.cfg = Config{ExpiryInterval: 10 * time.Millisecond}
+	if tweak != nil {
+		tweak(&h.cfg)
+	}
+	h.open()
+	t.Cleanup(h.close)
+	id, err := h.e.PutPolicy(context.Background(), testPolicy)
+	if err != nil {
+		t.Fatalf("PutPolicy: %v", err)
+	}
+	h.policy = id
+	return h
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	store, err := persistence.Open("db", persistence.Options{FS: h.fs})
+	if err != nil {
+		h.t.Fatalf("open store: %v", err)
+	}
+	cfg := h.cfg
+	cfg.Store = store
+	cfg.Extractor = h.ext
+	e, err := Open(cfg)
+	if err != nil {
+		h.t.Fatalf("Open: %v", err)
+	}
+	h.store, h.e = store, e
+	<-e.Ready()
+}
+
+func (h *harness) close() {
+	if h.e != nil {
+		h.e.Close()
+		h.store.Close()
+		h.e, h.store = nil, nil
+	}
+}
+
+func (h *harness) restart() {
+	h.close()
+	h.open()
+}
+
+// intentJSON builds an intent for the test policy.
+func (h *harness) intentJSON(id, size string, max int) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":%q},"max_price_cents":{"Int":%d}}}}`,
+		id, h.policy, size, max)
+}
+
+func (h *harness) submit(size string, max int) string {
+	h.t.Helper()
+	id := uuid.NewString()
+	raw := h.intentJSON(id, size, max)
+	auth, err := crypto.SignEd25519(h.key, raw)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.e.SubmitIntent(context.Background(), raw, auth); err != nil {
+		h.t.Fatalf("SubmitIntent: %v", err)
+	}
+	return id
+}
+
+func (h *harness) status(id string) Status {
+	h.t.Helper()
+	s, err := h.e.Status(context.Background(), id)
+	if err != nil {
+		h.t.Fatalf("Status(%s): %v", id, err)
+	}
+	return s
+}
+
+// waitState polls until the intent reaches state.
+func (h *harness) waitState(id string, state State) Status {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := h.status(id)
+		if s.State == state {
+			return s
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("intent %s is %s, want %s", id, s.State, state)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// events reads every retained event (and live ones until quiet) from a fresh subscription.
+func (h *harness) events(from uint64, want int) []Event {
+	h.t.Helper()
+	sub, err := h.e.Subscribe(context.Background(), from, Filter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer sub.Close()
+	var out []Event
+	for len(out) < want {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ev, err := sub.Next(ctx)
+		cancel()
+		if err != nil {
+			h.t.Fatalf("after %d events: %v", len(out), err)
+		}
+		out = append(out, ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if ev, err := sub.Next(ctx); err == nil {
+		h.t.Fatalf("unexpected extra event %d: %s", ev.ID, ev.Data)
+	}
+	return out
+}
+
+func wantCode(t *testing.T, err error, kind Kind, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err = nil, want %s/%s", kind, code)
+	}
+	if ErrorKind(err) != kind || ErrorCode(err) != code {
+		t.Fatalf("err = %v (kind %s, code %s), want %s/%s", err, ErrorKind(err), ErrorCode(err), kind, code)
+	}
+}
+
+func proposeTo(h *harness, id, solution string) error {
+	return h.e.Propose(context.Background(), id, Proposal{Solution: solution})
+}
+
+// TestTransitions covers each row of the state table of spec part 3 and each refusal.
+func TestTransitions(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		cfg  func(*Config)
+		run  func(t *testing.T, h *harness)
+	}{
+		{"submit makes an open intent and no event", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			if s := h.status(id); s.State != StateOpen {
+				t.Fatalf("state = %s, want open", s.State)
+			}
+			if _, last, _ := h.store.EventBounds(); last != 0 {
+				t.Fatalf("an event was written for a submission")
+			}
+			raw, err := h.e.GetIntent(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got AuthoredIntent
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatalf("stored intent is not an AuthoredIntent: %v", err)
+			}
+			if err := crypto.Verify(got.Intent, got.Authorship, crypto.VerifyOptions{}); err != nil {
+				t.Fatalf("the stored intent no longer verifies: %v", err)
+			}
+		}},
+		{"same id twice is a conflict", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			raw := h.intentJSON(id, "L", 1)
+			auth, _ := crypto.SignEd25519(h.key, raw)
+			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindConflict, CodeIntentExists)
+			raw, _ = h.e.GetIntent(ctx, id)
+			if !strings.Contains(string(raw), `"M"`) {
+				t.Fatalf("the first intent was overwritten: %s", raw)
+			}
+		}},
+		{"unknown policy", nil, func(t *testing.T, h *harness) {
+			raw := []byte(fmt.Sprintf(`{"id":%q,"policy_id":"11111111111111111111111111111111"}`, uuid.NewString()))
+			auth, _ := crypto.SignEd25519(h.key, raw)
+			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindInvalid, CodePolicyNotFound)
+		}},
+		{"bad signature", nil, func(t *testing.T, h *harness) {
+			raw := h.intentJSON(uuid.NewString(), "M", 2500)
+			auth, _ := crypto.SignEd25519(h.key, h.intentJSON(uuid.NewString(), "M", 2500))
+			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindInvalid, CodeAuthorshipInvalid)
+		}},
+		{"unsigned refused by default", nil, func(t *testing.T, h *harness) {
+			raw := h.intentJSON(uuid.NewString(), "M", 2500)
+			wantCode(t, h.e.SubmitIntent(ctx, raw, crypto.Authorship{}), KindInvalid, CodeUnsignedNotPermitted)
+		}},
+		{"unsigned accepted when permitted", func(c *Config) { c.Verify.AllowUnsigned = true }, func(t *testing.T, h *harness) {
+			raw := h.intentJSON(uuid.NewString(), "M", 2500)
+			if err := h.e.SubmitIntent(ctx, raw, crypto.Authorship{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"attrs that do not match the parameters", nil, func(t *testing.T, h *harness) {
+			raw := []byte(fmt.Sprintf(`{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"Int":3},"max_price_cents":{"Int":1}}}}`, uuid.NewString(), h.policy))
+			auth, _ := crypto.SignEd25519(h.key, raw)
+			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindUnprocessable, CodeAttrsMismatch)
+		}},
+		{"malformed intent", nil, func(t *testing.T, h *harness) {
+			for _, raw := range []string{
+				`{"id":"not-a-uuid","policy_id":"11111111111111111111111111111111"}`,
+				`{"id":"` + uuid.NewString() + `","policy_id":"11111111111111111111111111111111","attrs":null}`,
+				`{"id":"` + uuid.NewString() + `","policy_id":"11111111111111111111111111111111","extra":1}`,
+				`{"id":"` + uuid.NewString() + `"}`,
+				`[]`,
+			} {
+				wantCode(t, h.e.SubmitIntent(ctx, []byte(raw), crypto.Authorship{}), KindUnprocessable, CodeInvalidIntent)
+			}
+		}},
+		{"open to processing to success", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			if err := proposeTo(h, id, "M-cheap"); err != nil {
+				t.Fatal(err)
+			}
+			s := h.waitState(id, StateSuccess)
+			if s.Proposal == nil || s.Proposal.Solution != "M-cheap" || !strings.Contains(string(s.Evidence), `"price_cents":1999`) {
+				t.Fatalf("success status = %+v", s)
+			}
+			evs := h.events(0, 1)
+			if evs[0].Type != StateSuccess || evs[0].IntentID != id || evs[0].ID != 1 {
+				t.Fatalf("event = %+v", evs[0])
+			}
+		}},
+		{"constraint violation fails with every failure", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			if err := proposeTo(h, id, "L-dear"); err != nil {
+				t.Fatal(err)
+			}
+			s := h.waitState(id, StateFailure)
+			if s.FailureKind != FailureConstraints || len(s.Failures) != 2 || s.Failures[0].Index != 0 || s.Failures[1].Index != 1 {
+				t.Fatalf("failure status = %+v", s)
+			}
+			if len(s.Evidence) == 0 {
+				t.Fatal("a constraint failure must carry the evidence")
+			}
+		}},
+		{"missing evidence fails closed", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "M-no-size")
+			s := h.waitState(id, StateFailure)
+			if s.FailureKind != FailureConstraints || len(s.Failures) != 1 || s.Failures[0].Index != 0 {
+				t.Fatalf("failure status = %+v", s)
+			}
+		}},
+		{"extraction failure", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "fail:x")
+			s := h.waitState(id, StateFailure)
+			if s.FailureKind != FailureExtraction || !strings.Contains(s.Reason, "404") || len(s.Evidence) != 0 {
+				t.Fatalf("failure status = %+v", s)
+			}
+			raw, _ := json.Marshal(s)
+			if strings.Contains(string(raw), `"evidence"`) || !strings.Contains(string(raw), `"constraint_failures":[]`) {
+				t.Fatalf("failure JSON = %s", raw)
+			}
+		}},
+		{"a panicking extractor fails the proof, not the service", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "panic:x")
+			if s := h.waitState(id, StateFailure); s.FailureKind != FailureProof {
+				t.Fatalf("failure status = %+v", s)
+			}
+		}},
+		{"second proposal is a conflict", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "M-cheap")
+			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeProposalExists)
+			h.waitState(id, StateSuccess)
+			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeProposalExists)
+		}},
+		{"proposal for no intent", nil, func(t *testing.T, h *harness) {
+			wantCode(t, proposeTo(h, uuid.NewString(), "M-cheap"), KindNotFound, CodeIntentNotFound)
+			wantCode(t, proposeTo(h, "nope", "M-cheap"), KindInvalid, CodeInvalidID)
+		}},
+		{"bad solutions", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			wantCode(t, proposeTo(h, id, ""), KindUnprocessable, CodeInvalidProposal)
+			wantCode(t, proposeTo(h, id, strings.Repeat("x", MaxSolutionBytes+1)), KindUnprocessable, CodeInvalidProposal)
+			if s := h.status(id); s.State != StateOpen {
+				t.Fatalf("a refused proposal changed the state to %s", s.State)
+			}
+		}},
+		{"open to expired, then proposals refused", func(c *Config) { c.IntentTTL = 30 * time.Millisecond }, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			h.waitState(id, StateExpired)
+			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeIntentExpired)
+			evs := h.events(0, 1)
+			if evs[0].Type != StateExpired || string(evs[0].Data) != fmt.Sprintf(`{"type":"expired","intent_id":%q}`, id) {
+				t.Fatalf("event = %+v %s", evs[0], evs[0].Data)
+			}
+		}},
+		{"capacity full is busy and changes nothing", func(c *Config) { c.MaxProving = 1; c.ProvingQueue = -1 }, func(t *testing.T, h *harness) {
+			first, second := h.submit("M", 2500), h.submit("M", 2500)
+			if err := proposeTo(h, first, "block:M-cheap"); err != nil {
+				t.Fatal(err)
+			}
+			<-h.ext.started
+			wantCode(t, proposeTo(h, second, "M-cheap"), KindBusy, CodeCapacityExceeded)
+			if s := h.status(second); s.State != StateOpen {
+				t.Fatalf("a refused proposal moved the intent to %s", s.State)
+			}
+			close(h.ext.release)
+			h.waitState(first, StateSuccess)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				err := proposeTo(h, second, "M-cheap")
+				if err == nil {
+					break
+				}
+				if ErrorCode(err) != CodeCapacityExceeded || time.Now().After(deadline) {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			h.waitState(second, StateSuccess)
+		}},
+		{"queued proposals wait for a slot", func(c *Config) { c.MaxProving = 1; c.ProvingQueue = 2 }, func(t *testing.T, h *harness) {
+			ids := []string{h.submit("M", 2500), h.submit("M", 2500), h.submit("M", 2500), h.submit("M", 2500)}
+			for _, id := range ids[:3] {
+				if err := proposeTo(h, id, "block:M-cheap"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantCode(t, proposeTo(h, ids[3], "M-cheap"), KindBusy, CodeCapacityExceeded)
+			for _, id := range ids[:3] {
+				if s := h.status(id); s.State != StateProcessing {
+					t.Fatalf("queued intent is %s, want processing", s.State)
+				}
+			}
+			close(h.ext.release)
+			for _, id := range ids[:3] {
+				h.waitState(id, StateSuccess)
+			}
+		}},
+		{"policy delete refused while in use", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindConflict, CodePolicyInUse)
+			proposeTo(h, id, "block:M-cheap")
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindConflict, CodePolicyInUse)
+			close(h.ext.release)
+			h.waitState(id, StateSuccess)
+			if err := h.e.DeletePolicy(ctx, h.policy); err != nil {
+				t.Fatalf("delete after the intent finished: %v", err)
+			}
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindNotFound, CodePolicyNotFound)
+			if _, err := h.e.GetIntent(ctx, id); err != nil {
+				t.Fatalf("intent unreadable after its policy was deleted: %v", err)
+			}
+			if s := h.status(id); s.State != StateSuccess {
+				t.Fatalf("status after policy delete = %s", s.State)
+			}
+			again, err := h.e.PutPolicy(ctx, testPolicy)
+			if err != nil || again != h.policy {
+				t.Fatalf("re-posting the source = %s, %v; want the same id %s", again, err, h.policy)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(t, newHarness(t, tt.cfg))
+		})
+	}
+}
+
+// TestRestartMidProcessing closes the engine while proposals are being proved and checks
+// that, re-opened on the same store, each reaches a terminal state with exactly one event.
+func TestRestartMidProcessing(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxProving = 4 })
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.submit("M", 2500)
+		if err := proposeTo(h, ids[i], "block:M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-h.ext.started
+	h.close()
+	h.ext.release = make(chan struct{})
+	close(h.ext.release)
+	h.open()
+	for _, id := range ids {
+		h.waitState(id, StateSuccess)
+	}
+	evs := h.events(0, n)
+	seen := map[string]int{}
+	for i, ev := range evs {
+		if ev.ID != uint64(i+1) {
+			t.Fatalf("event ids %d at %d: not gapless", ev.ID, i)
+		}
+		seen[ev.IntentID]++
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Fatalf("intent %s has %d events, want 1", id, seen[id])
+		}
+	}
+}
+
+// TestExpiryWhileDown expires, at start-up, intents whose time passed while the engine
+// was closed.
+func TestExpiryWhileDown(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IntentTTL = 100 * time.Millisecond; c.ExpiryInterval = time.Hour })
+	id := h.submit("M", 2500)
+	h.close()
+	time.Sleep(150 * time.Millisecond)
+	h.open()
+	s, err := h.store.Intent(id)
+	if err != nil || !strings.Contains(string(s), `"state":"expired"`) {
+		t.Fatalf("after start-up the intent is %s, %v; want expired before Ready", s, err)
+	}
+	if evs := h.events(0, 1); evs[0].Type != StateExpired {
+		t.Fatalf("event = %+v", evs[0])
+	}
+}
+
+// TestPassivation checks that idle actors stop and come back from their snapshot.
+func TestPassivation(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })
+	var ids []string
+	for range 50 {
+		ids = append(ids, h.submit("M", 2500))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.e.registry.live() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actors still live", h.e.registry.live())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, id := range ids {
+		if err := proposeTo(h, id, "M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		h.waitState(id, StateSuccess)
+	}
+	wantCode(t, proposeTo(h, ids[0], "M-cheap"), KindConflict, CodeProposalExists)
+}
+
+// TestSubscribeNoGapNoDuplicate subscribes while events are being produced and checks the
+// subscriber sees every event once, in order.
+func TestSubscribeNoGapNoDuplicate(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 60
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.submit("M", 2500)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, id := range ids {
+			proposeTo(h, id, "M-cheap")
+		}
+	}()
+	time.Sleep(time.Millisecond)
+	evs := h.events(0, n)
+	wg.Wait()
+	for i, ev := range evs {
+		if ev.ID != uint64(i+1) {
+			t.Fatalf("event %d has id %d", i, ev.ID)
+		}
+	}
+	// Resuming from the middle gives the rest.
+	if rest := h.events(uint64(n/2), n/2); rest[0].ID != n/2+1 {
+		t.Fatalf("resume from %d starts at %d", n/2, rest[0].ID)
+	}
+}
+
+// TestSlowSubscriber cuts off a subscriber that does not read, and lets it resume.
+func TestSlowSubscriber(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
+	sub, err := h.e.Subscribe(context.Background(), 0, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	const n = 12
+	for range n {
+		id := h.submit("M", 2500)
+		proposeTo(h, id, "M-cheap")
+		h.waitState(id, StateSuccess)
+	}
+	var last uint64
+	var got int
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ev, err := sub.Next(ctx)
+		cancel()
+		if errors.Is(err, ErrSubscriberTooSlow) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		last = ev.ID
+		got++
+	}
+	if got == 0 || got >= n {
+		t.Fatalf("a subscriber that did not read got %d of %d events before the cut", got, n)
+	}
+	rest := h.events(last, n-got)
+	if rest[0].ID != last+1 || rest[len(rest)-1].ID != n {
+		t.Fatalf("resumed %d..%d, want %d..%d", rest[0].ID, rest[len(rest)-1].ID, last+1, n)
+	}
+}
+
+// TestFilter checks that the intent and type filters select events.
+func TestFilter(t *testing.T) {
+	h := newHarness(t, nil)
+	ok, bad := h.submit("M", 2500), h.submit("M", 2500)
+	proposeTo(h, ok, "M-cheap")
+	proposeTo(h, bad, "L-dear")
+	h.waitState(ok, StateSuccess)
+	h.waitState(bad, StateFailure)
+	tests := []struct {
+		name string
+		f    Filter
+		want string
+	}{
+		{"by intent", Filter{IntentIDs: []string{strings.ToUpper(bad)}}, bad},
+		{"by type", Filter{Types: []State{StateSuccess}}, ok},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub, err := h.e.Subscribe(context.Background(), 0, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			ev, err := sub.Next(context.Background())
+			if err != nil || ev.IntentID != tt.want {
+				t.Fatalf("first event = %+v, %v; want intent %s", ev, err, tt.want)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			if ev, err := sub.Next(ctx); err == nil {
+				t.Fatalf("filter let through %+v", ev)
+			}
+		})
+	}
+}
+
+// panickyStore makes the first Finish panic inside the intent actor.
+type panickyStore struct {
+	*persistence.Store
+	once sync.Once
+}
+
+func (p *panickyStore) Finish(id, policyID string, snap []byte, at time.Time, ev []byte) (uint64, error) {
+	p.once.Do(func() { panic("disk controller on fire") })
+	return p.Store.Finish(id, policyID, snap, at, ev)
+}
+
+// TestActorPanic panics an intent actor mid-transition: the acknowledged state survives
+// and the intent still reaches its terminal state, once.
+func TestActorPanic(t *testing.T) {
+	fs := persistence.NewMemFS()
+	store, err := persistence.Open("db", persistence.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e, err := Open(Config{Store: &panickyStore{Store: store}, Extractor: newFakeExtractor()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h := &harness{t: t, e: e, store: store}
+	_, h.key, _ = ed25519.GenerateKey(nil)
+	h.policy, _ = e.PutPolicy(context.Background(), testPolicy)
+	id := h.submit("M", 2500)
+	if err := proposeTo(h, id, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, StateSuccess)
+	if evs := h.events(0, 1); evs[0].IntentID != id {
+		t.Fatalf("event = %+v", evs[0])
+	}
+}

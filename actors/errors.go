@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an Error. The HTTP layer maps each kind to one status, in one table.
+type Kind uint8
+
+// The kinds of error the core returns.
+const (
+	KindInternal      Kind = iota // a fault of the service; logged, never shown
+	KindInvalid                   // the request is refused as it stands (HTTP 400)
+	KindUnprocessable             // well-formed JSON that does not match the schema (HTTP 422)
+	KindNotFound                  // the named resource does not exist (HTTP 404)
+	KindConflict                  // the resource's state forbids the request (HTTP 409)
+	KindBusy                      // capacity is full; retry later (HTTP 503)
+	KindTooLarge                  // a size limit was exceeded (HTTP 413)
+)
+
+var kindNames = [...]string{"internal", "invalid", "unprocessable", "not_found", "conflict", "busy", "too_large"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Error is the one error type of the core: a kind for the status, a stable code clients
+// switch on, a message safe to show, and for internal errors the cause, which is logged
+// and never shown.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error with a formatted message.
+func Errorf(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// internal wraps a cause the caller must not see.
+func internal(format string, cause error) *Error {
+	return &Error{Kind: KindInternal, Code: "internal", Message: "internal error", Err: fmt.Errorf(format, cause)}
+}
+
+// ErrorKind reports the kind of err: the Kind of an *Error in its chain, or KindInternal.
+func ErrorKind(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// ErrorCode reports the code of err: the Code of an *Error in its chain, or "internal".
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return "internal"
+}
+
+// The codes the core returns, as listed in the API documentation.
+const (
+	CodeInternal             = "internal"
+	CodeIntentNotFound       = "intent_not_found"
+	CodePolicyNotFound       = "policy_not_found"
+	CodeIntentExists         = "intent_exists"
+	CodeProposalExists       = "proposal_exists"
+	CodeIntentExpired        = "intent_expired"
+	CodeAuthorshipInvalid    = "authorship_invalid"
+	CodeUnsignedNotPermitted = "unsigned_not_permitted"
+	CodeCapacityExceeded     = "capacity_exceeded"
+	CodePolicyInUse          = "policy_in_use"
+	CodePolicyInvalid        = "policy_invalid"
+	CodeInvalidIntent        = "invalid_intent"
+	CodeInvalidID            = "invalid_id"
+	CodeAttrsMismatch        = "attrs_mismatch"
+	CodeInvalidProposal      = "invalid_proposal"
+	CodeTooManySubscribers   = "too_many_subscribers"
+	CodeShuttingDown         = "shutting_down"
+)

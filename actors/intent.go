@@ -1,0 +1,267 @@
+package actors
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/policy"
+)
+
+// snapshotVersion is written into every snapshot; a snapshot of an unknown version is
+// refused rather than misread.
+const snapshotVersion = 1
+
+// snapshot is the durable state of one intent: everything its actor needs to come back.
+type snapshot struct {
+	V           int              `json:"v"`
+	ID          string           `json:"id"`
+	PolicyID    string           `json:"policy_id"`
+	Authored    json.RawMessage  `json:"authored"`
+	State       State            `json:"state"`
+	CreatedAt   time.Time        `json:"created_at"`
+	ExpiresAt   time.Time        `json:"expires_at"`
+	Proposal    *Proposal        `json:"proposal,omitempty"`
+	ProposedAt  time.Time        `json:"proposed_at,omitzero"`
+	Evidence    json.RawMessage  `json:"evidence,omitempty"`
+	Reason      string           `json:"reason,omitempty"`
+	FailureKind FailureKind      `json:"failure_kind,omitempty"`
+	Failures    []policy.Failure `json:"failures,omitempty"`
+	Receipt     json.RawMessage  `json:"receipt,omitempty"`
+	FinishedAt  time.Time        `json:"finished_at,omitzero"`
+}
+
+func decodeSnapshot(data []byte) (*snapshot, error) {
+	var s snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, internal("decode snapshot: %w", err)
+	}
+	if s.V != snapshotVersion {
+		return nil, internal("decode snapshot: %w", fmt.Errorf("%s has version %d, want %d", s.ID, s.V, snapshotVersion))
+	}
+	return &s, nil
+}
+
+func (s *snapshot) encode() ([]byte, error) { return json.Marshal(s) }
+
+// clone is a copy a caller may keep while the actor moves on.
+func (s *snapshot) clone() *snapshot {
+	c := *s
+	return &c
+}
+
+func (s *snapshot) status() Status {
+	return Status{
+		State:       s.State,
+		IntentID:    s.ID,
+		Proposal:    s.Proposal,
+		Evidence:    s.Evidence,
+		Reason:      s.Reason,
+		FailureKind: s.FailureKind,
+		Failures:    s.Failures,
+	}
+}
+
+// The messages of an intent actor. Each is a request: the actor answers with a reply.
+type (
+	create  struct{ snap *snapshot }
+	propose struct{ proposal Proposal }
+	expire  struct{}
+	resume  struct{}
+	proved  struct{ outcome outcome }
+)
+
+// reply is an intent actor's answer: a value or an error.
+type reply struct {
+	value any
+	err   error
+}
+
+// intentActor owns one intent's state machine (spec part 3). It is the only writer of
+// the intent's snapshot and writes every transition before it answers.
+type intentActor struct {
+	e    *Engine
+	id   string
+	snap *snapshot // nil: no intent of this id is stored
+}
+
+func (a *intentActor) Receive(ctx actor.Context) {
+	defer guard(ctx, a.e.log.Error)
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		// Started also follows a restart after a panic: the state comes back from the
+		// store, which holds every transition ever acknowledged.
+		a.load()
+	case create:
+		ctx.Respond(a.create(msg))
+	case propose:
+		ctx.Respond(a.propose(msg))
+	case expire:
+		ctx.Respond(a.expire())
+	case resume:
+		ctx.Respond(a.resume())
+	case proved:
+		ctx.Respond(a.finish(msg.outcome))
+	}
+}
+
+func (a *intentActor) load() {
+	a.snap = nil
+	data, err := a.e.store.Intent(a.id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		// Leaving snap nil would answer "not found" for an intent that exists; panic so
+		// the supervisor retries the load instead.
+		panic(fmt.Sprintf("intent %s: read snapshot: %v", a.id, err))
+	}
+	s, err := decodeSnapshot(data)
+	if err != nil {
+		panic(fmt.Sprintf("intent %s: %v", a.id, err))
+	}
+	a.snap = s
+}
+
+func (a *intentActor) create(m create) reply {
+	if a.snap != nil {
+		return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
+	}
+	data, err := m.snap.encode()
+	if err != nil {
+		return reply{err: internal("encode snapshot: %w", err)}
+	}
+	err = a.e.store.CreateIntent(a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
+	switch {
+	case errors.Is(err, persistence.ErrExists):
+		// Written by an earlier incarnation that answered too late for its caller.
+		a.load()
+		return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
+	case errors.Is(err, persistence.ErrPolicyNotFound):
+		return reply{err: Errorf(KindInvalid, CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
+	case err != nil:
+		return reply{err: internal("store intent: %w", err)}
+	}
+	a.snap = m.snap
+	a.e.scheduleExpiry(m.snap.ExpiresAt)
+	return reply{}
+}
+
+func (a *intentActor) propose(m propose) reply {
+	if a.snap == nil {
+		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+	}
+	if a.snap.State == StateOpen && !a.e.cfg.Now().Before(a.snap.ExpiresAt) {
+		if r := a.expire(); r.err != nil {
+			return r
+		}
+	}
+	switch a.snap.State {
+	case StateOpen:
+	case StateExpired:
+		return reply{err: Errorf(KindConflict, CodeIntentExpired, "intent %s has expired", a.id)}
+	default:
+		return reply{err: Errorf(KindConflict, CodeProposalExists, "intent %s already has a proposal", a.id)}
+	}
+	if !a.e.reserveSlot() {
+		return reply{err: Errorf(KindBusy, CodeCapacityExceeded, "proving capacity is full; retry later")}
+	}
+	next := a.snap.clone()
+	next.State = StateProcessing
+	next.Proposal = &m.proposal
+	next.ProposedAt = a.e.cfg.Now()
+	data, err := next.encode()
+	if err == nil {
+		err = a.e.store.BeginProcessing(a.id, data, a.snap.ExpiresAt)
+	}
+	if err != nil {
+		a.e.releaseReservation()
+		return reply{err: internal("store proposal: %w", err)}
+	}
+	a.snap = next
+	a.e.startProving(next.clone(), true)
+	return reply{}
+}
+
+// resume restarts the proving of a proposal that was interrupted by a stop.
+func (a *intentActor) resume() reply {
+	if a.snap != nil && a.snap.State == StateProcessing {
+		a.e.startProving(a.snap.clone(), false)
+	}
+	return reply{}
+}
+
+// expire ends an open intent whose deadline has passed; otherwise it changes nothing. It
+// answers the snapshot as it then is.
+func (a *intentActor) expire() reply {
+	if a.snap == nil {
+		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+	}
+	if a.snap.State != StateOpen || a.e.cfg.Now().Before(a.snap.ExpiresAt) {
+		return reply{value: a.snap.clone()}
+	}
+	return a.finish(outcome{state: StateExpired})
+}
+
+// finish writes a terminal state and its event in one batch. A result for an intent
+// that is no longer processing (a proof finished twice after a restart) is ignored.
+func (a *intentActor) finish(o outcome) reply {
+	if a.snap == nil {
+		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+	}
+	want := StateProcessing
+	if o.state == StateExpired {
+		want = StateOpen
+	}
+	if a.snap.State != want {
+		return reply{value: a.snap.clone()}
+	}
+	next := a.snap.clone()
+	next.State = o.state
+	next.Evidence = o.evidence
+	next.Reason = o.reason
+	next.FailureKind = o.kind
+	next.Failures = o.failures
+	next.Receipt = o.receipt
+	next.FinishedAt = a.e.cfg.Now()
+	event, err := eventJSON(next.status())
+	if err != nil {
+		return reply{err: internal("encode event: %w", err)}
+	}
+	data, err := next.encode()
+	if err != nil {
+		return reply{err: internal("encode snapshot: %w", err)}
+	}
+	if _, err := a.e.store.Finish(a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
+		return reply{err: internal("store outcome: %w", err)}
+	}
+	a.snap = next
+	return reply{value: next.clone()}
+}
+
+// outcome is what proving decided, or an expiry.
+type outcome struct {
+	state    State
+	evidence json.RawMessage
+	reason   string
+	kind     FailureKind
+	failures []policy.Failure
+	receipt  json.RawMessage
+}
+
+func constraintsReason(failures []policy.Failure) string {
+	reasons := make([]string, len(failures))
+	for i, f := range failures {
+		reasons[i] = fmt.Sprintf("#%d %s: %s", f.Index, f.PrettyExpr, f.Reason)
+	}
+	noun := "constraints"
+	if len(failures) == 1 {
+		noun = "constraint"
+	}
+	return fmt.Sprintf("%d %s not satisfied: %s", len(failures), noun, strings.Join(reasons, "; "))
+}

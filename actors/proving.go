@@ -1,0 +1,223 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/policy"
+)
+
+// The limiter's messages.
+type (
+	// reserve asks for a place, running or queued; the answer is a bool.
+	reserve struct{}
+	// unreserve gives back a place whose proposal was not written.
+	unreserve struct{}
+	// run starts a job in a reserved place, or queues it. A recovered job had no
+	// reservation: it was accepted before a restart and must run whatever the load.
+	run struct {
+		job      func()
+		reserved bool
+	}
+	// jobDone frees the running place of a finished job.
+	jobDone struct{}
+	// limiterStats asks for the counts, for metrics and tests.
+	limiterStats struct{}
+)
+
+// LimiterStats are the proving limiter's counts.
+type LimiterStats struct {
+	Running, Queued, Reserved int
+}
+
+// limiter counts proving work. Places are reserved before a proposal is written, so a
+// proposal that would not fit is refused before anything changes; bounded mailboxes
+// would block the sender instead, and routers cannot refuse, hence an actor of our own.
+type limiter struct {
+	max, queueCap int
+	running       int
+	reserved      int
+	queue         []func()
+}
+
+func newLimiter(max, queueCap int) *limiter {
+	return &limiter{max: max, queueCap: queueCap}
+}
+
+func (l *limiter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case reserve:
+		ok := l.running+len(l.queue)+l.reserved < l.max+l.queueCap
+		if ok {
+			l.reserved++
+		}
+		ctx.Respond(ok)
+	case unreserve:
+		l.reserved--
+	case run:
+		if m.reserved {
+			l.reserved--
+		}
+		if l.running < l.max {
+			l.start(ctx, m.job)
+		} else {
+			l.queue = append(l.queue, m.job)
+		}
+	case jobDone:
+		l.running--
+		if len(l.queue) > 0 && l.running < l.max {
+			job := l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+			l.start(ctx, job)
+		}
+	case limiterStats:
+		ctx.Respond(LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved})
+	}
+}
+
+func (l *limiter) start(ctx actor.Context, job func()) {
+	l.running++
+	self := ctx.Self()
+	system := ctx.ActorSystem()
+	go func() {
+		defer system.Root.Send(self, jobDone{})
+		job()
+	}()
+}
+
+func (e *Engine) reserveSlot() bool {
+	res, err := e.system.Root.RequestFuture(e.limiter, reserve{}, callTimeout).Result()
+	ok, _ := res.(bool)
+	return err == nil && ok
+}
+
+func (e *Engine) releaseReservation() {
+	e.system.Root.Send(e.limiter, unreserve{})
+}
+
+// ProvingStats reports the limiter's counts.
+func (e *Engine) ProvingStats() (LimiterStats, error) {
+	res, err := e.system.Root.RequestFuture(e.limiter, limiterStats{}, callTimeout).Result()
+	if err != nil {
+		return LimiterStats{}, internal("ask limiter: %w", err)
+	}
+	return res.(LimiterStats), nil
+}
+
+// startProving hands a processing intent to a proving worker, through the limiter.
+func (e *Engine) startProving(snap *snapshot, reserved bool) {
+	if !e.track() {
+		return // closing: the proposal is proved again on the next start
+	}
+	job := func() {
+		defer e.wg.Done()
+		if o, abandoned := e.prove(snap); !abandoned {
+			e.deliver(snap.ID, o)
+		}
+	}
+	e.system.Root.Send(e.limiter, run{job: job, reserved: reserved})
+}
+
+// deliver hands an outcome to its intent actor. The actor may have been passivated (it
+// comes back from its snapshot) or restarted after a panic (the message is lost, so it is
+// sent again); if the engine closes first, the proposal is proved again on the next start.
+func (e *Engine) deliver(id string, o outcome) {
+	backoff := 10 * time.Millisecond
+	for {
+		_, err := e.registry.call(id, proved{outcome: o})
+		if err == nil || ErrorKind(err) != KindInternal {
+			return
+		}
+		e.log.Error("deliver outcome", "intent_id", id, "err", err)
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// prove extracts evidence, evaluates the policy and makes the proof. It runs on a
+// worker, off the intent's mailbox. A panic becomes a failure of kind proof, so that no
+// intent stays processing because of a bug. Work cut short by Close is abandoned: the
+// proposal stays processing and is proved again on the next start, rather than failing
+// for a reason that is not its own.
+func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("proving panicked", "intent_id", snap.ID, "panic", fmt.Sprint(r))
+			o = outcome{state: StateFailure, kind: FailureProof, reason: "internal error while proving"}
+			abandoned = false
+		}
+	}()
+	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ProvingTimeout)
+	defer cancel()
+
+	p, err := e.Policy(ctx, snap.PolicyID)
+	if err != nil {
+		return outcome{state: StateFailure, kind: FailureProof, reason: "the intent's policy cannot be read"}, e.closed()
+	}
+	var authored AuthoredIntent
+	if err := json.Unmarshal(snap.Authored, &authored); err != nil {
+		return outcome{state: StateFailure, kind: FailureProof, reason: "the stored intent cannot be read"}, false
+	}
+	in, err := DecodeIntent(authored.Intent)
+	if err != nil {
+		return outcome{state: StateFailure, kind: FailureProof, reason: "the stored intent cannot be read"}, false
+	}
+	attrs := policy.Attrs{}
+	if in.Attrs != nil {
+		attrs = *in.Attrs
+	}
+
+	req := evidence.Request{
+		Solution:   snap.Proposal.Solution,
+		Attributes: make(map[string]evidence.Attribute),
+		IntentID:   snap.ID,
+		PolicyID:   snap.PolicyID,
+		Extractor:  p.Extractor(),
+	}
+	for _, f := range p.EvidenceSchema() {
+		req.Attributes[f.Name] = evidence.Attribute{Type: f.Type.WireName()}
+	}
+	ev, err := e.cfg.Extractor.Extract(ctx, req)
+	if err != nil {
+		if e.closed() {
+			return outcome{}, true
+		}
+		return outcome{state: StateFailure, kind: FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
+	}
+	evJSON, err := json.Marshal(ev)
+	if err != nil {
+		return outcome{state: StateFailure, kind: FailureExtraction, reason: "the evidence is not JSON: " + err.Error()}, false
+	}
+
+	failures := p.Evaluate(attrs, ev)
+	o = outcome{state: StateSuccess, evidence: evJSON, failures: failures}
+	if len(failures) > 0 {
+		o.state, o.kind, o.reason = StateFailure, FailureConstraints, constraintsReason(failures)
+	}
+	if e.cfg.Prover != nil {
+		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
+			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
+			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(),
+		})
+		if err != nil {
+			if e.closed() {
+				return outcome{}, true
+			}
+			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
+			return outcome{state: StateFailure, kind: FailureProof, evidence: evJSON, failures: failures,
+				reason: "the proof could not be made"}, false
+		}
+		o.receipt = receipt
+	}
+	return o, false
+}

@@ -1,0 +1,206 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// registryShards spread the live-actor table over locks so that callers of different
+// intents rarely meet.
+const registryShards = 64
+
+// registry tracks the live intent actors and how recently each was used, so that idle
+// ones can be passivated (stopped; their snapshot brings them back). protoactor's name
+// registry (SpawnNamed) keeps one actor per id; this table adds what it lacks: a count of
+// requests in flight, which keeps an actor from being stopped under a caller, and the
+// time of its last use. ReceiveTimeout would do the latter but races at the protoactor
+// version in use, so activity is tracked here.
+type registry struct {
+	e      *Engine
+	props  func(id string) *actor.Props
+	shards [registryShards]registryShard
+}
+
+type registryShard struct {
+	mu sync.Mutex
+	m  map[string]*liveActor
+}
+
+type liveActor struct {
+	pid      *actor.PID
+	inflight int
+	lastUsed time.Time
+	// stopping is closed when a passivated actor is gone; callers wait for it before
+	// spawning the intent's actor again under the same name.
+	stopping chan struct{}
+}
+
+func newRegistry(e *Engine) *registry {
+	r := &registry{e: e}
+	for i := range r.shards {
+		r.shards[i].m = make(map[string]*liveActor)
+	}
+	return r
+}
+
+func (r *registry) shard(id string) *registryShard {
+	h := fnv.New32a()
+	io.WriteString(h, id)
+	return &r.shards[h.Sum32()%registryShards]
+}
+
+// call sends msg to the actor of intent id, spawning it from its snapshot if it is not
+// live, and returns its reply.
+func (r *registry) call(id string, msg any) (any, error) {
+	for attempt := 0; ; attempt++ {
+		pid, err := r.acquire(id)
+		if err != nil {
+			return nil, err
+		}
+		res, err := r.e.system.Root.RequestFuture(pid, msg, callTimeout).Result()
+		r.release(id, pid, errors.Is(err, actor.ErrDeadLetter))
+		if errors.Is(err, actor.ErrDeadLetter) && attempt < 3 {
+			continue // the actor stopped for good; a new one comes from the snapshot
+		}
+		if err != nil {
+			return nil, internal("ask intent actor: %w", fmt.Errorf("%s: %w", id, err))
+		}
+		rep, ok := res.(reply)
+		if !ok {
+			return nil, internal("ask intent actor: %w", fmt.Errorf("%s answered %T", id, res))
+		}
+		return rep.value, rep.err
+	}
+}
+
+func (r *registry) acquire(id string) (*actor.PID, error) {
+	s := r.shard(id)
+	for {
+		if r.e.closed() {
+			return nil, Errorf(KindBusy, CodeShuttingDown, "the service is shutting down")
+		}
+		s.mu.Lock()
+		la := s.m[id]
+		if la != nil && la.stopping != nil {
+			ch := la.stopping
+			s.mu.Unlock()
+			<-ch
+			continue
+		}
+		if la == nil {
+			props := actor.PropsFromProducer(func() actor.Actor { return &intentActor{e: r.e, id: id} })
+			pid, err := r.e.system.Root.SpawnNamed(props, "intent/"+id)
+			if err != nil && !errors.Is(err, actor.ErrNameExists) {
+				s.mu.Unlock()
+				return nil, internal("spawn intent actor: %w", err)
+			}
+			la = &liveActor{pid: pid}
+			s.m[id] = la
+		}
+		la.inflight++
+		la.lastUsed = r.e.cfg.Now()
+		s.mu.Unlock()
+		return la.pid, nil
+	}
+}
+
+func (r *registry) release(id string, pid *actor.PID, dead bool) {
+	s := r.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	la := s.m[id]
+	if la == nil || la.pid != pid {
+		return
+	}
+	la.inflight--
+	la.lastUsed = r.e.cfg.Now()
+	if dead && la.inflight == 0 {
+		delete(s.m, id)
+	}
+}
+
+// Live reports the number of live intent actors.
+func (r *registry) live() int {
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// passivate stops the actors idle for longer than idle and reports how many it stopped.
+func (r *registry) passivate(idle time.Duration) int {
+	cutoff := r.e.cfg.Now().Add(-idle)
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		var victims []*liveActor
+		var ids []string
+		s.mu.Lock()
+		for id, la := range s.m {
+			if la.inflight == 0 && la.stopping == nil && la.lastUsed.Before(cutoff) {
+				la.stopping = make(chan struct{})
+				victims = append(victims, la)
+				ids = append(ids, id)
+			}
+		}
+		s.mu.Unlock()
+		if len(victims) == 0 {
+			continue
+		}
+		futures := make([]*actor.Future, len(victims))
+		for j, la := range victims {
+			futures[j] = r.e.system.Root.StopFuture(la.pid)
+		}
+		for _, f := range futures {
+			f.Wait()
+		}
+		s.mu.Lock()
+		for j, la := range victims {
+			if s.m[ids[j]] == la {
+				delete(s.m, ids[j])
+			}
+			close(la.stopping)
+		}
+		s.mu.Unlock()
+		n += len(victims)
+	}
+	return n
+}
+
+func (e *Engine) passivationLoop() {
+	period := max(e.cfg.PassivateAfter/2, 10*time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			e.registry.passivate(e.cfg.PassivateAfter)
+		}
+	}
+}
+
+// guard answers a request whose handling panicked with an internal error, so its caller
+// does not wait for a reply that will never come, and then lets the panic go on to the
+// supervisor, which restarts the actor from its snapshot.
+func guard(ctx actor.Context, log func(msg string, args ...any)) {
+	if r := recover(); r != nil {
+		log("intent actor panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		if ctx.Sender() != nil {
+			ctx.Respond(reply{err: internal("intent actor: %w", fmt.Errorf("panic: %v", r))})
+		}
+		panic(r)
+	}
+}

@@ -1,0 +1,247 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mr-tron/base58"
+
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/policy"
+)
+
+// State is where an intent is in its life (spec part 3).
+type State string
+
+// The states. Success, failure and expired are terminal.
+const (
+	StateOpen       State = "open"
+	StateProcessing State = "processing"
+	StateSuccess    State = "success"
+	StateFailure    State = "failure"
+	StateExpired    State = "expired"
+)
+
+// Terminal reports whether no transition leaves s.
+func (s State) Terminal() bool {
+	return s == StateSuccess || s == StateFailure || s == StateExpired
+}
+
+// FailureKind tells a violated policy from evidence that could not be had and from a
+// proof that could not be made.
+type FailureKind string
+
+// The failure kinds.
+const (
+	FailureConstraints FailureKind = "constraints"
+	FailureExtraction  FailureKind = "extraction"
+	FailureProof       FailureKind = "proof"
+)
+
+// Intent is the caller's intent as decoded (spec 2.2).
+type Intent struct {
+	ID       string
+	PolicyID string
+	// Attrs are the attribute values; nil when the intent carries none.
+	Attrs *policy.Attrs
+}
+
+// AuthoredIntent is a stored intent with its authorship (spec 2.4), as submitted and as
+// returned by GetIntent. Intent holds the intent's JSON in its JCS form, the bytes the
+// signature covers.
+type AuthoredIntent struct {
+	Intent     json.RawMessage   `json:"intent"`
+	Authorship crypto.Authorship `json:"authorship"`
+}
+
+// Proposal is an agent's proposed solution (spec 2.7).
+type Proposal struct {
+	Solution string `json:"solution"`
+}
+
+// Status is an intent's current status (spec 2.10 and failure_kind). Its JSON carries
+// exactly the fields of its form.
+type Status struct {
+	State       State
+	IntentID    string
+	Proposal    *Proposal
+	Evidence    json.RawMessage
+	Reason      string
+	FailureKind FailureKind
+	Failures    []policy.Failure
+}
+
+// MarshalJSON writes the form of spec 2.10 that the state selects.
+func (s Status) MarshalJSON() ([]byte, error) {
+	return s.marshal("status", string(s.State))
+}
+
+func (s Status) marshal(discriminator, value string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	field := func(name string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":`)
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("marshal %s: %w", name, err)
+		}
+		b.Write(raw)
+		return nil
+	}
+	if err := field(discriminator, value); err != nil {
+		return nil, err
+	}
+	var err error
+	switch s.State {
+	case StateOpen:
+	case StateProcessing:
+		err = field("proposal", s.Proposal)
+	case StateSuccess:
+		err = firstErr(field("intent_id", s.IntentID), field("proposal", s.Proposal), field("evidence", evidenceOrEmpty(s.Evidence)))
+	case StateFailure:
+		failures := s.Failures
+		if failures == nil {
+			failures = []policy.Failure{}
+		}
+		err = firstErr(field("intent_id", s.IntentID), field("reason", s.Reason), field("failure_kind", s.FailureKind),
+			field("proposal", s.Proposal), field("constraint_failures", failures))
+		if err == nil && len(s.Evidence) > 0 {
+			err = field("evidence", s.Evidence)
+		}
+	case StateExpired:
+		err = field("intent_id", s.IntentID)
+	default:
+		return nil, fmt.Errorf("status has unknown state %q", s.State)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func evidenceOrEmpty(ev json.RawMessage) json.RawMessage {
+	if len(ev) == 0 {
+		return json.RawMessage("{}")
+	}
+	return ev
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Event is one outcome on the event stream (spec part 6): its id, its type and the
+// one-line JSON of the OrchestratorEvent.
+type Event struct {
+	ID       uint64
+	Type     State
+	IntentID string
+	At       time.Time
+	Data     []byte
+}
+
+// eventJSON renders the OrchestratorEvent of a terminal status.
+func eventJSON(s Status) ([]byte, error) {
+	return s.marshal("type", string(s.State))
+}
+
+// decodeEvent reads back the type and intent id of a stored event, for filtering.
+func decodeEvent(id uint64, at time.Time, data []byte) (Event, error) {
+	var head struct {
+		Type     State  `json:"type"`
+		IntentID string `json:"intent_id"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return Event{}, fmt.Errorf("event %d is corrupt: %w", id, err)
+	}
+	return Event{ID: id, Type: head.Type, IntentID: head.IntentID, At: at, Data: data}, nil
+}
+
+// CanonicalIntentID checks that id is a UUID in its hyphenated 36-character form and
+// returns it in lower case, the form intents are stored and looked up under, so that
+// the case a caller uses does not make two intents of one id.
+func CanonicalIntentID(id string) (string, bool) {
+	if len(id) != 36 {
+		return "", false
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return "", false
+	}
+	return strings.ToLower(id), true
+}
+
+// ValidPolicyID reports whether id is a Base58 SHA-256 digest.
+func ValidPolicyID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	b, err := base58.Decode(id)
+	return err == nil && len(b) == 32 && base58.Encode(b) == id
+}
+
+// DecodeIntent decodes the JSON of an intent strictly: exactly the fields id, policy_id and
+// an optional attrs (never null), an id that is a UUID, a policy id that is a Base58
+// SHA-256 digest. Errors are unprocessable and name the field.
+func DecodeIntent(raw []byte) (Intent, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent: must be a JSON object")
+	}
+	for name := range fields {
+		switch name {
+		case "id", "policy_id", "attrs":
+		default:
+			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: unknown field", name)
+		}
+	}
+	var in Intent
+	var err error
+	if in.ID, err = stringField(fields, "id"); err != nil {
+		return Intent{}, err
+	}
+	if _, ok := CanonicalIntentID(in.ID); !ok {
+		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.id: %q is not a UUID (want the 36-character hyphenated form)", in.ID)
+	}
+	if in.PolicyID, err = stringField(fields, "policy_id"); err != nil {
+		return Intent{}, err
+	}
+	if !ValidPolicyID(in.PolicyID) {
+		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.policy_id: %q is not a Base58 SHA-256 digest", in.PolicyID)
+	}
+	if rawAttrs, ok := fields["attrs"]; ok {
+		if bytes.Equal(bytes.TrimSpace(rawAttrs), []byte("null")) {
+			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.attrs: must be omitted, not null")
+		}
+		attrs, err := policy.DecodeAttrs(rawAttrs)
+		if err != nil {
+			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.attrs.%v", err)
+		}
+		in.Attrs = &attrs
+	}
+	return in, nil
+}
+
+func stringField(fields map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := fields[name]
+	if !ok {
+		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: missing", name)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: must be a string", name)
+	}
+	return s, nil
+}
