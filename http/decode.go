@@ -101,6 +101,9 @@ func objectMembers(data []byte, what, code string) ([]member, error) {
 
 // join builds a field path for messages; the body itself has the empty path.
 func join(path, key string) string {
+	if key == "" {
+		return path
+	}
 	if path == "" || path == "body" {
 		return key
 	}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestParseFlags checks the flags, their environment variables and which wins.
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{"defaults", nil, nil, func(t *testing.T, c Config) {
+			if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.AllowUnsigned || c.IntentTTL != 24*time.Hour ||
+				c.MaxProving != 64 || c.ProvingQueue != 1024 || c.EventRetention != 1_000_000 || c.LogFormat != "text" || c.MaxBody != 1<<20 {
+				t.Fatalf("defaults = %+v", c)
+			}
+		}, ""},
+		{"flags", []string{"--listen", ":9000", "--allow-unsigned", "--intent-ttl", "90s", "--proving-queue", "0", "--log-format", "json"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Listen != ":9000" || !c.AllowUnsigned || c.IntentTTL != 90*time.Second || c.ProvingQueue != 0 || c.LogFormat != "json" {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"environment", nil, map[string]string{
+			"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
+			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10",
+		}, func(t *testing.T, c Config) {
+			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 {
+				t.Fatalf("config = %+v", c)
+			}
+		}, ""},
+		{"a flag wins over its variable", []string{"--listen", ":9000", "--allow-unsigned=false"},
+			map[string]string{"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "1"}, func(t *testing.T, c Config) {
+				if c.Listen != ":9000" || c.AllowUnsigned {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
+		{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
+		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
+		{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
+		{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
+		{"unknown flag", []string{"--color"}, nil, nil, "color"},
+		{"stray argument", []string{"serve"}, nil, nil, "serve"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = &syncBuffer{}
+			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			err := m.ParseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, m.Config)
+		})
+	}
+	t.Run("help", func(t *testing.T) {
+		m := NewMain()
+		out := &syncBuffer{}
+		m.Stderr = out
+		if err := m.ParseFlags([]string{"-h"}); err != flag.ErrHelp || !strings.Contains(out.String(), "INTENTD_") {
+			t.Fatalf("-h: %v; usage:\n%s", err, out)
+		}
+	})
+}
+
+// evidenceService is an evidence service for the http extractor that holds every
+// request until released.
+type evidenceService struct {
+	*httptest.Server
+	started chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newEvidenceService(t *testing.T) *evidenceService {
+	es := &evidenceService{started: make(chan string, 64), release: make(chan struct{})}
+	es.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Solution string `json:"solution"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		es.started <- req.Solution
+		select {
+		case <-es.release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","price_cents":1999,"shipping_cents":499,"in_stock":true}`))
+	}))
+	t.Cleanup(func() { es.free(); es.Close() })
+	return es
+}
+
+func (es *evidenceService) free() { es.once.Do(func() { close(es.release) }) }
+
+// TestCapacity fills the proving slots and the queue through the http extractor: the
+// next proposal is a 503 with Retry-After that changes nothing, and is accepted once
+// a slot frees.
+func TestCapacity(t *testing.T) {
+	tests := []struct {
+		queue    string
+		accepted int // proposals accepted before the 503: one proving, the rest queued
+	}{
+		{"0", 1},
+		{"2", 3},
+	}
+	for _, tt := range tests {
+		t.Run("queue "+tt.queue, func(t *testing.T) {
+			es := newEvidenceService(t)
+			s := startServer(t, []string{"--extractor-url", es.URL, "--max-proving", "1", "--proving-queue", tt.queue})
+			var ids []string
+			for range tt.accepted + 1 {
+				ids = append(ids, s.submit())
+			}
+			for i, id := range ids[:tt.accepted] {
+				if r := s.propose(id, solutionPasses); r.status != http.StatusOK {
+					t.Fatalf("proposal %d: %s", i, r)
+				}
+			}
+			<-es.started
+			refused := ids[tt.accepted]
+			r := s.propose(refused, solutionPasses)
+			if code, _ := r.errorBody(t); r.status != http.StatusServiceUnavailable || code != "capacity_exceeded" {
+				t.Fatalf("proposal past capacity: %s, want 503 capacity_exceeded", r)
+			}
+			if ra := r.header.Get("Retry-After"); ra != "1" {
+				t.Fatalf("Retry-After = %q, want 1", ra)
+			}
+			if st := s.status(refused); st["status"] != "open" {
+				t.Fatalf("a refused proposal left the intent %v", st)
+			}
+			es.free()
+			for _, id := range ids[:tt.accepted] {
+				s.waitStatus(id, "success")
+			}
+			if r := s.propose(refused, solutionPasses); r.status != http.StatusOK {
+				t.Fatalf("proposal after capacity freed: %s", r)
+			}
+			s.waitStatus(refused, "success")
+		})
+	}
+}
+
+// TestCatalogReload serves a catalog file, and reads it again on Reload (SIGHUP): a
+// solution added to the file is found afterwards; a broken file keeps the old one.
+func TestCatalogReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	entry := `{"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","price_cents":1999,"shipping_cents":499,"in_stock":true}`
+	write := func(content string) {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"sku:A": ` + entry + `}`)
+	s := startServer(t, []string{"--catalog", path})
+
+	first := s.submit()
+	s.propose(first, "sku:B")
+	if st := s.waitStatus(first, "failure"); st["failure_kind"] != "extraction" {
+		t.Fatalf("a solution missing from the catalog: %v", st)
+	}
+	write(`{"sku:A": ` + entry + `, "sku:B": ` + entry + `}`)
+	s.m.Reload()
+	second := s.submit()
+	s.propose(second, "sku:B")
+	s.waitStatus(second, "success")
+
+	write(`{"sku:A": `)
+	s.m.Reload()
+	if !strings.Contains(s.logs.String(), "catalog reload failed") {
+		t.Fatal("a broken catalog was not logged")
+	}
+	third := s.submit()
+	s.propose(third, "sku:B")
+	s.waitStatus(third, "success")
+}
+
+// TestInfo checks GET /info against the flags.
+func TestInfo(t *testing.T) {
+	s := startServer(t, []string{"--allow-unsigned", "--intent-ttl", "2h", "--max-body", "2048", "--event-retention", "99"})
+	r := s.do("GET", "/info", "", nil)
+	var info map[string]any
+	if err := json.Unmarshal(r.body, &info); err != nil || r.status != 200 {
+		t.Fatalf("GET /info: %s", r)
+	}
+	want := map[string]any{"api_version": "0.10.0", "unsigned_permitted": true, "intent_ttl_seconds": 7200.0,
+		"max_body_bytes": 2048.0, "max_solution_bytes": 4096.0, "event_retention": 99.0}
+	for k, v := range want {
+		if info[k] != v {
+			t.Errorf("info %s = %v, want %v", k, info[k], v)
+		}
+	}
+}
