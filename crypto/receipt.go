@@ -1,0 +1,291 @@
+package crypto
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReceiptVersion is the version of the receipt format this package writes and reads.
+const ReceiptVersion = 1
+
+// The outcomes a receipt can state. Expiry and failures of extraction or proof have no
+// receipt: nothing was evaluated.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailure = "failure"
+)
+
+// Receipt is what the service attests about one decided proposal. The parts it rests on
+// (the authored intent, the proposal, the evidence) are bound by their digests, the
+// policy by its id, which is itself the digest of its bytecode; see Digest.
+type Receipt struct {
+	Version              int    `json:"version"`
+	IntentID             string `json:"intent_id"`
+	PolicyID             string `json:"policy_id"`
+	AuthoredIntentDigest string `json:"authored_intent_digest"`
+	ProposalDigest       string `json:"proposal_digest"`
+	EvidenceDigest       string `json:"evidence_digest"`
+	// Outcome is OutcomeSuccess or OutcomeFailure (constraints not satisfied).
+	Outcome string `json:"outcome"`
+	// ConstraintFailures is empty on success and lists the failed constraints otherwise.
+	ConstraintFailures []ConstraintFailure `json:"constraint_failures"`
+	// IssuedAt is written in RFC 3339 in UTC.
+	IssuedAt time.Time `json:"issued_at"`
+	// KeyID is KeyID of the key that signed the receipt.
+	KeyID string `json:"key_id"`
+}
+
+// ConstraintFailure is a constraint that did not hold, as the wire's ConstraintFailure
+// (the policy package's Failure has the same fields; this package imports nothing of
+// the project, so it has its own).
+type ConstraintFailure struct {
+	Index      int    `json:"index"`
+	PrettyExpr string `json:"pretty_expr"`
+	Reason     string `json:"reason"`
+}
+
+// SignedReceipt is a receipt with the service's Ed25519 signature over the JCS bytes of
+// the receipt object, and the public key that made it. Wire form:
+// {"receipt": {...}, "signature": Base58 (64 bytes), "public_key": Base58 (32 bytes)}.
+// The public key travels along for convenience only; see VerifyReceipt.
+type SignedReceipt struct {
+	Receipt   Receipt
+	Signature []byte
+	PublicKey ed25519.PublicKey
+}
+
+type signedReceiptWire struct {
+	Receipt   json.RawMessage `json:"receipt"`
+	Signature string          `json:"signature"`
+	PublicKey string          `json:"public_key"`
+}
+
+// Digest returns Base58(SHA-256(JCS(jsonText))), the form receipts bind their parts by.
+// A number beyond ±(2^53-1) is refused: JCS would round it, and two texts that say
+// different things would share a digest.
+func Digest(jsonText []byte) (string, error) {
+	canon, err := canonicalIntent(jsonText)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return EncodeBase58(sum[:]), nil
+}
+
+// canonicalReceipt returns the bytes a receipt's signature covers.
+func canonicalReceipt(r *Receipt) ([]byte, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("crypto: encode receipt: %w", err)
+	}
+	return Canonicalize(raw)
+}
+
+// SignReceipt signs r with key. It fills in r.KeyID from the key, writes IssuedAt in
+// UTC and an absent failure list as an empty one, and refuses a receipt that Validate
+// refuses.
+func SignReceipt(key *SigningKey, r Receipt) (*SignedReceipt, error) {
+	r.KeyID = key.ID()
+	r.IssuedAt = r.IssuedAt.UTC()
+	if r.ConstraintFailures == nil {
+		r.ConstraintFailures = []ConstraintFailure{}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("crypto: receipt: %w", err)
+	}
+	canon, err := canonicalReceipt(&r)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedReceipt{Receipt: r, Signature: key.Sign(canon), PublicKey: key.PublicKey()}, nil
+}
+
+// VerifyReceipt checks that s.Receipt is signed by pub: the receipt names pub's key id,
+// and the signature verifies under pub over the receipt's JCS bytes. pub must come
+// from somewhere the verifier trusts; passing s.PublicKey only shows that the receipt
+// is whole, not who made it.
+func VerifyReceipt(s *SignedReceipt, pub ed25519.PublicKey) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("public key is %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	id := KeyID(pub)
+	if s.Receipt.KeyID != id {
+		return fmt.Errorf("receipt names key %s, the key given is %s", s.Receipt.KeyID, id)
+	}
+	if len(s.Signature) != ed25519.SignatureSize {
+		return fmt.Errorf("signature is %d bytes, want %d", len(s.Signature), ed25519.SignatureSize)
+	}
+	canon, err := canonicalReceipt(&s.Receipt)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(pub, canon, s.Signature) {
+		return fmt.Errorf("signature does not verify under key %s", id)
+	}
+	return nil
+}
+
+// Validate checks the receipt's values: the version, ids and digests of the right form,
+// an outcome that agrees with the failure list, an issue time, a key id. Errors are
+// *FieldError values naming the field.
+func (r *Receipt) Validate() error {
+	if r.Version != ReceiptVersion {
+		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d", r.Version, ReceiptVersion)}
+	}
+	if r.IntentID == "" {
+		return &FieldError{Field: "intent_id", Reason: "empty"}
+	}
+	for _, d := range []struct{ field, value string }{
+		{"policy_id", r.PolicyID},
+		{"authored_intent_digest", r.AuthoredIntentDigest},
+		{"proposal_digest", r.ProposalDigest},
+		{"evidence_digest", r.EvidenceDigest},
+		{"key_id", r.KeyID},
+	} {
+		if err := checkDigest(d.value); err != nil {
+			return &FieldError{Field: d.field, Reason: err.Error()}
+		}
+	}
+	switch r.Outcome {
+	case OutcomeSuccess:
+		if len(r.ConstraintFailures) > 0 {
+			return &FieldError{Field: "constraint_failures", Reason: fmt.Sprintf("has %d entries, want none for outcome success", len(r.ConstraintFailures))}
+		}
+	case OutcomeFailure:
+		if len(r.ConstraintFailures) == 0 {
+			return &FieldError{Field: "constraint_failures", Reason: "empty, want the failed constraints for outcome failure"}
+		}
+	default:
+		return &FieldError{Field: "outcome", Reason: fmt.Sprintf("%q, want %q or %q", r.Outcome, OutcomeSuccess, OutcomeFailure)}
+	}
+	if r.ConstraintFailures == nil {
+		return &FieldError{Field: "constraint_failures", Reason: "missing or null, want an array"}
+	}
+	if r.IssuedAt.IsZero() {
+		return &FieldError{Field: "issued_at", Reason: "missing"}
+	}
+	if _, offset := r.IssuedAt.Zone(); offset != 0 {
+		return &FieldError{Field: "issued_at", Reason: "not in UTC"}
+	}
+	return nil
+}
+
+// checkDigest accepts the Base58 of exactly 32 bytes, written canonically (no leading
+// '1's beyond the zero bytes they stand for), so that one digest has one spelling.
+func checkDigest(s string) error {
+	b, err := DecodeBase58(s)
+	if err != nil {
+		return err
+	}
+	if len(b) != sha256.Size || EncodeBase58(b) != s {
+		return fmt.Errorf("%q is not the Base58 of a 32-byte digest", s)
+	}
+	return nil
+}
+
+// MarshalJSON writes the wire form, the receipt object in its JCS form: the bytes the
+// signature covers, for a reader to see. (An enclosing json.Marshal may still escape
+// '<', '>' and '&' in it; JCS undoes that, so the signature is unaffected.)
+func (s SignedReceipt) MarshalJSON() ([]byte, error) {
+	canon, err := canonicalReceipt(&s.Receipt)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"receipt":`)
+	b.Write(canon)
+	b.WriteString(`,"signature":`)
+	writeBase58(&b, s.Signature)
+	b.WriteString(`,"public_key":`)
+	writeBase58(&b, s.PublicKey)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON decodes with DecodeSignedReceipt.
+func (s *SignedReceipt) UnmarshalJSON(data []byte) error {
+	got, err := DecodeSignedReceipt(data)
+	if err != nil {
+		return err
+	}
+	*s = *got
+	return nil
+}
+
+// DecodeSignedReceipt decodes the wire form strictly: no unknown or duplicate keys,
+// every field present, values Validate accepts, a 64-byte signature and a 32-byte key.
+// The receipt object must also be exactly what this package writes for the values it
+// holds (JCS of its own encoding), so that the values decoded are the values signed:
+// a receipt re-spelled (a time with an offset, a number with an exponent) is refused
+// rather than verified against bytes that differ from what it says. Errors are
+// *FieldError values with paths such as "receipt.outcome". The signature is not checked
+// here; that is VerifyReceipt's work.
+func DecodeSignedReceipt(data []byte) (*SignedReceipt, error) {
+	// Canonicalize refuses duplicate keys, which encoding/json would let through with
+	// the last value winning.
+	if _, err := Canonicalize(data); err != nil {
+		return nil, &FieldError{Reason: "not valid JSON: " + err.Error()}
+	}
+	var w signedReceiptWire
+	if err := strictUnmarshal(data, &w); err != nil {
+		return nil, &FieldError{Reason: err.Error()}
+	}
+	switch {
+	case w.Receipt == nil || bytes.Equal(w.Receipt, []byte("null")):
+		return nil, &FieldError{Field: "receipt", Reason: "missing"}
+	case w.Signature == "":
+		return nil, &FieldError{Field: "signature", Reason: "missing"}
+	case w.PublicKey == "":
+		return nil, &FieldError{Field: "public_key", Reason: "missing"}
+	}
+	var s SignedReceipt
+	if err := strictUnmarshal(w.Receipt, &s.Receipt); err != nil {
+		return nil, &FieldError{Field: "receipt", Reason: err.Error()}
+	}
+	if err := s.Receipt.Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return nil, &FieldError{Field: join("receipt", fe.Field), Reason: fe.Reason}
+		}
+		return nil, err
+	}
+	got, err := Canonicalize(w.Receipt)
+	if err != nil {
+		return nil, &FieldError{Field: "receipt", Reason: err.Error()}
+	}
+	want, err := canonicalReceipt(&s.Receipt)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(got, want) {
+		return nil, &FieldError{Field: "receipt", Reason: "not in the form the service writes (a value is spelled differently)"}
+	}
+	sig, err := decodeKey(w.Signature, ed25519.SignatureSize)
+	if err != nil {
+		return nil, &FieldError{Field: "signature", Reason: err.Error()}
+	}
+	pub, err := decodeKey(w.PublicKey, ed25519.PublicKeySize)
+	if err != nil {
+		return nil, &FieldError{Field: "public_key", Reason: err.Error()}
+	}
+	s.Signature, s.PublicKey = sig, pub
+	return &s, nil
+}
+
+// strictUnmarshal decodes one JSON value into v, refusing unknown fields and trailing data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the value")
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package crypto
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// SigningKeyFile is the name of the service's signing key in its data folder.
+const SigningKeyFile = "signing.key"
+
+// maxKeyFileBytes bounds what is read of a key file: the Base58 of a 32-byte seed is
+// at most 44 characters, so anything near this size is not a key file.
+const maxKeyFileBytes = 1024
+
+// SigningKey is the service's Ed25519 key, the one receipts are signed with.
+//
+// Its String and GoString name the key by its id only, so that a key passed to a logger
+// or a %v by mistake does not print the private half.
+type SigningKey struct {
+	priv ed25519.PrivateKey
+	pub  ed25519.PublicKey
+	id   string
+}
+
+// NewSigningKey makes the signing key of a 32-byte Ed25519 seed (RFC 8032 private key).
+func NewSigningKey(seed []byte) (*SigningKey, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("crypto: signing key seed is %d bytes, want %d", len(seed), ed25519.SeedSize)
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	return &SigningKey{priv: priv, pub: pub, id: KeyID(pub)}, nil
+}
+
+// GenerateSigningKey makes a fresh random signing key.
+func GenerateSigningKey() (*SigningKey, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := io.ReadFull(rand.Reader, seed); err != nil {
+		return nil, fmt.Errorf("crypto: generate signing key: %w", err)
+	}
+	return NewSigningKey(seed)
+}
+
+// KeyID is the id receipts name a key by: Base58 of the SHA-256 of the 32-byte public
+// key. It is a digest rather than the key itself so that nobody mistakes the key_id
+// written inside a receipt for a reason to trust that key: trust comes from a public key
+// obtained apart from the receipt (GET /info, or a key pinned by the verifier).
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return EncodeBase58(sum[:])
+}
+
+// PublicKey returns the public half; the caller must not modify it.
+func (k *SigningKey) PublicKey() ed25519.PublicKey { return k.pub }
+
+// ID returns KeyID of the public key.
+func (k *SigningKey) ID() string { return k.id }
+
+// Sign signs msg (pure Ed25519, no pre-hashing).
+func (k *SigningKey) Sign(msg []byte) []byte { return ed25519.Sign(k.priv, msg) }
+
+// String names the key by its id, never by its private half.
+func (k *SigningKey) String() string { return "signing key " + k.id }
+
+// GoString is String, so that %#v does not print the private half either.
+func (k *SigningKey) GoString() string { return k.String() }
+
+// EncodeFile returns the contents of a key file for k: the Base58 of the 32-byte seed
+// and a newline. ParseSigningKey reads it back.
+func (k *SigningKey) EncodeFile() []byte {
+	return []byte(EncodeBase58(k.priv.Seed()) + "\n")
+}
+
+// ParseSigningKey reads the contents of a key file: the Base58 (Bitcoin alphabet) of a
+// 32-byte Ed25519 seed, with any surrounding whitespace. Errors never quote the
+// contents, which may be a key.
+func ParseSigningKey(text []byte) (*SigningKey, error) {
+	s := string(bytes.TrimSpace(text))
+	if s == "" {
+		return nil, errors.New("empty, want the Base58 of a 32-byte Ed25519 seed")
+	}
+	seed, err := DecodeBase58(s)
+	if err != nil {
+		return nil, errors.New("not Base58, want the Base58 of a 32-byte Ed25519 seed")
+	}
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("decodes to %d bytes, want a 32-byte Ed25519 seed", len(seed))
+	}
+	return NewSigningKey(seed)
+}
+
+// LoadSigningKey reads a key file (the --signing-key FILE of intentd). It refuses a
+// file that group or others may read or write, as ssh does for its keys: a signing key
+// that others can read is no longer the service's alone, and quietly using it would
+// make every receipt worth less. The error says how to fix the mode. The check is
+// skipped on Windows, whose files have no such mode bits.
+//
+// A missing file is an error wrapping fs.ErrNotExist.
+func LoadSigningKey(path string) (*SigningKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("crypto: signing key: %w", err)
+	}
+	defer f.Close()
+	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("crypto: signing key %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("crypto: signing key %s: not a regular file", path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return nil, fmt.Errorf("crypto: signing key %s: mode %04o lets group or others access it; run chmod 600 %s", path, perm, path)
+	}
+	text, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("crypto: signing key %s: %w", path, err)
+	}
+	if len(text) > maxKeyFileBytes {
+		return nil, fmt.Errorf("crypto: signing key %s: larger than %d bytes, not a key file", path, maxKeyFileBytes)
+	}
+	k, err := ParseSigningKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("crypto: signing key %s: %v", path, err)
+	}
+	return k, nil
+}
+
+// LoadOrCreateSigningKey loads dir/signing.key, or on first start generates a key and
+// writes it there with mode 0600, creating dir (mode 0700) if needed. created reports
+// that the key is new, so that the caller can log its id once. A file that exists but
+// cannot be used (corrupt, too open) is an error: replacing it would silently change
+// the key that every earlier receipt names.
+func LoadOrCreateSigningKey(dir string) (key *SigningKey, created bool, err error) {
+	path := filepath.Join(dir, SigningKeyFile)
+	k, err := LoadSigningKey(path)
+	if err == nil {
+		return k, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("crypto: signing key: %w", err)
+	}
+	k, err = GenerateSigningKey()
+	if err != nil {
+		return nil, false, err
+	}
+	err = WriteSigningKeyFile(path, k)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process started on the same folder and won the race: use its key.
+		k, err = LoadSigningKey(path)
+		return k, false, err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return k, true, nil
+}
+
+// WriteSigningKeyFile writes k to a new file at path with mode 0600. It never replaces
+// an existing file (the error then wraps fs.ErrExist), and the file appears whole or not
+// at all: the key is written to a temporary file in the same folder, synced, and linked
+// into place, so that a crash cannot leave a truncated key that the next start would
+// refuse.
+func WriteSigningKeyFile(path string, k *SigningKey) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("crypto: write signing key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600 already; Chmod says so where a umask or platform
+	// might differ.
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(k.EncodeFile())
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("crypto: write signing key %s: %w", path, err)
+	}
+	// Link, unlike Rename, fails when the target exists.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return fmt.Errorf("crypto: write signing key: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		// The new name must reach the disk too; some file systems cannot sync a
+		// folder, which is not worth failing over once the file itself is synced.
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
