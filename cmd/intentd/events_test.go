@@ -291,7 +291,7 @@ func (stopBackOff) Reset() {}
 // written by others, so that the framing is checked by code that did not write it.
 func TestEventStreamWithR3labs(t *testing.T) {
 	s := startServer(t, nil)
-	ids := s.produce(2)
+	s.produce(2)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -306,7 +306,9 @@ func TestEventStreamWithR3labs(t *testing.T) {
 			}
 		})
 	}()
-	go func() { ids = append(ids, s.produce(2)...) }()
+	produced := make(chan struct{})
+	go func() { defer close(produced); s.produce(2) }()
+	defer func() { <-produced }()
 
 	for i := 1; i <= 4; i++ {
 		select {
