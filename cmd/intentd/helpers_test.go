@@ -121,6 +121,9 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	_, key, _ := ed25519.GenerateKey(nil)
 	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs}
 	t.Cleanup(func() {
+		// A connection the client's pool dialled but never used is new to the server,
+		// and a shutdown waits up to 5s for its first request.
+		http.DefaultClient.CloseIdleConnections()
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
