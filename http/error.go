@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -73,19 +74,23 @@ func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) 
 	writeJSON(w, status, body)
 }
 
-// writeJSON answers v as JSON with the given status.
+// writeJSON answers v as JSON with the given status. HTML escaping is off: the
+// answers are not for embedding in pages, and messages quoting JSON stay readable.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		// Only the service's own types are written here; one that cannot be
 		// encoded is a bug, answered as such rather than half written.
 		status = http.StatusInternalServerError
-		b = []byte(`{"message":"internal error","code":"internal"}`)
+		buf.Reset()
+		buf.WriteString(`{"message":"internal error","code":"internal"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(buf.Bytes())
 }
 
 func errorf(kind actors.Kind, code, format string, args ...any) error {
