@@ -24,17 +24,17 @@ const DefaultMaxBodyBytes = 1 << 20
 func requireContentType(r *http.Request, want string) error {
 	header := r.Header.Get("Content-Type")
 	if header == "" {
-		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: missing, want %s", want)
+		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: missing, want %s", want)
 	}
 	mt, params, err := mime.ParseMediaType(header)
 	if err != nil {
-		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %q does not parse: %v", header, err)
+		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %q does not parse: %v", header, err)
 	}
 	if mt != want {
-		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %s, want %s", mt, want)
+		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %s, want %s", mt, want)
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: charset %q, want utf-8", cs)
+		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: charset %q, want utf-8", cs)
 	}
 	return nil
 }
@@ -43,7 +43,7 @@ func requireContentType(r *http.Request, want string) error {
 // limit is passed (or at once when Content-Length already says so).
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	tooLarge := func() error {
-		return errorf(actors.KindTooLarge, CodeBodyTooLarge, "the body is over the limit of %d bytes", max)
+		return actors.Errorf(actors.KindTooLarge, CodeBodyTooLarge, "the body is over the limit of %d bytes", max)
 	}
 	if r.ContentLength > max {
 		return nil, tooLarge()
@@ -54,7 +54,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
 		}
-		return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "the body could not be read: %v", err)
+		return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body could not be read: %v", err)
 	}
 	return body, nil
 }
@@ -72,26 +72,26 @@ func objectMembers(data []byte, what, code string) ([]member, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		got := "a JSON " + jsonKind(trimmed)
-		return nil, errorf(actors.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
+		return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if _, err := dec.Token(); err != nil {
-		return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+		return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
 	}
 	var out []member
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+			return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
 		}
 		key, _ := tok.(string) // inside an object the decoder yields only string keys
 		var val json.RawMessage
 		if err := dec.Decode(&val); err != nil {
-			return nil, errorf(actors.KindInvalid, CodeInvalidJSON, "%s.%s: %v", what, key, err)
+			return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s.%s: %v", what, key, err)
 		}
 		for _, m := range out {
 			if m.key == key {
-				return nil, errorf(actors.KindUnprocessable, code, "%s: duplicate key", join(what, key))
+				return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: duplicate key", join(what, key))
 			}
 		}
 		out = append(out, member{key, val})
@@ -159,14 +159,14 @@ const (
 // superseded shapes of spec part 9, whose message says which versions used them.
 func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, error) {
 	if !json.Valid(body) {
-		return nil, crypto.Authorship{}, errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+		return nil, crypto.Authorship{}, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
 	}
 	ms, err := objectMembers(body, "body", actors.CodeInvalidIntent)
 	if err != nil {
 		return nil, crypto.Authorship{}, err
 	}
 	superseded := func(field, msg string) error {
-		return errorf(actors.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
+		return actors.Errorf(actors.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
 	}
 	if _, ok := lookup(ms, "payload"); ok {
 		return nil, crypto.Authorship{}, superseded("payload", supersededPayload)
@@ -176,17 +176,17 @@ func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, erro
 	}
 	for _, m := range ms {
 		if m.key != "intent" && m.key != "authorship" {
-			return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, actors.CodeInvalidIntent,
+			return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent,
 				"%s: unknown field (an AuthoredIntent has exactly \"intent\" and \"authorship\")", m.key)
 		}
 	}
 	intent, ok := lookup(ms, "intent")
 	if !ok {
-		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: missing")
+		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: missing")
 	}
 	rawAuth, ok := lookup(ms, "authorship")
 	if !ok {
-		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
+		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
 	}
 	fields, err := objectMembers(intent, "intent", actors.CodeInvalidIntent)
 	if err != nil {
@@ -199,9 +199,9 @@ func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, erro
 	if err != nil {
 		var fe *crypto.FieldError
 		if errors.As(err, &fe) {
-			return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
+			return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
 		}
-		return nil, crypto.Authorship{}, errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
+		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
 	}
 	return intent, auth, nil
 }
@@ -213,32 +213,32 @@ func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, erro
 // engine's to say.
 func DecodeProposal(body []byte) (actors.Proposal, error) {
 	if !json.Valid(body) {
-		return actors.Proposal{}, errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+		return actors.Proposal{}, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
 	}
 	ms, err := objectMembers(body, "body", actors.CodeInvalidProposal)
 	if err != nil {
 		return actors.Proposal{}, err
 	}
 	if _, ok := lookup(ms, "metadata"); ok {
-		return actors.Proposal{}, errorf(actors.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
+		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
 	}
 	for _, m := range ms {
 		if m.key != "solution" {
-			return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal,
+			return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal,
 				"%s: unknown field (a proposal has exactly \"solution\")", m.key)
 		}
 	}
 	raw, ok := lookup(ms, "solution")
 	if !ok {
-		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: missing")
+		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: missing")
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
-		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
+		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
 	}
 	var p actors.Proposal
 	if err := json.Unmarshal(raw, &p.Solution); err != nil {
-		return actors.Proposal{}, errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: %v", err)
+		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: %v", err)
 	}
 	return p, nil
 }
@@ -248,7 +248,7 @@ func DecodeProposal(body []byte) (actors.Proposal, error) {
 // KindInvalid error.
 func ParseLastEventID(s string) (uint64, error) {
 	bad := func(why string) error {
-		return errorf(actors.KindInvalid, CodeInvalidLastEventID, "last-event-id: %q %s, want an integer from 0 to 9223372036854775807", clip(s), why)
+		return actors.Errorf(actors.KindInvalid, CodeInvalidLastEventID, "last-event-id: %q %s, want an integer from 0 to 9223372036854775807", clip(s), why)
 	}
 	if s == "" {
 		return 0, bad("is empty")

@@ -92,7 +92,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
-
-func errorf(kind actors.Kind, code, format string, args ...any) error {
-	return actors.Errorf(kind, code, format, args...)
-}

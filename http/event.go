@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ func parseStreamRequest(r *http.Request) (streamRequest, error) {
 	for _, v := range q["intent_id"] {
 		for _, id := range strings.Split(v, ",") {
 			if _, ok := actors.CanonicalIntentID(id); !ok {
-				return sr, errorf(actors.KindInvalid, CodeInvalidFilter, "intent_id: %q is not a UUID", clip(id))
+				return sr, actors.Errorf(actors.KindInvalid, CodeInvalidFilter, "intent_id: %q is not a UUID", clip(id))
 			}
 			sr.filter.IntentIDs = append(sr.filter.IntentIDs, id)
 		}
@@ -59,24 +60,15 @@ func parseStreamRequest(r *http.Request) (streamRequest, error) {
 	for _, v := range q["type"] {
 		for _, t := range strings.Split(v, ",") {
 			st := actors.State(t)
-			if !containsState(eventTypes, st) {
-				return sr, errorf(actors.KindInvalid, CodeInvalidFilter, "type: %q is not an event type (want success, failure or expired)", clip(t))
+			if !slices.Contains(eventTypes, st) {
+				return sr, actors.Errorf(actors.KindInvalid, CodeInvalidFilter, "type: %q is not an event type (want success, failure or expired)", clip(t))
 			}
-			if !containsState(sr.filter.Types, st) {
+			if !slices.Contains(sr.filter.Types, st) {
 				sr.filter.Types = append(sr.filter.Types, st)
 			}
 		}
 	}
 	return sr, nil
-}
-
-func containsState(list []actors.State, s actors.State) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // handleEvents streams events as Server-Sent Events: the retained events after the

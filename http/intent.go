@@ -61,7 +61,7 @@ func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps http
 func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("id")
 	if _, ok := actors.CanonicalIntentID(id); !ok {
-		Error(w, r, s.log, errorf(actors.KindInvalid, actors.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
+		Error(w, r, s.log, actors.Errorf(actors.KindInvalid, actors.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
 		return
 	}
 	body, err := s.jsonBody(w, r)

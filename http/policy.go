@@ -67,5 +67,5 @@ func (s *Server) handleDeletePolicy(w http.ResponseWriter, r *http.Request, ps h
 }
 
 func policyNotFound(id string) error {
-	return errorf(actors.KindNotFound, actors.CodePolicyNotFound, "policy %q not found: not a Base58 SHA-256 digest", clip(id))
+	return actors.Errorf(actors.KindNotFound, actors.CodePolicyNotFound, "policy %q not found: not a Base58 SHA-256 digest", clip(id))
 }

@@ -111,16 +111,16 @@ func NewServer(e Engine, opts Options) *Server {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, errorf(actors.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
+		Error(w, r, s.log, actors.Errorf(actors.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
 	})
 	// httprouter sets Allow before calling this.
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, errorf(kindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
+		Error(w, r, s.log, actors.Errorf(kindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
 			r.Method, clip(r.URL.Path), w.Header().Get("Allow")))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-		Error(w, r, s.log, errorf(actors.KindInternal, actors.CodeInternal, "internal error"))
+		Error(w, r, s.log, actors.Errorf(actors.KindInternal, actors.CodeInternal, "internal error"))
 	}
 	s.registerPolicyRoutes(r)
 	s.registerIntentRoutes(r)
