@@ -131,13 +131,15 @@ const replayPage = 256
 // Subscribe starts a subscription after the event id from (0: from the oldest retained
 // event). Close it when done.
 func (e *Engine) Subscribe(ctx context.Context, from uint64, f Filter) (*Subscription, error) {
+	ids := make([]string, len(f.IntentIDs))
 	for i, id := range f.IntentIDs {
 		canon, ok := CanonicalIntentID(id)
 		if !ok {
 			return nil, Errorf(KindInvalid, CodeInvalidID, "intent_id: %q is not a UUID", id)
 		}
-		f.IntentIDs[i] = canon
+		ids[i] = canon
 	}
+	f.IntentIDs = ids
 	sub := &Subscription{
 		e:      e,
 		filter: f,
@@ -238,6 +240,12 @@ func (s *Subscription) fill() error {
 }
 
 var errStopReplay = errors.New("end of replay")
+
+// Pending reports whether an event can be had from Next without waiting, so that a
+// writer can batch its flushes.
+func (s *Subscription) Pending() bool {
+	return len(s.replay) > 0 || s.after < s.replayTo || len(s.live) > 0
+}
 
 // Close ends the subscription.
 func (s *Subscription) Close() {

@@ -31,12 +31,11 @@ requires {
 // fakeExtractor answers from a table of solutions. A solution starting with "block:"
 // waits until release is closed or the context ends; "panic:" panics; "fail:" fails.
 type fakeExtractor struct {
-	mu       sync.Mutex
-	catalog  map[string]evidence.Evidence
-	release  chan struct{}
-	calls    map[string]int
-	started  chan string
-	blocking bool
+	mu      sync.Mutex
+	catalog map[string]evidence.Evidence
+	release chan struct{}
+	calls   map[string]int
+	started chan string
 }
 
 func newFakeExtractor() *fakeExtractor {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -194,12 +195,18 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 		}
 		return outcome{state: StateFailure, kind: FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
 	}
-	evJSON, err := json.Marshal(ev)
+	evJSON, err := marshalJSON(ev)
 	if err != nil {
 		return outcome{state: StateFailure, kind: FailureExtraction, reason: "the evidence is not JSON: " + err.Error()}, false
 	}
-
-	failures := p.Evaluate(attrs, ev)
+	// The policy runs on the evidence as recorded, read back from its JSON, so that
+	// anyone re-running it from the proof reaches the same decision whatever Go types
+	// the extractor used.
+	recorded, err := decodeEvidence(evJSON)
+	if err != nil {
+		return outcome{state: StateFailure, kind: FailureExtraction, reason: "the evidence is not a JSON object: " + err.Error()}, false
+	}
+	failures := p.Evaluate(attrs, recorded)
 	o = outcome{state: StateSuccess, evidence: evJSON, failures: failures}
 	if len(failures) > 0 {
 		o.state, o.kind, o.reason = StateFailure, FailureConstraints, constraintsReason(failures)
@@ -220,4 +227,19 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 		o.receipt = receipt
 	}
 	return o, false
+}
+
+// decodeEvidence reads evidence JSON as the policy and a verifier read it: integers as
+// json.Number.
+func decodeEvidence(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var ev map[string]any
+	if err := dec.Decode(&ev); err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, fmt.Errorf("evidence is null")
+	}
+	return ev, nil
 }

@@ -24,7 +24,6 @@ const registryShards = 64
 // version in use, so activity is tracked here.
 type registry struct {
 	e      *Engine
-	props  func(id string) *actor.Props
 	shards [registryShards]registryShard
 }
 

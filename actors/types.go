@@ -88,7 +88,7 @@ func (s Status) marshal(discriminator, value string) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString(`"` + name + `":`)
-		raw, err := json.Marshal(v)
+		raw, err := marshalJSON(v)
 		if err != nil {
 			return fmt.Errorf("marshal %s: %w", name, err)
 		}
@@ -244,4 +244,16 @@ func stringField(fields map[string]json.RawMessage, name string) (string, error)
 		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: must be a string", name)
 	}
 	return s, nil
+}
+
+// marshalJSON is json.Marshal without HTML escaping: reasons such as "which is not <= 3000"
+// must read as written, in statuses, events and the evidence a proof digests.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
