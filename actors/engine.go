@@ -55,6 +55,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
+	// Observer is told of transitions and timings, for metrics; nil: nobody.
+	Observer *Observer
 }
 
 func (c *Config) setDefaults() {

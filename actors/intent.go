@@ -149,6 +149,7 @@ func (a *intentActor) create(m create) reply {
 	}
 	a.snap = m.snap
 	a.e.scheduleExpiry(m.snap.ExpiresAt)
+	a.e.cfg.Observer.transition(StateOpen, "")
 	return reply{}
 }
 
@@ -184,6 +185,7 @@ func (a *intentActor) propose(m propose) reply {
 		return reply{err: internal("store proposal: %w", err)}
 	}
 	a.snap = next
+	a.e.cfg.Observer.transition(StateProcessing, "")
 	a.e.startProving(next.clone(), true)
 	return reply{}
 }
@@ -241,6 +243,7 @@ func (a *intentActor) finish(o outcome) reply {
 		return reply{err: internal("store outcome: %w", err)}
 	}
 	a.snap = next
+	a.e.cfg.Observer.transition(next.State, next.FailureKind)
 	return reply{value: next.clone()}
 }
 

@@ -151,6 +151,7 @@ func (e *Engine) deliver(id string, o outcome) {
 // proposal stays processing and is proved again on the next start, rather than failing
 // for a reason that is not its own.
 func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
+	defer func(start time.Time) { e.cfg.Observer.proving(start, o, abandoned) }(time.Now())
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("proving panicked", "intent_id", snap.ID, "panic", fmt.Sprint(r))
@@ -188,7 +189,9 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	for _, f := range p.EvidenceSchema() {
 		req.Attributes[f.Name] = evidence.Attribute{Type: f.Type.WireName()}
 	}
+	extractStart := time.Now()
 	ev, err := e.cfg.Extractor.Extract(ctx, req)
+	e.cfg.Observer.extraction(extractStart, err)
 	if err != nil {
 		if e.closed() {
 			return outcome{}, true
