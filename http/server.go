@@ -125,6 +125,7 @@ func NewServer(e Engine, opts Options) *Server {
 	s.registerPolicyRoutes(r)
 	s.registerIntentRoutes(r)
 	s.registerEventRoutes(r)
+	s.registerProofRoutes(r)
 	s.registerInfoRoutes(r)
 	s.router = r
 	s.srv = &http.Server{
@@ -198,6 +199,10 @@ type Info struct {
 	MaxBodyBytes      int64  `json:"max_body_bytes"`
 	MaxSolutionBytes  int    `json:"max_solution_bytes"`
 	EventRetention    uint64 `json:"event_retention"`
+	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
+	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
+	PublicKey string `json:"public_key,omitempty"`
+	KeyID     string `json:"key_id,omitempty"`
 }
 
 func (s *Server) registerInfoRoutes(r *httprouter.Router) {

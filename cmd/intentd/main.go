@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,6 +84,8 @@ type Config struct {
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
+	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
+	SigningKey string
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -146,6 +149,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -234,6 +238,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	key, err := m.signingKey()
+	if err != nil {
+		return err
+	}
 	queue := c.ProvingQueue
 	if queue == 0 {
 		queue = -1 // the engine reads 0 as "the default"; the flag's 0 means none wait
@@ -241,6 +249,7 @@ func (m *Main) Run(ctx context.Context) error {
 	ecfg := actors.Config{
 		Store:     m.store,
 		Extractor: extractor,
+		Prover:    actors.ReceiptProver{Key: key},
 		Verify: crypto.VerifyOptions{
 			AllowUnsigned: c.AllowUnsigned,
 			PasskeyOrigin: c.PasskeyOrigin,
@@ -273,6 +282,8 @@ func (m *Main) Run(ctx context.Context) error {
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
 		EventRetention:    c.EventRetention,
+		PublicKey:         crypto.EncodeBase58(key.PublicKey()),
+		KeyID:             key.ID(),
 	}
 	m.server = intenthttp.NewServer(m.engine, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -290,6 +301,23 @@ func (m *Main) Run(ctx context.Context) error {
 		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
 	}
 	return nil
+}
+
+// signingKey loads the key receipts are signed with: --signing-key, or signing.key in
+// the data folder, created there on first start. A key file that exists but cannot be
+// used stops the start rather than being replaced, since every earlier receipt names it.
+func (m *Main) signingKey() (*crypto.SigningKey, error) {
+	if m.Config.SigningKey != "" {
+		return crypto.LoadSigningKey(m.Config.SigningKey)
+	}
+	key, created, err := crypto.LoadOrCreateSigningKey(m.Config.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		m.logger.Info("created the signing key", "file", filepath.Join(m.Config.DataDir, crypto.SigningKeyFile), "key_id", key.ID())
+	}
+	return key, nil
 }
 
 // extractor builds the router over the built-in extractors: catalog (the --catalog

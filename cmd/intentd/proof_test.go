@@ -1,0 +1,236 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+)
+
+// serviceKey reads the service's public key from GET /info and checks that its key id
+// is the one the key gives.
+func (s *testServer) serviceKey() (ed25519.PublicKey, string) {
+	s.t.Helper()
+	r := s.do("GET", "/info", "", nil)
+	var info struct {
+		PublicKey string `json:"public_key"`
+		KeyID     string `json:"key_id"`
+	}
+	if err := json.Unmarshal(r.body, &info); err != nil || r.status != http.StatusOK {
+		s.t.Fatalf("GET /info: %s (%v)", r, err)
+	}
+	pub, err := crypto.DecodeBase58(info.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		s.t.Fatalf("GET /info public_key %q is not the Base58 of a 32-byte key (%v)", info.PublicKey, err)
+	}
+	if id := crypto.KeyID(pub); info.KeyID != id {
+		s.t.Fatalf("GET /info key_id = %q, the public key's id is %q", info.KeyID, id)
+	}
+	return pub, info.KeyID
+}
+
+// proofError asks for a proof that must not exist and returns the 404's code.
+func (s *testServer) proofError(id string) string {
+	s.t.Helper()
+	r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+	if r.status != http.StatusNotFound {
+		s.t.Fatalf("GET proof of %s: %s, want 404", id, r)
+	}
+	code, _ := r.errorBody(s.t)
+	return code
+}
+
+// TestProof decides intents every way an intent can end and checks the proof route:
+// the decided ones give bundles that verify under the key /info serves, the others the
+// 404 that says why there is none.
+func TestProof(t *testing.T) {
+	s := startServer(t, nil)
+	pub, keyID := s.serviceKey()
+
+	decided := []struct {
+		name, solution string
+		outcome        actors.State
+		failures       int
+	}{
+		{"success", solutionPasses, actors.StateSuccess, 0},
+		{"constraint failure", solutionBlackL, actors.StateFailure, 3},
+	}
+	for _, tt := range decided {
+		t.Run(tt.name, func(t *testing.T) {
+			id := s.submit()
+			if r := s.propose(id, tt.solution); r.status != http.StatusOK {
+				t.Fatalf("propose: %s", r)
+			}
+			s.waitStatus(id, string(tt.outcome))
+			r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+			if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+				t.Fatalf("GET proof: %s (%s)", r, r.header.Get("Content-Type"))
+			}
+			rep, err := actors.VerifyProof(r.body, pub)
+			if err != nil {
+				t.Fatalf("the bundle does not verify under the key of /info: %v\n%s", err, r.body)
+			}
+			if rep.IntentID != id || rep.PolicyID != s.policy || rep.Outcome != tt.outcome ||
+				len(rep.Failures) != tt.failures || rep.KeyID != keyID || !rep.KeyTrusted || rep.Authorship != "Ed25519" {
+				t.Fatalf("report = %+v, want intent %s, policy %s, %s with %d failures, key %s trusted, Ed25519",
+					rep, id, s.policy, tt.outcome, tt.failures, keyID)
+			}
+
+			// A bundle that verifies only under its own key is not the service's.
+			_, other, _ := ed25519.GenerateKey(nil)
+			var ve *actors.VerifyError
+			if _, err := actors.VerifyProof(r.body, other.Public().(ed25519.PublicKey)); !errors.As(err, &ve) || ve.Check != actors.CheckKey {
+				t.Fatalf("VerifyProof under another key: %v, want a failed %s check", err, actors.CheckKey)
+			}
+		})
+	}
+
+	notFound := []struct {
+		name  string
+		setup func(t *testing.T) string
+		code  string
+	}{
+		{"open", func(t *testing.T) string { return s.submit() }, actors.CodeProofNotReady},
+		{"unknown", func(t *testing.T) string { return uuid.NewString() }, actors.CodeIntentNotFound},
+		{"malformed id", func(t *testing.T) string { return "not-a-uuid" }, actors.CodeIntentNotFound},
+		{"extraction failure", func(t *testing.T) string {
+			id := s.submit()
+			s.propose(id, solutionUnknown)
+			s.waitStatus(id, "failure")
+			return id
+		}, actors.CodeNoProof},
+		{"expired", func(t *testing.T) string {
+			short := startServer(t, []string{"--intent-ttl", "200ms"})
+			id := short.submit()
+			short.waitStatus(id, "expired")
+			if code := short.proofError(id); code != actors.CodeNoProof {
+				t.Fatalf("proof of an expired intent: code %s, want %s", code, actors.CodeNoProof)
+			}
+			return ""
+		}, actors.CodeNoProof},
+	}
+	for _, tt := range notFound {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.setup(t)
+			if id == "" {
+				return // checked on its own server
+			}
+			if code := s.proofError(id); code != tt.code {
+				t.Fatalf("proof of %s: code %s, want %s", id, code, tt.code)
+			}
+		})
+	}
+}
+
+// TestSigningKey checks where the key comes from: made in the data folder on first
+// start (mode 0600) and the same after a restart, so that earlier proofs still verify
+// under the key /info serves; or read from --signing-key (or its variable), refusing a
+// file others may read.
+func TestSigningKey(t *testing.T) {
+	t.Run("data folder, across a restart", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, nil)
+		pub, keyID := s.serviceKey()
+		fi, err := os.Stat(filepath.Join(dir, crypto.SigningKeyFile))
+		if err != nil {
+			t.Fatalf("no key file in the data folder: %v", err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Fatalf("key file mode %04o, want 0600", perm)
+		}
+		id := s.submit()
+		s.propose(id, solutionPasses)
+		s.waitStatus(id, "success")
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		s = startServerIn(t, dir, nil)
+		pub2, keyID2 := s.serviceKey()
+		if !pub.Equal(pub2) || keyID != keyID2 {
+			t.Fatalf("after a restart the key is %s, before it was %s", keyID2, keyID)
+		}
+		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET proof after a restart: %s", r)
+		}
+		if _, err := actors.VerifyProof(r.body, pub2); err != nil {
+			t.Fatalf("a proof made before the restart does not verify under the key after it: %v", err)
+		}
+	})
+
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "service.key")
+	if err := crypto.WriteSigningKeyFile(file, key); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("flag", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, []string{"--signing-key", file})
+		if _, id := s.serviceKey(); id != key.ID() {
+			t.Fatalf("/info key_id %s, want the file's %s", id, key.ID())
+		}
+		if _, err := os.Stat(filepath.Join(dir, crypto.SigningKeyFile)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("with --signing-key a key was made in the data folder too (%v)", err)
+		}
+	})
+	t.Run("variable", func(t *testing.T) {
+		m := NewMain()
+		m.Stderr = &syncBuffer{}
+		m.LookupEnv = func(k string) (string, bool) { return file, k == "INTENTD_SIGNING_KEY" }
+		if err := m.ParseFlags(nil); err != nil || m.Config.SigningKey != file {
+			t.Fatalf("INTENTD_SIGNING_KEY: config %q, %v; want %q", m.Config.SigningKey, err, file)
+		}
+	})
+
+	refused := []struct {
+		name, want string
+		setup      func(t *testing.T) string
+	}{
+		{"readable by others", "chmod 600", func(t *testing.T) string {
+			open := filepath.Join(t.TempDir(), "open.key")
+			if err := os.WriteFile(open, key.EncodeFile(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(open, 0o644); err != nil { // past the umask
+				t.Fatal(err)
+			}
+			return open
+		}},
+		{"missing", "no such file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "none.key") }},
+		{"not a key", "Base58", func(t *testing.T) string {
+			bad := filepath.Join(t.TempDir(), "bad.key")
+			if err := os.WriteFile(bad, []byte("0OIl\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return bad
+		}},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = &syncBuffer{}
+			m.LookupEnv = func(string) (string, bool) { return "", false }
+			if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--signing-key", tt.setup(t)}); err != nil {
+				t.Fatal(err)
+			}
+			err := m.Run(t.Context())
+			m.Close()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run: %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}
