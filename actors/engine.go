@@ -46,8 +46,8 @@ type Config struct {
 	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off;
 	// 1024 by default.
 	SubscriberBuffer int
-	// PassivateAfter is how long an intent actor may be idle before it stops; 1 minute
-	// by default.
+	// PassivateAfter is how long an intent actor may be idle before it stops; 10 s by
+	// default, so that a burst of submissions does not keep its actors for long.
 	PassivateAfter time.Duration
 	// ExpiryInterval is the longest the expiry scheduler sleeps; 1 s by default.
 	ExpiryInterval time.Duration
@@ -68,7 +68,7 @@ func (c *Config) setDefaults() {
 	def(&c.IntentTTL, 24*time.Hour)
 	def(&c.ProvingTimeout, 30*time.Second)
 	def(&c.EventRetentionAge, 7*24*time.Hour)
-	def(&c.PassivateAfter, time.Minute)
+	def(&c.PassivateAfter, 10*time.Second)
 	def(&c.ExpiryInterval, time.Second)
 	if c.MaxProving <= 0 {
 		c.MaxProving = 64
@@ -301,12 +301,12 @@ func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship 
 	if err != nil {
 		return err
 	}
+	if err := checkExactInts(in); err != nil {
+		return err
+	}
 	canon, err := crypto.Canonicalize(rawIntent)
 	if err != nil {
 		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
-	}
-	if err := sameAfterCanonicalization(in, canon); err != nil {
-		return err
 	}
 	p, err := e.Policy(ctx, in.PolicyID)
 	if err != nil {
@@ -347,22 +347,26 @@ func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship 
 	return err
 }
 
-// sameAfterCanonicalization refuses an intent whose JCS form says something else than
-// what was sent: JCS writes numbers as IEEE doubles, so an integer beyond 2^53 would be
-// signed and stored as another value than the one checked.
-func sameAfterCanonicalization(in Intent, canon []byte) error {
+// maxExactInt is the largest integer an IEEE double holds exactly. JCS writes numbers as
+// doubles, so an attribute beyond it would be signed and stored as another value than
+// the one checked; such intents are refused.
+const maxExactInt = 1<<53 - 1
+
+func checkExactInts(in Intent) error {
 	if in.Attrs == nil {
 		return nil
 	}
-	again, err := DecodeIntent(canon)
-	if err != nil {
-		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: its canonical form does not decode: %v", err)
-	}
-	a, err1 := json.Marshal(in.Attrs)
-	b, err2 := json.Marshal(again.Attrs)
-	if err1 != nil || err2 != nil || string(a) != string(b) {
-		return Errorf(KindUnprocessable, CodeInvalidIntent,
-			"intent.attrs: an integer beyond ±2^53 cannot be signed exactly under JCS (RFC 8785)")
+	for name, v := range *in.Attrs {
+		ints := v.Ints()
+		if v.Type() == policy.TypeInt {
+			ints = []int64{v.Int()}
+		}
+		for _, n := range ints {
+			if n > maxExactInt || n < -maxExactInt {
+				return Errorf(KindUnprocessable, CodeInvalidIntent,
+					"intent.attrs.fields.%s: %d is beyond ±(2^53-1), which JCS (RFC 8785) cannot sign exactly", name, n)
+			}
+		}
 	}
 	return nil
 }

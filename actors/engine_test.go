@@ -286,6 +286,26 @@ func TestTransitions(t *testing.T) {
 			auth, _ := crypto.SignEd25519(h.key, raw)
 			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindUnprocessable, CodeAttrsMismatch)
 		}},
+		{"integers JCS cannot carry exactly", func(c *Config) { c.Verify.AllowUnsigned = true }, func(t *testing.T, h *harness) {
+			for _, tc := range []struct {
+				attr string
+				ok   bool
+			}{
+				{`{"Int":9007199254740991}`, true},
+				{`{"Int":-9007199254740991}`, true},
+				{`{"Int":9007199254740992}`, false},
+				{`{"Int":-9007199254740993}`, false},
+			} {
+				raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":%s}}}`, uuid.NewString(), h.policy, tc.attr)
+				err := h.e.SubmitIntent(ctx, raw, crypto.Authorship{})
+				if tc.ok && err != nil {
+					t.Errorf("%s: %v", tc.attr, err)
+				}
+				if !tc.ok {
+					wantCode(t, err, KindUnprocessable, CodeInvalidIntent)
+				}
+			}
+		}},
 		{"malformed intent", nil, func(t *testing.T, h *harness) {
 			for _, raw := range []string{
 				`{"id":"not-a-uuid","policy_id":"11111111111111111111111111111111"}`,
