@@ -16,6 +16,12 @@ import (
 // only, so that it goes through the same table as every other error.
 const kindMethodNotAllowed actors.Kind = 100
 
+// The failures of caller authentication, which the core knows nothing of either.
+const (
+	kindUnauthorized actors.Kind = 101 // no valid bearer token
+	kindForbidden    actors.Kind = 102 // a valid token without the route's role
+)
+
 // statusOf is the one table from error kinds to HTTP statuses.
 var statusOf = map[actors.Kind]int{
 	actors.KindInternal:      http.StatusInternalServerError,
@@ -26,6 +32,8 @@ var statusOf = map[actors.Kind]int{
 	actors.KindBusy:          http.StatusServiceUnavailable,
 	actors.KindTooLarge:      http.StatusRequestEntityTooLarge,
 	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
+	kindUnauthorized:         http.StatusUnauthorized,
+	kindForbidden:            http.StatusForbidden,
 }
 
 // The codes of the errors the HTTP layer finds itself, before the core is asked. The
@@ -71,6 +79,7 @@ func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) 
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}
+	noteErrorCode(r, body.Code)
 	writeJSON(w, status, body)
 }
 

@@ -24,6 +24,9 @@ func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ http
 		return
 	}
 	intent, auth, err := DecodeAuthoredIntent(body)
+	if err == nil {
+		err = s.opts.Limits.CheckIntent(intent)
+	}
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
@@ -70,6 +73,9 @@ func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps h
 		return
 	}
 	p, err := DecodeProposal(body)
+	if err == nil {
+		err = s.opts.Limits.CheckSolution(p)
+	}
 	if err != nil {
 		Error(w, r, s.log, err)
 		return

@@ -23,6 +23,9 @@ func (s *Server) handlePostPolicy(w http.ResponseWriter, r *http.Request, _ http
 		return
 	}
 	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err == nil {
+		err = s.opts.Limits.CheckPolicySource(body)
+	}
 	if err != nil {
 		Error(w, r, s.log, err)
 		return

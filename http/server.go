@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -58,8 +59,19 @@ type Options struct {
 	// IdleTimeout bounds how long a kept-alive connection waits for its next request;
 	// 2 minutes by default.
 	IdleTimeout time.Duration
-	// Info is what GET /info reports beside the interface version and the body limit.
+	// Info is what GET /info reports beside the interface version and the limits.
 	Info Info
+	// Limits bound what a request may carry beyond its body size; zero fields take
+	// their defaults.
+	Limits Limits
+	// Tokens, when set, are the bearer tokens every request but the health checks
+	// must carry, with the role its route needs; nil: no caller authentication.
+	Tokens *Tokens
+	// Metrics are served by GET /metrics; nil: a new set.
+	Metrics *Metrics
+	// Ready is closed once the service may take traffic (store open, start-up
+	// recovery over), as GET /readyz reports; nil: ready at once.
+	Ready <-chan struct{}
 }
 
 func (o *Options) setDefaults() {
@@ -80,6 +92,10 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	o.Limits.setDefaults()
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
 }
 
 // Server serves the API over an Engine. It is an http.Handler, and Serve and Shutdown
@@ -88,8 +104,11 @@ type Server struct {
 	engine Engine
 	opts   Options
 	log    *slog.Logger
-	router *httprouter.Router
-	srv    *http.Server
+	router  *httprouter.Router
+	srv     *http.Server
+	metrics *Metrics
+	// draining makes GET /readyz answer 503; set by Drain and Shutdown.
+	draining atomic.Bool
 
 	// streams is cancelled by Shutdown to end the event streams, which would
 	// otherwise hold Shutdown until its deadline.
@@ -101,7 +120,10 @@ type Server struct {
 // NewServer returns a server over e.
 func NewServer(e Engine, opts Options) *Server {
 	opts.setDefaults()
-	s := &Server{engine: e, opts: opts, log: opts.Logger}
+	s := &Server{engine: e, opts: opts, log: opts.Logger, metrics: opts.Metrics}
+	if es, ok := e.(EngineStats); ok {
+		s.metrics.watchEngine(es)
+	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 
 	r := httprouter.New()
@@ -127,6 +149,7 @@ func NewServer(e Engine, opts Options) *Server {
 	s.registerEventRoutes(r)
 	s.registerProofRoutes(r)
 	s.registerInfoRoutes(r)
+	s.registerOpsRoutes(r)
 	s.router = r
 	s.srv = &http.Server{
 		Handler:           s,
@@ -140,13 +163,9 @@ func NewServer(e Engine, opts Options) *Server {
 	return s
 }
 
-// ServeHTTP routes a request.
+// ServeHTTP checks a request's token, routes it, counts it and logs it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
-	s.router.ServeHTTP(rec, r)
-	s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
-		"status", rec.status, "duration", time.Since(start))
+	s.serve(w, r)
 }
 
 // Serve accepts connections on ln until Shutdown; it returns http.ErrServerClosed then.
@@ -158,6 +177,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // reconnect to another instance, or to this one when it is back, and lose nothing), and
 // waits for the other requests in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain()
 	s.shutOnce.Do(s.endStreams)
 	err := s.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -199,6 +219,14 @@ type Info struct {
 	MaxBodyBytes      int64  `json:"max_body_bytes"`
 	MaxSolutionBytes  int    `json:"max_solution_bytes"`
 	EventRetention    uint64 `json:"event_retention"`
+	// The limits beyond the body size; see Limits.
+	MaxAttrs             int `json:"max_attrs"`
+	MaxSetElements       int `json:"max_set_elements"`
+	MaxStringBytes       int `json:"max_string_bytes"`
+	MaxSubscribers       int `json:"max_subscribers"`
+	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
+	// AuthRequired says whether requests need a bearer token (all but the health checks).
+	AuthRequired bool `json:"auth_required"`
 	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
 	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
 	PublicKey string `json:"public_key,omitempty"`
@@ -209,7 +237,11 @@ func (s *Server) registerInfoRoutes(r *httprouter.Router) {
 	info := s.opts.Info
 	info.APIVersion = APIVersion
 	info.MaxBodyBytes = s.opts.MaxBodyBytes
-	info.MaxSolutionBytes = actors.MaxSolutionBytes
+	l := s.opts.Limits
+	info.MaxSolutionBytes = l.MaxSolutionBytes
+	info.MaxAttrs, info.MaxSetElements, info.MaxStringBytes = l.MaxAttrs, l.MaxSetElements, l.MaxStringBytes
+	info.MaxSubscribers, info.MaxPolicySourceBytes = l.MaxSubscribers, l.MaxPolicySourceBytes
+	info.AuthRequired = s.opts.Tokens != nil
 	r.GET("/info", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		writeJSON(w, http.StatusOK, info)
 	})

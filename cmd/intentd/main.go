@@ -26,6 +26,7 @@ import (
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/policy"
 )
 
 func main() {
@@ -86,6 +87,17 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
+	// Tokens is the file of bearer token hashes and roles; empty: no caller authentication.
+	Tokens string
+	// The caller limits beyond the body size (intenthttp.Limits).
+	MaxSolution     int
+	MaxAttrs        int
+	MaxSet          int
+	MaxString       int
+	MaxSubscribers  int
+	MaxPolicySource int
+	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
+	ShutdownDelay time.Duration
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -151,6 +163,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
+	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
+	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most 4096)")
+	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
+	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
+	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
+	fs.IntVar(&c.MaxSubscribers, "max-subscribers", intenthttp.DefaultMaxSubscribers, "most clients of the event stream at once (503 past it)")
+	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
 		fs.PrintDefaults()
@@ -199,6 +219,20 @@ func (c *Config) validate() error {
 		return errors.New("--data: want a folder")
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
+	case c.ShutdownDelay < 0:
+		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
+	case c.MaxSolution < 1 || c.MaxSolution > actors.MaxSolutionBytes:
+		return fmt.Errorf("--max-solution %d: want 1 to %d (the engine's limit)", c.MaxSolution, actors.MaxSolutionBytes)
+	case c.MaxAttrs < 1:
+		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
+	case c.MaxSet < 1:
+		return fmt.Errorf("--max-set %d: want at least 1", c.MaxSet)
+	case c.MaxString < 1:
+		return fmt.Errorf("--max-string %d: want at least 1", c.MaxString)
+	case c.MaxSubscribers < 1:
+		return fmt.Errorf("--max-subscribers %d: want at least 1", c.MaxSubscribers)
+	case c.MaxPolicySource < 1 || c.MaxPolicySource > policy.MaxSourceBytes:
+		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.MaxPolicySource, policy.MaxSourceBytes)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
@@ -230,6 +264,12 @@ func (m *Main) Run(ctx context.Context) error {
 		m.logger = slog.New(slog.NewTextHandler(m.Stderr, hopts))
 	}
 
+	var tokens *intenthttp.Tokens
+	if c.Tokens != "" {
+		if tokens, err = intenthttp.LoadTokens(c.Tokens); err != nil {
+			return err
+		}
+	}
 	extractor, err := m.extractor()
 	if err != nil {
 		return err
@@ -246,8 +286,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if queue == 0 {
 		queue = -1 // the engine reads 0 as "the default"; the flag's 0 means none wait
 	}
+	metrics := intenthttp.NewMetrics()
 	ecfg := actors.Config{
-		Store:     m.store,
+		Store:     metrics.Store(m.store),
 		Extractor: extractor,
 		Prover:    actors.ReceiptProver{Key: key},
 		Verify: crypto.VerifyOptions{
@@ -260,7 +301,9 @@ func (m *Main) Run(ctx context.Context) error {
 		ProvingQueue:      queue,
 		EventRetention:    c.EventRetention,
 		EventRetentionAge: c.EventRetentionAge,
+		MaxSubscribers:    c.MaxSubscribers,
 		Logger:            m.logger.With("component", "engine"),
+		Observer:          metrics.Observer(),
 	}
 	if m.tuneEngine != nil {
 		m.tuneEngine(&ecfg)
@@ -278,6 +321,17 @@ func (m *Main) Run(ctx context.Context) error {
 	opts := m.HTTP
 	opts.Logger = m.logger.With("component", "http")
 	opts.MaxBodyBytes = c.MaxBody
+	opts.Limits = intenthttp.Limits{
+		MaxSolutionBytes:     c.MaxSolution,
+		MaxAttrs:             c.MaxAttrs,
+		MaxSetElements:       c.MaxSet,
+		MaxStringBytes:       c.MaxString,
+		MaxSubscribers:       c.MaxSubscribers,
+		MaxPolicySourceBytes: c.MaxPolicySource,
+	}
+	opts.Tokens = tokens
+	opts.Metrics = metrics
+	opts.Ready = m.engine.Ready()
 	opts.Info = intenthttp.Info{
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
@@ -296,7 +350,11 @@ func (m *Main) Run(ctx context.Context) error {
 		close(m.served)
 	}()
 
-	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.AllowUnsigned)
+	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.AllowUnsigned, "auth_required", tokens != nil)
+	if tokens == nil && !loopback(m.ln.Addr()) {
+		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
+			"listen", c.Listen)
+	}
 	if c.LogFormat == "text" {
 		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
 	}
@@ -355,6 +413,13 @@ func (m *Main) extractor() (evidence.Extractor, error) {
 	return evidence.NewRouter(rc, extractors)
 }
 
+// loopback reports whether addr is on a loopback interface only: 127.0.0.0/8 or ::1.
+// An unspecified address (":8080", "0.0.0.0") listens on every interface.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // URL is the base URL the server answers on, or "" before Run.
 func (m *Main) URL() string {
 	if m.ln == nil {
@@ -390,6 +455,13 @@ func (m *Main) Close() error {
 	m.closed = true
 	var errs []error
 	if m.server != nil {
+		if d := m.Config.ShutdownDelay; d > 0 {
+			// Load balancers see /readyz fail and stop sending before the listener
+			// closes, so that no client meets a refused connection.
+			m.server.Drain()
+			m.logger.Info("draining before shutdown", "delay", d)
+			time.Sleep(d)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
 		if err := m.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut the server down: %w", err))

@@ -1,0 +1,397 @@
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/persistence"
+)
+
+// Metrics are the service's Prometheus metrics, on a registry of their own: the global
+// one would collect whatever else the process links in, and two servers in one test
+// process would clash on it. One Metrics serves one server.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests       *prometheus.CounterVec
+	requestSeconds *prometheus.HistogramVec
+	errors         *prometheus.CounterVec
+	inFlight       prometheus.Gauge
+
+	transitions     *prometheus.CounterVec
+	capacityRefused prometheus.Counter
+	extraction      *prometheus.HistogramVec
+	proving         *prometheus.HistogramVec
+	eventsPublished prometheus.Counter
+	storeWrites     *prometheus.HistogramVec
+	storeReads      *prometheus.HistogramVec
+
+	engineOnce sync.Once
+}
+
+// Buckets of the store's latencies: a synced write costs from about 100 µs on a fast
+// disk to tens of milliseconds on a slow one, which the default buckets (from 5 ms)
+// would not tell apart.
+var storeBuckets = prometheus.ExponentialBuckets(0.0001, 2, 16)
+
+// Buckets of extraction and proving, which wait on outside services for up to the
+// proving time-out (30 s).
+var provingBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// NewMetrics makes the metrics and registers them, with the Go runtime's and the
+// process's, on a new registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "intentd_http_requests_total",
+		Help: "HTTP requests answered, by method, route pattern and status.",
+	}, []string{"method", "route", "status"})
+	m.requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_http_request_duration_seconds",
+		Help:    "Time to answer an HTTP request, by method and route pattern; an event stream counts until it ends.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"method", "route"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "intentd_http_errors_total",
+		Help: "Error answers by route pattern and error code.",
+	}, []string{"route", "code"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "intentd_http_requests_in_flight",
+		Help: "HTTP requests being answered, event streams included.",
+	})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "intentd_intent_transitions_total",
+		Help: "Intents that reached a state, durably: open (created), processing (proposal accepted), success, failure (by failure kind) and expired.",
+	}, []string{"state", "failure_kind"})
+	m.capacityRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "intentd_proposals_refused_capacity_total",
+		Help: "Proposals refused with 503 because every proving slot and queue place was taken.",
+	})
+	m.extraction = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_extraction_duration_seconds",
+		Help:    "Time to extract a proposal's evidence, by result (ok or error).",
+		Buckets: provingBuckets,
+	}, []string{"result"})
+	m.proving = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_proving_duration_seconds",
+		Help:    "Time to prove a proposal (extraction, evaluation, receipt), by outcome and failure kind.",
+		Buckets: provingBuckets,
+	}, []string{"outcome", "failure_kind"})
+	m.eventsPublished = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "intentd_events_published_total",
+		Help: "Events written to the event log and handed to the subscribers.",
+	})
+	m.storeWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_store_write_duration_seconds",
+		Help:    "Time of a store write by operation, until it is durable: each write waits for its fsync (shared by the writes of one group commit).",
+		Buckets: storeBuckets,
+	}, []string{"op"})
+	m.storeReads = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_store_read_duration_seconds",
+		Help:    "Time of a store read by operation.",
+		Buckets: storeBuckets,
+	}, []string{"op"})
+	m.reg.MustRegister(m.requests, m.requestSeconds, m.errors, m.inFlight, m.transitions, m.capacityRefused,
+		m.extraction, m.proving, m.eventsPublished, m.storeWrites, m.storeReads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is where the metrics are registered, for a caller that adds its own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Observer is the engine observer that counts transitions and times extraction and
+// proving; give it to actors.Config.Observer.
+func (m *Metrics) Observer() *actors.Observer {
+	return &actors.Observer{
+		Transition: func(to actors.State, kind actors.FailureKind) {
+			m.transitions.WithLabelValues(string(to), string(kind)).Inc()
+		},
+		Extraction: func(d time.Duration, err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			m.extraction.WithLabelValues(result).Observe(d.Seconds())
+		},
+		Proving: func(d time.Duration, state actors.State, kind actors.FailureKind) {
+			m.proving.WithLabelValues(string(state), string(kind)).Observe(d.Seconds())
+		},
+	}
+}
+
+// EngineStats is what the engine gauges read at each scrape. *actors.Engine has it.
+type EngineStats interface {
+	ProvingStats() (actors.LimiterStats, error)
+	Subscribers() int
+}
+
+// watchEngine adds the gauges that read the engine at each scrape; only the first
+// engine counts.
+func (m *Metrics) watchEngine(e EngineStats) {
+	m.engineOnce.Do(func() { m.reg.MustRegister(engineCollector{e}) })
+}
+
+var (
+	descRunning = prometheus.NewDesc("intentd_proving_running",
+		"Proposals being proved now.", nil, nil)
+	descQueued = prometheus.NewDesc("intentd_proving_queued",
+		"Accepted proposals waiting for a proving slot.", nil, nil)
+	descReserved = prometheus.NewDesc("intentd_proving_reserved",
+		"Proving places held by proposals being written.", nil, nil)
+	descSubscribers = prometheus.NewDesc("intentd_event_subscribers",
+		"Clients of the event stream.", nil, nil)
+)
+
+// engineCollector asks the engine once per scrape, rather than once per gauge.
+type engineCollector struct{ e EngineStats }
+
+func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRunning
+	ch <- descQueued
+	ch <- descReserved
+	ch <- descSubscribers
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	if st, err := c.e.ProvingStats(); err == nil {
+		ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(st.Running))
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(st.Queued))
+		ch <- prometheus.MustNewConstMetric(descReserved, prometheus.GaugeValue, float64(st.Reserved))
+	}
+	ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(c.e.Subscribers()))
+}
+
+// Store wraps a store so that its writes and reads are timed and its events counted.
+func (m *Metrics) Store(s actors.Store) actors.Store { return &timedStore{s: s, m: m} }
+
+// timedStore times every call of the store it wraps.
+type timedStore struct {
+	s actors.Store
+	m *Metrics
+}
+
+var _ actors.Store = (*timedStore)(nil)
+
+func (t *timedStore) write(op string, start time.Time) {
+	t.m.storeWrites.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (t *timedStore) read(op string, start time.Time) {
+	t.m.storeReads.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (t *timedStore) PutPolicy(id string, bytecode, source []byte) (bool, error) {
+	defer t.write("put_policy", time.Now())
+	return t.s.PutPolicy(id, bytecode, source)
+}
+
+func (t *timedStore) Policy(id string) ([]byte, []byte, error) {
+	defer t.read("policy", time.Now())
+	return t.s.Policy(id)
+}
+
+func (t *timedStore) PolicyBytecode(id string) ([]byte, error) {
+	defer t.read("policy_bytecode", time.Now())
+	return t.s.PolicyBytecode(id)
+}
+
+func (t *timedStore) DeletePolicy(id string) error {
+	defer t.write("delete_policy", time.Now())
+	return t.s.DeletePolicy(id)
+}
+
+func (t *timedStore) CreateIntent(id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	defer t.write("create_intent", time.Now())
+	return t.s.CreateIntent(id, policyID, snapshot, expiresAt)
+}
+
+func (t *timedStore) Intent(id string) ([]byte, error) {
+	defer t.read("intent", time.Now())
+	return t.s.Intent(id)
+}
+
+func (t *timedStore) BeginProcessing(id string, snapshot []byte, expiresAt time.Time) error {
+	defer t.write("begin_processing", time.Now())
+	return t.s.BeginProcessing(id, snapshot, expiresAt)
+}
+
+func (t *timedStore) Finish(id, policyID string, snapshot []byte, expiresAt time.Time, event []byte) (uint64, error) {
+	defer t.write("finish", time.Now())
+	return t.s.Finish(id, policyID, snapshot, expiresAt, event)
+}
+
+func (t *timedStore) Processing() ([]string, error) {
+	defer t.read("processing", time.Now())
+	return t.s.Processing()
+}
+
+func (t *timedStore) DueExpiries(now time.Time, limit int) ([]string, error) {
+	defer t.read("due_expiries", time.Now())
+	return t.s.DueExpiries(now, limit)
+}
+
+func (t *timedStore) NextExpiry() (time.Time, bool, error) {
+	defer t.read("next_expiry", time.Now())
+	return t.s.NextExpiry()
+}
+
+// SetEventSink counts each event on its way to the sink: an event reaches the sink
+// once it is durable, and the sink hands it to the subscribers.
+func (t *timedStore) SetEventSink(fn func(persistence.Event)) {
+	t.s.SetEventSink(func(ev persistence.Event) {
+		t.m.eventsPublished.Inc()
+		fn(ev)
+	})
+}
+
+func (t *timedStore) Events(after uint64, limit int, fn func(persistence.Event) error) error {
+	defer t.read("events", time.Now())
+	return t.s.Events(after, limit, fn)
+}
+
+func (t *timedStore) EventBounds() (uint64, uint64, error) {
+	defer t.read("event_bounds", time.Now())
+	return t.s.EventBounds()
+}
+
+func (t *timedStore) PruneEvents(keep uint64, olderThan time.Time) (int, error) {
+	defer t.write("prune_events", time.Now())
+	return t.s.PruneEvents(keep, olderThan)
+}
+
+// requestInfo is what the handlers tell the request log and the metrics of a request
+// beyond its status: the error code of an error answer.
+type requestInfo struct {
+	code string
+}
+
+type requestInfoKey struct{}
+
+func contextWithInfo(ctx context.Context, ri *requestInfo) context.Context {
+	return context.WithValue(ctx, requestInfoKey{}, ri)
+}
+
+// noteErrorCode records the code of an error answer for the request log and metrics.
+func noteErrorCode(r *http.Request, code string) {
+	if ri, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		ri.code = code
+	}
+}
+
+// serve is the chain every request goes through: find its route, check its token,
+// route it, then count it and log it. Health checks are logged at debug, since load
+// balancers ask every few seconds; every other request is logged at info.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rt, id := matchRoute(r.Method, r.URL.Path)
+	pattern := "unmatched"
+	if rt != nil {
+		pattern = rt.pattern
+	}
+	ri := &requestInfo{}
+	ctx := r.Context()
+	r = r.WithContext(contextWithInfo(ctx, ri))
+	rec := &statusRecorder{ResponseWriter: w}
+	s.metrics.inFlight.Inc()
+
+	c, err := s.authorize(r, rt)
+	if err != nil {
+		code := actors.ErrorCode(err)
+		rec.Header().Set("WWW-Authenticate", challenge(code, r.Header.Get("Authorization") != ""))
+		Error(rec, r, s.log, err)
+	} else {
+		s.router.ServeHTTP(rec, r)
+	}
+
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
+	}
+	elapsed := time.Since(start)
+	s.metrics.inFlight.Dec()
+	s.metrics.requests.WithLabelValues(r.Method, pattern, strconv.Itoa(status)).Inc()
+	s.metrics.requestSeconds.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())
+	if ri.code != "" {
+		s.metrics.errors.WithLabelValues(pattern, ri.code).Inc()
+		if ri.code == actors.CodeCapacityExceeded {
+			s.metrics.capacityRefused.Inc()
+		}
+	}
+
+	level := slog.LevelInfo
+	if rt != nil && rt.role == "" {
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	// Never the path's query, the headers or the body: they may hold tokens,
+	// signatures or evidence. The route pattern and the id are enough to find a
+	// request again.
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("method", r.Method), slog.String("route", pattern),
+		slog.Int("status", status), slog.Duration("duration", elapsed))
+	switch {
+	case rt != nil && id != "" && rt.segments[0] == "intents":
+		attrs = append(attrs, slog.String("intent_id", clip(id)))
+	case rt != nil && id != "" && rt.segments[0] == "policies":
+		attrs = append(attrs, slog.String("policy_id", clip(id)))
+	}
+	if ri.code != "" {
+		attrs = append(attrs, slog.String("code", ri.code))
+	}
+	if c.name != "" {
+		attrs = append(attrs, slog.String("caller", c.name))
+	}
+	s.log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// registerOpsRoutes adds what operators call: metrics, readiness and the OpenAPI
+// document. The liveness check is with /info.
+func (s *Server) registerOpsRoutes(r *httprouter.Router) {
+	metrics := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+	r.Handler("GET", "/metrics", metrics)
+	r.HandlerFunc("GET", "/readyz", s.handleReady)
+	r.HandlerFunc("GET", "/openapi.json", serveOpenAPI)
+}
+
+// handleReady answers 200 once the store is open and start-up recovery is over, and
+// 503 from the start of a shutdown on, so that a load balancer stops sending requests
+// before the listener closes.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		Error(w, r, s.log, actors.Errorf(actors.KindBusy, actors.CodeShuttingDown, "the service is shutting down"))
+		return
+	}
+	if s.opts.Ready != nil {
+		select {
+		case <-s.opts.Ready:
+		default:
+			Error(w, r, s.log, actors.Errorf(actors.KindBusy, CodeNotReady, "the service is starting: start-up recovery is not over"))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ready\n"))
+}
+
+// CodeNotReady: GET /readyz before start-up recovery is over (503).
+const CodeNotReady = "not_ready"
+
+// Drain makes GET /readyz answer 503 while the server goes on serving, so that load
+// balancers take it out of rotation before Shutdown closes the listener.
+func (s *Server) Drain() { s.draining.Store(true) }
