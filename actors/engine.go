@@ -322,7 +322,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship 
 	if err := p.CheckAttrs(*attrs); err != nil {
 		return Errorf(KindUnprocessable, CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
-	if err := crypto.Verify(rawIntent, authorship, e.cfg.Verify); err != nil {
+	if err := crypto.VerifyCanonical(canon, authorship, e.cfg.Verify); err != nil {
 		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
 			return Errorf(KindInvalid, CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
 		}

@@ -283,3 +283,37 @@ func TestIntentNumbersMustBeExact(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyCanonical checks that VerifyCanonical agrees with Verify on canonical
+// bytes and refuses what is not canonical rather than accept it.
+func TestVerifyCanonical(t *testing.T) {
+	priv := edKey("alice")
+	good := signed(signEd(t, priv, typicalIntent))
+	canon, err := Canonicalize(typicalIntent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(`{"id":"x","n":9007199254740993}`)
+	cases := []struct {
+		name    string
+		canon   []byte
+		a       Authorship
+		opts    VerifyOptions
+		wantErr string
+	}{
+		{"canonical bytes verify", canon, good, VerifyOptions{}, ""},
+		{"other bytes fail", []byte(strings.Replace(string(canon), `"M"`, `"L"`, 1)), good, VerifyOptions{}, "ed25519: signature does not verify"},
+		{"integers JCS rounds are refused", big, good, VerifyOptions{}, "intent cannot be canonicalized"},
+		{"unsigned permitted", canon, Authorship{}, VerifyOptions{AllowUnsigned: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkVerify(t, VerifyCanonical(tc.canon, tc.a, tc.opts), tc.wantErr)
+		})
+	}
+	t.Run("unsigned refused by default", func(t *testing.T) {
+		if err := VerifyCanonical(canon, Authorship{}, VerifyOptions{}); !errors.Is(err, ErrUnsignedNotPermitted) {
+			t.Fatalf("VerifyCanonical = %v, want ErrUnsignedNotPermitted", err)
+		}
+	})
+}

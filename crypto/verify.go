@@ -56,6 +56,27 @@ func Verify(intentJSON []byte, a Authorship, opts VerifyOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: intent cannot be canonicalized: %v", ErrAuthorshipInvalid, err)
 	}
+	return verifyCanonical(canon, a, opts)
+}
+
+// VerifyCanonical is Verify for an intent already in its JCS form, as Canonicalize
+// returns it. A caller that keeps the canonical bytes anyway saves the second
+// canonicalization, which costs about half as much as an Ed25519 verification. Passing
+// bytes that are not canonical makes every signature fail, never pass.
+func VerifyCanonical(canon []byte, a Authorship, opts VerifyOptions) error {
+	if a.Signature == nil {
+		if !opts.AllowUnsigned {
+			return ErrUnsignedNotPermitted
+		}
+		return nil
+	}
+	if err := checkNumbers(canon); err != nil {
+		return fmt.Errorf("%w: intent cannot be canonicalized: %v", ErrAuthorshipInvalid, err)
+	}
+	return verifyCanonical(canon, a, opts)
+}
+
+func verifyCanonical(canon []byte, a Authorship, opts VerifyOptions) error {
 	v := verifier{canon: canon, opts: opts}
 	if err := v.signature(a.Signature, false); err != nil {
 		return fmt.Errorf("%w: %v", ErrAuthorshipInvalid, err)

@@ -5,14 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -42,9 +41,6 @@ const (
 	prefixEvent      = 'e' // e<8-byte event id> -> 8-byte unix nanos, then the payload
 	keyEventSeq      = "mseq"
 )
-
-// idStripes serialise the check-then-write of CreateIntent per id without one global lock.
-const idStripes = 64
 
 // FS is the file system a store lives on. The zero value is the operating system's; NewMemFS
 // gives an in-memory one that survives a Close, so a test can re-open what it wrote.
@@ -80,7 +76,12 @@ type Store struct {
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
 	policyMu sync.RWMutex
-	stripes  [idStripes]sync.Mutex
+	// creating holds the ids whose CreateIntent is between its check and its durable
+	// write; a second create of one of them waits for the first instead of racing it.
+	// A lock held across the write would make creates of unrelated ids queue behind
+	// one another's fsyncs.
+	creatingMu sync.Mutex
+	creating   map[string]chan struct{}
 
 	// The event committer: one goroutine assigns event ids and writes terminal states in
 	// groups, so ids are gapless in commit order and one fsync serves a whole group.
@@ -103,6 +104,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	po := &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{opts.Logger},
+		Levels: make([]pebble.LevelOptions, 7),
+	}
+	// Bloom filters on every level: most point reads are of keys that do not exist (a
+	// new intent's id, checked before it is written), and without a filter each such
+	// read searches every level.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
 	}
 	if opts.FS.fs != nil {
 		po.FS = opts.FS.fs
@@ -116,6 +125,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db:        db,
 		writeOpts: pebble.Sync,
 		finishCh:  make(chan *finishReq, 1024),
+		creating:  make(map[string]chan struct{}),
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -295,10 +305,26 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-func (s *Store) stripe(id string) *sync.Mutex {
-	h := fnv.New32a()
-	io.WriteString(h, id)
-	return &s.stripes[h.Sum32()%idStripes]
+// claim marks id as being created, after any create of it in progress has ended; the
+// returned function ends the claim.
+func (s *Store) claim(id string) func() {
+	for {
+		s.creatingMu.Lock()
+		wait, busy := s.creating[id]
+		if !busy {
+			done := make(chan struct{})
+			s.creating[id] = done
+			s.creatingMu.Unlock()
+			return func() {
+				s.creatingMu.Lock()
+				delete(s.creating, id)
+				s.creatingMu.Unlock()
+				close(done)
+			}
+		}
+		s.creatingMu.Unlock()
+		<-wait
+	}
 }
 
 // CreateIntent stores a new open intent: its snapshot, its deadline in the expiry index
@@ -307,9 +333,7 @@ func (s *Store) stripe(id string) *sync.Mutex {
 func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	s.policyMu.RLock()
 	defer s.policyMu.RUnlock()
-	mu := s.stripe(id)
-	mu.Lock()
-	defer mu.Unlock()
+	defer s.claim(id)()
 
 	if ok, err := s.has(key(prefixPolicy, policyID)); err != nil {
 		return err

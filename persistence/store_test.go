@@ -143,6 +143,35 @@ func TestIntentLifecycle(t *testing.T) {
 	}
 }
 
+// TestCreateSameIDConcurrently races creates of one id: exactly one wins.
+func TestCreateSameIDConcurrently(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	s.PutPolicy("P", []byte{1}, nil)
+	const n = 32
+	var wins, exists atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.CreateIntent("same", "P", []byte(fmt.Sprint(i)), t0)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, ErrExists):
+				exists.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 || exists.Load() != n-1 {
+		t.Fatalf("%d creates won and %d saw the id taken, want 1 and %d", wins.Load(), exists.Load(), n-1)
+	}
+}
+
 func mustCreate(t *testing.T, s *Store, id, policy, snap string) {
 	t.Helper()
 	if err := s.CreateIntent(id, policy, []byte(snap), t0); err != nil {
