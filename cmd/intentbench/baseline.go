@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/policy"
+)
+
+// baselineEnv, set in the environment of this program's own executable, makes it serve
+// the bare server instead of running a scenario. The bare server runs in a process of
+// its own, as intentd does, so that intake and baseline share the machine alike.
+const baselineEnv = "INTENTBENCH_BASELINE_SERVER"
+
+// bareEngine is the stateless part of intake and nothing else: the intent's strict
+// decoding, its canonical (JCS) form, the attributes checked against the policy, and
+// the signature verified. No actor, no store, no fsync. Served through the http
+// package's own server, it gives the ceiling that intake is compared with.
+type bareEngine struct {
+	mu       sync.RWMutex
+	policies map[string]*policy.Policy
+}
+
+var _ intenthttp.Engine = (*bareEngine)(nil)
+
+func (e *bareEngine) PutPolicy(_ context.Context, source string) (string, error) {
+	p, err := policy.Compile(source)
+	if err != nil {
+		return "", actors.Errorf(actors.KindInvalid, actors.CodePolicyInvalid, "%v", err)
+	}
+	e.mu.Lock()
+	e.policies[p.ID()] = p
+	e.mu.Unlock()
+	return p.ID(), nil
+}
+
+func (e *bareEngine) Policy(_ context.Context, id string) (*policy.Policy, error) {
+	e.mu.RLock()
+	p, ok := e.policies[id]
+	e.mu.RUnlock()
+	if !ok {
+		return nil, actors.Errorf(actors.KindNotFound, actors.CodePolicyNotFound, "policy %s does not exist", id)
+	}
+	return p, nil
+}
+
+func (e *bareEngine) DeletePolicy(context.Context, string) error {
+	return errBare
+}
+
+// SubmitIntent does what the engine does before it hands an intent to its actor.
+func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.Authorship) error {
+	in, err := actors.DecodeIntent(raw)
+	if err != nil {
+		return err
+	}
+	if _, err := crypto.Canonicalize(raw); err != nil {
+		return actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
+	}
+	p, err := e.Policy(ctx, in.PolicyID)
+	if err != nil {
+		return actors.Errorf(actors.KindInvalid, actors.CodePolicyNotFound, "intent.policy_id: %v", err)
+	}
+	attrs := in.Attrs
+	if attrs == nil {
+		attrs = &policy.Attrs{}
+	}
+	if err := p.CheckAttrs(*attrs); err != nil {
+		return actors.Errorf(actors.KindUnprocessable, actors.CodeAttrsMismatch, "intent.attrs.%v", err)
+	}
+	if err := crypto.Verify(raw, auth, crypto.VerifyOptions{}); err != nil {
+		return actors.Errorf(actors.KindInvalid, actors.CodeAuthorshipInvalid, "authorship: %v", err)
+	}
+	return nil
+}
+
+func (e *bareEngine) GetIntent(context.Context, string) (json.RawMessage, error) {
+	return nil, errBare
+}
+
+func (e *bareEngine) Status(context.Context, string) (actors.Status, error) {
+	return actors.Status{}, errBare
+}
+
+func (e *bareEngine) Propose(context.Context, string, actors.Proposal) error {
+	return errBare
+}
+
+func (e *bareEngine) Subscribe(context.Context, uint64, actors.Filter) (*actors.Subscription, error) {
+	return nil, errBare
+}
+
+var errBare = actors.Errorf(actors.KindNotFound, intenthttp.CodeNotFound, "the baseline server stores nothing")
+
+// serveBaseline runs the bare server on a free loopback port until SIGTERM or SIGINT,
+// printing the banner line the parent waits for.
+func serveBaseline(stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	srv := intenthttp.NewServer(&bareEngine{policies: map[string]*policy.Policy{}}, intenthttp.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "baseline server listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

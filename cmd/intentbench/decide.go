@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// pairClock pairs two moments of one intent, the proposal's 200 and its event, which
+// two goroutines see in either order. Whichever comes second records the gap.
+type pairClock struct {
+	ack   []atomic.Int64 // ns since origin; 0: not yet
+	event []atomic.Int64
+	seen  []atomic.Int32
+	// early counts events read before their proposal's 200 was: the gap counts as 0.
+	early  atomic.Int64
+	origin time.Time
+	h      *hist
+}
+
+func newPairClock(n int, h *hist) *pairClock {
+	return &pairClock{ack: make([]atomic.Int64, n), event: make([]atomic.Int64, n), seen: make([]atomic.Int32, n), origin: time.Now(), h: h}
+}
+
+func (p *pairClock) now() int64 { return int64(time.Since(p.origin)) + 1 }
+
+func (p *pairClock) acked(i int) {
+	p.ack[i].Store(p.now())
+	p.done(i)
+}
+
+func (p *pairClock) evented(i int) {
+	p.event[i].Store(p.now())
+	p.done(i)
+}
+
+func (p *pairClock) done(i int) {
+	if p.seen[i].Add(1) != 2 {
+		return
+	}
+	gap := p.event[i].Load() - p.ack[i].Load()
+	if gap < 0 {
+		p.early.Add(1)
+		gap = 0
+	}
+	p.h.Record(time.Duration(gap))
+}
+
+func runDecide(ctx context.Context, b *bench, r *Report) error {
+	base, _, err := b.target(ctx)
+	if err != nil {
+		return err
+	}
+	policyID, err := putPolicy(ctx, b.client, base)
+	if err != nil {
+		return err
+	}
+	after, err := marker(ctx, b, base, policyID)
+	if err != nil {
+		return err
+	}
+	n := int(math.Ceil(b.opts.Rate * b.opts.Duration.Seconds()))
+	b.logf("signing and submitting %d intents", n)
+	intents, err := signIntents(n, policyID, b.key)
+	if err != nil {
+		return err
+	}
+	took, err := submitAll(ctx, b.client, base, intents, b.opts.Concurrency)
+	if err != nil {
+		return err
+	}
+	r.figure("set-up: intents submitted", float64(n), "")
+	r.figure("set-up: submission rate", float64(n)/took.Seconds(), "intents/s")
+
+	index := newIntentIndex(intents)
+	var lat hist
+	clock := newPairClock(n, &lat)
+	var events, foreign, dups atomic.Int64
+	got := make([]atomic.Bool, n)
+
+	sctx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	resp, err := openStream(sctx, newStreamClient(), base, "", after)
+	if err != nil {
+		return err
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer resp.Body.Close()
+		rd := newSSEReader(resp.Body)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			i := index.lookup(eventIntentID(ev.Data))
+			if i < 0 {
+				foreign.Add(1)
+				continue
+			}
+			if got[i].Swap(true) {
+				dups.Add(1)
+				continue
+			}
+			events.Add(1)
+			clock.evented(int(i))
+		}
+	}()
+
+	b.logf("decide: %d proposals at %s/s", n, trimFloat(b.opts.Rate))
+	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration + time.Second}
+	res := runLoad(ctx, spec, n, func(ctx context.Context, i int) error {
+		_, err := post(ctx, b.client, base+"/intents/"+intents[i].ID+"/proposal", "application/json", proposalBody(i))
+		if err == nil {
+			clock.acked(i)
+		}
+		return err
+	})
+	accepted := res.OK.Load()
+	deadline := time.Now().Add(b.opts.Drain)
+	var streamErr error
+	for events.Load() < accepted && time.Now().Before(deadline) && streamErr == nil {
+		select {
+		case streamErr = <-readErr:
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	stopStream()
+
+	r.series(seriesOf("POST proposal (from due time)", &res.Latency, res.Elapsed, res.Errors))
+	r.series(seriesOf("proposal 200 -> event", &lat, 0, nil))
+	r.figure("proposals accepted", float64(accepted), "")
+	r.figure("events received", float64(events.Load()), "")
+	r.target("events missing", float64(accepted-events.Load()), "", 0, false)
+	r.figure("events duplicated", float64(dups.Load()), "")
+	r.figure("events read before their 200", float64(clock.early.Load()), "")
+	r.target("proposal 200 -> event p99", ms(lat.Quantile(0.99)), "ms", 10, false)
+	if res.FirstErr != nil {
+		r.note("proposals: first error: %v", res.FirstErr)
+	}
+	if streamErr != nil && !errors.Is(streamErr, context.Canceled) {
+		r.note("the stream ended early: %v", streamErr)
+	}
+	if foreign.Load() > 0 {
+		r.note("%d events of other intents were on the stream", foreign.Load())
+	}
+	if b.opts.Rate != 1000 {
+		r.note("the p99 target is set at 1,000 proposals/s; this run was at %s/s", trimFloat(b.opts.Rate))
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// intakeRateGuess sizes the pool of pre-signed intents for a closed-loop run: enough
+// for this many a second. A run that uses them all up stops early and says so.
+const intakeRateGuess = 15000
+
+// intakePool is how many intents a load of spec needs.
+func intakePool(spec loadSpec, given int) int {
+	if given > 0 {
+		return given
+	}
+	rate := float64(intakeRateGuess)
+	if spec.Rate > 0 {
+		rate = spec.Rate
+	}
+	return int(math.Ceil(rate*spec.Duration.Seconds())) + 1
+}
+
+// loadIntake runs the warm-up then the measured load of POST /intents on base, with
+// the given pre-signed intents (warm first, then the measured ones).
+func loadIntake(ctx context.Context, b *bench, base string, warm, measured []signedIntent) *loadResult {
+	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration}
+	send := func(set []signedIntent) func(ctx context.Context, i int) error {
+		return func(ctx context.Context, i int) error {
+			_, err := post(ctx, b.client, base+"/intents", "application/json", set[i].Body)
+			return err
+		}
+	}
+	if len(warm) > 0 {
+		w := spec
+		w.Duration = b.opts.Warmup
+		runLoad(ctx, w, len(warm), send(warm))
+	}
+	return runLoad(ctx, spec, len(measured), send(measured))
+}
+
+// prepareIntake stores the policy on base and signs the warm-up and measured intents.
+func prepareIntake(ctx context.Context, b *bench, base string) (warm, measured []signedIntent, err error) {
+	policyID, err := putPolicy(ctx, b.client, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration}
+	n := intakePool(spec, b.opts.Intents)
+	nw := 0
+	if b.opts.Warmup > 0 {
+		w := spec
+		w.Duration = b.opts.Warmup
+		nw = intakePool(w, 0)
+	}
+	b.logf("signing %d intents (%d for the warm-up)", n+nw, nw)
+	start := time.Now()
+	all, err := signIntents(n+nw, policyID, b.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.logf("signed in %s", time.Since(start).Round(time.Millisecond))
+	return all[:nw], all[nw:], nil
+}
+
+func intakeSeries(name string, res *loadResult) Series {
+	return seriesOf(name, &res.Latency, res.Elapsed, res.Errors)
+}
+
+func noteIntake(r *Report, name string, res *loadResult) {
+	if res.Exhausted {
+		r.note("%s: the %d pre-signed intents ran out after %s; raise --intents for a full run", name, res.OK.Load()+res.ErrorCount(), res.Elapsed.Round(time.Millisecond))
+	}
+	if res.FirstErr != nil {
+		r.note("%s: first error: %v", name, res.FirstErr)
+	}
+}
+
+func runIntake(ctx context.Context, b *bench, r *Report) error {
+	base, srv, err := b.target(ctx)
+	if err != nil {
+		return err
+	}
+	warm, measured, err := prepareIntake(ctx, b, base)
+	if err != nil {
+		return err
+	}
+	b.logf("intake: %s of load", b.opts.Duration)
+	res := loadIntake(ctx, b, base, warm, measured)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s := intakeSeries("POST /intents", res)
+	r.series(s)
+	r.target("intake throughput", s.PerSecond, "intents/s", 8000, true)
+	noteIntake(r, "intake", res)
+	if srv != nil {
+		if m, err := srv.Memory(); err == nil {
+			r.figure("intentd resident memory after the run", float64(m.RSS>>20), "MiB")
+		}
+	}
+	return nil
+}
+
+func runBaseline(ctx context.Context, b *bench, r *Report) error {
+	base, srv, err := b.target(ctx)
+	if err != nil {
+		return err
+	}
+	warm, measured, err := prepareIntake(ctx, b, base)
+	if err != nil {
+		return err
+	}
+	b.logf("intake: %s of load", b.opts.Duration)
+	in := loadIntake(ctx, b, base, warm, measured)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if srv != nil {
+		// Its background work (compactions, passivation) would otherwise take CPU
+		// from the baseline run.
+		if _, err := srv.Stop(time.Minute); err != nil {
+			return err
+		}
+	}
+	bare, err := b.startBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := putPolicy(ctx, b.client, bare.url); err != nil {
+		return fmt.Errorf("baseline server: %w", err)
+	}
+	b.client.CloseIdleConnections()
+	b.logf("baseline: %s of the same load on %s", b.opts.Duration, bare.url)
+	// The same bodies again: the bare server keeps nothing, so the ids are new to it.
+	base2 := loadIntake(ctx, b, bare.url, warm, measured)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	si := intakeSeries("intake: POST /intents", in)
+	sb := intakeSeries("baseline: POST /intents", base2)
+	r.series(si)
+	r.series(sb)
+	ratio := 0.0
+	if sb.PerSecond > 0 {
+		ratio = si.PerSecond / sb.PerSecond
+	}
+	r.target("intake/baseline throughput ratio", ratio, "", 0.6, true)
+	r.target("intake throughput", si.PerSecond, "intents/s", 8000, true)
+	r.figure("baseline throughput", sb.PerSecond, "intents/s")
+	noteIntake(r, "intake", in)
+	noteIntake(r, "baseline", base2)
+	r.note("baseline: the http package's server and router, DecodeAuthoredIntent, DecodeIntent, JCS, the attrs check and Ed25519 verify, in a process of its own; no actors, no store")
+	return nil
+}

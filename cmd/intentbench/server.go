@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// buildIntentd compiles the module's cmd/intentd into dir and returns the binary's
+// path. race builds it with the race detector, which the tests use so that the
+// dependencies already compiled for `go test -race` are reused from the build cache.
+func buildIntentd(ctx context.Context, dir string, race bool) (string, error) {
+	bin := filepath.Join(dir, "intentd")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/intentd/intentd/cmd/intentd")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Env = os.Environ()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build intentd (run from inside the module, or pass --intentd): %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// listeningRe finds the base URL in the start-up banner that intentd (and the
+// baseline server) print on standard error once they serve.
+var listeningRe = regexp.MustCompile(`listening on (http://[0-9A-Za-z.:\[\]-]+)`)
+
+// parseListening returns the URL of a banner line, or "".
+func parseListening(line string) string {
+	m := listeningRe.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// child is a server process started by the tool: intentd or the baseline server.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	url     string
+	started time.Time
+	// listened is when the banner line was read.
+	listened time.Time
+
+	mu      sync.Mutex
+	tail    []string // the last lines of its standard error, for error messages
+	counts  map[string]int
+	exited  chan struct{}
+	waitErr error
+}
+
+// countedLogs are log messages whose number a scenario reports.
+var countedLogs = []string{"subscriber too slow", "internal error", "handler panic"}
+
+// startChild runs bin with args and waits until it prints its listening banner.
+func startChild(ctx context.Context, name, bin string, args, env []string) (*child, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = io.Discard
+	c := &child{name: name, cmd: cmd, counts: map[string]int{}, exited: make(chan struct{})}
+	c.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	urls := make(chan string, 1)
+	go c.readLogs(stderr, urls)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	select {
+	case u := <-urls:
+		c.url = u
+		c.listened = time.Now()
+		return c, nil
+	case <-c.exited:
+		return nil, fmt.Errorf("%s exited before serving: %v\n%s", name, c.waitErr, c.Tail())
+	case <-ctx.Done():
+		c.Kill()
+		return nil, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		c.Kill()
+		return nil, fmt.Errorf("%s did not serve within 5 minutes\n%s", name, c.Tail())
+	}
+}
+
+func (c *child) readLogs(r io.Reader, urls chan<- string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sent := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !sent {
+			if u := parseListening(line); u != "" {
+				urls <- u
+				sent = true
+			}
+		}
+		c.mu.Lock()
+		for _, s := range countedLogs {
+			if strings.Contains(line, s) {
+				c.counts[s]++
+			}
+		}
+		c.tail = append(c.tail, line)
+		if len(c.tail) > 40 {
+			c.tail = c.tail[len(c.tail)-40:]
+		}
+		c.mu.Unlock()
+	}
+	io.Copy(io.Discard, r)
+}
+
+// Tail returns the last lines the process logged.
+func (c *child) Tail() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.tail, "\n")
+}
+
+// LogCount is how many log lines contained s (one of countedLogs).
+func (c *child) LogCount(s string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[s]
+}
+
+// Stop asks the process to shut down (SIGTERM) and waits for it, killing it after
+// timeout. It returns how long the shutdown took.
+func (c *child) Stop(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	select {
+	case <-c.exited:
+		return 0, c.exitErr()
+	default:
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return 0, err
+	}
+	select {
+	case <-c.exited:
+		return time.Since(start), c.exitErr()
+	case <-time.After(timeout):
+		c.Kill()
+		return time.Since(start), fmt.Errorf("%s did not stop within %s; killed", c.name, timeout)
+	}
+}
+
+func (c *child) exitErr() error {
+	if c.waitErr != nil {
+		return fmt.Errorf("%s: %v\n%s", c.name, c.waitErr, c.Tail())
+	}
+	return nil
+}
+
+// Kill ends the process at once.
+func (c *child) Kill() {
+	c.cmd.Process.Kill()
+	<-c.exited
+}
+
+// memory is what /proc/<pid>/status says of a process's memory.
+type memory struct {
+	RSS  int64 // VmRSS, bytes
+	Peak int64 // VmHWM, the peak resident size, bytes
+}
+
+// Memory reads the process's resident memory.
+func (c *child) Memory() (memory, error) {
+	return readMemory(c.cmd.Process.Pid)
+}
+
+func readMemory(pid int) (memory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memory{}, err
+	}
+	return parseProcStatus(string(b))
+}
+
+// parseProcStatus reads VmRSS and VmHWM (in kB) from the text of /proc/<pid>/status.
+func parseProcStatus(s string) (memory, error) {
+	var m memory
+	var found int
+	for _, line := range strings.Split(s, "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return memory{}, fmt.Errorf("/proc status: %s: %q, want a number of kB", name, strings.TrimSpace(rest))
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil || n < 0 {
+			return memory{}, fmt.Errorf("/proc status: %s: %q is not a size", name, fields[0])
+		}
+		if name == "VmRSS" {
+			m.RSS = n << 10
+		} else {
+			m.Peak = n << 10
+		}
+		found++
+	}
+	if found != 2 {
+		return memory{}, errors.New("/proc status: VmRSS or VmHWM missing")
+	}
+	return m, nil
+}
+
+// raiseFileLimit lifts the soft limit on open files to the hard one. The children
+// inherit it: ten thousand subscribers are ten thousand sockets on each side. Calling
+// Setrlimit ourselves also stops Go from restoring the lower original limit in the
+// processes it starts.
+func raiseFileLimit() (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	return lim.Cur, nil
+}
