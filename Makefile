@@ -62,6 +62,10 @@ fuzz: ## a short run of every fuzz target (FUZZTIME=10s each)
 		done; \
 	done
 
+.PHONY: crash
+crash: ## the crash test at full size: intentd killed with SIGKILL 25 times under load
+	$(GO) test -race -count=1 -run '^TestCrashRecovery$$' -v ./cmd/intentd -crash.kills=25
+
 .PHONY: clean
 clean: ## remove bin/
 	rm -rf $(BIN)

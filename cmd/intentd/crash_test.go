@@ -1,0 +1,413 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/crypto"
+)
+
+// The crash test's size. CI runs the default; `make crash` runs it long.
+var (
+	crashKills = flag.Int("crash.kills", 5, "how many times the crash test kills the server")
+	crashEvery = flag.Duration("crash.every", 700*time.Millisecond, "mean time between kills")
+)
+
+const crashPolicy = `
+name crash_test
+parameters { size: string  max_price_cents: int }
+evidence { size: string  price_cents: int }
+requires {
+  evidence.size == parameters.size;
+  evidence.price_cents <= parameters.max_price_cents;
+}
+`
+
+// crashSolutions are demo catalog entries and one that is not in it, so that every kind
+// of outcome happens: success, constraint failure and extraction failure.
+var crashSolutions = []string{
+	"https://shop.example/products/crewneck-sweatshirt-green-m",
+	"https://shop.example/products/4k-monitor-27in",
+	"sku:NOT-IN-THE-CATALOG",
+}
+
+// crashServer runs intentd as a child process on one data folder, killing and restarting it.
+type crashServer struct {
+	t    *testing.T
+	bin  string
+	data string
+	cmd  *exec.Cmd
+	url  string
+}
+
+func (s *crashServer) start() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "--listen", "127.0.0.1:0", "--data", s.data, "--intent-ttl", "1500ms",
+		"--max-proving", "8", "--log-format", "json")
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			var rec struct {
+				Msg string `json:"msg"`
+				URL string `json:"url"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				found <- rec.URL
+			}
+		}
+	}()
+	select {
+	case s.url = <-found:
+	case <-time.After(60 * time.Second):
+		s.t.Fatal("intentd did not start listening within a minute")
+	}
+	// Wait for recovery: /readyz when it exists, else a status read of nothing.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Fatal("intentd did not become ready")
+}
+
+func (s *crashServer) kill() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+}
+
+// ledger is what the service acknowledged, and what a resuming subscriber saw.
+type ledger struct {
+	mu        sync.Mutex
+	intents   map[string][]byte // id -> the intent JSON as sent, acknowledged with 200
+	proposals map[string]string // id -> solution, acknowledged with 200
+	events    []sseEvent
+}
+
+type sseEvent struct {
+	id       uint64
+	typ      string
+	intentID string
+}
+
+// TestCrashRecovery drives mixed load at intentd, kills it with SIGKILL at random moments
+// and restarts it, then checks that nothing acknowledged was lost: every intent that got
+// a 200 is stored as sent, every accepted proposal ends terminal, every terminal intent
+// has exactly one event, event ids are gapless across restarts, and intents whose time
+// passed while the server was down expired.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test starts and kills a server many times")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "intentd")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	srv := &crashServer{t: t, bin: bin, data: filepath.Join(dir, "data")}
+	srv.start()
+	defer func() {
+		if srv.cmd.ProcessState == nil {
+			srv.kill()
+		}
+	}()
+
+	policyID := postPolicy(t, srv.url, crashPolicy)
+	_, key, _ := ed25519.GenerateKey(nil)
+	led := &ledger{intents: map[string][]byte{}, proposals: map[string]string{}}
+
+	var urlMu sync.RWMutex
+	current := func() string { urlMu.RLock(); defer urlMu.RUnlock(); return srv.url }
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 42))
+			for ctx.Err() == nil {
+				drive(current(), policyID, key, rng, led)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		subscribe(ctx, current, led)
+	}()
+
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range *crashKills {
+		time.Sleep(time.Duration(rng.Int64N(int64(2 * *crashEvery))))
+		srv.kill()
+		// Stay down a while so that some deadlines fall while the server is down.
+		if i%3 == 0 {
+			time.Sleep(1600 * time.Millisecond)
+		}
+		urlMu.Lock()
+		srv.start()
+		urlMu.Unlock()
+	}
+	time.Sleep(*crashEvery)
+	stop()
+	wg.Wait()
+
+	// Recovery: every accepted proposal ends, every untouched intent expires.
+	deadline := time.Now().Add(60 * time.Second)
+	statuses := map[string]string{}
+	for id := range led.intents {
+		for {
+			st := getStatus(t, srv.url, id)
+			if st == "success" || st == "failure" || st == "expired" {
+				statuses[id] = st
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("intent %s is still %s a minute after the last restart", id, st)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// A last subscriber reads the whole log from the start.
+	all := readAll(t, srv.url)
+	srv.kill()
+
+	for id, sent := range led.intents {
+		got := getIntent(t, srv, id)
+		want, _ := crypto.Canonicalize(sent)
+		if !bytes.Equal(got, want) {
+			t.Errorf("intent %s is stored as %s, was sent as %s", id, got, want)
+		}
+		if _, proposed := led.proposals[id]; proposed && statuses[id] == "expired" {
+			t.Errorf("intent %s had an accepted proposal and expired", id)
+		}
+	}
+	checkEvents(t, "the resuming subscriber", led.events, nil)
+	checkEvents(t, "a reader from the start", all, statuses)
+	kinds := map[string]int{}
+	for _, st := range statuses {
+		kinds[st]++
+	}
+	t.Logf("%d kills; %d intents and %d proposals acknowledged; outcomes %v; %d events seen by the resuming subscriber",
+		*crashKills, len(led.intents), len(led.proposals), kinds, len(led.events))
+}
+
+// getIntent restarts the server if needed and reads an intent's stored JSON.
+func getIntent(t *testing.T, srv *crashServer, id string) []byte {
+	t.Helper()
+	if srv.cmd.ProcessState != nil {
+		srv.start()
+	}
+	resp, err := http.Get(srv.url + "/intents/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Intent json.RawMessage `json:"intent"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /intents/%s: %d %v", id, resp.StatusCode, err)
+	}
+	out, _ := crypto.Canonicalize(body.Intent)
+	return out
+}
+
+// checkEvents checks ids strictly increasing and gapless from 1, and one event per intent;
+// with statuses, also that every terminal intent has its event, of its type.
+func checkEvents(t *testing.T, who string, evs []sseEvent, statuses map[string]string) {
+	t.Helper()
+	per := map[string]int{}
+	for i, ev := range evs {
+		if ev.id != uint64(i+1) {
+			t.Fatalf("%s: event %d has id %d; ids must be gapless from 1", who, i, ev.id)
+		}
+		per[ev.intentID]++
+		if per[ev.intentID] > 1 {
+			t.Errorf("%s: intent %s has %d events", who, ev.intentID, per[ev.intentID])
+		}
+		if statuses != nil && statuses[ev.intentID] != "" && statuses[ev.intentID] != ev.typ {
+			t.Errorf("%s: intent %s ended %s but its event is %s", who, ev.intentID, statuses[ev.intentID], ev.typ)
+		}
+	}
+	for id := range statuses {
+		if per[id] != 1 {
+			t.Errorf("%s: terminal intent %s has %d events, want 1", who, id, per[id])
+		}
+	}
+}
+
+// drive submits one signed intent and, two times in three, proposes a solution for it.
+func drive(url, policyID string, key ed25519.PrivateKey, rng *rand.Rand, led *ledger) {
+	id := uuid.NewString()
+	raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":%d}}}}`,
+		id, policyID, 1000+rng.IntN(9000))
+	auth, _ := crypto.SignEd25519(key, raw)
+	authJSON, _ := json.Marshal(auth)
+	body := fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)
+	if post(url+"/intents", body) != http.StatusOK {
+		return
+	}
+	led.mu.Lock()
+	led.intents[id] = raw
+	led.mu.Unlock()
+	if rng.IntN(3) == 0 {
+		return
+	}
+	sol := crashSolutions[rng.IntN(len(crashSolutions))]
+	if post(url+"/intents/"+id+"/proposal", fmt.Appendf(nil, `{"solution":%q}`, sol)) == http.StatusOK {
+		led.mu.Lock()
+		led.proposals[id] = sol
+		led.mu.Unlock()
+	}
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+func post(url string, body []byte) int {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func postPolicy(t *testing.T, url, src string) string {
+	t.Helper()
+	resp, err := client.Post(url+"/policies", "text/plain", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var id string
+	if err := json.NewDecoder(resp.Body).Decode(&id); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST /policies: %d %v", resp.StatusCode, err)
+	}
+	return id
+}
+
+func getStatus(t *testing.T, url, id string) string {
+	t.Helper()
+	resp, err := client.Get(url + "/intents/" + id + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("status of %s: %v", id, err)
+	}
+	return st.Status
+}
+
+// subscribe follows the event stream across restarts, resuming after the last id seen.
+func subscribe(ctx context.Context, url func() string, led *ledger) {
+	var last uint64
+	for ctx.Err() == nil {
+		n, _ := stream(ctx, url(), last, func(ev sseEvent) {
+			led.mu.Lock()
+			led.events = append(led.events, ev)
+			led.mu.Unlock()
+			last = ev.id
+		})
+		if n == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// readAll reads the stream from the start until it has been quiet for a second.
+func readAll(t *testing.T, url string) []sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var evs []sseEvent
+	quiet := time.AfterFunc(time.Second, cancel)
+	stream(ctx, url, 0, func(ev sseEvent) {
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
+		quiet.Reset(time.Second)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return evs
+}
+
+// stream reads one SSE connection, calling fn for each event, and reports how many it read.
+func stream(ctx context.Context, url string, after uint64, fn func(sseEvent)) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/events", nil)
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(after, 10))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var ev sseEvent
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ev.id, _ = strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
+		case strings.HasPrefix(line, "data: "):
+			var d struct {
+				Type     string `json:"type"`
+				IntentID string `json:"intent_id"`
+			}
+			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d)
+			ev.typ, ev.intentID = d.Type, d.IntentID
+		case line == "" && ev.id > 0:
+			fn(ev)
+			n++
+			ev = sseEvent{}
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return n, err
+	}
+	return n, nil
+}
