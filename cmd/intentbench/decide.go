@@ -49,7 +49,7 @@ func (p *pairClock) done(i int) {
 }
 
 func runDecide(ctx context.Context, b *bench, r *Report) error {
-	base, _, err := b.target(ctx)
+	base, srv, err := b.target(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,6 +112,7 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 
 	b.logf("decide: %d proposals at %s/s", n, trimFloat(b.opts.Rate))
 	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration + time.Second}
+	cpu := startCPU(srv)
 	res := runLoad(ctx, spec, n, func(ctx context.Context, i int) error {
 		_, err := post(ctx, b.client, base+"/intents/"+intents[i].ID+"/proposal", "application/json", proposalBody(i))
 		if err == nil {
@@ -130,6 +131,7 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 			return ctx.Err()
 		}
 	}
+	cpu.perOp(r, "per proposal", accepted)
 	stopStream()
 
 	r.series(seriesOf("POST proposal (from due time)", &res.Latency, res.Elapsed, res.Errors))

@@ -180,6 +180,7 @@ func runFanout(ctx context.Context, b *bench, r *Report) error {
 	b.logf("%d subscribers connected in %s; producing %d events at %s/s", len(subs), connTook.Round(time.Millisecond), n, trimFloat(b.opts.Rate))
 
 	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration + time.Second}
+	cpu := startCPU(srv)
 	res := runLoad(ctx, spec, n, func(ctx context.Context, i int) error {
 		_, err := post(ctx, b.client, base+"/intents/"+intents[i].ID+"/proposal", "application/json", proposalBody(i))
 		if err == nil {
@@ -199,6 +200,7 @@ func runFanout(ctx context.Context, b *bench, r *Report) error {
 		}
 	}
 	drained := time.Since(drainStart)
+	delivered := f.total.Load()
 	stopSubs()
 	wg.Wait()
 
@@ -232,6 +234,7 @@ func runFanout(ctx context.Context, b *bench, r *Report) error {
 	r.figure("events read before their 200", float64(f.early.Load()), "")
 	r.figure("drain after the last proposal", drained.Seconds(), "s")
 	r.target("delivery lag p99", ms(f.lag.Quantile(0.99)), "ms", 250, false)
+	cpu.perOp(r, "per delivery", delivered)
 	if srv != nil {
 		r.figure("server: subscribers cut off as too slow", float64(srv.LogCount("subscriber too slow")), "")
 		if m, err := srv.Memory(); err == nil {

@@ -25,7 +25,7 @@ func intakePool(spec loadSpec, given int) int {
 
 // loadIntake runs the warm-up then the measured load of POST /intents on base, with
 // the given pre-signed intents (warm first, then the measured ones).
-func loadIntake(ctx context.Context, b *bench, base string, warm, measured []signedIntent) *loadResult {
+func loadIntake(ctx context.Context, b *bench, r *Report, what string, srv *child, base string, warm, measured []signedIntent) *loadResult {
 	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration}
 	send := func(set []signedIntent) func(ctx context.Context, i int) error {
 		return func(ctx context.Context, i int) error {
@@ -38,7 +38,10 @@ func loadIntake(ctx context.Context, b *bench, base string, warm, measured []sig
 		w.Duration = b.opts.Warmup
 		runLoad(ctx, w, len(warm), send(warm))
 	}
-	return runLoad(ctx, spec, len(measured), send(measured))
+	cpu := startCPU(srv)
+	res := runLoad(ctx, spec, len(measured), send(measured))
+	cpu.perOp(r, what, res.OK.Load()+res.ErrorCount())
+	return res
 }
 
 // prepareIntake stores the policy on base and signs the warm-up and measured intents.
@@ -88,7 +91,7 @@ func runIntake(ctx context.Context, b *bench, r *Report) error {
 		return err
 	}
 	b.logf("intake: %s of load", b.opts.Duration)
-	res := loadIntake(ctx, b, base, warm, measured)
+	res := loadIntake(ctx, b, r, "intake", srv, base, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,7 +117,7 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 		return err
 	}
 	b.logf("intake: %s of load", b.opts.Duration)
-	in := loadIntake(ctx, b, base, warm, measured)
+	in := loadIntake(ctx, b, r, "intake", srv, base, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -135,7 +138,7 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 	b.client.CloseIdleConnections()
 	b.logf("baseline: %s of the same load on %s", b.opts.Duration, bare.url)
 	// The same bodies again: the bare server keeps nothing, so the ids are new to it.
-	base2 := loadIntake(ctx, b, bare.url, warm, measured)
+	base2 := loadIntake(ctx, b, r, "baseline", bare, bare.url, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}

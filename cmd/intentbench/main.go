@@ -171,9 +171,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r := &Report{Scenario: name, Machine: thisMachine(), Settings: o.settings(name)}
+	before := loadAverage()
 	if err := scenarios[name].run(ctx, b, r); err != nil {
 		return err
 	}
+	r.note("machine load average (1 min) before the run %s, after %s: above %d, other work shared the cores", before, loadAverage(), r.Machine.Cores)
 	return r.Write(stdout, o.JSON)
 }
 

@@ -193,3 +193,25 @@ func TestParseProcStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{"plain", "4242 (intentd) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0", 3 * time.Second, false},
+		{"a name with spaces and parentheses", "7 (a b) c) R 1 7 7 0 -1 0 0 0 0 0 100 0 0 0 20 0 1 0", time.Second, false},
+		{"short", "7 (x) R 1 2", 0, true},
+		{"no name", "7 x R", 0, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 u 0 0 0", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcStat(tt.text)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("got %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

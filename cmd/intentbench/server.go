@@ -243,3 +243,97 @@ func raiseFileLimit() (uint64, error) {
 	}
 	return lim.Cur, nil
 }
+
+// cpuTime is the CPU time (user and system) a process has used so far, from
+// /proc/<pid>/stat. With the tool's own, it says which side of a run the cores went to.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStat(string(b))
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// parseProcStat reads utime and stime, the 14th and 15th fields. The command name, the
+// second, is in parentheses and may hold spaces, so fields are counted after its ')'.
+func parseProcStat(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is the 3rd field (state); utime is the 14th, so f[11], stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("/proc stat: %q is not a tick count", v)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the first figure of /proc/loadavg, the machine's one-minute load: on
+// a shared machine it says how much else was running.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
+}
+
+// cpuMeter measures the CPU the tool and a server child use over a span.
+type cpuMeter struct {
+	srv       *child
+	self, kid time.Duration
+	start     time.Time
+}
+
+func startCPU(srv *child) *cpuMeter {
+	m := &cpuMeter{srv: srv, self: selfCPU(), start: time.Now()}
+	if srv != nil {
+		m.kid, _ = cpuTime(srv.cmd.Process.Pid)
+	}
+	return m
+}
+
+// perOp adds to r the CPU per operation of the tool and of the server, for n
+// operations since the meter started.
+func (m *cpuMeter) perOp(r *Report, what string, n int64) {
+	if n <= 0 {
+		return
+	}
+	wall := time.Since(m.start)
+	self := selfCPU() - m.self
+	r.figure(what+": load generator CPU per request", float64(self.Microseconds())/float64(n), "µs")
+	r.figure(what+": load generator cores busy", self.Seconds()/wall.Seconds(), "")
+	if m.srv == nil {
+		return
+	}
+	if kid, err := cpuTime(m.srv.cmd.Process.Pid); err == nil {
+		r.figure(what+": server CPU per request", float64((kid-m.kid).Microseconds())/float64(n), "µs")
+		r.figure(what+": server cores busy", (kid - m.kid).Seconds()/wall.Seconds(), "")
+	}
+}
