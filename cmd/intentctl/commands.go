@@ -1,0 +1,368 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/policy"
+)
+
+func (c *cli) info(args []string) error {
+	pos, err := c.parse(c.flags("info"), args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	info, err := api.Info(ctx)
+	if err != nil {
+		return c.reach(err)
+	}
+	if c.g.json {
+		return c.printJSON(info)
+	}
+	fmt.Fprintf(c.stdout, "server       %s\napi version  %s\nunsigned     %s\nintent ttl   %ds\n",
+		api.BaseURL(), info.APIVersion, map[bool]string{true: "permitted", false: "refused"}[info.UnsignedPermitted], info.IntentTTLSeconds)
+	if info.PublicKey != "" {
+		fmt.Fprintf(c.stdout, "receipt key  %s\nkey id       %s\n", info.PublicKey, info.KeyID)
+	} else {
+		fmt.Fprintf(c.stdout, "receipt key  none: this server signs no receipts\n")
+	}
+	return nil
+}
+
+func (c *cli) policy(args []string) error {
+	fs := c.flags("policy")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want push FILE, get ID, delete ID or check FILE")
+	}
+	sub, arg := pos[0], pos[1]
+	if sub == "check" {
+		return c.policyCheck(arg)
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	switch sub {
+	case "push":
+		src, err := readSource(arg)
+		if err != nil {
+			return err
+		}
+		id, err := api.PutPolicy(ctx, src)
+		if err != nil {
+			return c.reach(err)
+		}
+		return c.printID(id)
+	case "get":
+		text, err := api.Policy(ctx, arg)
+		if err != nil {
+			return c.reach(err)
+		}
+		if c.g.json {
+			return c.printJSON(map[string]string{"id": arg, "source": text})
+		}
+		_, err = io.WriteString(c.stdout, text)
+		return err
+	case "delete":
+		if err := api.DeletePolicy(ctx, arg); err != nil {
+			return c.reach(err)
+		}
+		if c.g.json {
+			return c.printJSON(map[string]string{"deleted": arg})
+		}
+		fmt.Fprintf(c.stdout, "deleted %s\n", arg)
+		return nil
+	}
+	return usagef("unknown policy command %q (want push, get, delete or check)", sub)
+}
+
+// policyCheck compiles a policy here, storing nothing, and prints its id or its errors
+// with a caret under each spot.
+func (c *cli) policyCheck(file string) error {
+	src, err := readSource(file)
+	if err != nil {
+		return err
+	}
+	p, err := policy.Compile(src)
+	if err != nil {
+		var list policy.ErrorList
+		if errors.As(err, &list) {
+			fmt.Fprint(c.stderr, list.Detail(src))
+			if !strings.HasSuffix(list.Detail(src), "\n") {
+				fmt.Fprintln(c.stderr)
+			}
+			return &exitError{exitRefused, fmt.Errorf("%s does not compile: %d error(s)", file, len(list))}
+		}
+		return &exitError{exitRefused, fmt.Errorf("%s does not compile: %v", file, err)}
+	}
+	if c.g.json {
+		params := make([]map[string]any, 0)
+		for _, prm := range p.Parameters() {
+			params = append(params, map[string]any{"name": prm.Name, "type": prm.Type.String(), "optional": prm.Optional})
+		}
+		return c.printJSON(map[string]any{"id": p.ID(), "name": p.Name(), "parameters": params, "constraints": p.NumConstraints()})
+	}
+	fmt.Fprintln(c.stdout, p.ID())
+	return nil
+}
+
+// readSource reads a policy file, or standard input for "-".
+func readSource(file string) (string, error) {
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, policy.MaxSourceBytes+1))
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	return string(b), nil
+}
+
+func (c *cli) printID(id string) error {
+	if c.g.json {
+		return c.printJSON(map[string]string{"id": id})
+	}
+	_, err := fmt.Fprintln(c.stdout, id)
+	return err
+}
+
+func (c *cli) propose(args []string) error {
+	pos, err := c.parse(c.flags("propose"), args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 2, "ID SOLUTION"); err != nil {
+		return err
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	if err := api.Propose(ctx, pos[0], pos[1]); err != nil {
+		var ae *intenthttp.APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			return fmt.Errorf("%w (nothing changed; try again in %s)", err, ae.RetryAfter)
+		}
+		return c.reach(err)
+	}
+	if c.g.json {
+		return c.printJSON(map[string]string{"intent_id": pos[0], "status": string(actors.StateProcessing)})
+	}
+	fmt.Fprintf(c.stdout, "%s processing: the outcome follows on its status and the event stream\n", pos[0])
+	return nil
+}
+
+func (c *cli) status(args []string) error {
+	pos, err := c.parse(c.flags("status"), args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 1, "ID"); err != nil {
+		return err
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	st, err := api.Status(ctx, pos[0])
+	if err != nil {
+		return c.reach(err)
+	}
+	if c.g.json {
+		return c.printJSON(st)
+	}
+	if st.IntentID == "" {
+		st.IntentID = pos[0]
+	}
+	printOutcome(c.stdout, "", st)
+	return nil
+}
+
+// printOutcome writes a status or an event as readable lines: the first says who and
+// what, the next ones say why.
+func printOutcome(w io.Writer, prefix string, st *intenthttp.IntentStatus) {
+	line := prefix + st.IntentID + " " + string(st.State)
+	if st.FailureKind != "" {
+		line += " (" + string(st.FailureKind) + ")"
+	}
+	if st.Proposal != nil {
+		line += "  solution " + st.Proposal.Solution
+	}
+	fmt.Fprintln(w, line)
+	if st.Reason != "" {
+		fmt.Fprintf(w, "    reason: %s\n", st.Reason)
+	}
+	for _, f := range st.Failures {
+		fmt.Fprintf(w, "    constraint %d  %s\n      %s\n", f.Index, f.PrettyExpr, f.Reason)
+	}
+}
+
+func (c *cli) get(args []string) error {
+	pos, err := c.parse(c.flags("get"), args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 1, "ID"); err != nil {
+		return err
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	ai, err := api.Intent(ctx, pos[0])
+	if err != nil {
+		return c.reach(err)
+	}
+	return c.printJSON(ai)
+}
+
+func (c *cli) proof(args []string) error {
+	fs := c.flags("proof")
+	out := fs.String("o", "", "write the bundle to FILE instead of standard output")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 1, "ID"); err != nil {
+		return err
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	bundle, err := api.Proof(ctx, pos[0])
+	if err != nil {
+		var ae *intenthttp.APIError
+		if errors.As(err, &ae) && ae.Code == actors.CodeProofNotReady {
+			return fmt.Errorf("%w (wait for it: intentctl watch --intent %s --until-terminal)", err, pos[0])
+		}
+		return c.reach(err)
+	}
+	data := append([]byte(bundle), '\n')
+	if *out == "" {
+		_, err = c.stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(*out, data, 0o644); err != nil {
+		return err
+	}
+	if !c.g.json {
+		fmt.Fprintf(c.stdout, "wrote the proof of %s to %s; check it with: intentctl verify %s --key <the server's key>\n", pos[0], *out, *out)
+	}
+	return nil
+}
+
+func (c *cli) verify(args []string) error {
+	fs := c.flags("verify")
+	keyText := fs.String("key", "", "the service's public key (Base58, from intentctl info); without it the bundle's own key is used, which proves less")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 1, "FILE"); err != nil {
+		return err
+	}
+	var trusted ed25519.PublicKey
+	if *keyText != "" {
+		k, err := crypto.DecodeBase58(strings.TrimSpace(*keyText))
+		if err != nil || len(k) != ed25519.PublicKeySize {
+			return usagef("--key: want the Base58 of a 32-byte Ed25519 public key")
+		}
+		trusted = k
+	}
+	var bundle []byte
+	if pos[0] == "-" {
+		bundle, err = io.ReadAll(os.Stdin)
+	} else {
+		bundle, err = os.ReadFile(pos[0])
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+	rep, err := actors.VerifyProof(bundle, trusted)
+	if err != nil {
+		var ve *actors.VerifyError
+		if errors.As(err, &ve) {
+			if c.g.json {
+				c.printJSON(map[string]any{"verified": false, "check": ve.Check, "message": ve.Message})
+			}
+			return &exitError{exitVerify, fmt.Errorf("verification FAILED: check %s: %s", ve.Check, ve.Message)}
+		}
+		return &exitError{exitVerify, fmt.Errorf("verification FAILED: %v", err)}
+	}
+	if c.g.json {
+		return c.printJSON(struct {
+			Verified bool `json:"verified"`
+			*actors.VerifyReport
+		}{true, rep})
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "verified: the proof of intent %s holds\n", rep.IntentID)
+	outcome := string(rep.Outcome)
+	if n := len(rep.Failures); n > 0 {
+		outcome += fmt.Sprintf(" (%d constraint failure(s))", n)
+	}
+	fmt.Fprintf(w, "  outcome    %s\n", outcome)
+	for _, f := range rep.Failures {
+		fmt.Fprintf(w, "    constraint %d  %s\n      %s\n", f.Index, f.PrettyExpr, f.Reason)
+	}
+	fmt.Fprintf(w, "  policy     %s\n", rep.PolicyID)
+	author := rep.Authorship
+	if rep.AuthorKey != "" {
+		author += " " + rep.AuthorKey
+	}
+	fmt.Fprintf(w, "  author     %s\n", author)
+	trust := "trusted (given with --key)"
+	if !rep.KeyTrusted {
+		trust = "NOT trusted: the key inside the bundle; pass --key with the server's key (intentctl info)"
+	}
+	fmt.Fprintf(w, "  signed by  %s, %s\n", rep.KeyID, trust)
+	fmt.Fprintf(w, "  issued at  %s\n", rep.IssuedAt.Format("2006-01-02 15:04:05.000Z07:00"))
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	return nil
+}
+
+// compactJSON is v as one line, for --json lines.
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf(`{"error":%q}`, err.Error())
+	}
+	return string(b)
+}

@@ -1,0 +1,23 @@
+// Command intentctl is the command line of an intentd server: it makes keys, stores
+// and checks policies, builds, signs and submits intents, proposes solutions, follows
+// the outcome stream, and fetches and verifies proofs offline. It speaks to the server
+// only through the Go client of package http (github.com/intentd/intentd/http); keys,
+// signatures, policy compilation and proof verification run locally.
+//
+// Usage:
+//
+//	intentctl [--server URL] [--token T] [--timeout D] [--json] COMMAND [ARGS]
+//
+// Run `intentctl help` for the commands, and see docs/cli.md for a walk-through from
+// nothing to a verified outcome.
+//
+// Exit codes:
+//
+//	0  done
+//	1  refused: by the server (an error answer), or by a local check (a policy that
+//	   does not compile, a key file that cannot be used)
+//	2  usage: a wrong flag, argument or attribute value
+//	3  the server cannot be reached (or did not answer in --timeout)
+//	4  a proof failed verification
+//	5  watch --until-terminal: every intent ended, not all in success
+package main

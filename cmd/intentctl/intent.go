@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/policy"
+)
+
+// intentWire is the intent object of spec 2.2, in the order the spec lists its fields.
+type intentWire struct {
+	ID       string        `json:"id"`
+	PolicyID string        `json:"policy_id"`
+	Attrs    *policy.Attrs `json:"attrs,omitempty"`
+}
+
+func (c *cli) intent(args []string) error {
+	if len(args) == 0 || args[0] != "new" {
+		return usagef("want intent new ...")
+	}
+	fs := c.flags("intent new")
+	policyID := fs.String("policy", "", "id of the policy the intent names")
+	policyFile := fs.String("policy-file", "", "read the policy (for the attribute types) from this source file instead of the server")
+	var attrs, multisig listFlag
+	fs.Var(&attrs, "attr", "an attribute, NAME=VALUE (repeat); sets are comma-separated; types come from the policy")
+	keyFile := fs.String("key", "", "sign with this Ed25519 key file")
+	passkeyFile := fs.String("passkey", "", "sign with this software passkey file")
+	fs.Var(&multisig, "multisig", "sign with this key file as one signer of a multisig (repeat; weight 1 each)")
+	threshold := fs.Uint64("threshold", 0, "with --multisig: the weight needed (default: every signer)")
+	unsigned := fs.Bool("unsigned", false, "submit without a signature (only where the server permits it)")
+	id := fs.String("id", "", "the intent's id (default: a fresh random UUID)")
+	dryRun := fs.Bool("dry-run", false, "print the signed intent's JSON instead of submitting it")
+	pos, err := c.parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 0, "only flags"); err != nil {
+		return err
+	}
+	modes := 0
+	for _, set := range []bool{*keyFile != "", *passkeyFile != "", len(multisig) > 0, *unsigned} {
+		if set {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return usagef("want exactly one of --key, --passkey, --multisig or --unsigned")
+	}
+	if *threshold > 0 && len(multisig) == 0 {
+		return usagef("--threshold goes with --multisig")
+	}
+	if *id == "" {
+		*id = uuid.NewString()
+	} else if _, ok := actors.CanonicalIntentID(*id); !ok {
+		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
+	}
+
+	p, err := c.intentPolicy(*policyID, *policyFile)
+	if err != nil {
+		return err
+	}
+	values, err := parseAttrs(p, attrs)
+	if err != nil {
+		return err
+	}
+	in := intentWire{ID: *id, PolicyID: p.ID()}
+	if len(values) > 0 {
+		in.Attrs = &values
+	}
+	intent, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+
+	var auth crypto.Authorship
+	switch {
+	case *keyFile != "" || *passkeyFile != "":
+		file, kind := *keyFile, "ed25519"
+		if *passkeyFile != "" {
+			file, kind = *passkeyFile, "passkey"
+		}
+		s, err := loadSigner(file, kind)
+		if err != nil {
+			return &exitError{exitRefused, err}
+		}
+		sig, err := s.sign(intent)
+		if err != nil {
+			return err
+		}
+		auth.Signature = sig
+	case len(multisig) > 0:
+		m := &crypto.MultisigSignature{Threshold: *threshold}
+		if m.Threshold == 0 {
+			m.Threshold = uint64(len(multisig))
+		}
+		if m.Threshold > uint64(len(multisig)) {
+			return usagef("--threshold %d: more than the %d signer(s), so no signature could ever verify", m.Threshold, len(multisig))
+		}
+		for _, file := range multisig {
+			s, err := loadSigner(file, "")
+			if err != nil {
+				return &exitError{exitRefused, err}
+			}
+			sig, err := s.sign(intent)
+			if err != nil {
+				return err
+			}
+			m.Signers = append(m.Signers, crypto.Signer{PubKey: s.publicKey(), Weight: 1})
+			m.Signatures = append(m.Signatures, *sig)
+		}
+		auth.Signature = &crypto.Signature{Multisig: m}
+	}
+
+	if *dryRun {
+		body, err := intenthttp.AuthoredIntentJSON(intent, auth)
+		if err != nil {
+			return err
+		}
+		return c.printJSON(json.RawMessage(body))
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.call()
+	defer cancel()
+	if err := api.SubmitIntent(ctx, intent, auth); err != nil {
+		return c.reach(err)
+	}
+	return c.printID(*id)
+}
+
+// intentPolicy is the policy an intent names: compiled from --policy-file, or read
+// from the server and compiled here, so that the attribute types are the policy's.
+func (c *cli) intentPolicy(id, file string) (*policy.Policy, error) {
+	if id == "" && file == "" {
+		return nil, usagef("--policy ID is required (or --policy-file FILE)")
+	}
+	var src string
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--policy-file: %v", err)
+		}
+		src = string(b)
+	} else {
+		api, err := c.api()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := c.call()
+		defer cancel()
+		if src, err = api.Policy(ctx, id); err != nil {
+			return nil, c.reach(err)
+		}
+	}
+	p, err := policy.Compile(src)
+	if err != nil {
+		return nil, &exitError{exitRefused, fmt.Errorf("the policy does not compile here: %v", err)}
+	}
+	if id != "" && p.ID() != id {
+		where := "the server's text of it"
+		if file != "" {
+			where = file
+		}
+		return nil, &exitError{exitRefused, fmt.Errorf("%s compiles to policy %s, not %s", where, p.ID(), id)}
+	}
+	return p, nil
+}
+
+// parseAttrs reads NAME=VALUE pairs with the types the policy declares: an int, a
+// string as written, true or false, or a comma-separated set (empty for the empty set).
+func parseAttrs(p *policy.Policy, pairs []string) (policy.Attrs, error) {
+	params := p.Parameters()
+	names := make([]string, len(params))
+	for i, prm := range params {
+		names[i] = prm.Name + " " + prm.Type.String()
+	}
+	attrs := policy.Attrs{}
+	for _, pair := range pairs {
+		name, text, ok := strings.Cut(pair, "=")
+		if !ok {
+			return nil, usagef("--attr %q: want NAME=VALUE", pair)
+		}
+		i := slices.IndexFunc(params, func(prm policy.Param) bool { return prm.Name == name })
+		if i < 0 {
+			return nil, usagef("--attr %s: policy %s has no such parameter (it has: %s)", name, p.Name(), strings.Join(names, ", "))
+		}
+		if _, dup := attrs[name]; dup {
+			return nil, usagef("--attr %s is given twice", name)
+		}
+		v, err := parseValue(params[i].Type, text)
+		if err != nil {
+			return nil, usagef("--attr %s=%s: %v", name, text, err)
+		}
+		attrs[name] = v
+	}
+	if err := p.CheckAttrs(attrs); err != nil {
+		return nil, usagef("attributes: %v (policy %s parameters: %s)", err, p.Name(), strings.Join(names, ", "))
+	}
+	return attrs, nil
+}
+
+func parseValue(t policy.Type, text string) (policy.Value, error) {
+	switch t {
+	case policy.TypeInt:
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return policy.Value{}, fmt.Errorf("want an int")
+		}
+		return policy.IntValue(n), nil
+	case policy.TypeString:
+		return policy.StringValue(text), nil
+	case policy.TypeBool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return policy.Value{}, fmt.Errorf("want true or false")
+		}
+		return policy.BoolValue(b), nil
+	case policy.TypeStringSet:
+		return policy.StringSetValue(splitSet(text)...), nil
+	case policy.TypeIntSet:
+		var ns []int64
+		for _, s := range splitSet(text) {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return policy.Value{}, fmt.Errorf("element %q: want an int (a set<int> is comma-separated ints)", s)
+			}
+			ns = append(ns, n)
+		}
+		return policy.IntSetValue(ns...), nil
+	}
+	return policy.Value{}, fmt.Errorf("the policy's type %s cannot be given on the command line", t)
+}
+
+func splitSet(text string) []string {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	parts := strings.Split(text, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/intentd/intentd/crypto"
+)
+
+// passkeyFileType marks a passkey key file, so that it is never taken for another kind.
+const passkeyFileType = "intentctl-soft-passkey-p256"
+
+// passkeyFile is a software passkey as intentctl keeps it: the P-256 private scalar
+// and the relying party id and origin its assertions name.
+type passkeyFile struct {
+	Type       string `json:"type"`
+	PrivateKey string `json:"private_key"` // Base58 of the 32-byte scalar
+	PublicKey  string `json:"public_key"`  // Base58 of the uncompressed SEC1 point
+	RPID       string `json:"rp_id"`
+	Origin     string `json:"origin"`
+}
+
+// maxKeyFile bounds what is read of a key file; real ones are under 300 bytes.
+const maxKeyFile = 4 << 10
+
+func (c *cli) keygen(args []string) error {
+	flags := c.flags("keygen")
+	out := flags.String("o", "", "file of the private key (default intentctl.key, or intentctl.passkey with --passkey); FILE.pub gets the public key")
+	passkey := flags.Bool("passkey", false, "make a software P-256 passkey (WebAuthn assertions) instead of an Ed25519 key; for tests and demos")
+	rpID := flags.String("rp-id", "localhost", "with --passkey: the relying party id its assertions carry")
+	origin := flags.String("origin", "http://localhost", "with --passkey: the origin its client data names")
+	pos, err := c.parse(flags, args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = "intentctl.key"
+		if *passkey {
+			path = "intentctl.passkey"
+		}
+	}
+
+	var pubText string
+	if *passkey {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		priv, err := key.Bytes()
+		if err != nil {
+			return err
+		}
+		pub, err := key.PublicKey.Bytes()
+		if err != nil {
+			return err
+		}
+		pubText = crypto.EncodeBase58(pub)
+		b, _ := json.MarshalIndent(passkeyFile{Type: passkeyFileType, PrivateKey: crypto.EncodeBase58(priv), PublicKey: pubText, RPID: *rpID, Origin: *origin}, "", "  ")
+		if err := writeNewFile(path, append(b, '\n'), 0o600); err != nil {
+			return err
+		}
+	} else {
+		key, err := crypto.GenerateSigningKey()
+		if err != nil {
+			return err
+		}
+		// The service's key file form: intentd --signing-key reads it too.
+		if err := crypto.WriteSigningKeyFile(path, key); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s exists; keygen never replaces a key file, choose another -o", path)
+			}
+			return err
+		}
+		pubText = crypto.EncodeBase58(key.PublicKey())
+	}
+	if err := writeNewFile(path+".pub", []byte(pubText+"\n"), 0o644); err != nil {
+		return err
+	}
+	if c.g.json {
+		kind := "ed25519"
+		if *passkey {
+			kind = "passkey-p256"
+		}
+		return c.printJSON(map[string]string{"type": kind, "private_key_file": path, "public_key_file": path + ".pub", "public_key": pubText})
+	}
+	fmt.Fprintf(c.stdout, "private key: %s (mode 0600)\npublic key:  %s\n%s\n", path, path+".pub", pubText)
+	return nil
+}
+
+// writeNewFile writes a file that must not exist yet.
+func writeNewFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists; keygen never replaces a key file, choose another -o", path)
+		}
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readPrivateFile reads a private key file, refusing one that group or others may
+// access: a signature by a key others can read proves little.
+func readPrivateFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return nil, fmt.Errorf("%s: mode %04o lets group or others read the key; run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes, not a key file", path, maxKeyFile)
+	}
+	return b, nil
+}
+
+// signer signs an intent: an Ed25519 key or a software passkey.
+type signer interface {
+	// sign returns the signature of the intent's JSON.
+	sign(intent []byte) (*crypto.Signature, error)
+	// publicKey is the key a multisig lists the signer under.
+	publicKey() []byte
+}
+
+type ed25519Signer struct{ priv ed25519.PrivateKey }
+
+func (s ed25519Signer) sign(intent []byte) (*crypto.Signature, error) {
+	a, err := crypto.SignEd25519(s.priv, intent)
+	if err != nil {
+		return nil, err
+	}
+	return a.Signature, nil
+}
+
+func (s ed25519Signer) publicKey() []byte { return s.priv.Public().(ed25519.PublicKey) }
+
+type passkeySigner struct{ p *crypto.SoftPasskey }
+
+func (s passkeySigner) sign(intent []byte) (*crypto.Signature, error) {
+	a, err := s.p.Sign(intent)
+	if err != nil {
+		return nil, err
+	}
+	return a.Signature, nil
+}
+
+func (s passkeySigner) publicKey() []byte { return s.p.PublicKey() }
+
+// loadSigner reads a key file of either kind; wantKind, when set, is the only kind
+// accepted ("ed25519" or "passkey").
+func loadSigner(path, wantKind string) (signer, error) {
+	b, err := readPrivateFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := bytes.TrimSpace(b)
+	if bytes.HasPrefix(text, []byte("{")) {
+		if wantKind == "ed25519" {
+			return nil, fmt.Errorf("%s is a passkey file; use --passkey", path)
+		}
+		return parsePasskey(path, text)
+	}
+	if wantKind == "passkey" {
+		return nil, fmt.Errorf("%s is not a passkey file (make one with intentctl keygen --passkey)", path)
+	}
+	// Errors never quote the contents, which may be a key.
+	seed, err := crypto.DecodeBase58(string(text))
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%s: not an Ed25519 key file (want the Base58 of a 32-byte seed, as intentctl keygen writes)", path)
+	}
+	return ed25519Signer{ed25519.NewKeyFromSeed(seed)}, nil
+}
+
+func parsePasskey(path string, text []byte) (signer, error) {
+	var pf passkeyFile
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pf); err != nil || pf.Type != passkeyFileType {
+		return nil, fmt.Errorf("%s: not a passkey file (want the JSON intentctl keygen --passkey writes)", path)
+	}
+	scalar, err := crypto.DecodeBase58(pf.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: private_key is not Base58", path)
+	}
+	key, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), scalar)
+	if err != nil {
+		return nil, fmt.Errorf("%s: private_key is not a P-256 private key", path)
+	}
+	if pub, _ := key.PublicKey.Bytes(); pf.PublicKey != "" && crypto.EncodeBase58(pub) != pf.PublicKey {
+		return nil, fmt.Errorf("%s: public_key is not that of private_key", path)
+	}
+	p, err := crypto.NewSoftPasskey(key, pf.RPID, pf.Origin)
+	if err != nil {
+		return nil, err
+	}
+	return passkeySigner{p}, nil
+}
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}

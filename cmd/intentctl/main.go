@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	intenthttp "github.com/intentd/intentd/http"
+)
+
+// The exit codes, as doc.go lists them.
+const (
+	exitOK          = 0
+	exitRefused     = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+	exitVerify      = 4
+	exitNotAllWon   = 5
+)
+
+const defaultServer = "http://127.0.0.1:8080"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program on the given arguments and outputs; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// lookupEnv reads the environment; tests replace it.
+var lookupEnv = os.LookupEnv
+
+// globals are the flags every command accepts, before or after its name.
+type globals struct {
+	server  string
+	token   string
+	timeout time.Duration
+	json    bool
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.server, "server", g.server, "base URL of the intentd server (env INTENTCTL_SERVER)")
+	fs.StringVar(&g.token, "token", g.token, "bearer token sent with every request (env INTENTCTL_TOKEN)")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request (not of watch's stream)")
+	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
+}
+
+// cli is one run: its outputs, flags and, once needed, its client.
+type cli struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	g      globals
+	cmd    command
+	client *intenthttp.Client
+}
+
+// usageError is a mistake on the command line: exit 2, with the command's usage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code chosen where the failure is understood best.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+type command struct {
+	name, args, help string
+	run              func(c *cli, args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"keygen", "[-o FILE] [--passkey [--rp-id ID] [--origin URL]]", "make a key pair: Ed25519, or a software P-256 passkey", (*cli).keygen},
+		{"info", "", "show the server's version, settings and receipt key", (*cli).info},
+		{"policy", "push FILE | get ID | delete ID | check FILE", "store, read, delete or locally check a policy", (*cli).policy},
+		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
+		{"propose", "ID SOLUTION", "propose a solution for an open intent", (*cli).propose},
+		{"status", "ID", "show an intent's status", (*cli).status},
+		{"get", "ID", "print an intent as stored, with its authorship", (*cli).get},
+		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
+		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
+		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token T] [--timeout D] [--json] COMMAND [ARGS]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.help)
+	}
+	fmt.Fprintf(w, `
+The server is %s unless --server or INTENTCTL_SERVER (or INTENTD_SERVER) says otherwise.
+"intentctl COMMAND -h" lists a command's flags. Walk-through: docs/cli.md.
+
+Exit codes: 0 done; 1 refused (by the server, or by a local check); 2 usage;
+3 server unreachable; 4 verification failed; 5 watch --until-terminal: not all succeeded.
+`, defaultServer)
+}
+
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr}
+	c.g = globals{server: defaultServer, timeout: 30 * time.Second}
+	for _, name := range []string{"INTENTD_SERVER", "INTENTCTL_SERVER"} { // the latter wins
+		if v, ok := lookupEnv(name); ok && v != "" {
+			c.g.server = v
+		}
+	}
+	if v, ok := lookupEnv("INTENTCTL_TOKEN"); ok {
+		c.g.token = v
+	}
+
+	fs := flag.NewFlagSet("intentctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.g.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "intentctl: %v\n\n", err)
+		printUsage(stderr)
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		printUsage(stdout)
+		return exitOK
+	}
+	for _, cmd := range commands {
+		if cmd.name == name {
+			c.cmd = cmd
+			return c.finish(cmd, cmd.run(c, rest))
+		}
+	}
+	fmt.Fprintf(stderr, "intentctl: unknown command %q\n\n", name)
+	printUsage(stderr)
+	return exitUsage
+}
+
+// finish reports a command's error and picks the exit code.
+func (c *cli) finish(cmd command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	code := exitCode(err)
+	fmt.Fprintf(c.stderr, "intentctl %s: %v\n", cmd.name, err)
+	if code == exitUsage {
+		fmt.Fprintf(c.stderr, "usage: intentctl %s %s\n", cmd.name, cmd.args)
+	}
+	return code
+}
+
+func exitCode(err error) int {
+	var ee *exitError
+	var ue *usageError
+	var ae *intenthttp.APIError
+	var oe *net.OpError
+	var ue2 *url.Error
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &ae):
+		return exitRefused
+	case errors.As(err, &ue2), errors.As(err, &oe), errors.Is(err, context.DeadlineExceeded):
+		return exitUnreachable
+	}
+	return exitRefused
+}
+
+// flags makes a command's flag set, with the global flags on it too.
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("intentctl "+name, flag.ContinueOnError)
+	// The errors are reported once, by finish, with the command's usage line.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.g.register(fs)
+	return fs
+}
+
+// parse reads flags anywhere among the arguments (the standard package stops at the
+// first argument that is not a flag) and returns the others in order; "--" ends the
+// flags.
+func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(c.stdout, "Usage: intentctl %s %s\n\n%s.\n\nFlags:\n", c.cmd.name, c.cmd.args, c.cmd.help)
+				fs.SetOutput(c.stdout)
+				fs.PrintDefaults()
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return pos, nil
+}
+
+// want checks the number of positional arguments.
+func want(pos []string, n int, names string) error {
+	if len(pos) != n {
+		return usagef("want %s, got %d argument(s)", names, len(pos))
+	}
+	return nil
+}
+
+// api returns the client of the server the flags name.
+func (c *cli) api() (*intenthttp.Client, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
+	cl, err := intenthttp.NewClient(c.g.server)
+	if err != nil {
+		return nil, usagef("--server: %v", err)
+	}
+	cl.Token = c.g.token
+	cl.UserAgent = "intentctl"
+	c.client = cl
+	return cl, nil
+}
+
+// call is the context of one request: the run's, within --timeout.
+func (c *cli) call() (context.Context, context.CancelFunc) {
+	if c.g.timeout <= 0 {
+		return context.WithCancel(c.ctx)
+	}
+	return context.WithTimeout(c.ctx, c.g.timeout)
+}
+
+// reach wraps a failure to talk to the server so that it says which server.
+func (c *cli) reach(err error) error {
+	var ae *intenthttp.APIError
+	if err == nil || errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &exitError{exitUnreachable, fmt.Errorf("no answer from %s within %s", c.g.server, c.g.timeout)}
+	}
+	// The transport's errors are *url.Error; syscall errors also satisfy net.Error,
+	// so that interface would take a local file's failure for the network's.
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &ue) || errors.As(err, &oe) {
+		return &exitError{exitUnreachable, fmt.Errorf("cannot reach %s: %v", c.g.server, err)}
+	}
+	return err
+}
+
+// printJSON writes v indented, for --json and for documents.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// isTerminal reports whether w is a terminal, for the waiting indicator.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/persistence"
+)
+
+// demoPolicy is the t-shirt purchase of docs/policy-language.md, which the embedded
+// demo catalog is checked against.
+const demoPolicy = `name tshirt_purchase_v1
+
+parameters {
+  size: string
+  colors: set<string>
+  max_price_cents: int
+  brands: optional set<string>
+}
+
+evidence {
+  category: string
+  size: string
+  color: string
+  brand: string
+  price_cents: int
+  shipping_cents: int
+  in_stock: bool
+}
+
+requires {
+  evidence.category in {"t-shirt", "polo"};
+  evidence.size == parameters.size;
+  evidence.color in parameters.colors;
+  evidence.color not in {"black"};
+  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
+  evidence.in_stock;
+  optional: evidence.brand in parameters.brands;
+  100 <= evidence.price_cents <= 100000;
+}
+`
+
+const (
+	solutionPasses = "https://shop.example/products/tshirt-navy-m"
+	solutionFails  = "sku:PO-BLACK-L" // fails constraints 1, 2 and 3
+)
+
+// startServer runs the real handler over an engine on a data folder, signing receipts,
+// as intentd does; it returns the server's URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := actors.Open(actors.Config{Store: store, Extractor: evidence.DefaultCatalog(), Prover: actors.ReceiptProver{Key: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-e.Ready()
+	srv := intenthttp.NewServer(e, intenthttp.Options{Info: intenthttp.Info{
+		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
+	}})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		e.Close()
+		store.Close()
+	})
+	return ts.URL
+}
+
+// result is one run of the CLI.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, server string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	all := append([]string{"--server", server, "--timeout", "10s"}, args...)
+	code := run(all, &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+// TestJourney runs every command against a real server, in the order a user would,
+// from a fresh key to verified proofs, with the failures a user meets on the way.
+func TestJourney(t *testing.T) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	server := startServer(t)
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	if err := os.WriteFile(file("tshirt.policy"), []byte(demoPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file("broken.policy"), []byte("name broken\nrequires {\n  evidence.size == ;\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Values found by one step and used by later ones.
+	var policyID, serverKey string
+	ids := map[string]string{
+		"ed25519": "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a31", "passkey": "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a32",
+		"multisig": "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a33", "failing": "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a34",
+	}
+	attrs := []string{"--attr", "size=M", "--attr", "colors=navy, white", "--attr", "max_price_cents=3000"}
+	newIntent := func(id string, extra ...string) func() []string {
+		return func() []string {
+			return append(append([]string{"intent", "new", "--policy", policyID, "--id", id}, attrs...), extra...)
+		}
+	}
+	static := func(args ...string) func() []string { return func() []string { return args } }
+
+	steps := []struct {
+		name   string
+		args   func() []string
+		code   int
+		stdout string // a regular expression the output must match
+		stderr string
+		after  func(t *testing.T, r result)
+		// offline steps run with a server that cannot be reached, to show they need none
+		offline bool
+	}{
+		{"keygen", static("keygen", "-o", file("alice.key")), 0, `public key: .*alice\.key\.pub\n[1-9A-HJ-NP-Za-km-z]{43,44}\n`, "", func(t *testing.T, r result) {
+			checkMode(t, file("alice.key"), 0o600)
+			pub, _ := os.ReadFile(file("alice.key.pub"))
+			if !strings.HasSuffix(r.stdout, string(pub)) {
+				t.Fatalf("printed key %q is not the .pub file's %q", r.stdout, pub)
+			}
+			if _, err := crypto.LoadSigningKey(file("alice.key")); err != nil {
+				t.Fatalf("the key file is not in the service's key form: %v", err)
+			}
+		}, true},
+		{"keygen never replaces a key", static("keygen", "-o", file("alice.key")), 1, "", "exists", nil, true},
+		{"keygen passkey", static("keygen", "--passkey", "-o", file("bob.passkey")), 0, `bob\.passkey`, "", func(t *testing.T, r result) {
+			checkMode(t, file("bob.passkey"), 0o600)
+		}, true},
+		{"policy check", static("policy", "check", file("tshirt.policy")), 0, `^[1-9A-HJ-NP-Za-km-z]{43,44}\n$`, "", func(t *testing.T, r result) {
+			policyID = strings.TrimSpace(r.stdout)
+		}, true},
+		{"policy check shows a caret", static("policy", "check", file("broken.policy")), 1, "^$", `(?s)evidence\.size == ;\n\s*\^.*does not compile`, nil, true},
+		{"policy push", static("policy", "push", file("tshirt.policy")), 0, "", "", func(t *testing.T, r result) {
+			if got := strings.TrimSpace(r.stdout); got != policyID {
+				t.Fatalf("pushed id %s, check said %s", got, policyID)
+			}
+		}, false},
+		{"policy push refused", static("policy", "push", file("broken.policy")), 1, "^$", `policy_invalid`, nil, false},
+		{"policy get", func() []string { return []string{"policy", "get", policyID} }, 0, `name tshirt_purchase_v1`, "", nil, false},
+		{"policy get unknown", static("policy", "get", "11111111111111111111111111111111"), 1, "", `policy_not_found \(404`, nil, false},
+		{"info", static("info", "--json"), 0, `"public_key"`, "", func(t *testing.T, r result) {
+			var info intenthttp.Info
+			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.PublicKey == "" {
+				t.Fatalf("info --json: %v\n%s", err, r.stdout)
+			}
+			serverKey = info.PublicKey
+		}, false},
+		{"intent dry run", newIntent(ids["ed25519"], "--key", file("alice.key"), "--dry-run"), 0, `(?s)"Signed".*"Ed25519"`, "", func(t *testing.T, r result) {
+			var ai actors.AuthoredIntent
+			if err := json.Unmarshal([]byte(r.stdout), &ai); err != nil {
+				t.Fatalf("dry run output is not an AuthoredIntent: %v\n%s", err, r.stdout)
+			}
+			if err := crypto.Verify(ai.Intent, ai.Authorship, crypto.VerifyOptions{}); err != nil {
+				t.Fatalf("dry run's signature does not verify: %v", err)
+			}
+			var compact bytes.Buffer
+			json.Compact(&compact, ai.Intent)
+			if !strings.Contains(compact.String(), `"colors":{"Set":{"String":["navy","white"]}}`) {
+				t.Fatalf("attribute types not taken from the policy: %s", ai.Intent)
+			}
+		}, false},
+		{"intent with Ed25519", newIntent(ids["ed25519"], "--key", file("alice.key")), 0, "^" + ids["ed25519"] + "\n$", "", nil, false},
+		{"intent with a passkey", newIntent(ids["passkey"], "--passkey", file("bob.passkey")), 0, ids["passkey"], "", nil, false},
+		{"intent with a multisig", newIntent(ids["multisig"], "--multisig", file("alice.key"), "--multisig", file("bob.passkey"), "--threshold", "2"), 0, ids["multisig"], "", nil, false},
+		{"intent from the policy file", func() []string {
+			return append([]string{"intent", "new", "--policy-file", file("tshirt.policy"), "--id", ids["failing"], "--key", file("alice.key")}, attrs...)
+		}, 0, ids["failing"], "", nil, false},
+		{"intent twice", newIntent(ids["ed25519"], "--key", file("alice.key")), 1, "", "intent_exists", nil, false},
+		{"intent unsigned refused", newIntent("", "--unsigned"), 1, "", "unsigned_not_permitted", nil, false},
+		{"intent wrong attribute type", func() []string {
+			return []string{"intent", "new", "--policy", policyID, "--key", file("alice.key"), "--attr", "size=M", "--attr", "colors=navy", "--attr", "max_price_cents=cheap"}
+		}, 2, "", `max_price_cents=cheap: want an int`, nil, false},
+		{"intent missing attribute", func() []string {
+			return []string{"intent", "new", "--policy", policyID, "--key", file("alice.key"), "--attr", "size=M"}
+		}, 2, "", `missing: the policy requires parameter`, nil, false},
+		{"intent two signers", newIntent("", "--key", file("alice.key"), "--unsigned"), 2, "", "exactly one of", nil, false},
+		{"status open", func() []string { return []string{"status", ids["ed25519"]} }, 0, ids["ed25519"] + " open", "", nil, false},
+		{"proof not ready", func() []string { return []string{"proof", ids["ed25519"]} }, 1, "", "proof_not_ready", nil, false},
+		{"propose", func() []string { return []string{"propose", ids["ed25519"], solutionPasses} }, 0, "processing", "", nil, false},
+		{"propose the others", func() []string {
+			for _, k := range []string{"passkey", "multisig"} {
+				if r := runCLI(t, server, "propose", ids[k], solutionPasses); r.code != 0 {
+					t.Fatalf("propose %s: %+v", k, r)
+				}
+			}
+			return []string{"propose", ids["failing"], solutionFails}
+		}, 0, "processing", "", nil, false},
+		{"propose twice", func() []string { return []string{"propose", ids["ed25519"], solutionPasses} }, 1, "", "proposal_exists", nil, false},
+		{"watch until all succeed", func() []string {
+			return []string{"watch", "--intent", ids["ed25519"], "--intent", ids["passkey"], "--intent", ids["multisig"], "--until-terminal"}
+		}, 0, `(?s)(#\d+|\(status\)) 6f1c.*all 3 watched intent\(s\) ended: 3 success\n$`, "", nil, false},
+		{"watch until one fails", func() []string {
+			return []string{"watch", "--intent", ids["ed25519"], "--intent", ids["failing"], "--until-terminal"}
+		}, 5, `(?s)` + ids["failing"] + ` failure \(constraints\)  solution sku:PO-BLACK-L\n.*constraint 1 .*ended: 1 failure, 1 success`, "not all succeeded", nil, false},
+		{"watch as JSON lines", func() []string {
+			return []string{"watch", "--json", "--from", "0", "--intent", ids["failing"], "--until-terminal"}
+		}, 5, `^\{"id":\d+,"outcome":\{"status":"failure"`, "", nil, false},
+		{"watch needs intents to end", static("watch", "--until-terminal"), 2, "", "--intent", nil, false},
+		{"status success", func() []string { return []string{"status", ids["ed25519"]} }, 0, ids["ed25519"] + ` success  solution ` + solutionPasses, "", nil, false},
+		{"status as JSON", func() []string { return []string{"status", "--json", ids["failing"]} }, 0, `"failure_kind": "constraints"`, "", nil, false},
+		{"get", func() []string { return []string{"get", ids["passkey"]} }, 0, `(?s)"intent".*"Passkey"`, "", nil, false},
+		{"proof to a file", func() []string { return []string{"proof", ids["ed25519"], "-o", file("ok.proof")} }, 0, "wrote the proof", "", nil, false},
+		{"proof of a failure", func() []string { return []string{"proof", ids["failing"], "-o", file("failing.proof")} }, 0, "", "", nil, false},
+		{"proof of the multisig", func() []string { return []string{"proof", ids["multisig"]} }, 0, `^\{"receipt":`, "", func(t *testing.T, r result) {
+			if _, err := actors.VerifyProof([]byte(r.stdout), nil); err != nil {
+				t.Fatalf("the bundle printed does not verify: %v", err)
+			}
+		}, false},
+		{"verify", func() []string { return []string{"verify", file("ok.proof"), "--key", serverKey} }, 0, `(?s)verified: .*outcome    success.*author     Ed25519 .*trusted \(given with --key\)`, "", nil, true},
+		{"verify a constraint failure", func() []string { return []string{"verify", "--key", serverKey, file("failing.proof")} }, 0,
+			`(?s)outcome    failure \(3 constraint failure\(s\)\).*constraint 1 `, "", nil, true},
+		{"verify without a key", static("verify", file("ok.proof")), 0, "NOT trusted", "", nil, true},
+		{"verify under another key", func() []string {
+			other, err := crypto.GenerateSigningKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []string{"verify", file("ok.proof"), "--key", crypto.EncodeBase58(other.PublicKey())}
+		}, 4, "", "check key: receipt is signed by key", nil, true},
+		{"verify a tampered file", func() []string {
+			b, err := os.ReadFile(file("ok.proof"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tampered := strings.Replace(string(b), `"price_cents":1999`, `"price_cents":1899`, 1)
+			if tampered == string(b) {
+				t.Fatalf("the price is not in the bundle:\n%s", b)
+			}
+			if err := os.WriteFile(file("tampered.proof"), []byte(tampered), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"verify", file("tampered.proof"), "--key", serverKey}
+		}, 4, "^$", "verification FAILED: check evidence_digest: evidence digest does not match", nil, true},
+		{"verify a bad key", static("verify", file("ok.proof"), "--key", "0OIl"), 2, "", "--key", nil, true},
+		{"policy delete", func() []string { return []string{"policy", "delete", policyID} }, 0, "deleted", "", nil, false},
+		{"unknown command", static("frobnicate"), 2, "", "unknown command", nil, true},
+		{"missing argument", static("propose", "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a31"), 2, "", "want ID SOLUTION", nil, true},
+		{"help", static("help"), 0, "Exit codes", "", nil, true},
+	}
+	for _, st := range steps {
+		if !t.Run(st.name, func(t *testing.T) {
+			at := server
+			if st.offline {
+				at = "http://127.0.0.1:1"
+			}
+			r := runCLI(t, at, st.args()...)
+			if r.code != st.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, st.code, r.stdout, r.stderr)
+			}
+			for _, m := range []struct{ name, re, got string }{{"stdout", st.stdout, r.stdout}, {"stderr", st.stderr, r.stderr}} {
+				if m.re != "" && !regexp.MustCompile(m.re).MatchString(m.got) {
+					t.Fatalf("%s does not match %q:\n%s", m.name, m.re, m.got)
+				}
+			}
+			if st.after != nil {
+				st.after(t, r)
+			}
+		}) {
+			t.FailNow() // later steps build on this one
+		}
+	}
+
+	// The server gone, every command that needs it says so with exit 3.
+	t.Run("server unreachable", func(t *testing.T) {
+		r := runCLI(t, "http://127.0.0.1:1", "status", ids["ed25519"])
+		if r.code != 3 || !strings.Contains(r.stderr, "cannot reach http://127.0.0.1:1") {
+			t.Fatalf("%+v, want exit 3 saying it cannot reach the server", r)
+		}
+	})
+}
+
+func checkMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != want {
+		t.Fatalf("%s has mode %04o, want %04o", path, fi.Mode().Perm(), want)
+	}
+}
