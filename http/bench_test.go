@@ -41,5 +41,8 @@ func BenchmarkStreamEvent(b *testing.B) {
 		if err := st.event(ev); err != nil {
 			b.Fatal(err)
 		}
+		if err := st.flush(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -130,6 +130,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 				s.log.DebugContext(ctx, "event stream: write failed", "err", err)
 				return
 			}
+			// While more events are ready (a replay, a burst) they share one write and
+			// one flush; the last of them goes out at once.
+			if sub.Pending() && st.buf.Len() < flushBytes {
+				continue
+			}
+			if err := st.flush(); err != nil {
+				s.log.DebugContext(ctx, "event stream: write failed", "err", err)
+				return
+			}
 		case ctx.Err() != nil:
 			// The client left, or the server is shutting down.
 			return
@@ -160,7 +169,7 @@ type stream struct {
 	buf          bytes.Buffer
 }
 
-// event writes one event: id, type and the OrchestratorEvent as one line of data.
+// event buffers one event: id, type and the OrchestratorEvent as one line of data.
 func (st *stream) event(ev actors.Event) error {
 	st.buf.WriteString("id: ")
 	st.buf.WriteString(strconv.FormatUint(ev.ID, 10))
@@ -179,8 +188,11 @@ func (st *stream) event(ev actors.Event) error {
 		st.buf.Write(ev.Data)
 	}
 	st.buf.WriteString("\n\n")
-	return st.flush()
+	return nil
 }
+
+// flushBytes bounds what a stream buffers before it writes.
+const flushBytes = 32 << 10
 
 // flush sends what is buffered. Each write gets its own deadline, so that a client
 // that stops reading frees its handler instead of holding it for ever.

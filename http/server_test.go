@@ -143,6 +143,9 @@ func TestStreamFraming(t *testing.T) {
 			if err := st.event(actors.Event{ID: 7, Type: actors.StateExpired, Data: []byte(tt.data)}); err != nil {
 				t.Fatal(err)
 			}
+			if err := st.flush(); err != nil {
+				t.Fatal(err)
+			}
 			if rec.Body.String() != tt.want || !rec.Flushed {
 				t.Fatalf("wrote %q (flushed %v), want %q", rec.Body.String(), rec.Flushed, tt.want)
 			}
