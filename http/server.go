@@ -101,9 +101,9 @@ func (o *Options) setDefaults() {
 // Server serves the API over an Engine. It is an http.Handler, and Serve and Shutdown
 // run it on a listener with the time-outs of its Options.
 type Server struct {
-	engine Engine
-	opts   Options
-	log    *slog.Logger
+	engine  Engine
+	opts    Options
+	log     *slog.Logger
 	router  *httprouter.Router
 	srv     *http.Server
 	metrics *Metrics

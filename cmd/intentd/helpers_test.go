@@ -71,6 +71,9 @@ type testServer struct {
 	key    ed25519.PrivateKey
 	policy string
 	logs   *syncBuffer
+	// token is sent by do unless a request names its own Authorization; set when the
+	// server has --tokens, to helperToken.
+	token string
 }
 
 // syncBuffer collects the server's logs for the tests that look at them.
@@ -120,6 +123,10 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
 	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs}
+	apiCheck.watch(t, s.url)
+	if m.Config.Tokens != "" {
+		s.token = helperToken
+	}
 	t.Cleanup(func() {
 		// A connection the client's pool dialled but never used is new to the server,
 		// and a shutdown waits up to 5s for its first request.
@@ -172,7 +179,14 @@ func (s *testServer) do(method, path, contentType string, body []byte, header ..
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i]) // an empty value sends none
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
