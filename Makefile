@@ -52,6 +52,15 @@ lint: $(STATICCHECK) ## gofmt check, go vet and staticcheck
 bench: ## every benchmark, with allocations (BENCHTIME=1s)
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
+.PHONY: load
+load: ## the load scenarios at a few minutes' size (docs/benchmarks.md); LOADFLAGS=... adds flags to each
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentbench
+	$(BIN)/intentbench baseline  --intentd $(BIN)/intentd --duration 20s $(LOADFLAGS)
+	$(BIN)/intentbench decide    --intentd $(BIN)/intentd --rate 1000 --duration 20s $(LOADFLAGS)
+	$(BIN)/intentbench fanout    --intentd $(BIN)/intentd --subscribers 1000 --rate 100 --duration 10s $(LOADFLAGS)
+	$(BIN)/intentbench soak-open --intentd $(BIN)/intentd --intents 100000 --settle 70s $(LOADFLAGS)
+
 .PHONY: fuzz
 fuzz: ## a short run of every fuzz target (FUZZTIME=10s each)
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
