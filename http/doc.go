@@ -11,4 +11,11 @@
 // advises a reconnection delay once with `retry:`, keeps idle connections alive with a
 // comment line, resumes after the Last-Event-ID header (or the last-event-id query
 // parameter) with no gap and no duplicate, and ends cleanly when the server shuts down.
+//
+// Every request goes through one chain (Server.ServeHTTP): its route pattern is found,
+// its bearer token checked against the route's role when the server has Tokens, then it
+// is routed, counted in Metrics and logged, without its body, query or headers. Limits
+// bound what an intent's attrs, a solution and a policy source may carry, before the
+// engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
+// openapi.json; /healthz, /readyz and /metrics are for operators.
 package http
