@@ -219,7 +219,8 @@ func printOutcome(w io.Writer, prefix string, st *intenthttp.IntentStatus) {
 		line += "  solution " + st.Proposal.Solution
 	}
 	fmt.Fprintln(w, line)
-	if st.Reason != "" {
+	// A constraint failure's reason repeats the constraints listed below it.
+	if st.Reason != "" && len(st.Failures) == 0 {
 		fmt.Fprintf(w, "    reason: %s\n", st.Reason)
 	}
 	for _, f := range st.Failures {

@@ -184,6 +184,9 @@ func parseAttrs(p *policy.Policy, pairs []string) (policy.Attrs, error) {
 	names := make([]string, len(params))
 	for i, prm := range params {
 		names[i] = prm.Name + " " + prm.Type.String()
+		if prm.Optional {
+			names[i] = prm.Name + " optional " + prm.Type.String()
+		}
 	}
 	attrs := policy.Attrs{}
 	for _, pair := range pairs {
