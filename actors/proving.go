@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,9 +21,10 @@ type (
 	// unreserve gives back a place whose proposal was not written.
 	unreserve struct{}
 	// run starts a job in a reserved place, or queues it. A recovered job had no
-	// reservation: it was accepted before a restart and must run whatever the load.
+	// reservation: it was accepted before a restart and must run whatever the load. The
+	// job calls release when it no longer needs its place.
 	run struct {
-		job      func()
+		job      func(release func())
 		reserved bool
 	}
 	// jobDone frees the running place of a finished job.
@@ -43,7 +45,7 @@ type limiter struct {
 	max, queueCap int
 	running       int
 	reserved      int
-	queue         []func()
+	queue         []func(release func())
 }
 
 func newLimiter(max, queueCap int) *limiter {
@@ -82,13 +84,15 @@ func (l *limiter) Receive(ctx actor.Context) {
 	}
 }
 
-func (l *limiter) start(ctx actor.Context, job func()) {
+func (l *limiter) start(ctx actor.Context, job func(release func())) {
 	l.running++
 	self := ctx.Self()
 	system := ctx.ActorSystem()
 	go func() {
-		defer system.Root.Send(self, jobDone{})
-		job()
+		var once sync.Once
+		release := func() { once.Do(func() { system.Root.Send(self, jobDone{}) }) }
+		defer release()
+		job(release)
 	}()
 }
 
@@ -116,9 +120,13 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 	if !e.track() {
 		return // closing: the proposal is proved again on the next start
 	}
-	job := func() {
+	job := func(release func()) {
 		defer e.wg.Done()
-		if o, abandoned := e.prove(snap); !abandoned {
+		o, abandoned := e.prove(snap)
+		// The place is given back before the outcome is written, so that whoever sees
+		// the outcome finds the place free.
+		release()
+		if !abandoned {
 			e.deliver(snap.ID, o)
 		}
 	}
