@@ -9,13 +9,17 @@
 //	intentctl [--server URL] [--token T] [--timeout D] [--json] COMMAND [ARGS]
 //
 // Run `intentctl help` for the commands, and see docs/cli.md for a walk-through from
-// nothing to a verified outcome.
+// nothing to a verified outcome. `intentctl demo` runs that walk-through in one go
+// against a server with the demo catalog: it stores the demo policy, signs two intents
+// with a throwaway key, proposes a product that passes and one that fails, follows both
+// to their outcome and verifies both proofs under the server's key.
 //
 // Exit codes:
 //
 //	0  done
 //	1  refused: by the server (an error answer), or by a local check (a policy that
-//	   does not compile, a key file that cannot be used)
+//	   does not compile, a key file that cannot be used); demo: an outcome other than
+//	   the one expected
 //	2  usage: a wrong flag, argument or attribute value
 //	3  the server cannot be reached (or did not answer in --timeout)
 //	4  a proof failed verification

@@ -104,6 +104,7 @@ func init() {
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
+		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
 }
 
@@ -114,9 +115,10 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintf(w, `
 The server is %s unless --server or INTENTCTL_SERVER (or INTENTD_SERVER) says otherwise.
-"intentctl COMMAND -h" lists a command's flags. Walk-through: docs/cli.md.
+"intentctl COMMAND -h" lists a command's flags. To see it all work: intentctl demo.
+Walk-through: docs/cli.md.
 
-Exit codes: 0 done; 1 refused (by the server, or by a local check); 2 usage;
+Exit codes: 0 done; 1 refused (by the server, or by a local check; demo: not as expected); 2 usage;
 3 server unreachable; 4 verification failed; 5 watch --until-terminal: not all succeeded.
 `, defaultServer)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,47 +18,20 @@ import (
 	"github.com/intentd/intentd/persistence"
 )
 
-// demoPolicy is the t-shirt purchase of docs/policy-language.md, which the embedded
-// demo catalog is checked against.
-const demoPolicy = `name tshirt_purchase_v1
-
-parameters {
-  size: string
-  colors: set<string>
-  max_price_cents: int
-  brands: optional set<string>
-}
-
-evidence {
-  category: string
-  size: string
-  color: string
-  brand: string
-  price_cents: int
-  shipping_cents: int
-  in_stock: bool
-}
-
-requires {
-  evidence.category in {"t-shirt", "polo"};
-  evidence.size == parameters.size;
-  evidence.color in parameters.colors;
-  evidence.color not in {"black"};
-  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
-  evidence.in_stock;
-  optional: evidence.brand in parameters.brands;
-  100 <= evidence.price_cents <= 100000;
-}
-`
-
 const (
 	solutionPasses = "https://shop.example/products/tshirt-navy-m"
 	solutionFails  = "sku:PO-BLACK-L" // fails constraints 1, 2 and 3
 )
 
 // startServer runs the real handler over an engine on a data folder, signing receipts,
-// as intentd does; it returns the server's URL.
+// as intentd does, with the demo catalog; it returns the server's URL.
 func startServer(t *testing.T) string {
+	t.Helper()
+	return startServerWith(t, evidence.DefaultCatalog())
+}
+
+// startServerWith is startServer with another extractor.
+func startServerWith(t *testing.T, ex evidence.Extractor) string {
 	t.Helper()
 	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
 	if err != nil {
@@ -67,7 +41,7 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := actors.Open(actors.Config{Store: store, Extractor: evidence.DefaultCatalog(), Prover: actors.ReceiptProver{Key: key}})
+	e, err := actors.Open(actors.Config{Store: store, Extractor: ex, Prover: actors.ReceiptProver{Key: key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +80,7 @@ func TestJourney(t *testing.T) {
 	server := startServer(t)
 	dir := t.TempDir()
 	file := func(name string) string { return filepath.Join(dir, name) }
-	if err := os.WriteFile(file("tshirt.policy"), []byte(demoPolicy), 0o644); err != nil {
+	if err := os.WriteFile(file("tshirt.policy"), []byte(demoPolicySource), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file("broken.policy"), []byte("name broken\nrequires {\n  evidence.size == ;\n}\n"), 0o644); err != nil {
@@ -302,5 +276,197 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 	}
 	if fi.Mode().Perm() != want {
 		t.Fatalf("%s has mode %04o, want %04o", path, fi.Mode().Perm(), want)
+	}
+}
+
+// TestDemo runs intentctl demo against servers whose catalogs make it go as the
+// documentation says, or not, and checks what it claims against the server.
+func TestDemo(t *testing.T) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	// catalogWith is the demo catalog with some products' evidence changed.
+	catalogWith := func(t *testing.T, change func(map[string]map[string]any)) evidence.Extractor {
+		b, err := os.ReadFile(filepath.Join("..", "..", "evidence", "catalog.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cat map[string]map[string]any
+		if err := json.Unmarshal(b, &cat); err != nil {
+			t.Fatal(err)
+		}
+		change(cat)
+		b, err = json.Marshal(cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "catalog.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := evidence.NewCatalog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	outcomeRE := regexp.MustCompile(`intent ([0-9a-f-]{36}) ended in (\w+)`)
+
+	tests := []struct {
+		name    string
+		catalog func(t *testing.T) evidence.Extractor // nil: no server
+		args    []string
+		code    int
+		stdout  []string // regular expressions the output must match
+		stderr  string
+		// verified is how many "proof verified: signed by key <the server's key>" lines
+		verified int
+		// outcomes are the states the intents must have on the server, in order
+		outcomes []actors.State
+	}{
+		{
+			name:    "the demo catalog",
+			catalog: func(*testing.T) evidence.Extractor { return evidence.DefaultCatalog() },
+			code:    0,
+			stdout: []string{
+				`The server signs its receipts with key `,
+				`Stored the demo policy tshirt_purchase_v1 as [1-9A-HJ-NP-Za-km-z]{43,44}`,
+				`throwaway Ed25519 key, in memory only: public key [1-9A-HJ-NP-Za-km-z]{43,44}`,
+				`ended in success\.\n\s+evidence: .*color="navy" .*price_cents=1999 shipping_cents=499 size="M"\n`,
+				`(?s)ended in failure \(constraints\)\.\n.*failed constraint 4: evidence\.price_cents \+ evidence\.shipping_cents <= parameters\.max_price_cents\n\s+reason: \S`,
+				`Everything went as expected`,
+			},
+			verified: 2,
+			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+		},
+		{
+			name: "the passing product out of stock",
+			catalog: func(t *testing.T) evidence.Extractor {
+				return catalogWith(t, func(c map[string]map[string]any) { c[demoPasses]["in_stock"] = false })
+			},
+			code:     1,
+			stdout:   []string{`failed constraint 5: evidence\.in_stock`},
+			stderr:   `not as expected: intent [0-9a-f-]{36} ended in failure, expected success`,
+			verified: 2,
+			outcomes: []actors.State{actors.StateFailure, actors.StateFailure},
+		},
+		{
+			name: "the failing product within budget",
+			catalog: func(t *testing.T) evidence.Extractor {
+				return catalogWith(t, func(c map[string]map[string]any) { c[demoFails]["price_cents"] = 1000 })
+			},
+			code:     1,
+			stderr:   `ended in success, expected failure`,
+			verified: 2,
+			outcomes: []actors.State{actors.StateSuccess, actors.StateSuccess},
+		},
+		{
+			name: "the products missing",
+			catalog: func(t *testing.T) evidence.Extractor {
+				return catalogWith(t, func(c map[string]map[string]any) { delete(c, demoPasses); delete(c, demoFails) })
+			},
+			code:     1,
+			stdout:   []string{`ended in failure \(extraction\)\.\n\s+reason: .*not in the catalog`, `no proof`},
+			stderr:   `not as expected: .*expected success`,
+			verified: 0,
+			outcomes: []actors.State{actors.StateFailure, actors.StateFailure},
+		},
+		{
+			name:     "as JSON",
+			catalog:  func(*testing.T) evidence.Extractor { return evidence.DefaultCatalog() },
+			args:     []string{"--json"},
+			code:     0,
+			stdout:   []string{`^\{\n  "server"`, `"as_expected": true`},
+			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+		},
+		{name: "server unreachable", code: 3, stderr: "cannot reach http://127.0.0.1:1"},
+		{name: "an argument", args: []string{"now"}, code: 2, stderr: "want no arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			server, serverKey := "http://127.0.0.1:1", ""
+			if tc.catalog != nil {
+				server = startServerWith(t, tc.catalog(t))
+				cl, err := intenthttp.NewClient(server)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pub, err := cl.PublicKey(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				serverKey = crypto.EncodeBase58(pub)
+			}
+			r := runCLI(t, server, append([]string{"demo"}, tc.args...)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for _, re := range tc.stdout {
+				if !regexp.MustCompile(re).MatchString(r.stdout) {
+					t.Errorf("stdout does not match %q:\n%s", re, r.stdout)
+				}
+			}
+			if tc.stderr != "" && !regexp.MustCompile(tc.stderr).MatchString(r.stderr) {
+				t.Errorf("stderr does not match %q:\n%s", tc.stderr, r.stderr)
+			}
+			if testing.Verbose() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+			if tc.code == 0 && r.stderr != "" {
+				t.Errorf("stderr of a run that went well:\n%s", r.stderr)
+			}
+			if tc.catalog == nil {
+				return
+			}
+			if n := strings.Count(r.stdout, "proof verified: signed by key "+serverKey+" "); n != tc.verified {
+				t.Errorf("%d proofs said verified under the server's key %s, want %d:\n%s", n, serverKey, tc.verified, r.stdout)
+			}
+			// The ids and outcomes printed are the server's.
+			var ids []string
+			if slices.Contains(tc.args, "--json") {
+				var rep demoReport
+				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+					t.Fatalf("--json output: %v\n%s", err, r.stdout)
+				}
+				for _, dc := range rep.Intents {
+					if dc.Verified == nil || !dc.Verified.KeyTrusted || dc.Verified.PublicKey != serverKey {
+						t.Errorf("intent %s: proof %+v, want one verified under the server's key", dc.ID, dc.Verified)
+					}
+					ids = append(ids, dc.ID)
+				}
+			} else {
+				for _, m := range outcomeRE.FindAllStringSubmatch(r.stdout, -1) {
+					ids = append(ids, m[1])
+				}
+			}
+			if len(ids) != len(tc.outcomes) {
+				t.Fatalf("%d intents reported, want %d:\n%s", len(ids), len(tc.outcomes), r.stdout)
+			}
+			cl, _ := intenthttp.NewClient(server)
+			for i, id := range ids {
+				st, err := cl.Status(t.Context(), id)
+				if err != nil {
+					t.Fatalf("status of %s: %v", id, err)
+				}
+				if st.State != tc.outcomes[i] {
+					t.Errorf("intent %s is %s on the server, want %s", id, st.State, tc.outcomes[i])
+				}
+			}
+		})
+	}
+}
+
+// TestDemoPolicyIsTheDocumented keeps the demo's policy the example that
+// docs/policy-language.md explains and docs/evidence.md checks the catalog against.
+func TestDemoPolicyIsTheDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "policy-language.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "## An example\n\n```\n")
+	if !ok {
+		t.Fatal("docs/policy-language.md has no example block under ## An example")
+	}
+	doc, _, _ := strings.Cut(after, "```\n")
+	if doc != demoPolicySource {
+		t.Fatalf("the demo policy differs from the documented one:\n--- docs\n%s--- demo\n%s", doc, demoPolicySource)
 	}
 }
