@@ -22,4 +22,16 @@
 //
 // SignEd25519 and SoftPasskey produce signatures the way clients do. SoftPasskey is a
 // software authenticator for tests and demos, not a place to keep a real key.
+//
+// The other half of the package is what the service itself signs. SigningKey is the
+// service's Ed25519 key: LoadSigningKey reads the file intentd's --signing-key names,
+// LoadOrCreateSigningKey keeps one in the data folder, and both refuse a file others
+// may read, since a key that is not the service's alone makes every receipt worth less.
+// A key's String never shows its private half. A Receipt is what the service attests
+// about one decided proposal: the outcome and failed constraints, bound to the authored
+// intent, the proposal and the evidence by their Digest, and to the policy by its id.
+// SignReceipt signs the JCS bytes of a receipt; VerifyReceipt checks a SignedReceipt
+// under a public key, which must come from somewhere the verifier trusts (the key the
+// receipt carries shows only that it is whole); KeyID is the id receipts name a key by.
+// docs/proofs.md describes the format.
 package crypto

@@ -18,4 +18,10 @@
 // bound what an intent's attrs, a solution and a policy source may carry, before the
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.
+//
+// Client is the Go client of the same API, the one intentctl uses: one method per route
+// (PutPolicy, SubmitIntent, Propose, Status, Proof, Info, PublicKey, ...), error answers
+// turned back into *APIError values carrying the status, code and message (errors.As
+// also gives an *actors.Error), and Events, an EventStream that reconnects after a drop
+// and resumes from its last event id, so that its reader sees every event once.
 package http
