@@ -27,11 +27,12 @@ const (
 // as intentd does, with the demo catalog; it returns the server's URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	return startServerWith(t, evidence.DefaultCatalog())
+	return startServerWith(t, evidence.DefaultCatalog(), 0)
 }
 
-// startServerWith is startServer with another extractor.
-func startServerWith(t *testing.T, ex evidence.Extractor) string {
+// startServerWith is startServer with another extractor and, when not 0, a limit on
+// the event stream's subscribers.
+func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int) string {
 	t.Helper()
 	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
 	if err != nil {
@@ -41,7 +42,7 @@ func startServerWith(t *testing.T, ex evidence.Extractor) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := actors.Open(actors.Config{Store: store, Extractor: ex, Prover: actors.ReceiptProver{Key: key}})
+	e, err := actors.Open(actors.Config{Store: store, Extractor: ex, Prover: actors.ReceiptProver{Key: key}, MaxSubscribers: maxSubscribers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,9 +315,11 @@ func TestDemo(t *testing.T) {
 		name    string
 		catalog func(t *testing.T) evidence.Extractor // nil: no server
 		args    []string
-		code    int
-		stdout  []string // regular expressions the output must match
-		stderr  string
+		// full takes the only place on the event stream before the demo runs
+		full   bool
+		code   int
+		stdout []string // regular expressions the output must match
+		stderr string
 		// verified is how many "proof verified: signed by key <the server's key>" lines
 		verified int
 		// outcomes are the states the intents must have on the server, in order
@@ -377,6 +380,15 @@ func TestDemo(t *testing.T) {
 			stdout:   []string{`^\{\n  "server"`, `"as_expected": true`},
 			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
 		},
+		{
+			name:     "the event stream full",
+			catalog:  func(*testing.T) evidence.Extractor { return evidence.DefaultCatalog() },
+			full:     true,
+			code:     0,
+			stdout:   []string{`the event stream is refused: too_many_subscribers`, `status polling`, `its status: intent \S+ ended in success`, `Everything went as expected`},
+			verified: 2,
+			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+		},
 		{name: "server unreachable", code: 3, stderr: "cannot reach http://127.0.0.1:1"},
 		{name: "an argument", args: []string{"now"}, code: 2, stderr: "want no arguments"},
 	}
@@ -384,10 +396,21 @@ func TestDemo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			server, serverKey := "http://127.0.0.1:1", ""
 			if tc.catalog != nil {
-				server = startServerWith(t, tc.catalog(t))
+				limit := 0
+				if tc.full {
+					limit = 1
+				}
+				server = startServerWith(t, tc.catalog(t), limit)
 				cl, err := intenthttp.NewClient(server)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tc.full {
+					stream, err := cl.Events(t.Context(), intenthttp.StreamOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer stream.Close()
 				}
 				pub, err := cl.PublicKey(t.Context())
 				if err != nil {
