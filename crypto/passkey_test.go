@@ -124,6 +124,9 @@ func TestVerifyPasskey(t *testing.T) {
 		{"client data not JSON", assertion(form{}, p.AuthenticatorData(upFlag), `type=webauthn.get`), strict, "passkey: client_data is not a JSON object"},
 		{"client data a JSON array", assertion(form{}, p.AuthenticatorData(upFlag), `["webauthn.get"]`), strict, "passkey: client_data is not a JSON object"},
 		{"client data type a number", assertion(form{}, p.AuthenticatorData(upFlag), `{"type":1}`), strict, "passkey: client_data is not a JSON object"},
+		{"client data naming its type twice", assertion(form{}, p.AuthenticatorData(upFlag),
+			`{"type":"webauthn.create","challenge":"`+challenge+`","origin":"https://shop.example","type":"webauthn.get"}`),
+			strict, "passkey: client_data.type: duplicate key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -152,6 +152,13 @@ func (v *verifier) passkey(s *PasskeySignature) error {
 	if err := json.Unmarshal([]byte(s.ClientData), &cd); err != nil {
 		return fmt.Errorf("passkey: client_data is not a JSON object of the WebAuthn client data: %v", err)
 	}
+	// encoding/json keeps the last of repeated keys where another reader may keep the
+	// first, so client data that says "type" twice could mean two things: refused.
+	if tree, err := parseTree([]byte(s.ClientData)); err != nil {
+		return fmt.Errorf("passkey: client_data: %v", err)
+	} else if err := noDuplicateKeys(tree, "client_data"); err != nil {
+		return fmt.Errorf("passkey: %v", err)
+	}
 	if cd.Type != "webauthn.get" {
 		return fmt.Errorf("passkey: client_data type is %q, want \"webauthn.get\"", cd.Type)
 	}

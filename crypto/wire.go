@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -555,14 +556,38 @@ func bytesField(n *jnode, field string, lengths ...int) ([]byte, error) {
 	return b, nil
 }
 
-// decodeKey decodes Base58 and checks the decoded length against lengths (any length
-// when none are given).
+// maxVariableBytes bounds the Base58 values whose length the wire does not fix
+// (authenticator data, DER signatures). An assertion's authenticator data is 37 bytes
+// plus any extensions; a DER signature is at most 72.
+const maxVariableBytes = 1024
+
+// maxBase58Len is the longest Base58 text of n bytes: about 1.37 characters a byte,
+// and one '1' for each leading zero byte, so never more than 1.37n+1.
+func maxBase58Len(n int) int { return n*137/100 + 2 }
+
+// decodeKey decodes Base58 and checks the decoded length against lengths (at most
+// maxVariableBytes when none are given). The text's length is checked first: Base58
+// decoding takes time quadratic in the length, so a megabyte of it would hold a core
+// for seconds.
 func decodeKey(s string, lengths ...int) ([]byte, error) {
+	longest := maxVariableBytes
+	if len(lengths) > 0 {
+		longest = slices.Max(lengths)
+	}
+	if len(s) > maxBase58Len(longest) {
+		if len(lengths) == 0 {
+			return nil, fmt.Errorf("%d characters of Base58 is too long, want at most %d bytes", len(s), longest)
+		}
+		return nil, fmt.Errorf("%d characters of Base58 is too long, want %s bytes", len(s), wantLengths(lengths))
+	}
 	b, err := DecodeBase58(s)
 	if err != nil {
 		return nil, err
 	}
 	if len(lengths) == 0 {
+		if len(b) > maxVariableBytes {
+			return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", len(b), maxVariableBytes)
+		}
 		return b, nil
 	}
 	for _, l := range lengths {
@@ -570,6 +595,11 @@ func decodeKey(s string, lengths ...int) ([]byte, error) {
 			return b, nil
 		}
 	}
+	return nil, fmt.Errorf("decodes to %d bytes, want %s", len(b), wantLengths(lengths))
+}
+
+// wantLengths writes lengths as "32", "33 or 65", "32, 33 or 65".
+func wantLengths(lengths []int) string {
 	want := strconv.Itoa(lengths[0])
 	for i, l := range lengths[1:] {
 		if i == len(lengths)-2 {
@@ -579,7 +609,7 @@ func decodeKey(s string, lengths ...int) ([]byte, error) {
 		}
 		want += strconv.Itoa(l)
 	}
-	return nil, fmt.Errorf("decodes to %d bytes, want %s", len(b), want)
+	return want
 }
 
 // uintField reads a non-negative integer written plainly (no sign, fraction or
@@ -596,4 +626,24 @@ func uintField(n *jnode, field string) (uint64, error) {
 		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not a non-negative integer without fraction or exponent", n.text)}
 	}
 	return v, nil
+}
+
+// noDuplicateKeys refuses an object, at any depth, that names one key twice.
+func noDuplicateKeys(n *jnode, path string) error {
+	seen := make(map[string]bool, len(n.members))
+	for _, m := range n.members {
+		if seen[m.key] {
+			return &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
+		}
+		seen[m.key] = true
+		if err := noDuplicateKeys(m.val, join(path, m.key)); err != nil {
+			return err
+		}
+	}
+	for i, e := range n.elems {
+		if err := noDuplicateKeys(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -269,3 +269,36 @@ func TestFieldErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestLongBase58IsRefusedBeforeDecoding: Base58 decoding is quadratic in the length, so
+// a value too long for its field is refused from its length alone.
+func TestLongBase58IsRefusedBeforeDecoding(t *testing.T) {
+	long := strings.Repeat("z", 1_000_000)
+	tests := []struct {
+		name    string
+		lengths []int
+	}{
+		{"fixed length", []int{Ed25519PubKeyLen}},
+		{"one of several", []int{P256CompressedLen, P256UncompressedLen}},
+		{"variable length", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// "too long" comes from the length check, before any decoding.
+			_, err := decodeKey(long, tt.lengths...)
+			if err == nil || !strings.Contains(err.Error(), "too long") {
+				t.Fatalf("decodeKey of a megabyte = %v, want refused as too long", err)
+			}
+		})
+	}
+	// The longest honest encodings still pass.
+	for _, n := range []int{32, 33, 64, 65, maxVariableBytes} {
+		full := bytes.Repeat([]byte{0xff}, n)
+		if _, err := decodeKey(EncodeBase58(full)); err != nil {
+			t.Errorf("%d bytes of 0xff refused as a variable-length value: %v", n, err)
+		}
+		if _, err := decodeKey(EncodeBase58(full), n); err != nil {
+			t.Errorf("%d bytes of 0xff refused: %v", n, err)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
@@ -158,8 +160,8 @@ const (
 // else it refuses is KindUnprocessable with a message naming the field, including the
 // superseded shapes of spec part 9, whose message says which versions used them.
 func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, error) {
-	if !json.Valid(body) {
-		return nil, crypto.Authorship{}, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+	if err := validJSON(body); err != nil {
+		return nil, crypto.Authorship{}, err
 	}
 	ms, err := objectMembers(body, "body", actors.CodeInvalidIntent)
 	if err != nil {
@@ -212,8 +214,8 @@ func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, erro
 // duplicate key are KindUnprocessable. Whether the solution is empty or too long is the
 // engine's to say.
 func DecodeProposal(body []byte) (actors.Proposal, error) {
-	if !json.Valid(body) {
-		return actors.Proposal{}, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+	if err := validJSON(body); err != nil {
+		return actors.Proposal{}, err
 	}
 	ms, err := objectMembers(body, "body", actors.CodeInvalidProposal)
 	if err != nil {
@@ -272,4 +274,59 @@ func clip(s string) string {
 		return s
 	}
 	return s[:max] + "..."
+}
+
+// validJSON refuses, as not JSON, text that json.Valid lets through but RFC 8259 does
+// not: bytes that are not UTF-8, and \u escapes of lone surrogates. encoding/json would
+// quietly turn either into U+FFFD, so the value stored or signed would not be the one
+// sent.
+func validJSON(body []byte) error {
+	if !json.Valid(body) {
+		return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+	}
+	if !utf8.Valid(body) {
+		return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid UTF-8")
+	}
+	// In valid JSON a backslash only ever starts an escape inside a string.
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if body[i+1] != 'u' {
+			i++
+			continue
+		}
+		r := hex4(body[i+2 : i+6])
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00:
+			if i+12 > len(body) || body[i+6] != '\\' || body[i+7] != 'u' || !isLowSurrogate(hex4(body[i+8:i+12])) {
+				return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
+			}
+			i += 11
+		case isLowSurrogate(r):
+			return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
+		default:
+			i += 5
+		}
+	}
+	return nil
+}
+
+func isLowSurrogate(r rune) bool { return r >= 0xdc00 && r <= 0xdfff }
+
+// hex4 reads four hexadecimal digits, which valid JSON guarantees after \u.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }

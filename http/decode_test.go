@@ -115,6 +115,12 @@ func TestDecodeProposal(t *testing.T) {
 		{"unknown", `{"solution":"x","agent":"y"}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "agent: unknown field"},
 		{"duplicate", `{"solution":"x","solution":"y"}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: duplicate key"},
 		{"metadata", `{"solution":"x","metadata":null}`, "", actors.KindUnprocessable, CodeSupersededShape, "metadata"},
+		{"surrogate pair", `{"solution":"\ud83d\ude00"}`, "\U0001F600", 0, "", ""},
+		{"invalid UTF-8", "{\"solution\":\"https://shop.example/\xc0\xaf\"}", "", actors.KindInvalid, CodeInvalidJSON, "not valid UTF-8"},
+		{"lone high surrogate", `{"solution":"\ud800"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"high surrogate then a letter", `{"solution":"\ud800\u0041"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"lone low surrogate", `{"solution":"a\udc00"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"escaped backslash before u", `{"solution":"\\ud800"}`, "\\ud800", 0, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
