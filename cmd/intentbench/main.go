@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := scenarios[name].run(ctx, b, r); err != nil {
 		return err
 	}
-	r.note("machine load average (1 min) before the run %s, after %s: above %d, other work shared the cores", before, loadAverage(), r.Machine.Cores)
+	r.note("machine load average (1 min) before the run %s, after %s (which counts the run's own processes): above %d before, other work shared the cores", before, loadAverage(), r.Machine.Cores)
 	return r.Write(stdout, o.JSON)
 }
 
