@@ -60,13 +60,16 @@ func (e *bareEngine) DeletePolicy(context.Context, string) error {
 	return errBare
 }
 
-// SubmitIntent does what the engine does before it hands an intent to its actor.
+// SubmitIntent does what the engine does before it hands an intent to its actor:
+// decode, canonicalize once, check the attrs, verify the signature over the canonical
+// bytes.
 func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.Authorship) error {
 	in, err := actors.DecodeIntent(raw)
 	if err != nil {
 		return err
 	}
-	if _, err := crypto.Canonicalize(raw); err != nil {
+	canon, err := crypto.Canonicalize(raw)
+	if err != nil {
 		return actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
 	}
 	p, err := e.Policy(ctx, in.PolicyID)
@@ -80,7 +83,7 @@ func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.A
 	if err := p.CheckAttrs(*attrs); err != nil {
 		return actors.Errorf(actors.KindUnprocessable, actors.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
-	if err := crypto.Verify(raw, auth, crypto.VerifyOptions{}); err != nil {
+	if err := crypto.VerifyCanonical(canon, auth, crypto.VerifyOptions{}); err != nil {
 		return actors.Errorf(actors.KindInvalid, actors.CodeAuthorshipInvalid, "authorship: %v", err)
 	}
 	return nil

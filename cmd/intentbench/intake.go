@@ -155,6 +155,6 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 	r.figure("baseline throughput", sb.PerSecond, "intents/s")
 	noteIntake(r, "intake", in)
 	noteIntake(r, "baseline", base2)
-	r.note("baseline: the http package's server and router, DecodeAuthoredIntent, DecodeIntent, JCS, the attrs check and Ed25519 verify, in a process of its own; no actors, no store")
+	r.note("baseline: the http package's server and router, DecodeAuthoredIntent, DecodeIntent, JCS once, the attrs check and Ed25519 verify of the canonical bytes, in a process of its own; no actors, no store")
 	return nil
 }
