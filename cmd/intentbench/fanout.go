@@ -118,6 +118,7 @@ func (f *fanoutState) read(resp *http.Response, s *subscriber) {
 }
 
 func runFanout(ctx context.Context, b *bench, r *Report) error {
+	b.subscribers = b.opts.Subscribers
 	base, srv, err := b.target(ctx)
 	if err != nil {
 		return err

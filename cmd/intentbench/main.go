@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -233,6 +234,15 @@ type bench struct {
 	files   uint64
 	intentd string   // the binary, once built
 	servers []*child // started by the tool, stopped by close
+	// subscribers is the stream clients the run opens, for --max-subscribers.
+	subscribers int
+}
+
+// hasFlag reports whether the binary's -h lists the flag, so that a flag newer than
+// the binary is not passed to it.
+func hasFlag(bin, name string) bool {
+	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	return strings.Contains(string(out), "-"+name+" ")
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -267,6 +277,10 @@ func (b *bench) startIntentd(ctx context.Context, dataDir, listen string) (*chil
 		return nil, err
 	}
 	args := []string{"--listen", listen, "--data", dataDir, "--intent-ttl", b.opts.IntentTTL.String(), "--log-format", "text", "--log-level", "info"}
+	if b.subscribers > 0 && hasFlag(bin, "max-subscribers") {
+		// Room for the run's subscribers and the marker stream, over the default.
+		args = append(args, "--max-subscribers", strconv.Itoa(max(b.subscribers+16, 10000)))
+	}
 	args = append(args, b.opts.ServerFlags...)
 	c, err := startChild(ctx, "intentd", bin, args, []string{"INTENTD_LISTEN=", "INTENTD_DATA="})
 	if err != nil {

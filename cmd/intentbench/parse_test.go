@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -213,5 +215,24 @@ func TestParseProcStat(t *testing.T) {
 				t.Errorf("got %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestHasFlag(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fake")
+	help := "#!/bin/sh\necho 'Usage: intentd [flags]' >&2\necho '  -max-subscribers int' >&2\necho '  -max-body int' >&2\n"
+	if err := os.WriteFile(bin, []byte(help), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{{"max-subscribers", true}, {"max-body", true}, {"max", false}, {"subscribers", false}} {
+		if got := hasFlag(bin, tt.name); got != tt.want {
+			t.Errorf("hasFlag(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if hasFlag(filepath.Join(t.TempDir(), "missing"), "max-body") {
+		t.Error("a missing binary has no flags")
 	}
 }
