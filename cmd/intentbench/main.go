@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,7 +243,8 @@ type bench struct {
 // the binary is not passed to it.
 func hasFlag(bin, name string) bool {
 	out, _ := exec.Command(bin, "-h").CombinedOutput()
-	return strings.Contains(string(out), "-"+name+" ")
+	re := regexp.MustCompile(`(?m)^\s+--?` + regexp.QuoteMeta(name) + `(\s|$)`)
+	return re.Match(out)
 }
 
 func (b *bench) logf(format string, args ...any) {

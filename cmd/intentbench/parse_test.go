@@ -220,14 +220,14 @@ func TestParseProcStat(t *testing.T) {
 
 func TestHasFlag(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fake")
-	help := "#!/bin/sh\necho 'Usage: intentd [flags]' >&2\necho '  -max-subscribers int' >&2\necho '  -max-body int' >&2\n"
+	help := "#!/bin/sh\necho 'Usage: intentd [flags]' >&2\necho '  -max-subscribers int' >&2\necho '  -max-body int' >&2\necho '  -allow-unsigned' >&2\n"
 	if err := os.WriteFile(bin, []byte(help), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name string
 		want bool
-	}{{"max-subscribers", true}, {"max-body", true}, {"max", false}, {"subscribers", false}} {
+	}{{"max-subscribers", true}, {"max-body", true}, {"allow-unsigned", true}, {"max", false}, {"subscribers", false}, {"Usage", false}} {
 		if got := hasFlag(bin, tt.name); got != tt.want {
 			t.Errorf("hasFlag(%q) = %v, want %v", tt.name, got, tt.want)
 		}

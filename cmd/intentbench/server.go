@@ -334,6 +334,6 @@ func (m *cpuMeter) perOp(r *Report, what string, n int64) {
 	}
 	if kid, err := cpuTime(m.srv.cmd.Process.Pid); err == nil {
 		r.figure(what+": server CPU per request", float64((kid-m.kid).Microseconds())/float64(n), "µs")
-		r.figure(what+": server cores busy", (kid - m.kid).Seconds()/wall.Seconds(), "")
+		r.figure(what+": server cores busy", (kid-m.kid).Seconds()/wall.Seconds(), "")
 	}
 }
