@@ -11,6 +11,13 @@ import (
 	"sync"
 )
 
+// DemoPolicy is the source of the policy the demo catalog is written for: the t-shirt
+// purchase of docs/policy-language.md. Its products pass it, or fail it for one reason
+// each, as docs/evidence.md lists; the demo, the load tool and the tests use both.
+//
+//go:embed demo_policy.txt
+var DemoPolicy string
+
 //go:embed catalog.json
 var demoCatalog []byte
 

@@ -15,43 +15,14 @@ import (
 
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
 )
 
-// demoPolicySource is the t-shirt purchase of docs/policy-language.md, byte for byte (a
-// test keeps the two the same), so that what the demo stores is what the docs explain.
-const demoPolicySource = `# Buy a t-shirt: the buyer's intent fixes size, colours and budget.
-name tshirt_purchase_v1
-
-parameters {
-  size: string
-  colors: set<string>
-  max_price_cents: int
-  brands: optional set<string>
-}
-
-evidence {
-  category: string
-  size: string
-  color: string
-  brand: string
-  price_cents: int
-  shipping_cents: int
-  in_stock: bool
-}
-
-requires {
-  evidence.category in {"t-shirt", "polo"};
-  evidence.size == parameters.size;
-  evidence.color in parameters.colors;
-  evidence.color not in {"black"};
-  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
-  evidence.in_stock;
-  optional: evidence.brand in parameters.brands;
-  100 <= evidence.price_cents <= 100000;
-}
-`
+// demoPolicySource is what the demo stores: the policy the demo catalog is written for,
+// the t-shirt purchase of docs/policy-language.md (a test keeps the two the same).
+var demoPolicySource = evidence.DemoPolicy
 
 // The demo's intent parameters and solutions, from the demo catalog (docs/evidence.md
 // lists what each product gives and how it fares against the demo policy).

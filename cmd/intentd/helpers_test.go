@@ -18,41 +18,12 @@ import (
 
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
 )
 
-// demoPolicy is the t-shirt purchase of docs/policy-language.md, which the demo
-// catalog's t-shirts are checked against in docs/evidence.md.
-const demoPolicy = `# Buy a t-shirt: the buyer's intent fixes size, colours and budget.
-name tshirt_purchase_v1
-
-parameters {
-  size: string
-  colors: set<string>
-  max_price_cents: int
-  brands: optional set<string>
-}
-
-evidence {
-  category: string
-  size: string
-  color: string
-  brand: string
-  price_cents: int
-  shipping_cents: int
-  in_stock: bool
-}
-
-requires {
-  evidence.category in {"t-shirt", "polo"};
-  evidence.size == parameters.size;
-  evidence.color in parameters.colors;
-  evidence.color not in {"black"};
-  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
-  evidence.in_stock;
-  optional: evidence.brand in parameters.brands;
-  100 <= evidence.price_cents <= 100000;
-}
-`
+// demoPolicy is the policy the demo catalog is written for, the t-shirt purchase of
+// docs/policy-language.md.
+var demoPolicy = evidence.DemoPolicy
 
 // Solutions of the demo catalog and what the demo policy makes of them for an intent of
 // size M, colours {navy, white} and a budget of 3000.
