@@ -287,6 +287,9 @@ func (m *Main) Run(ctx context.Context) error {
 		queue = -1 // the engine reads 0 as "the default"; the flag's 0 means none wait
 	}
 	metrics := intenthttp.NewMetrics()
+	if err := metrics.Registry().Register(m.store.FsyncCollector()); err != nil {
+		return fmt.Errorf("register the store's fsync metric: %w", err)
+	}
 	ecfg := actors.Config{
 		Store:     metrics.Store(m.store),
 		Extractor: extractor,

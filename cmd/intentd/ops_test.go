@@ -410,6 +410,10 @@ func TestMetrics(t *testing.T) {
 	if _, ok := metricValue(t, after, `go_goroutines`); !ok {
 		t.Error("no Go runtime metrics")
 	}
+	// At least one fsync per synced write of the journey, however many a group shared.
+	if n, ok := metricValue(t, after, `intentd_store_fsync_seconds_count`); !ok || n < 1 {
+		t.Errorf("intentd_store_fsync_seconds_count = %v (found: %v), want the fsyncs of the journey", n, ok)
+	}
 
 	// The failures: constraints and extraction.
 	s2 := startServer(t, nil)
