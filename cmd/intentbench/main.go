@@ -177,7 +177,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := scenarios[name].run(ctx, b, r); err != nil {
 		return err
 	}
-	r.note("machine load average (1 min) before the run %s, after %s (which counts the run's own processes): above %d before, other work shared the cores", before, loadAverage(), r.Machine.Cores)
+	shared := ""
+	if f, err := strconv.ParseFloat(before, 64); err == nil && f >= float64(r.Machine.Cores) {
+		shared = "; other work was using the cores when the run started"
+	}
+	r.note("machine load average (1 min) before the run %s, after %s (which counts the run's own processes)%s", before, loadAverage(), shared)
 	return r.Write(stdout, o.JSON)
 }
 
