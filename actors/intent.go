@@ -85,18 +85,30 @@ type reply struct {
 // intentActor owns one intent's state machine (spec part 3). It is the only writer of
 // the intent's snapshot and writes every transition before it answers.
 type intentActor struct {
-	e    *Engine
-	id   string
-	snap *snapshot // nil: no intent of this id is stored
+	e      *Engine
+	id     string
+	loaded bool      // snap has been read from the store
+	snap   *snapshot // nil: no intent of this id is stored
 }
 
 func (a *intentActor) Receive(ctx actor.Context) {
 	defer guard(ctx, a.e.log.Error)
-	switch msg := ctx.Message().(type) {
+	msg := ctx.Message()
+	switch msg.(type) {
 	case *actor.Started:
 		// Started also follows a restart after a panic: the state comes back from the
-		// store, which holds every transition ever acknowledged.
-		a.load()
+		// store, which holds every transition ever acknowledged, on the next message.
+		a.loaded, a.snap = false, nil
+		return
+	case create:
+		// A create needs no read first: the store refuses a taken id itself, and most
+		// actors are spawned for a create of an id that is not taken.
+	default:
+		if !a.loaded {
+			a.load()
+		}
+	}
+	switch msg := msg.(type) {
 	case create:
 		ctx.Respond(a.create(msg))
 	case propose:
@@ -111,7 +123,7 @@ func (a *intentActor) Receive(ctx actor.Context) {
 }
 
 func (a *intentActor) load() {
-	a.snap = nil
+	a.snap, a.loaded = nil, true
 	data, err := a.e.store.Intent(a.id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return
@@ -139,15 +151,20 @@ func (a *intentActor) create(m create) reply {
 	err = a.e.store.CreateIntent(a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
 	switch {
 	case errors.Is(err, persistence.ErrExists):
-		// Written by an earlier incarnation that answered too late for its caller.
 		a.load()
 		return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
 	case errors.Is(err, persistence.ErrPolicyNotFound):
+		if !a.loaded {
+			a.load() // the id may be taken all the same: say so rather than blame the policy
+			if a.snap != nil {
+				return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
+			}
+		}
 		return reply{err: Errorf(KindInvalid, CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
 	case err != nil:
 		return reply{err: internal("store intent: %w", err)}
 	}
-	a.snap = m.snap
+	a.snap, a.loaded = m.snap, true
 	a.e.scheduleExpiry(m.snap.ExpiresAt)
 	a.e.cfg.Observer.transition(StateOpen, "")
 	return reply{}

@@ -76,6 +76,9 @@ type Store struct {
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
 	policyMu sync.RWMutex
+	// policies holds the ids of the stored policies, under policyMu: every intent
+	// creation checks its policy, and policies are few.
+	policies map[string]bool
 	// creating holds the ids whose CreateIntent is between its check and its durable
 	// write; a second create of one of them waits for the first instead of racing it.
 	// A lock held across the write would make creates of unrelated ids queue behind
@@ -133,6 +136,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.writeOpts = pebble.NoSync
 	}
 	seq, err := s.readSeq()
+	if err == nil {
+		err = s.loadPolicyIDs()
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -165,6 +171,14 @@ func (s *Store) readSeq() (uint64, error) {
 		return 0, fmt.Errorf("event sequence record is %d bytes, want 8", len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+func (s *Store) loadPolicyIDs() error {
+	s.policies = make(map[string]bool)
+	return s.scan([]byte{prefixPolicy}, func(k, _ []byte) error {
+		s.policies[string(k[1:])] = true
+		return nil
+	})
 }
 
 // get returns a copy of the value under key, or ErrNotFound.
@@ -224,11 +238,10 @@ func eventKey(id uint64) []byte {
 func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err error) {
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
-	k := key(prefixPolicy, id)
-	exists, err := s.has(k)
-	if err != nil || exists {
-		return false, err
+	if s.policies[id] {
+		return false, nil
 	}
+	k := key(prefixPolicy, id)
 	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
 	rec = append(rec, bytecode...)
 	rec = append(rec, source...)
@@ -239,6 +252,7 @@ func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err
 	if err := b.Commit(s.writeOpts); err != nil {
 		return false, err
 	}
+	s.policies[id] = true
 	return true, nil
 }
 
@@ -266,12 +280,7 @@ func (s *Store) Policy(id string) (bytecode, source []byte, err error) {
 func (s *Store) DeletePolicy(id string) error {
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
-	k := key(prefixPolicy, id)
-	exists, err := s.has(k)
-	if err != nil {
-		return err
-	}
-	if !exists {
+	if !s.policies[id] {
 		return ErrNotFound
 	}
 	inUse, err := s.anyWithPrefix(key(prefixRef, id, ""))
@@ -281,7 +290,11 @@ func (s *Store) DeletePolicy(id string) error {
 	if inUse {
 		return ErrPolicyInUse
 	}
-	return s.db.Delete(k, s.writeOpts)
+	if err := s.db.Delete(key(prefixPolicy, id), s.writeOpts); err != nil {
+		return err
+	}
+	delete(s.policies, id)
+	return nil
 }
 
 func (s *Store) anyWithPrefix(prefix []byte) (bool, error) {
@@ -335,9 +348,7 @@ func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt tim
 	defer s.policyMu.RUnlock()
 	defer s.claim(id)()
 
-	if ok, err := s.has(key(prefixPolicy, policyID)); err != nil {
-		return err
-	} else if !ok {
+	if !s.policies[policyID] {
 		return ErrPolicyNotFound
 	}
 	ik := key(prefixIntent, id)
