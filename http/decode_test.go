@@ -234,14 +234,16 @@ func TestReadBody(t *testing.T) {
 }
 
 // checkDecodeError holds for every error of the body decoders: an *actors.Error that
-// is a 400 exactly when the text is not JSON and a 422 otherwise.
+// is a 400 exactly when the text is not JSON (does not parse, is not UTF-8, or escapes
+// a lone surrogate: validJSON, whose cases are in the decoder tables) and a 422
+// otherwise.
 func checkDecodeError(t *testing.T, body []byte, err error) {
 	var e *actors.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v is not an *actors.Error", err)
 	}
 	want := actors.KindUnprocessable
-	if !json.Valid(body) {
+	if !json.Valid(body) || validJSON(body) != nil {
 		want = actors.KindInvalid
 	}
 	if e.Kind != want || e.Message == "" || e.Code == "" {
