@@ -20,41 +20,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/evidence"
 )
 
-// demoPolicy is the t-shirt purchase of docs/policy-language.md, which docs/evidence.md
-// checks the demo catalog against.
-const demoPolicy = `# Buy a t-shirt: the buyer's intent fixes size, colours and budget.
-name tshirt_purchase_v1
-
-parameters {
-  size: string
-  colors: set<string>
-  max_price_cents: int
-  brands: optional set<string>
-}
-
-evidence {
-  category: string
-  size: string
-  color: string
-  brand: string
-  price_cents: int
-  shipping_cents: int
-  in_stock: bool
-}
-
-requires {
-  evidence.category in {"t-shirt", "polo"};
-  evidence.size == parameters.size;
-  evidence.color in parameters.colors;
-  evidence.color not in {"black"};
-  evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents;
-  evidence.in_stock;
-  optional: evidence.brand in parameters.brands;
-  100 <= evidence.price_cents <= 100000;
-}
-`
+// demoPolicy is the policy the demo catalog is written for (docs/evidence.md).
+var demoPolicy = evidence.DemoPolicy
 
 // demoSolutions are demo catalog entries (docs/evidence.md) proposed in turn: three
 // that pass the demo policy for a size M navy-or-white intent with a budget of 3000,
