@@ -16,14 +16,7 @@ import (
 )
 
 func (c *cli) info(args []string) error {
-	pos, err := c.parse(c.flags("info"), args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 0, "no arguments"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	_, api, err := c.begin(c.flags("info"), args, 0, "no arguments")
 	if err != nil {
 		return err
 	}
@@ -153,14 +146,7 @@ func (c *cli) printID(id string) error {
 }
 
 func (c *cli) propose(args []string) error {
-	pos, err := c.parse(c.flags("propose"), args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 2, "ID SOLUTION"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	pos, api, err := c.begin(c.flags("propose"), args, 2, "ID SOLUTION")
 	if err != nil {
 		return err
 	}
@@ -181,14 +167,7 @@ func (c *cli) propose(args []string) error {
 }
 
 func (c *cli) status(args []string) error {
-	pos, err := c.parse(c.flags("status"), args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 1, "ID"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	pos, api, err := c.begin(c.flags("status"), args, 1, "ID")
 	if err != nil {
 		return err
 	}
@@ -229,14 +208,7 @@ func printOutcome(w io.Writer, prefix string, st *intenthttp.IntentStatus) {
 }
 
 func (c *cli) get(args []string) error {
-	pos, err := c.parse(c.flags("get"), args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 1, "ID"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	pos, api, err := c.begin(c.flags("get"), args, 1, "ID")
 	if err != nil {
 		return err
 	}
@@ -252,14 +224,7 @@ func (c *cli) get(args []string) error {
 func (c *cli) proof(args []string) error {
 	fs := c.flags("proof")
 	out := fs.String("o", "", "write the bundle to FILE instead of standard output")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 1, "ID"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	pos, api, err := c.begin(fs, args, 1, "ID")
 	if err != nil {
 		return err
 	}

@@ -69,14 +69,7 @@ type demoReport struct {
 func (c *cli) demo(args []string) error {
 	fs := c.flags("demo")
 	wait := fs.Duration("wait", time.Minute, "how long to wait for the two outcomes")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := want(pos, 0, "no arguments"); err != nil {
-		return err
-	}
-	api, err := c.api()
+	_, api, err := c.begin(fs, args, 0, "no arguments")
 	if err != nil {
 		return err
 	}

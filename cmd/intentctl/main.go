@@ -249,6 +249,23 @@ func want(pos []string, n int, names string) error {
 }
 
 // api returns the client of the server the flags name.
+// begin is the start of every command that talks to the server: its flags, exactly n
+// positional arguments (named for the usage message), and the client.
+func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]string, *intenthttp.Client, error) {
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := want(pos, n, names); err != nil {
+		return nil, nil, err
+	}
+	api, err := c.api()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, api, nil
+}
+
 func (c *cli) api() (*intenthttp.Client, error) {
 	if c.client != nil {
 		return c.client, nil
