@@ -49,28 +49,11 @@ func (p *pairClock) done(i int) {
 }
 
 func runDecide(ctx context.Context, b *bench, r *Report) error {
-	base, srv, err := b.target(ctx)
+	base, srv, after, intents, took, err := setUpProposals(ctx, b)
 	if err != nil {
 		return err
 	}
-	policyID, err := putPolicy(ctx, b.client, base)
-	if err != nil {
-		return err
-	}
-	after, err := marker(ctx, b, base, policyID)
-	if err != nil {
-		return err
-	}
-	n := int(math.Ceil(b.opts.Rate * b.opts.Duration.Seconds()))
-	b.logf("signing and submitting %d intents", n)
-	intents, err := signIntents(n, policyID, b.key)
-	if err != nil {
-		return err
-	}
-	took, err := submitAll(ctx, b.client, base, intents, b.opts.Concurrency)
-	if err != nil {
-		return err
-	}
+	n := len(intents)
 	r.figure("set-up: intents submitted", float64(n), "")
 	r.figure("set-up: submission rate", float64(n)/took.Seconds(), "intents/s")
 
@@ -155,4 +138,28 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 		r.note("the p99 target is set at 1,000 proposals/s; this run was at %s/s", trimFloat(b.opts.Rate))
 	}
 	return nil
+}
+
+// setUpProposals is the start of the scenarios that decide intents: a server, the demo
+// policy, a marker event to stream from, and rate × duration intents signed and
+// submitted, ready for their proposals. It returns the marker's event id and how long
+// the submissions took.
+func setUpProposals(ctx context.Context, b *bench) (base string, srv *child, after uint64, intents []signedIntent, took time.Duration, err error) {
+	if base, srv, err = b.target(ctx); err != nil {
+		return
+	}
+	policyID, err := putPolicy(ctx, b.client, base)
+	if err != nil {
+		return
+	}
+	if after, err = marker(ctx, b, base, policyID); err != nil {
+		return
+	}
+	n := int(math.Ceil(b.opts.Rate * b.opts.Duration.Seconds()))
+	b.logf("signing and submitting %d intents", n)
+	if intents, err = signIntents(n, policyID, b.key); err != nil {
+		return
+	}
+	took, err = submitAll(ctx, b.client, base, intents, b.opts.Concurrency)
+	return
 }

@@ -119,27 +119,11 @@ func (f *fanoutState) read(resp *http.Response, s *subscriber) {
 
 func runFanout(ctx context.Context, b *bench, r *Report) error {
 	b.subscribers = b.opts.Subscribers
-	base, srv, err := b.target(ctx)
+	base, srv, after, intents, _, err := setUpProposals(ctx, b)
 	if err != nil {
 		return err
 	}
-	policyID, err := putPolicy(ctx, b.client, base)
-	if err != nil {
-		return err
-	}
-	after, err := marker(ctx, b, base, policyID)
-	if err != nil {
-		return err
-	}
-	n := int(math.Ceil(b.opts.Rate * b.opts.Duration.Seconds()))
-	b.logf("signing and submitting %d intents", n)
-	intents, err := signIntents(n, policyID, b.key)
-	if err != nil {
-		return err
-	}
-	if _, err := submitAll(ctx, b.client, base, intents, b.opts.Concurrency); err != nil {
-		return err
-	}
+	n := len(intents)
 
 	f := &fanoutState{base: base, client: newStreamClient(), index: newIntentIndex(intents), origin: time.Now(), acked: make([]atomic.Int64, n)}
 	subs := make([]*subscriber, b.opts.Subscribers)
