@@ -328,7 +328,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship 
 		}
 		return Errorf(KindInvalid, CodeAuthorshipInvalid, "authorship: %v", err)
 	}
-	authored, err := json.Marshal(AuthoredIntent{Intent: canon, Authorship: authorship})
+	authored, err := encodeAuthored(canon, authorship)
 	if err != nil {
 		return internal("encode authored intent: %w", err)
 	}

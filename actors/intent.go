@@ -47,8 +47,6 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	return &s, nil
 }
 
-func (s *snapshot) encode() ([]byte, error) { return json.Marshal(s) }
-
 // clone is a copy a caller may keep while the actor moves on.
 func (s *snapshot) clone() *snapshot {
 	c := *s

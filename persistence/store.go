@@ -85,6 +85,10 @@ type Store struct {
 	// one another's fsyncs.
 	creatingMu sync.Mutex
 	creating   map[string]chan struct{}
+	// ids answers, for most creates, that the id is new without reading the store.
+	ids       *idFilter
+	idsLoaded chan struct{}
+	log       *slog.Logger
 
 	// The event committer: one goroutine assigns event ids and writes terminal states in
 	// groups, so ids are gapless in commit order and one fsync serves a whole group.
@@ -131,6 +135,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		creating:  make(map[string]chan struct{}),
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
+		ids:       newIDFilter(idFilterFirst),
+		idsLoaded: make(chan struct{}),
+		log:       opts.Logger,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
@@ -145,6 +155,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.seq = seq
 	go s.commitLoop()
+	go s.loadIntentIDs()
 	return s, nil
 }
 
@@ -154,6 +165,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.done
+		<-s.idsLoaded
 		err = s.db.Close()
 	})
 	return err
@@ -352,11 +364,14 @@ func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt tim
 		return ErrPolicyNotFound
 	}
 	ik := key(prefixIntent, id)
-	if ok, err := s.has(ik); err != nil {
-		return err
-	} else if ok {
-		return ErrExists
+	if s.ids.mayBeStored(id) {
+		if ok, err := s.has(ik); err != nil {
+			return err
+		} else if ok {
+			return ErrExists
+		}
 	}
+	s.ids.add(id)
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(ik, snapshot, nil)

@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/intentd/intentd/crypto"
+)
+
+// encodeAuthored builds the stored AuthoredIntent around the canonical intent without
+// re-reading it: encoding/json would validate and compact bytes that JCS has just written.
+func encodeAuthored(canon []byte, a crypto.Authorship) ([]byte, error) {
+	auth, err := marshalJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(`{"intent":,"authorship":}`)+len(canon)+len(auth))
+	b = append(b, `{"intent":`...)
+	b = append(b, canon...)
+	b = append(b, `,"authorship":`...)
+	b = append(b, auth...)
+	return append(b, '}'), nil
+}
+
+// encode writes the snapshot as JSON. A new intent's snapshot, written once for every
+// intent submitted, is built by hand: the reflection of encoding/json, and its second
+// pass over the authored intent, cost more than the rest of the encoding. The bytes are
+// those marshalJSON would write; a test holds the two together.
+func (s *snapshot) encode() ([]byte, error) {
+	if !s.isNew() {
+		return marshalJSON(s)
+	}
+	b := make([]byte, 0, 160+len(s.Authored))
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(s.V), 10)
+	b = append(b, `,"id":`...)
+	b, ok := appendPlainString(b, s.ID)
+	if !ok {
+		return marshalJSON(s)
+	}
+	b = append(b, `,"policy_id":`...)
+	if b, ok = appendPlainString(b, s.PolicyID); !ok {
+		return marshalJSON(s)
+	}
+	b = append(b, `,"authored":`...)
+	b = append(b, s.Authored...)
+	b = append(b, `,"state":`...)
+	if b, ok = appendPlainString(b, string(s.State)); !ok {
+		return marshalJSON(s)
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{`,"created_at":`, s.CreatedAt}, {`,"expires_at":`, s.ExpiresAt}} {
+		if y := f.t.Year(); y < 0 || y > 9999 {
+			return marshalJSON(s) // for the error encoding/json gives
+		}
+		b = append(b, f.name...)
+		b = append(b, '"')
+		b = f.t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// isNew reports whether the snapshot has only the fields of a new open intent, the shape
+// encode builds by hand; Authored must be the compact JSON encodeAuthored made.
+func (s *snapshot) isNew() bool {
+	return s.Proposal == nil && s.ProposedAt.IsZero() && len(s.Evidence) == 0 && s.Reason == "" &&
+		s.FailureKind == "" && len(s.Failures) == 0 && len(s.Receipt) == 0 && s.FinishedAt.IsZero()
+}
+
+// appendPlainString quotes s when it needs no escaping (printable ASCII without quote or
+// backslash, as ids and states are); otherwise it reports false.
+func appendPlainString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
