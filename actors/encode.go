@@ -30,7 +30,7 @@ func (s *snapshot) encode() ([]byte, error) {
 	if !s.isNew() {
 		return marshalJSON(s)
 	}
-	b := make([]byte, 0, 160+len(s.Authored))
+	b := make([]byte, 0, 320+len(s.Authored))
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(s.V), 10)
 	b = append(b, `,"id":`...)
