@@ -221,3 +221,17 @@ func rssMiB() float64 {
 	fmt.Sscan(string(data), &size, &rss)
 	return float64(rss*int64(os.Getpagesize())) / (1 << 20)
 }
+
+// BenchmarkDecodeIntent measures the strict decoding every submitted intent goes through.
+func BenchmarkDecodeIntent(b *testing.B) {
+	raw := []byte(`{"id":"0b7c2d1e-5f3a-4c8b-9d0e-1a2b3c4d5e6f","policy_id":"4qWzWsKJqJ3sZfTzK1ZLrKkhTxH8Q8VQ6mJX7hQvYb5P","attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":2500}}}}`)
+	if _, err := DecodeIntent(raw); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeIntent(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Value is one attribute value: an int, a string, a bool or a set. The zero Value is
@@ -301,32 +303,47 @@ func DecodeAttrs(data []byte) (Attrs, error) {
 	return attrs, nil
 }
 
-// jsonReader walks JSON tokens with the path of where it is, for error messages.
+// jsonReader walks JSON tokens with the path of where it is, for error messages. It
+// reads with jsontext, which does not allocate for each token as encoding/json does
+// (attrs are read for every intent submitted), and hands the tokens on in encoding/json's
+// types.
 type jsonReader struct {
-	dec *json.Decoder
+	dec *jsontext.Decoder
 	bad bool // the input is not valid UTF-8
 }
 
 func newJSONReader(data []byte) *jsonReader {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	// The decoder would replace invalid UTF-8 silently; attrs are signed, so a value
-	// that would not marshal back to the bytes it came from is refused.
+	// Repeated keys are let through so that the reader can name them with their path.
+	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	// Attrs are signed, so a value that would not marshal back to the bytes it came from
+	// is refused: invalid UTF-8 here, lone surrogate escapes by jsontext.
 	return &jsonReader{dec: d, bad: !utf8.Valid(data)}
 }
 
+// token reads the next token as encoding/json's Token would have it: a json.Delim, a
+// string, a json.Number, a bool or nil.
 func (d *jsonReader) token(path string) (json.Token, error) {
 	if d.bad {
 		return nil, &FieldError{Field: path, Reason: "invalid UTF-8 in the JSON text"}
 	}
-	t, err := d.dec.Token()
-	if err == io.EOF {
+	t, err := d.dec.ReadToken()
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, &FieldError{Field: path, Reason: "unexpected end of JSON"}
 	}
 	if err != nil {
-		return nil, &FieldError{Field: path, Reason: "invalid JSON: " + err.Error()}
+		return nil, &FieldError{Field: path, Reason: "invalid JSON: " + strings.TrimPrefix(err.Error(), "jsontext: ")}
 	}
-	return t, nil
+	switch k := t.Kind(); k {
+	case '{', '}', '[', ']':
+		return json.Delim(k), nil
+	case '"':
+		return t.String(), nil
+	case '0':
+		return json.Number(t.String()), nil
+	case 't', 'f':
+		return t.Bool(), nil
+	}
+	return nil, nil
 }
 
 func (d *jsonReader) open(path, what string) error {
@@ -340,7 +357,12 @@ func (d *jsonReader) open(path, what string) error {
 	return nil
 }
 
-func (d *jsonReader) more() bool { return d.dec.More() }
+// more reports whether the array or object being read has another element. At a fault
+// it says yes, so that the caller's next read reports it.
+func (d *jsonReader) more() bool {
+	k := d.dec.PeekKind()
+	return k != '}' && k != ']'
+}
 
 func (d *jsonReader) close(path string) error {
 	t, err := d.token(path)
@@ -370,7 +392,7 @@ func (d *jsonReader) key(path string, seen map[string]bool) (string, error) {
 }
 
 func (d *jsonReader) end(path string) error {
-	if _, err := d.dec.Token(); err != io.EOF {
+	if _, err := d.dec.ReadToken(); err != io.EOF {
 		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
 	}
 	return nil
