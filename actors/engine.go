@@ -105,8 +105,10 @@ type Engine struct {
 	system *actor.ActorSystem
 
 	registry *registry
-	limiter  *actor.PID
-	bus      *actor.PID
+	// dispatcher runs the intent actors' mailboxes.
+	dispatcher *warmDispatcher
+	limiter    *actor.PID
+	bus        *actor.PID
 
 	policiesMu sync.RWMutex
 	policies   map[string]*policy.Policy
@@ -160,6 +162,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.limiter = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return newLimiter(cfg.MaxProving, cfg.ProvingQueue)
 	}))
+	e.dispatcher = newWarmDispatcher(300) // protoactor's default throughput
 	e.registry = newRegistry(e)
 
 	if err := e.resumeProcessing(); err != nil {
@@ -193,6 +196,7 @@ func (e *Engine) Close() error {
 		e.system.Root.RequestFuture(e.bus, closeBus{}, callTimeout).Wait()
 		e.wg.Wait()
 		e.system.Shutdown()
+		e.dispatcher.close()
 	})
 	return nil
 }

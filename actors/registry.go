@@ -94,7 +94,8 @@ func (r *registry) acquire(id string) (*actor.PID, error) {
 			continue
 		}
 		if la == nil {
-			props := actor.PropsFromProducer(func() actor.Actor { return &intentActor{e: r.e, id: id} })
+			props := actor.PropsFromProducer(func() actor.Actor { return &intentActor{e: r.e, id: id} },
+				actor.WithDispatcher(r.e.dispatcher))
 			pid, err := r.e.system.Root.SpawnNamed(props, "intent/"+id)
 			if err != nil && !errors.Is(err, actor.ErrNameExists) {
 				s.mu.Unlock()
