@@ -8,9 +8,10 @@ import (
 )
 
 // encodeAuthored builds the stored AuthoredIntent around the canonical intent without
-// re-reading it: encoding/json would validate and compact bytes that JCS has just written.
+// re-reading it: encoding/json would validate and compact bytes that JCS has just written,
+// and the authorship's own compact encoding.
 func encodeAuthored(canon []byte, a crypto.Authorship) ([]byte, error) {
-	auth, err := marshalJSON(a)
+	auth, err := a.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}

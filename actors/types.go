@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -242,11 +243,20 @@ type memberError string
 
 func (e memberError) Error() string { return string(e) }
 
+// decoders keeps jsontext decoders from one intent to the next.
+var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+
+var emptyInput = bytes.NewReader(nil)
+
 // members reads the members of a JSON object; a repeated name is left for the canonical
 // form to refuse. It reads with jsontext rather than into a map with encoding/json, at a
 // fraction of the cost, for every intent submitted.
 func members(data []byte) (map[string]jsontext.Value, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer decoders.Put(dec)
+	// From a bytes.Buffer jsontext reads in place instead of copying.
+	dec.Reset(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
+	defer dec.Reset(emptyInput)
 	invalid := func(err error) error {
 		return memberError(": " + strings.TrimPrefix(err.Error(), "jsontext: "))
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -211,6 +212,7 @@ func (v Value) appendJSON(b []byte) ([]byte, error) {
 // UnmarshalJSON reads one wire value, as strictly as DecodeAttrs.
 func (v *Value) UnmarshalJSON(data []byte) error {
 	d := newJSONReader(data)
+	defer d.release()
 	val, err := d.value("")
 	if err == nil {
 		err = d.end("")
@@ -274,6 +276,7 @@ func (a *Attrs) UnmarshalJSON(data []byte) error {
 // int64 range. Errors are *FieldError values naming the offending field.
 func DecodeAttrs(data []byte) (Attrs, error) {
 	d := newJSONReader(data)
+	defer d.release()
 	if err := d.open("", "attrs"); err != nil {
 		return nil, err
 	}
@@ -308,17 +311,32 @@ func DecodeAttrs(data []byte) (Attrs, error) {
 // (attrs are read for every intent submitted), and hands the tokens on in encoding/json's
 // types.
 type jsonReader struct {
-	dec *jsontext.Decoder
+	dec jsontext.Decoder
 	bad bool // the input is not valid UTF-8
 }
 
+// readers keeps decoders, and their buffers, from one read to the next.
+var readers = sync.Pool{New: func() any { return new(jsonReader) }}
+
+// newJSONReader returns a reader of data, to be released when done.
 func newJSONReader(data []byte) *jsonReader {
-	// Repeated keys are let through so that the reader can name them with their path.
-	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	d := readers.Get().(*jsonReader)
+	// From a bytes.Buffer jsontext reads in place instead of copying. Repeated keys are
+	// let through so that the reader can name them with their path.
+	d.dec.Reset(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
 	// Attrs are signed, so a value that would not marshal back to the bytes it came from
 	// is refused: invalid UTF-8 here, lone surrogate escapes by jsontext.
-	return &jsonReader{dec: d, bad: !utf8.Valid(data)}
+	d.bad = !utf8.Valid(data)
+	return d
 }
+
+// release returns the reader to the pool, holding on to nothing of its input.
+func (d *jsonReader) release() {
+	d.dec.Reset(emptyInput)
+	readers.Put(d)
+}
+
+var emptyInput = bytes.NewReader(nil)
 
 // token reads the next token as encoding/json's Token would have it: a json.Delim, a
 // string, a json.Number, a bool or nil.
