@@ -125,7 +125,7 @@ func VerifyReceipt(s *SignedReceipt, pub ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	if !ed25519.Verify(pub, canon, s.Signature) {
+	if !verifyEd25519(pub, canon, s.Signature) {
 		return fmt.Errorf("signature does not verify under key %s", id)
 	}
 	return nil

@@ -3,7 +3,6 @@ package crypto
 import (
 	"bytes"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/json"
@@ -109,15 +108,15 @@ func (v *verifier) signature(s *Signature, inMultisig bool) error {
 }
 
 func (v *verifier) ed25519(s *Ed25519Signature) error {
-	// ed25519.Verify panics on a key of the wrong length, and values built in Go
-	// never went through the decoder's length checks.
+	// Verification panics on a key of the wrong length, and values built in Go never
+	// went through the decoder's length checks.
 	if len(s.PubKey) != Ed25519PubKeyLen {
 		return fmt.Errorf("ed25519: pub_key is %d bytes, want %d", len(s.PubKey), Ed25519PubKeyLen)
 	}
 	if len(s.Signature) != Ed25519SignatureLen {
 		return fmt.Errorf("ed25519: signature is %d bytes, want %d", len(s.Signature), Ed25519SignatureLen)
 	}
-	if !ed25519.Verify(ed25519.PublicKey(s.PubKey), v.canon, s.Signature) {
+	if !verifyEd25519(s.PubKey, v.canon, s.Signature) {
 		return errors.New("ed25519: signature does not verify")
 	}
 	return nil
