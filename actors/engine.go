@@ -299,11 +299,18 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 }
 
 // SubmitIntent verifies and stores a new intent. rawIntent is the intent's JSON as
-// received: the signature covers its JCS form, which is what is stored.
-func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship) error {
+// received: the signature covers its JCS form, which is what is stored. Each of checks
+// is run on the decoded intent before anything else is spent on it, and the first error
+// is returned as it is: the caller's own limits, without a second decoding.
+func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship, checks ...func(Intent) error) error {
 	in, err := DecodeIntent(rawIntent)
 	if err != nil {
 		return err
+	}
+	for _, check := range checks {
+		if err := check(in); err != nil {
+			return err
+		}
 	}
 	if err := checkExactInts(in); err != nil {
 		return err

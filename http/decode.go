@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
@@ -76,29 +79,45 @@ func objectMembers(data []byte, what, code string) ([]member, error) {
 		got := "a JSON " + jsonKind(trimmed)
 		return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if _, err := dec.Token(); err != nil {
-		return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+	dec := memberDecoders.Get().(*jsontext.Decoder)
+	defer memberDecoders.Put(dec)
+	// From a bytes.Buffer jsontext reads in place; a repeated key is let through to be
+	// named below.
+	dec.Reset(bytes.NewBuffer(trimmed), jsontext.AllowDuplicateNames(true))
+	defer dec.Reset(emptyInput)
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, invalidJSON(what, err)
 	}
 	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %v", what, err)
+			return nil, invalidJSON(what, err)
 		}
-		key, _ := tok.(string) // inside an object the decoder yields only string keys
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s.%s: %v", what, key, err)
+		key := tok.String() // before the next read, which voids tok
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, invalidJSON(join(what, key), err)
 		}
 		for _, m := range out {
 			if m.key == key {
 				return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: duplicate key", join(what, key))
 			}
 		}
-		out = append(out, member{key, val})
+		out = append(out, member{key, json.RawMessage(val.Clone())})
 	}
 	return out, nil
+}
+
+// memberDecoders keeps jsontext decoders from one request to the next: every intent and
+// proposal body is read with one.
+var memberDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+
+// emptyInput is what a pooled decoder is left reading, so that it holds on to no body.
+var emptyInput = bytes.NewReader(nil)
+
+func invalidJSON(where string, err error) error {
+	return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %s", where, strings.TrimPrefix(err.Error(), "jsontext: "))
 }
 
 // join builds a field path for messages; the body itself has the empty path.

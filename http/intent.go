@@ -24,14 +24,13 @@ func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ http
 		return
 	}
 	intent, auth, err := DecodeAuthoredIntent(body)
-	if err == nil {
-		err = s.opts.Limits.CheckIntent(intent)
-	}
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
 	}
-	if err := s.engine.SubmitIntent(r.Context(), intent, auth); err != nil {
+	// The limits are checked on the engine's decoding of the intent, before it spends a
+	// signature check and a policy lookup on it.
+	if err := s.engine.SubmitIntent(r.Context(), intent, auth, s.opts.Limits.CheckDecoded); err != nil {
 		Error(w, r, s.log, err)
 		return
 	}

@@ -68,7 +68,16 @@ func (l *Limits) setDefaults() {
 // names, so that the same intent always gets the same message.
 func (l Limits) CheckIntent(rawIntent []byte) error {
 	in, err := actors.DecodeIntent(rawIntent)
-	if err != nil || in.Attrs == nil {
+	if err != nil {
+		return nil
+	}
+	return l.CheckDecoded(in)
+}
+
+// CheckDecoded is CheckIntent on an intent already decoded, for the engine to run on its
+// own decoding (actors.Engine.SubmitIntent's checks).
+func (l Limits) CheckDecoded(in actors.Intent) error {
+	if in.Attrs == nil {
 		return nil
 	}
 	attrs := *in.Attrs

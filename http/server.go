@@ -29,7 +29,7 @@ type Engine interface {
 	PutPolicy(ctx context.Context, source string) (string, error)
 	Policy(ctx context.Context, id string) (*policy.Policy, error)
 	DeletePolicy(ctx context.Context, id string) error
-	SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship) error
+	SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship, checks ...func(actors.Intent) error) error
 	GetIntent(ctx context.Context, id string) (json.RawMessage, error)
 	Status(ctx context.Context, id string) (actors.Status, error)
 	Propose(ctx context.Context, id string, p actors.Proposal) error

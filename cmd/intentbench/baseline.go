@@ -63,10 +63,15 @@ func (e *bareEngine) DeletePolicy(context.Context, string) error {
 // SubmitIntent does what the engine does before it hands an intent to its actor:
 // decode, canonicalize once, check the attrs, verify the signature over the canonical
 // bytes.
-func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.Authorship) error {
+func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.Authorship, checks ...func(actors.Intent) error) error {
 	in, err := actors.DecodeIntent(raw)
 	if err != nil {
 		return err
+	}
+	for _, check := range checks {
+		if err := check(in); err != nil {
+			return err
+		}
 	}
 	canon, err := crypto.Canonicalize(raw)
 	if err != nil {
