@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -202,7 +203,7 @@ func ValidPolicyID(id string) bool {
 func DecodeIntent(raw []byte) (Intent, error) {
 	fields, err := members(raw)
 	if err != nil {
-		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent: must be a JSON object%s", err)
+		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent: %v", err)
 	}
 	for name := range fields {
 		switch name {
@@ -237,16 +238,14 @@ func DecodeIntent(raw []byte) (Intent, error) {
 	return in, nil
 }
 
-// memberError is why a text is not one JSON object, as a suffix for "must be a JSON
-// object"; empty when it is valid JSON of another kind.
-type memberError string
-
-func (e memberError) Error() string { return string(e) }
-
 // decoders keeps jsontext decoders from one intent to the next.
 var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
 
+// emptyInput is what a pooled decoder is left reading, so that it holds on to no intent.
 var emptyInput = bytes.NewReader(nil)
+
+// errNotObject is the refusal of a text that does not start a JSON object.
+var errNotObject = errors.New("must be a JSON object")
 
 // members reads the members of a JSON object; a repeated name is left for the canonical
 // form to refuse. It reads with jsontext rather than into a map with encoding/json, at a
@@ -258,14 +257,10 @@ func members(data []byte) (map[string]jsontext.Value, error) {
 	dec.Reset(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
 	defer dec.Reset(emptyInput)
 	invalid := func(err error) error {
-		return memberError(": " + strings.TrimPrefix(err.Error(), "jsontext: "))
+		return fmt.Errorf("invalid JSON: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
-	t, err := dec.ReadToken()
-	if err != nil {
-		return nil, invalid(err)
-	}
-	if t.Kind() != '{' {
-		return nil, memberError("")
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
+		return nil, errNotObject
 	}
 	fields := make(map[string]jsontext.Value, 3)
 	for dec.PeekKind() != '}' {
@@ -284,7 +279,7 @@ func members(data []byte) (map[string]jsontext.Value, error) {
 		return nil, invalid(err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, memberError(": unexpected data after the object")
+		return nil, errors.New("invalid JSON: unexpected data after the object")
 	}
 	return fields, nil
 }

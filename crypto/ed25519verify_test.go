@@ -30,7 +30,8 @@ var edgeCases = []struct {
 	{"identity with sign bit as R", "01" + zeros(31), "6869", "01" + zeros(30) + "80" + zeros(32), false},
 	// S = L, the group order: S must be below it.
 	{"S not reduced", "01" + zeros(31), "6869", "01" + zeros(31) + "edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010", false},
-	// A point of order 2, (0, -1).
+	// A point of order 2, (0, -1), as A: [k]A is the identity when k is even, as it is for
+	// this message, so the identity R and S = 0 verify.
 	{"order-2 A", "ec" + ffs(30) + "7f", "6869", "01" + zeros(31) + zeros(32), true},
 	{"not on the curve", "02" + zeros(31), "6869", "01" + zeros(31) + zeros(32), false},
 }

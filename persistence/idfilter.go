@@ -13,7 +13,8 @@ import (
 // every level of the LSM tree. That read cost more than the rest of the write.
 //
 // It is a chain of Bloom filters, each twice the capacity of the one before, so it grows
-// with the store at about 15 bits an id. Until Open's scan of the stored ids has ended it
+// with the store: about 15 bits an id in the filters that are full, and as much again
+// held for the last one, 3.7 MB for a million ids. Until Open's scan of the stored ids has ended it
 // answers "maybe" for every id, and the caller reads the store as before.
 type idFilter struct {
 	mu      sync.RWMutex

@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -83,5 +84,54 @@ func TestIDFilterAcrossReopen(t *testing.T) {
 				t.Fatalf("second create of %s = %v, want ErrExists", fresh, err)
 			}
 		})
+	}
+}
+
+// TestIDFilterCreatesDuringScan races creates against the scan of stored ids at open:
+// once the scan has ended, every id, stored before or during it, must be refused.
+func TestIDFilterCreatesDuringScan(t *testing.T) {
+	fs := NewMemFS()
+	s := openMem(t, fs)
+	s.PutPolicy("P", []byte{7}, []byte("src"))
+	const stored, writers, each = 5000, 4, 200
+	for i := range stored {
+		mustCreate(t, s, fmt.Sprintf("old%d", i), "P", "x")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openMem(t, fs)
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := s.CreateIntent(fmt.Sprintf("new%d-%d", w, i), "P", []byte("y"), t0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-s.idsLoaded
+	if !s.ids.ready.Load() {
+		t.Fatal("the scan ended without making the filter ready")
+	}
+	check := func(id string) {
+		if err := s.CreateIntent(id, "P", []byte("again"), t0); !errors.Is(err, ErrExists) {
+			t.Fatalf("create of stored %s = %v, want ErrExists", id, err)
+		}
+	}
+	for i := range stored {
+		check(fmt.Sprintf("old%d", i))
+	}
+	for w := range writers {
+		for i := range each {
+			check(fmt.Sprintf("new%d-%d", w, i))
+		}
 	}
 }
