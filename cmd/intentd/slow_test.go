@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -41,8 +43,11 @@ func TestSlowClientHeaders(t *testing.T) {
 		}
 	}
 	// The server answers the slow client (408, or just a close) and closes the connection.
+	// Closed with bytes of the header still unread, the connection may end in a reset
+	// rather than an end of stream: either way the server let go of it. A time-out is
+	// the failure.
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.ReadAll(conn); err != nil {
+	if _, err := io.ReadAll(conn); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("the server did not close the dawdling connection: %v", err)
 	}
 	if err := <-closed; err == nil {
