@@ -30,7 +30,7 @@ func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ http
 	}
 	// The limits are checked on the engine's decoding of the intent, before it spends a
 	// signature check and a policy lookup on it.
-	if err := s.engine.SubmitIntent(r.Context(), intent, auth, s.opts.Limits.CheckDecoded); err != nil {
+	if err := s.engine.SubmitIntent(r.Context(), intent, auth, s.opts.Limits.CheckIntent); err != nil {
 		Error(w, r, s.log, err)
 		return
 	}

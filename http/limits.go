@@ -62,21 +62,11 @@ func (l *Limits) setDefaults() {
 	def(&l.MaxPolicySourceBytes, DefaultMaxPolicySourceBytes, policy.MaxSourceBytes)
 }
 
-// CheckIntent checks an intent's attrs against the limits, before the engine spends a
-// signature check and a policy lookup on it. An intent that does not decode passes:
-// the engine says what is wrong with it. Fields are checked in the order of their
+// CheckIntent checks a decoded intent's attrs against the limits. The server hands it to
+// actors.Engine.SubmitIntent, which runs it on its own decoding of the intent before it
+// spends a signature check and a policy lookup. Fields are checked in the order of their
 // names, so that the same intent always gets the same message.
-func (l Limits) CheckIntent(rawIntent []byte) error {
-	in, err := actors.DecodeIntent(rawIntent)
-	if err != nil {
-		return nil
-	}
-	return l.CheckDecoded(in)
-}
-
-// CheckDecoded is CheckIntent on an intent already decoded, for the engine to run on its
-// own decoding (actors.Engine.SubmitIntent's checks).
-func (l Limits) CheckDecoded(in actors.Intent) error {
+func (l Limits) CheckIntent(in actors.Intent) error {
 	if in.Attrs == nil {
 		return nil
 	}
