@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
@@ -91,7 +93,7 @@ func BenchmarkSubmitIntent(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					in := intents[next.Add(1)-1]
-					if err := e.SubmitIntent(context.Background(), in.raw, in.auth); err != nil {
+					if err := submitRaw(context.Background(), e, in.raw, in.auth); err != nil {
 						b.Error(err)
 						return
 					}
@@ -116,13 +118,13 @@ func BenchmarkProposalToEvent(b *testing.B) {
 	intents := presign(b, b.N, pid)
 	ids := make([]string, b.N)
 	for i, in := range intents {
-		if err := e.SubmitIntent(context.Background(), in.raw, in.auth); err != nil {
+		if err := submitRaw(context.Background(), e, in.raw, in.auth); err != nil {
 			b.Fatal(err)
 		}
-		d, _ := DecodeIntent(in.raw)
+		d, _ := intentd.DecodeIntent(in.raw)
 		ids[i] = d.ID
 	}
-	sub, err := e.Subscribe(context.Background(), 0, Filter{})
+	sub, err := e.Subscribe(context.Background(), 0, intentd.Filter{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func BenchmarkProposalToEvent(b *testing.B) {
 	lat := make([]time.Duration, b.N)
 	b.ResetTimer()
 	for i, id := range ids {
-		if err := e.Propose(context.Background(), id, Proposal{Solution: "M-cheap"}); err != nil {
+		if err := e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}); err != nil {
 			b.Fatal(err)
 		}
 		accepted := time.Now()
@@ -168,7 +170,7 @@ func BenchmarkOpenIntents(b *testing.B) {
 			defer wg.Done()
 			for i := range work {
 				raw := fmt.Appendf(nil, `{"id":"%08x-0000-4000-8000-000000000000","policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":2500}}}}`, i, pid)
-				if err := e.SubmitIntent(context.Background(), raw, crypto.Authorship{}); err != nil {
+				if err := submitRaw(context.Background(), e, raw, crypto.Authorship{}); err != nil {
 					fail.Store(err)
 				}
 			}
@@ -200,7 +202,7 @@ func BenchmarkOpenIntents(b *testing.B) {
 	e, store, _ = benchEngine(b, dir, Config{Verify: unsigned})
 	id := "00000000-0000-4000-8000-000000000000"
 	s, err := e.Status(context.Background(), id)
-	if err != nil || s.State != StateOpen {
+	if err != nil || s.State != intentd.StateOpen {
 		b.Fatalf("status after reopen = %+v, %v", s, err)
 	}
 	b.ReportMetric(float64(time.Since(reopen).Milliseconds()), "reopen-ms")
@@ -240,12 +242,12 @@ func rssMiB() float64 {
 // BenchmarkDecodeIntent measures the strict decoding every submitted intent goes through.
 func BenchmarkDecodeIntent(b *testing.B) {
 	raw := []byte(`{"id":"0b7c2d1e-5f3a-4c8b-9d0e-1a2b3c4d5e6f","policy_id":"4qWzWsKJqJ3sZfTzK1ZLrKkhTxH8Q8VQ6mJX7hQvYb5P","attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":2500}}}}`)
-	if _, err := DecodeIntent(raw); err != nil {
+	if _, err := intentd.DecodeIntent(raw); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeIntent(raw); err != nil {
+		if _, err := intentd.DecodeIntent(raw); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,17 +3,16 @@ package actors
 import (
 	"context"
 	"errors"
-	"slices"
+
+	"github.com/intentd/intentd"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/intentd/intentd/persistence"
 )
 
 // The event bus's messages.
 type (
 	// publish carries a durable event from the store's committer, in id order.
-	publish struct{ ev persistence.Event }
+	publish struct{ ev intentd.Event }
 	// subscribe adds a subscriber; the answer is the id of the last event published
 	// before it, or an error when the subscribers are at their limit.
 	subscribe struct{ sub *Subscription }
@@ -24,13 +23,6 @@ type (
 	// busStats asks for the number of subscribers.
 	busStats struct{}
 )
-
-// ErrSubscriberTooSlow ends a subscription whose reader fell a whole buffer behind; the
-// reader resumes from the last id it saw and loses nothing.
-var ErrSubscriberTooSlow = errors.New("subscriber fell too far behind")
-
-// ErrEngineClosed ends a subscription when the engine closes.
-var ErrEngineClosed = errors.New("engine closed")
 
 // bus fans events out to subscribers. Events arrive in id order from one sender, so each
 // subscriber's channel gets them in order; a subscriber whose buffer is full is cut off
@@ -49,31 +41,28 @@ func newBus(last uint64, max int) *bus {
 func (b *bus) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case publish:
-		decoded, err := decodeEvent(m.ev.ID, m.ev.At, m.ev.Data)
 		b.last = m.ev.ID
-		if err != nil {
-			return
-		}
+		decoded := m.ev
 		// One event, shared by every subscriber's buffer: a buffer of pointers costs
 		// 8 bytes a place, so ten thousand subscribers do not reserve a gigabyte.
 		ev := &decoded
 		for sub := range b.subs {
-			if !sub.filter.match(decoded) {
+			if !sub.filter.Match(decoded) {
 				continue
 			}
 			select {
 			case sub.live <- ev:
 			default:
-				sub.end(ErrSubscriberTooSlow)
+				sub.end(intentd.ErrSubscriberTooSlow)
 				delete(b.subs, sub)
 			}
 		}
 	case subscribe:
 		switch {
 		case b.closed:
-			ctx.Respond(Errorf(KindBusy, CodeShuttingDown, "the service is shutting down"))
+			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
 		case len(b.subs) >= b.max:
-			ctx.Respond(Errorf(KindBusy, CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
+			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
 		default:
 			b.subs[m.sub] = struct{}{}
 			ctx.Respond(b.last)
@@ -83,7 +72,7 @@ func (b *bus) Receive(ctx actor.Context) {
 	case closeBus:
 		b.closed = true
 		for sub := range b.subs {
-			sub.end(ErrEngineClosed)
+			sub.end(intentd.ErrEngineClosed)
 		}
 		clear(b.subs)
 		ctx.Respond(true)
@@ -92,34 +81,18 @@ func (b *bus) Receive(ctx actor.Context) {
 	}
 }
 
-// Filter selects events; an empty field selects all.
-type Filter struct {
-	IntentIDs []string
-	Types     []State
-}
-
-func (f Filter) match(ev Event) bool {
-	if len(f.IntentIDs) > 0 && !slices.Contains(f.IntentIDs, ev.IntentID) {
-		return false
-	}
-	if len(f.Types) > 0 && !slices.Contains(f.Types, ev.Type) {
-		return false
-	}
-	return true
-}
-
 // Subscription is one reader of the event stream: the retained events after its
 // starting id, then live ones, with no gap and no duplicate.
 type Subscription struct {
 	e      *Engine
-	filter Filter
-	live   chan *Event   // events are shared between subscribers: never modified
-	done   chan struct{} // closed by end
-	reason error         // why it ended; written before done is closed
+	filter intentd.Filter
+	live   chan *intentd.Event // events are shared between subscribers: never modified
+	done   chan struct{}       // closed by end
+	reason error               // why it ended; written before done is closed
 
 	after     uint64 // the last id delivered or skipped
 	replayTo  uint64 // replay from the store up to this id, then go live
-	replay    []Event
+	replay    []intentd.Event
 	truncated bool
 }
 
@@ -133,12 +106,12 @@ const replayPage = 256
 
 // Subscribe starts a subscription after the event id from (0: from the oldest retained
 // event). Close it when done.
-func (e *Engine) Subscribe(ctx context.Context, from uint64, f Filter) (*Subscription, error) {
+func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (intentd.Subscription, error) {
 	ids := make([]string, len(f.IntentIDs))
 	for i, id := range f.IntentIDs {
-		canon, ok := CanonicalIntentID(id)
+		canon, ok := intentd.CanonicalIntentID(id)
 		if !ok {
-			return nil, Errorf(KindInvalid, CodeInvalidID, "intent_id: %q is not a UUID", id)
+			return nil, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent_id: %q is not a UUID", id)
 		}
 		ids[i] = canon
 	}
@@ -146,13 +119,14 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f Filter) (*Subscri
 	sub := &Subscription{
 		e:      e,
 		filter: f,
-		live:   make(chan *Event, e.cfg.SubscriberBuffer),
+		live:   make(chan *intentd.Event, e.cfg.SubscriberBuffer),
 		done:   make(chan struct{}),
 		after:  from,
 	}
-	res, err := e.system.Root.RequestFuture(e.bus, subscribe{sub: sub}, callTimeout).Result()
+	res, err := e.ask(ctx, e.bus, subscribe{sub: sub})
 	if err != nil {
-		return nil, internal("subscribe: %w", err)
+		sub.Close() // the bus may have taken it before ctx ended
+		return nil, err
 	}
 	switch v := res.(type) {
 	case error:
@@ -160,10 +134,10 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f Filter) (*Subscri
 	case uint64:
 		sub.replayTo = v
 	}
-	first, _, err := e.store.EventBounds()
+	first, _, err := e.store.EventBounds(ctx)
 	if err != nil {
 		sub.Close()
-		return nil, internal("read event bounds: %w", err)
+		return nil, intentd.Internal("read event bounds: %w", err)
 	}
 	if first > 0 && from+1 < first && from < sub.replayTo {
 		sub.truncated = true
@@ -177,18 +151,18 @@ func (s *Subscription) Truncated() bool { return s.truncated }
 
 // Next returns the next event. It ends with ErrSubscriberTooSlow when the reader fell
 // behind, ErrEngineClosed when the engine closes, or the context's error.
-func (s *Subscription) Next(ctx context.Context) (Event, error) {
+func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 	for s.after < s.replayTo {
 		if len(s.replay) == 0 {
-			if err := s.fill(); err != nil {
-				return Event{}, err
+			if err := s.fill(ctx); err != nil {
+				return intentd.Event{}, err
 			}
 			continue
 		}
 		ev := s.replay[0]
 		s.replay = s.replay[1:]
 		s.after = ev.ID
-		if s.filter.match(ev) {
+		if s.filter.Match(ev) {
 			return ev, nil
 		}
 	}
@@ -212,28 +186,24 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 				continue
 			default:
 			}
-			return Event{}, s.reason
+			return intentd.Event{}, s.reason
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
+			return intentd.Event{}, ctx.Err()
 		}
 	}
 }
 
-func (s *Subscription) fill() error {
+func (s *Subscription) fill(ctx context.Context) error {
 	s.replay = s.replay[:0]
-	err := s.e.store.Events(s.after, replayPage, func(pe persistence.Event) error {
-		if pe.ID > s.replayTo {
+	err := s.e.store.Events(ctx, s.after, replayPage, func(ev intentd.Event) error {
+		if ev.ID > s.replayTo {
 			return errStopReplay
-		}
-		ev, err := decodeEvent(pe.ID, pe.At, pe.Data)
-		if err != nil {
-			return err
 		}
 		s.replay = append(s.replay, ev)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopReplay) {
-		return internal("replay events: %w", err)
+		return intentd.Internal("replay events: %w", err)
 	}
 	if len(s.replay) == 0 {
 		// Nothing retained up to replayTo (pruned meanwhile): the replay is over.
@@ -257,7 +227,7 @@ func (s *Subscription) Close() {
 
 // Subscribers reports the number of event subscribers.
 func (e *Engine) Subscribers() int {
-	res, err := e.system.Root.RequestFuture(e.bus, busStats{}, callTimeout).Result()
+	res, err := e.ask(context.Background(), e.bus, busStats{})
 	if err != nil {
 		return 0
 	}

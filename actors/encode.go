@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/intentd/intentd/crypto"
 )
 
@@ -29,7 +31,7 @@ func encodeAuthored(canon []byte, a crypto.Authorship) ([]byte, error) {
 // those marshalJSON would write; a test holds the two together.
 func (s *snapshot) encode() ([]byte, error) {
 	if !s.isNew() {
-		return marshalJSON(s)
+		return intentd.MarshalJSON(s)
 	}
 	b := make([]byte, 0, 320+len(s.Authored))
 	b = append(b, `{"v":`...)
@@ -37,24 +39,24 @@ func (s *snapshot) encode() ([]byte, error) {
 	b = append(b, `,"id":`...)
 	b, ok := appendPlainString(b, s.ID)
 	if !ok {
-		return marshalJSON(s)
+		return intentd.MarshalJSON(s)
 	}
 	b = append(b, `,"policy_id":`...)
 	if b, ok = appendPlainString(b, s.PolicyID); !ok {
-		return marshalJSON(s)
+		return intentd.MarshalJSON(s)
 	}
 	b = append(b, `,"authored":`...)
 	b = append(b, s.Authored...)
 	b = append(b, `,"state":`...)
 	if b, ok = appendPlainString(b, string(s.State)); !ok {
-		return marshalJSON(s)
+		return intentd.MarshalJSON(s)
 	}
 	for _, f := range []struct {
 		name string
 		t    time.Time
 	}{{`,"created_at":`, s.CreatedAt}, {`,"expires_at":`, s.ExpiresAt}} {
 		if y := f.t.Year(); y < 0 || y > 9999 {
-			return marshalJSON(s) // for the error encoding/json gives
+			return intentd.MarshalJSON(s) // for the error encoding/json gives
 		}
 		b = append(b, f.name...)
 		b = append(b, '"')

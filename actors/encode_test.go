@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/intentd/intentd/crypto"
 )
 
@@ -22,7 +24,7 @@ func TestSnapshotEncode(t *testing.T) {
 	at := time.Date(2026, 11, 22, 15, 4, 5, 123456789, time.UTC)
 	newSnap := func(change func(*snapshot)) *snapshot {
 		s := &snapshot{V: snapshotVersion, ID: "0b7c2d1e-5f3a-4c8b-9d0e-1a2b3c4d5e6f", PolicyID: "8Xk2pQ",
-			Authored: authored, State: StateOpen, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
+			Authored: authored, State: intentd.StateOpen, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
 		if change != nil {
 			change(s)
 		}
@@ -39,11 +41,11 @@ func TestSnapshotEncode(t *testing.T) {
 		{"zero times", newSnap(func(s *snapshot) { s.CreatedAt, s.ExpiresAt = time.Time{}, time.Time{} }), true},
 		{"id to escape", newSnap(func(s *snapshot) { s.ID = "a\"b\\c\u00e9" }), true},
 		{"proposed", newSnap(func(s *snapshot) {
-			s.State, s.Proposal, s.ProposedAt = StateProcessing, &Proposal{Solution: "<M>"}, at
+			s.State, s.Proposal, s.ProposedAt = intentd.StateProcessing, &intentd.Proposal{Solution: "<M>"}, at
 		}), false},
 		{"failed", newSnap(func(s *snapshot) {
-			s.State, s.Proposal, s.ProposedAt = StateFailure, &Proposal{Solution: "M"}, at
-			s.Evidence, s.Reason, s.FailureKind, s.FinishedAt = json.RawMessage(`{"price_cents":3000}`), "price_cents <= 2500", FailureConstraints, at
+			s.State, s.Proposal, s.ProposedAt = intentd.StateFailure, &intentd.Proposal{Solution: "M"}, at
+			s.Evidence, s.Reason, s.FailureKind, s.FinishedAt = json.RawMessage(`{"price_cents":3000}`), "price_cents <= 2500", intentd.FailureConstraints, at
 		}), false},
 	}
 	for _, tc := range tests {
@@ -55,7 +57,7 @@ func TestSnapshotEncode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := marshalJSON(tc.snap)
+			want, err := intentd.MarshalJSON(tc.snap)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +79,7 @@ func TestSnapshotEncode(t *testing.T) {
 	}
 
 	t.Run("intent kept as signed", func(t *testing.T) {
-		var a AuthoredIntent
+		var a intentd.AuthoredIntent
 		if err := json.Unmarshal(authored, &a); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +99,7 @@ func BenchmarkSnapshotEncode(b *testing.B) {
 	authored, _ := encodeAuthored([]byte(`{"attrs":{"fields":{"max_price_cents":{"Int":2500},"size":{"String":"M"}}},"id":"0b7c2d1e-5f3a-4c8b-9d0e-1a2b3c4d5e6f","policy_id":"8Xk2pQ"}`), crypto.Authorship{})
 	now := time.Now()
 	s := &snapshot{V: snapshotVersion, ID: "0b7c2d1e-5f3a-4c8b-9d0e-1a2b3c4d5e6f", PolicyID: "8Xk2pQ",
-		Authored: authored, State: StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		Authored: authored, State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.encode(); err != nil {

@@ -10,18 +10,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
-	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
 )
 
 // Config configures an Engine. Store and Extractor are required; zero values elsewhere
 // take the defaults documented on each field.
 type Config struct {
-	Store     Store
+	Store     intentd.Store
 	Extractor evidence.Extractor
 	// Prover makes receipts; nil means outcomes carry no receipt.
 	Prover Prover
@@ -56,7 +57,7 @@ type Config struct {
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer is told of transitions and timings, for metrics; nil: nobody.
-	Observer *Observer
+	Observer *intentd.Observer
 }
 
 func (c *Config) setDefaults() {
@@ -100,7 +101,8 @@ func (c *Config) setDefaults() {
 // intent, the proving limiter and the event bus.
 type Engine struct {
 	cfg    Config
-	store  Store
+	store  intentd.Store
+	obs    intentd.Observer
 	log    *slog.Logger
 	system *actor.ActorSystem
 
@@ -130,6 +132,48 @@ type Engine struct {
 // write, so reaching it means the service is in trouble.
 const callTimeout = 30 * time.Second
 
+// ask sends msg to pid and waits for its answer, for at most callTimeout and no longer
+// than ctx allows.
+func (e *Engine) ask(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	res, err := e.wait(ctx, e.system.Root.RequestFuture(pid, msg, callTimeout), nil)
+	if err != nil && err == ctx.Err() {
+		return nil, intentd.Canceled(err)
+	}
+	return res, err
+}
+
+// wait waits for f's answer or for ctx to end, whichever comes first, and returns what
+// came; done, when not nil, is called with the answer once it comes, even after ctx
+// ended. protoactor's futures block without a context, so a caller whose ctx can end
+// waits on a goroutine of its own.
+func (e *Engine) wait(ctx context.Context, f *actor.Future, done func(any, error)) (any, error) {
+	if ctx.Done() == nil {
+		res, err := f.Result()
+		if done != nil {
+			done(res, err)
+		}
+		return res, err
+	}
+	type answer struct {
+		res any
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		res, err := f.Result()
+		if done != nil {
+			done(res, err)
+		}
+		ch <- answer{res, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Open starts an engine on a store. It resumes the proposals that were processing when
 // the store was last written and expires the intents whose time passed meanwhile.
 func Open(cfg Config) (*Engine, error) {
@@ -140,23 +184,28 @@ func Open(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:        cfg,
 		store:      cfg.Store,
+		obs:        observer(cfg.Observer),
 		log:        cfg.Logger,
 		policies:   make(map[string]*policy.Policy),
 		ready:      make(chan struct{}),
 		expiryWake: make(chan struct{}, 1),
 	}
+	if cfg.Observer != nil && cfg.Observer.StoreCall != nil {
+		e.store = timedStore{s: cfg.Store, call: cfg.Observer.StoreCall}
+	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return cfg.Logger.With("component", "actor")
 	}))
-	_, last, err := e.store.EventBounds()
+	_, last, err := e.store.EventBounds(e.ctx)
 	if err != nil {
-		return nil, internal("read event bounds: %w", err)
+		return nil, intentd.Internal("read event bounds: %w", err)
 	}
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return newBus(last, cfg.MaxSubscribers)
 	}))
-	e.store.SetEventSink(func(ev persistence.Event) {
+	e.store.SetEventSink(func(ev intentd.Event) {
+		e.obs.Published()
 		e.system.Root.Send(e.bus, publish{ev})
 	})
 	e.limiter = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -215,13 +264,13 @@ func (e *Engine) track() bool {
 }
 
 func (e *Engine) resumeProcessing() error {
-	ids, err := e.store.Processing()
+	ids, err := e.store.Processing(e.ctx)
 	if err != nil {
-		return internal("list processing intents: %w", err)
+		return intentd.Internal("list processing intents: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := e.registry.call(id, resume{}); err != nil {
-			return internal("resume intent: %w", fmt.Errorf("%s: %w", id, err))
+		if _, err := e.registry.call(e.ctx, id, resume{}); err != nil {
+			return intentd.Internal("resume intent: %w", fmt.Errorf("%s: %w", id, err))
 		}
 	}
 	if len(ids) > 0 {
@@ -235,11 +284,11 @@ func (e *Engine) resumeProcessing() error {
 func (e *Engine) PutPolicy(ctx context.Context, source string) (string, error) {
 	p, err := policy.Compile(source)
 	if err != nil {
-		return "", &Error{Kind: KindInvalid, Code: CodePolicyInvalid, Message: err.Error()}
+		return "", &intentd.Error{Kind: intentd.KindInvalid, Code: intentd.CodePolicyInvalid, Message: err.Error()}
 	}
 	id := p.ID()
-	if _, err := e.store.PutPolicy(id, p.Bytecode(), []byte(source)); err != nil {
-		return "", internal("store policy: %w", err)
+	if _, err := e.store.PutPolicy(ctx, id, p.Bytecode(), []byte(source)); err != nil {
+		return "", intentd.Internal("store policy: %w", err)
 	}
 	e.cachePolicy(id, p)
 	return id, nil
@@ -253,16 +302,16 @@ func (e *Engine) Policy(ctx context.Context, id string) (*policy.Policy, error) 
 	if p != nil {
 		return p, nil
 	}
-	bytecode, _, err := e.store.Policy(id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, Errorf(KindNotFound, CodePolicyNotFound, "policy %s not found", id)
+	bytecode, _, err := e.store.Policy(ctx, id)
+	if errors.Is(err, intentd.ErrNotFound) {
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodePolicyNotFound, "policy %s not found", id)
 	}
 	if err != nil {
-		return nil, internal("read policy: %w", err)
+		return nil, intentd.Internal("read policy: %w", err)
 	}
 	p, err = policy.Decode(bytecode)
 	if err != nil {
-		return nil, internal("decode stored policy: %w", fmt.Errorf("%s: %w", id, err))
+		return nil, intentd.Internal("decode stored policy: %w", fmt.Errorf("%s: %w", id, err))
 	}
 	e.cachePolicy(id, p)
 	return p, nil
@@ -283,14 +332,14 @@ func (e *Engine) cachePolicy(id string, p *policy.Policy) {
 
 // DeletePolicy deletes a policy unless an open or processing intent names it.
 func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
-	err := e.store.DeletePolicy(id)
+	err := e.store.DeletePolicy(ctx, id)
 	switch {
-	case errors.Is(err, persistence.ErrNotFound):
-		return Errorf(KindNotFound, CodePolicyNotFound, "policy %s not found", id)
-	case errors.Is(err, persistence.ErrPolicyInUse):
-		return Errorf(KindConflict, CodePolicyInUse, "policy %s is named by an open or processing intent", id)
+	case errors.Is(err, intentd.ErrNotFound):
+		return intentd.Errorf(intentd.KindNotFound, intentd.CodePolicyNotFound, "policy %s not found", id)
+	case errors.Is(err, intentd.ErrPolicyInUse):
+		return intentd.Errorf(intentd.KindConflict, intentd.CodePolicyInUse, "policy %s is named by an open or processing intent", id)
 	case err != nil:
-		return internal("delete policy: %w", err)
+		return intentd.Internal("delete policy: %w", err)
 	}
 	e.policiesMu.Lock()
 	delete(e.policies, id)
@@ -298,31 +347,14 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 	return nil
 }
 
-// SubmitIntent verifies and stores a new intent. rawIntent is the intent's JSON as
-// received: the signature covers its JCS form, which is what is stored. Each of checks
-// is run on the decoded intent before anything else is spent on it, and the first error
-// is returned as it is: the caller's own limits, without a second decoding.
-func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship, checks ...func(Intent) error) error {
-	in, err := DecodeIntent(rawIntent)
-	if err != nil {
-		return err
-	}
-	for _, check := range checks {
-		if err := check(in); err != nil {
-			return err
-		}
-	}
-	if err := checkExactInts(in); err != nil {
-		return err
-	}
-	canon, err := crypto.Canonicalize(rawIntent)
-	if err != nil {
-		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
-	}
+// SubmitIntent verifies and stores a new intent: its policy must exist and take its
+// attrs, and its authorship must verify over its canonical form, which is what is stored.
+func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error {
+	in, canon, authorship := sub.Intent, sub.Canonical, sub.Authorship
 	p, err := e.Policy(ctx, in.PolicyID)
 	if err != nil {
-		if ErrorKind(err) == KindNotFound {
-			return Errorf(KindInvalid, CodePolicyNotFound, "intent.policy_id: policy %s does not exist", in.PolicyID)
+		if intentd.ErrorKind(err) == intentd.KindNotFound {
+			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", in.PolicyID)
 		}
 		return err
 	}
@@ -331,60 +363,36 @@ func (e *Engine) SubmitIntent(ctx context.Context, rawIntent []byte, authorship 
 		attrs = &policy.Attrs{}
 	}
 	if err := p.CheckAttrs(*attrs); err != nil {
-		return Errorf(KindUnprocessable, CodeAttrsMismatch, "intent.attrs.%v", err)
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
 	if err := crypto.VerifyCanonical(canon, authorship, e.cfg.Verify); err != nil {
 		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
-			return Errorf(KindInvalid, CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
+			return intentd.Errorf(intentd.KindInvalid, intentd.CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
 		}
-		return Errorf(KindInvalid, CodeAuthorshipInvalid, "authorship: %v", err)
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "authorship: %v", err)
 	}
 	authored, err := encodeAuthored(canon, authorship)
 	if err != nil {
-		return internal("encode authored intent: %w", err)
+		return intentd.Internal("encode authored intent: %w", err)
 	}
-	id, _ := CanonicalIntentID(in.ID)
+	id, _ := intentd.CanonicalIntentID(in.ID)
 	now := e.cfg.Now()
 	snap := &snapshot{
 		V:         snapshotVersion,
 		ID:        id,
 		PolicyID:  in.PolicyID,
 		Authored:  authored,
-		State:     StateOpen,
+		State:     intentd.StateOpen,
 		CreatedAt: now,
 		ExpiresAt: now.Add(e.cfg.IntentTTL),
 	}
-	_, err = e.registry.call(id, create{snap: snap})
+	_, err = e.registry.call(ctx, id, create{snap: snap})
 	return err
-}
-
-// maxExactInt is the largest integer an IEEE double holds exactly. JCS writes numbers as
-// doubles, so an attribute beyond it would be signed and stored as another value than
-// the one checked; such intents are refused.
-const maxExactInt = 1<<53 - 1
-
-func checkExactInts(in Intent) error {
-	if in.Attrs == nil {
-		return nil
-	}
-	for name, v := range *in.Attrs {
-		ints := v.Ints()
-		if v.Type() == policy.TypeInt {
-			ints = []int64{v.Int()}
-		}
-		for _, n := range ints {
-			if n > maxExactInt || n < -maxExactInt {
-				return Errorf(KindUnprocessable, CodeInvalidIntent,
-					"intent.attrs.fields.%s: %d is beyond ±(2^53-1), which JCS (RFC 8785) cannot sign exactly", name, n)
-			}
-		}
-	}
-	return nil
 }
 
 // GetIntent returns a stored intent with its authorship, as JSON.
 func (e *Engine) GetIntent(ctx context.Context, id string) (json.RawMessage, error) {
-	snap, err := e.loadSnapshot(id)
+	snap, err := e.loadSnapshot(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -393,52 +401,49 @@ func (e *Engine) GetIntent(ctx context.Context, id string) (json.RawMessage, err
 
 // Status returns an intent's status. An open intent past its deadline is expired first,
 // so that a reader never sees open what can no longer be proposed to.
-func (e *Engine) Status(ctx context.Context, id string) (Status, error) {
-	snap, err := e.loadSnapshot(id)
+func (e *Engine) Status(ctx context.Context, id string) (intentd.Status, error) {
+	snap, err := e.loadSnapshot(ctx, id)
 	if err != nil {
-		return Status{}, err
+		return intentd.Status{}, err
 	}
-	if snap.State == StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
-		reply, err := e.registry.call(snap.ID, expire{})
+	if snap.State == intentd.StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
+		reply, err := e.registry.call(ctx, snap.ID, expire{})
 		if err != nil {
-			return Status{}, err
+			return intentd.Status{}, err
 		}
 		snap = reply.(*snapshot)
 	}
 	return snap.status(), nil
 }
 
-func (e *Engine) loadSnapshot(rawID string) (*snapshot, error) {
-	id, ok := CanonicalIntentID(rawID)
+func (e *Engine) loadSnapshot(ctx context.Context, rawID string) (*snapshot, error) {
+	id, ok := intentd.CanonicalIntentID(rawID)
 	if !ok {
-		return nil, Errorf(KindNotFound, CodeIntentNotFound, "intent %q not found: not a UUID", rawID)
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %q not found: not a UUID", rawID)
 	}
-	data, err := e.store.Intent(id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", id)
+	data, err := e.store.Intent(ctx, id)
+	if errors.Is(err, intentd.ErrNotFound) {
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", id)
 	}
 	if err != nil {
-		return nil, internal("read intent: %w", err)
+		return nil, intentd.Internal("read intent: %w", err)
 	}
 	return decodeSnapshot(data)
 }
 
-// MaxSolutionBytes is the default limit on a proposal's solution.
-const MaxSolutionBytes = 4096
-
 // Propose submits a proposal for an open intent. On success the intent is processing,
 // durably, and proving follows.
-func (e *Engine) Propose(ctx context.Context, rawID string, p Proposal) error {
-	id, ok := CanonicalIntentID(rawID)
+func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) error {
+	id, ok := intentd.CanonicalIntentID(rawID)
 	if !ok {
-		return Errorf(KindInvalid, CodeInvalidID, "intent id %q is not a UUID", rawID)
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
 	}
 	if p.Solution == "" {
-		return Errorf(KindUnprocessable, CodeInvalidProposal, "solution: must not be empty")
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must not be empty")
 	}
-	if len(p.Solution) > MaxSolutionBytes {
-		return Errorf(KindUnprocessable, CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), MaxSolutionBytes)
+	if len(p.Solution) > intentd.MaxSolutionBytes {
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), intentd.MaxSolutionBytes)
 	}
-	_, err := e.registry.call(id, propose{proposal: p})
+	_, err := e.registry.call(ctx, id, propose{proposal: p})
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
@@ -93,6 +95,20 @@ type harness struct {
 	policy string
 }
 
+// submitRaw submits the JSON of an intent as the HTTP layer does: decoded, then
+// canonicalized, then handed to the engine.
+func submitRaw(ctx context.Context, e *Engine, raw []byte, auth crypto.Authorship) error {
+	in, err := intentd.DecodeIntent(raw)
+	if err != nil {
+		return err
+	}
+	sub, err := intentd.NewSubmission(in, raw, auth)
+	if err != nil {
+		return err
+	}
+	return e.SubmitIntent(ctx, sub)
+}
+
 func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(nil)
@@ -155,13 +171,13 @@ func (h *harness) submit(size string, max int) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.e.SubmitIntent(context.Background(), raw, auth); err != nil {
+	if err := submitRaw(context.Background(), h.e, raw, auth); err != nil {
 		h.t.Fatalf("SubmitIntent: %v", err)
 	}
 	return id
 }
 
-func (h *harness) status(id string) Status {
+func (h *harness) status(id string) intentd.Status {
 	h.t.Helper()
 	s, err := h.e.Status(context.Background(), id)
 	if err != nil {
@@ -171,7 +187,7 @@ func (h *harness) status(id string) Status {
 }
 
 // waitState polls until the intent reaches state.
-func (h *harness) waitState(id string, state State) Status {
+func (h *harness) waitState(id string, state intentd.State) intentd.Status {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -187,14 +203,14 @@ func (h *harness) waitState(id string, state State) Status {
 }
 
 // events reads every retained event (and live ones until quiet) from a fresh subscription.
-func (h *harness) events(from uint64, want int) []Event {
+func (h *harness) events(from uint64, want int) []intentd.Event {
 	h.t.Helper()
-	sub, err := h.e.Subscribe(context.Background(), from, Filter{})
+	sub, err := h.e.Subscribe(context.Background(), from, intentd.Filter{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer sub.Close()
-	var out []Event
+	var out []intentd.Event
 	for len(out) < want {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ev, err := sub.Next(ctx)
@@ -212,18 +228,18 @@ func (h *harness) events(from uint64, want int) []Event {
 	return out
 }
 
-func wantCode(t *testing.T, err error, kind Kind, code string) {
+func wantCode(t *testing.T, err error, kind intentd.Kind, code string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil, want %s/%s", kind, code)
 	}
-	if ErrorKind(err) != kind || ErrorCode(err) != code {
-		t.Fatalf("err = %v (kind %s, code %s), want %s/%s", err, ErrorKind(err), ErrorCode(err), kind, code)
+	if intentd.ErrorKind(err) != kind || intentd.ErrorCode(err) != code {
+		t.Fatalf("err = %v (kind %s, code %s), want %s/%s", err, intentd.ErrorKind(err), intentd.ErrorCode(err), kind, code)
 	}
 }
 
 func proposeTo(h *harness, id, solution string) error {
-	return h.e.Propose(context.Background(), id, Proposal{Solution: solution})
+	return h.e.Propose(context.Background(), id, intentd.Proposal{Solution: solution})
 }
 
 // TestTransitions covers each row of the state table of spec part 3 and each refusal.
@@ -236,17 +252,17 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"submit makes an open intent and no event", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
-			if s := h.status(id); s.State != StateOpen {
+			if s := h.status(id); s.State != intentd.StateOpen {
 				t.Fatalf("state = %s, want open", s.State)
 			}
-			if _, last, _ := h.store.EventBounds(); last != 0 {
+			if _, last, _ := h.store.EventBounds(ctx); last != 0 {
 				t.Fatalf("an event was written for a submission")
 			}
 			raw, err := h.e.GetIntent(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got AuthoredIntent
+			var got intentd.AuthoredIntent
 			if err := json.Unmarshal(raw, &got); err != nil {
 				t.Fatalf("stored intent is not an AuthoredIntent: %v", err)
 			}
@@ -258,7 +274,7 @@ func TestTransitions(t *testing.T) {
 			id := h.submit("M", 2500)
 			raw := h.intentJSON(id, "L", 1)
 			auth, _ := crypto.SignEd25519(h.key, raw)
-			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindConflict, CodeIntentExists)
+			wantCode(t, submitRaw(ctx, h.e, raw, auth), intentd.KindConflict, intentd.CodeIntentExists)
 			raw, _ = h.e.GetIntent(ctx, id)
 			if !strings.Contains(string(raw), `"M"`) {
 				t.Fatalf("the first intent was overwritten: %s", raw)
@@ -267,27 +283,27 @@ func TestTransitions(t *testing.T) {
 		{"unknown policy", nil, func(t *testing.T, h *harness) {
 			raw := []byte(fmt.Sprintf(`{"id":%q,"policy_id":"11111111111111111111111111111111"}`, uuid.NewString()))
 			auth, _ := crypto.SignEd25519(h.key, raw)
-			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindInvalid, CodePolicyNotFound)
+			wantCode(t, submitRaw(ctx, h.e, raw, auth), intentd.KindInvalid, intentd.CodePolicyNotFound)
 		}},
 		{"bad signature", nil, func(t *testing.T, h *harness) {
 			raw := h.intentJSON(uuid.NewString(), "M", 2500)
 			auth, _ := crypto.SignEd25519(h.key, h.intentJSON(uuid.NewString(), "M", 2500))
-			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindInvalid, CodeAuthorshipInvalid)
+			wantCode(t, submitRaw(ctx, h.e, raw, auth), intentd.KindInvalid, intentd.CodeAuthorshipInvalid)
 		}},
 		{"unsigned refused by default", nil, func(t *testing.T, h *harness) {
 			raw := h.intentJSON(uuid.NewString(), "M", 2500)
-			wantCode(t, h.e.SubmitIntent(ctx, raw, crypto.Authorship{}), KindInvalid, CodeUnsignedNotPermitted)
+			wantCode(t, submitRaw(ctx, h.e, raw, crypto.Authorship{}), intentd.KindInvalid, intentd.CodeUnsignedNotPermitted)
 		}},
 		{"unsigned accepted when permitted", func(c *Config) { c.Verify.AllowUnsigned = true }, func(t *testing.T, h *harness) {
 			raw := h.intentJSON(uuid.NewString(), "M", 2500)
-			if err := h.e.SubmitIntent(ctx, raw, crypto.Authorship{}); err != nil {
+			if err := submitRaw(ctx, h.e, raw, crypto.Authorship{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"attrs that do not match the parameters", nil, func(t *testing.T, h *harness) {
 			raw := []byte(fmt.Sprintf(`{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"Int":3},"max_price_cents":{"Int":1}}}}`, uuid.NewString(), h.policy))
 			auth, _ := crypto.SignEd25519(h.key, raw)
-			wantCode(t, h.e.SubmitIntent(ctx, raw, auth), KindUnprocessable, CodeAttrsMismatch)
+			wantCode(t, submitRaw(ctx, h.e, raw, auth), intentd.KindUnprocessable, intentd.CodeAttrsMismatch)
 		}},
 		{"integers JCS cannot carry exactly", func(c *Config) { c.Verify.AllowUnsigned = true }, func(t *testing.T, h *harness) {
 			for _, tc := range []struct {
@@ -300,12 +316,12 @@ func TestTransitions(t *testing.T) {
 				{`{"Int":-9007199254740993}`, false},
 			} {
 				raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":%s}}}`, uuid.NewString(), h.policy, tc.attr)
-				err := h.e.SubmitIntent(ctx, raw, crypto.Authorship{})
+				err := submitRaw(ctx, h.e, raw, crypto.Authorship{})
 				if tc.ok && err != nil {
 					t.Errorf("%s: %v", tc.attr, err)
 				}
 				if !tc.ok {
-					wantCode(t, err, KindUnprocessable, CodeInvalidIntent)
+					wantCode(t, err, intentd.KindUnprocessable, intentd.CodeInvalidIntent)
 				}
 			}
 		}},
@@ -317,7 +333,7 @@ func TestTransitions(t *testing.T) {
 				`{"id":"` + uuid.NewString() + `"}`,
 				`[]`,
 			} {
-				wantCode(t, h.e.SubmitIntent(ctx, []byte(raw), crypto.Authorship{}), KindUnprocessable, CodeInvalidIntent)
+				wantCode(t, submitRaw(ctx, h.e, []byte(raw), crypto.Authorship{}), intentd.KindUnprocessable, intentd.CodeInvalidIntent)
 			}
 		}},
 		{"open to processing to success", nil, func(t *testing.T, h *harness) {
@@ -325,12 +341,12 @@ func TestTransitions(t *testing.T) {
 			if err := proposeTo(h, id, "M-cheap"); err != nil {
 				t.Fatal(err)
 			}
-			s := h.waitState(id, StateSuccess)
+			s := h.waitState(id, intentd.StateSuccess)
 			if s.Proposal == nil || s.Proposal.Solution != "M-cheap" || !strings.Contains(string(s.Evidence), `"price_cents":1999`) {
 				t.Fatalf("success status = %+v", s)
 			}
 			evs := h.events(0, 1)
-			if evs[0].Type != StateSuccess || evs[0].IntentID != id || evs[0].ID != 1 {
+			if evs[0].Type != intentd.StateSuccess || evs[0].IntentID != id || evs[0].ID != 1 {
 				t.Fatalf("event = %+v", evs[0])
 			}
 		}},
@@ -339,8 +355,8 @@ func TestTransitions(t *testing.T) {
 			if err := proposeTo(h, id, "L-dear"); err != nil {
 				t.Fatal(err)
 			}
-			s := h.waitState(id, StateFailure)
-			if s.FailureKind != FailureConstraints || len(s.Failures) != 2 || s.Failures[0].Index != 0 || s.Failures[1].Index != 1 {
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureConstraints || len(s.Failures) != 2 || s.Failures[0].Index != 0 || s.Failures[1].Index != 1 {
 				t.Fatalf("failure status = %+v", s)
 			}
 			if len(s.Evidence) == 0 {
@@ -350,16 +366,16 @@ func TestTransitions(t *testing.T) {
 		{"missing evidence fails closed", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "M-no-size")
-			s := h.waitState(id, StateFailure)
-			if s.FailureKind != FailureConstraints || len(s.Failures) != 1 || s.Failures[0].Index != 0 {
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureConstraints || len(s.Failures) != 1 || s.Failures[0].Index != 0 {
 				t.Fatalf("failure status = %+v", s)
 			}
 		}},
 		{"extraction failure", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "fail:x")
-			s := h.waitState(id, StateFailure)
-			if s.FailureKind != FailureExtraction || !strings.Contains(s.Reason, "404") || len(s.Evidence) != 0 {
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureExtraction || !strings.Contains(s.Reason, "404") || len(s.Evidence) != 0 {
 				t.Fatalf("failure status = %+v", s)
 			}
 			raw, _ := json.Marshal(s)
@@ -370,35 +386,35 @@ func TestTransitions(t *testing.T) {
 		{"a panicking extractor fails the proof, not the service", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "panic:x")
-			if s := h.waitState(id, StateFailure); s.FailureKind != FailureProof {
+			if s := h.waitState(id, intentd.StateFailure); s.FailureKind != intentd.FailureProof {
 				t.Fatalf("failure status = %+v", s)
 			}
 		}},
 		{"second proposal is a conflict", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "M-cheap")
-			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeProposalExists)
-			h.waitState(id, StateSuccess)
-			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeProposalExists)
+			wantCode(t, proposeTo(h, id, "M-cheap"), intentd.KindConflict, intentd.CodeProposalExists)
+			h.waitState(id, intentd.StateSuccess)
+			wantCode(t, proposeTo(h, id, "M-cheap"), intentd.KindConflict, intentd.CodeProposalExists)
 		}},
 		{"proposal for no intent", nil, func(t *testing.T, h *harness) {
-			wantCode(t, proposeTo(h, uuid.NewString(), "M-cheap"), KindNotFound, CodeIntentNotFound)
-			wantCode(t, proposeTo(h, "nope", "M-cheap"), KindInvalid, CodeInvalidID)
+			wantCode(t, proposeTo(h, uuid.NewString(), "M-cheap"), intentd.KindNotFound, intentd.CodeIntentNotFound)
+			wantCode(t, proposeTo(h, "nope", "M-cheap"), intentd.KindInvalid, intentd.CodeInvalidID)
 		}},
 		{"bad solutions", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
-			wantCode(t, proposeTo(h, id, ""), KindUnprocessable, CodeInvalidProposal)
-			wantCode(t, proposeTo(h, id, strings.Repeat("x", MaxSolutionBytes+1)), KindUnprocessable, CodeInvalidProposal)
-			if s := h.status(id); s.State != StateOpen {
+			wantCode(t, proposeTo(h, id, ""), intentd.KindUnprocessable, intentd.CodeInvalidProposal)
+			wantCode(t, proposeTo(h, id, strings.Repeat("x", intentd.MaxSolutionBytes+1)), intentd.KindUnprocessable, intentd.CodeInvalidProposal)
+			if s := h.status(id); s.State != intentd.StateOpen {
 				t.Fatalf("a refused proposal changed the state to %s", s.State)
 			}
 		}},
 		{"open to expired, then proposals refused", func(c *Config) { c.IntentTTL = 30 * time.Millisecond }, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
-			h.waitState(id, StateExpired)
-			wantCode(t, proposeTo(h, id, "M-cheap"), KindConflict, CodeIntentExpired)
+			h.waitState(id, intentd.StateExpired)
+			wantCode(t, proposeTo(h, id, "M-cheap"), intentd.KindConflict, intentd.CodeIntentExpired)
 			evs := h.events(0, 1)
-			if evs[0].Type != StateExpired || string(evs[0].Data) != fmt.Sprintf(`{"type":"expired","intent_id":%q}`, id) {
+			if evs[0].Type != intentd.StateExpired || string(evs[0].Data) != fmt.Sprintf(`{"type":"expired","intent_id":%q}`, id) {
 				t.Fatalf("event = %+v %s", evs[0], evs[0].Data)
 			}
 		}},
@@ -408,17 +424,17 @@ func TestTransitions(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-h.ext.started
-			wantCode(t, proposeTo(h, second, "M-cheap"), KindBusy, CodeCapacityExceeded)
-			if s := h.status(second); s.State != StateOpen {
+			wantCode(t, proposeTo(h, second, "M-cheap"), intentd.KindBusy, intentd.CodeCapacityExceeded)
+			if s := h.status(second); s.State != intentd.StateOpen {
 				t.Fatalf("a refused proposal moved the intent to %s", s.State)
 			}
 			close(h.ext.release)
-			h.waitState(first, StateSuccess)
+			h.waitState(first, intentd.StateSuccess)
 			// Whoever sees the outcome finds the place free.
 			if err := proposeTo(h, second, "M-cheap"); err != nil {
 				t.Fatalf("proposal after the first outcome: %v", err)
 			}
-			h.waitState(second, StateSuccess)
+			h.waitState(second, intentd.StateSuccess)
 		}},
 		{"queued proposals wait for a slot", func(c *Config) { c.MaxProving = 1; c.ProvingQueue = 2 }, func(t *testing.T, h *harness) {
 			ids := []string{h.submit("M", 2500), h.submit("M", 2500), h.submit("M", 2500), h.submit("M", 2500)}
@@ -427,32 +443,32 @@ func TestTransitions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			wantCode(t, proposeTo(h, ids[3], "M-cheap"), KindBusy, CodeCapacityExceeded)
+			wantCode(t, proposeTo(h, ids[3], "M-cheap"), intentd.KindBusy, intentd.CodeCapacityExceeded)
 			for _, id := range ids[:3] {
-				if s := h.status(id); s.State != StateProcessing {
+				if s := h.status(id); s.State != intentd.StateProcessing {
 					t.Fatalf("queued intent is %s, want processing", s.State)
 				}
 			}
 			close(h.ext.release)
 			for _, id := range ids[:3] {
-				h.waitState(id, StateSuccess)
+				h.waitState(id, intentd.StateSuccess)
 			}
 		}},
 		{"policy delete refused while in use", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
-			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindConflict, CodePolicyInUse)
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), intentd.KindConflict, intentd.CodePolicyInUse)
 			proposeTo(h, id, "block:M-cheap")
-			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindConflict, CodePolicyInUse)
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), intentd.KindConflict, intentd.CodePolicyInUse)
 			close(h.ext.release)
-			h.waitState(id, StateSuccess)
+			h.waitState(id, intentd.StateSuccess)
 			if err := h.e.DeletePolicy(ctx, h.policy); err != nil {
 				t.Fatalf("delete after the intent finished: %v", err)
 			}
-			wantCode(t, h.e.DeletePolicy(ctx, h.policy), KindNotFound, CodePolicyNotFound)
+			wantCode(t, h.e.DeletePolicy(ctx, h.policy), intentd.KindNotFound, intentd.CodePolicyNotFound)
 			if _, err := h.e.GetIntent(ctx, id); err != nil {
 				t.Fatalf("intent unreadable after its policy was deleted: %v", err)
 			}
-			if s := h.status(id); s.State != StateSuccess {
+			if s := h.status(id); s.State != intentd.StateSuccess {
 				t.Fatalf("status after policy delete = %s", s.State)
 			}
 			again, err := h.e.PutPolicy(ctx, testPolicy)
@@ -486,7 +502,7 @@ func TestRestartMidProcessing(t *testing.T) {
 	close(h.ext.release)
 	h.open()
 	for _, id := range ids {
-		h.waitState(id, StateSuccess)
+		h.waitState(id, intentd.StateSuccess)
 	}
 	evs := h.events(0, n)
 	seen := map[string]int{}
@@ -511,11 +527,11 @@ func TestExpiryWhileDown(t *testing.T) {
 	h.close()
 	time.Sleep(150 * time.Millisecond)
 	h.open()
-	s, err := h.store.Intent(id)
+	s, err := h.store.Intent(context.Background(), id)
 	if err != nil || !strings.Contains(string(s), `"state":"expired"`) {
 		t.Fatalf("after start-up the intent is %s, %v; want expired before Ready", s, err)
 	}
-	if evs := h.events(0, 1); evs[0].Type != StateExpired {
+	if evs := h.events(0, 1); evs[0].Type != intentd.StateExpired {
 		t.Fatalf("event = %+v", evs[0])
 	}
 }
@@ -540,9 +556,9 @@ func TestPassivation(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		h.waitState(id, StateSuccess)
+		h.waitState(id, intentd.StateSuccess)
 	}
-	wantCode(t, proposeTo(h, ids[0], "M-cheap"), KindConflict, CodeProposalExists)
+	wantCode(t, proposeTo(h, ids[0], "M-cheap"), intentd.KindConflict, intentd.CodeProposalExists)
 }
 
 // TestSubscribeNoGapNoDuplicate subscribes while events are being produced and checks the
@@ -579,7 +595,7 @@ func TestSubscribeNoGapNoDuplicate(t *testing.T) {
 // TestSlowSubscriber cuts off a subscriber that does not read, and lets it resume.
 func TestSlowSubscriber(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
-	sub, err := h.e.Subscribe(context.Background(), 0, Filter{})
+	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +604,7 @@ func TestSlowSubscriber(t *testing.T) {
 	for range n {
 		id := h.submit("M", 2500)
 		proposeTo(h, id, "M-cheap")
-		h.waitState(id, StateSuccess)
+		h.waitState(id, intentd.StateSuccess)
 	}
 	var last uint64
 	var got int
@@ -596,7 +612,7 @@ func TestSlowSubscriber(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		ev, err := sub.Next(ctx)
 		cancel()
-		if errors.Is(err, ErrSubscriberTooSlow) {
+		if errors.Is(err, intentd.ErrSubscriberTooSlow) {
 			break
 		}
 		if err != nil {
@@ -620,15 +636,15 @@ func TestFilter(t *testing.T) {
 	ok, bad := h.submit("M", 2500), h.submit("M", 2500)
 	proposeTo(h, ok, "M-cheap")
 	proposeTo(h, bad, "L-dear")
-	h.waitState(ok, StateSuccess)
-	h.waitState(bad, StateFailure)
+	h.waitState(ok, intentd.StateSuccess)
+	h.waitState(bad, intentd.StateFailure)
 	tests := []struct {
 		name string
-		f    Filter
+		f    intentd.Filter
 		want string
 	}{
-		{"by intent", Filter{IntentIDs: []string{strings.ToUpper(bad)}}, bad},
-		{"by type", Filter{Types: []State{StateSuccess}}, ok},
+		{"by intent", intentd.Filter{IntentIDs: []string{strings.ToUpper(bad)}}, bad},
+		{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}, ok},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -656,9 +672,9 @@ type panickyStore struct {
 	once sync.Once
 }
 
-func (p *panickyStore) Finish(id, policyID string, snap []byte, at time.Time, ev []byte) (uint64, error) {
+func (p *panickyStore) Finish(ctx context.Context, id, policyID string, snap []byte, at time.Time, ev intentd.Event) (uint64, error) {
 	p.once.Do(func() { panic("disk controller on fire") })
-	return p.Store.Finish(id, policyID, snap, at, ev)
+	return p.Store.Finish(ctx, id, policyID, snap, at, ev)
 }
 
 // TestActorPanic panics an intent actor mid-transition: the acknowledged state survives
@@ -682,7 +698,7 @@ func TestActorPanic(t *testing.T) {
 	if err := proposeTo(h, id, "M-cheap"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitState(id, StateSuccess)
+	h.waitState(id, intentd.StateSuccess)
 	if evs := h.events(0, 1); evs[0].IntentID != id {
 		t.Fatalf("event = %+v", evs[0])
 	}

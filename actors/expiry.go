@@ -3,6 +3,8 @@ package actors
 import (
 	"sync"
 	"time"
+
+	"github.com/intentd/intentd"
 )
 
 // expiryBatch is how many due intents one read of the expiry index brings.
@@ -24,7 +26,7 @@ func (e *Engine) expiryLoop() {
 			first = false
 		}
 		wait := e.cfg.ExpiryInterval
-		if next, ok, err := e.store.NextExpiry(); err == nil && ok {
+		if next, ok, err := e.store.NextExpiry(e.ctx); err == nil && ok {
 			wait = min(wait, max(next.Sub(e.cfg.Now()), time.Millisecond))
 		}
 		t := time.NewTimer(wait)
@@ -54,7 +56,7 @@ func (e *Engine) scheduleExpiry(at time.Time) {
 func (e *Engine) expireDue() {
 	seen := make(map[string]bool)
 	for !e.closed() {
-		ids, err := e.store.DueExpiries(e.cfg.Now(), expiryBatch)
+		ids, err := e.store.DueExpiries(e.ctx, e.cfg.Now(), expiryBatch)
 		if err != nil {
 			e.log.Error("read expiry index", "err", err)
 			return
@@ -84,7 +86,7 @@ func (e *Engine) expireAll(ids []string) {
 		go func() {
 			defer wg.Done()
 			for id := range ch {
-				if _, err := e.registry.call(id, expire{}); err != nil && ErrorKind(err) == KindInternal {
+				if _, err := e.registry.call(e.ctx, id, expire{}); err != nil && intentd.ErrorKind(err) == intentd.KindInternal {
 					e.log.Error("expire intent", "intent_id", id, "err", err)
 				}
 			}
@@ -114,7 +116,7 @@ func (e *Engine) retentionLoop() {
 }
 
 func (e *Engine) pruneEvents() {
-	n, err := e.store.PruneEvents(e.cfg.EventRetention, e.cfg.Now().Add(-e.cfg.EventRetentionAge))
+	n, err := e.store.PruneEvents(e.ctx, e.cfg.EventRetention, e.cfg.Now().Add(-e.cfg.EventRetentionAge))
 	if err != nil {
 		e.log.Error("prune events", "err", err)
 	} else if n > 0 {

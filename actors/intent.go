@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -19,30 +20,30 @@ const snapshotVersion = 1
 
 // snapshot is the durable state of one intent: everything its actor needs to come back.
 type snapshot struct {
-	V           int              `json:"v"`
-	ID          string           `json:"id"`
-	PolicyID    string           `json:"policy_id"`
-	Authored    json.RawMessage  `json:"authored"`
-	State       State            `json:"state"`
-	CreatedAt   time.Time        `json:"created_at"`
-	ExpiresAt   time.Time        `json:"expires_at"`
-	Proposal    *Proposal        `json:"proposal,omitempty"`
-	ProposedAt  time.Time        `json:"proposed_at,omitzero"`
-	Evidence    json.RawMessage  `json:"evidence,omitempty"`
-	Reason      string           `json:"reason,omitempty"`
-	FailureKind FailureKind      `json:"failure_kind,omitempty"`
-	Failures    []policy.Failure `json:"failures,omitempty"`
-	Receipt     json.RawMessage  `json:"receipt,omitempty"`
-	FinishedAt  time.Time        `json:"finished_at,omitzero"`
+	V           int                 `json:"v"`
+	ID          string              `json:"id"`
+	PolicyID    string              `json:"policy_id"`
+	Authored    json.RawMessage     `json:"authored"`
+	State       intentd.State       `json:"state"`
+	CreatedAt   time.Time           `json:"created_at"`
+	ExpiresAt   time.Time           `json:"expires_at"`
+	Proposal    *intentd.Proposal   `json:"proposal,omitempty"`
+	ProposedAt  time.Time           `json:"proposed_at,omitzero"`
+	Evidence    json.RawMessage     `json:"evidence,omitempty"`
+	Reason      string              `json:"reason,omitempty"`
+	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
+	Failures    []policy.Failure    `json:"failures,omitempty"`
+	Receipt     json.RawMessage     `json:"receipt,omitempty"`
+	FinishedAt  time.Time           `json:"finished_at,omitzero"`
 }
 
 func decodeSnapshot(data []byte) (*snapshot, error) {
 	var s snapshot
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, internal("decode snapshot: %w", err)
+		return nil, intentd.Internal("decode snapshot: %w", err)
 	}
 	if s.V != snapshotVersion {
-		return nil, internal("decode snapshot: %w", fmt.Errorf("%s has version %d, want %d", s.ID, s.V, snapshotVersion))
+		return nil, intentd.Internal("decode snapshot: %w", fmt.Errorf("%s has version %d, want %d", s.ID, s.V, snapshotVersion))
 	}
 	return &s, nil
 }
@@ -53,8 +54,8 @@ func (s *snapshot) clone() *snapshot {
 	return &c
 }
 
-func (s *snapshot) status() Status {
-	return Status{
+func (s *snapshot) status() intentd.Status {
+	return intentd.Status{
 		State:       s.State,
 		IntentID:    s.ID,
 		Proposal:    s.Proposal,
@@ -68,7 +69,7 @@ func (s *snapshot) status() Status {
 // The messages of an intent actor. Each is a request: the actor answers with a reply.
 type (
 	create  struct{ snap *snapshot }
-	propose struct{ proposal Proposal }
+	propose struct{ proposal intentd.Proposal }
 	expire  struct{}
 	resume  struct{}
 	proved  struct{ outcome outcome }
@@ -122,8 +123,8 @@ func (a *intentActor) Receive(ctx actor.Context) {
 
 func (a *intentActor) load() {
 	a.snap, a.loaded = nil, true
-	data, err := a.e.store.Intent(a.id)
-	if errors.Is(err, persistence.ErrNotFound) {
+	data, err := a.e.store.Intent(a.e.ctx, a.id)
+	if errors.Is(err, intentd.ErrNotFound) {
 		return
 	}
 	if err != nil {
@@ -140,74 +141,74 @@ func (a *intentActor) load() {
 
 func (a *intentActor) create(m create) reply {
 	if a.snap != nil {
-		return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
+		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 	}
 	data, err := m.snap.encode()
 	if err != nil {
-		return reply{err: internal("encode snapshot: %w", err)}
+		return reply{err: intentd.Internal("encode snapshot: %w", err)}
 	}
-	err = a.e.store.CreateIntent(a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
+	err = a.e.store.CreateIntent(a.e.ctx, a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
 	switch {
-	case errors.Is(err, persistence.ErrExists):
+	case errors.Is(err, intentd.ErrExists):
 		a.load()
-		return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
-	case errors.Is(err, persistence.ErrPolicyNotFound):
+		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
+	case errors.Is(err, intentd.ErrPolicyNotFound):
 		if !a.loaded {
 			a.load() // the id may be taken all the same: say so rather than blame the policy
 			if a.snap != nil {
-				return reply{err: Errorf(KindConflict, CodeIntentExists, "intent %s already exists", a.id)}
+				return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 			}
 		}
-		return reply{err: Errorf(KindInvalid, CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
+		return reply{err: intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
 	case err != nil:
-		return reply{err: internal("store intent: %w", err)}
+		return reply{err: intentd.Internal("store intent: %w", err)}
 	}
 	a.snap, a.loaded = m.snap, true
 	a.e.scheduleExpiry(m.snap.ExpiresAt)
-	a.e.cfg.Observer.transition(StateOpen, "")
+	a.e.obs.Transition(intentd.StateOpen, "")
 	return reply{}
 }
 
 func (a *intentActor) propose(m propose) reply {
 	if a.snap == nil {
-		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
-	if a.snap.State == StateOpen && !a.e.cfg.Now().Before(a.snap.ExpiresAt) {
+	if a.snap.State == intentd.StateOpen && !a.e.cfg.Now().Before(a.snap.ExpiresAt) {
 		if r := a.expire(); r.err != nil {
 			return r
 		}
 	}
 	switch a.snap.State {
-	case StateOpen:
-	case StateExpired:
-		return reply{err: Errorf(KindConflict, CodeIntentExpired, "intent %s has expired", a.id)}
+	case intentd.StateOpen:
+	case intentd.StateExpired:
+		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExpired, "intent %s has expired", a.id)}
 	default:
-		return reply{err: Errorf(KindConflict, CodeProposalExists, "intent %s already has a proposal", a.id)}
+		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeProposalExists, "intent %s already has a proposal", a.id)}
 	}
 	if !a.e.reserveSlot() {
-		return reply{err: Errorf(KindBusy, CodeCapacityExceeded, "proving capacity is full; retry later")}
+		return reply{err: intentd.Errorf(intentd.KindBusy, intentd.CodeCapacityExceeded, "proving capacity is full; retry later")}
 	}
 	next := a.snap.clone()
-	next.State = StateProcessing
+	next.State = intentd.StateProcessing
 	next.Proposal = &m.proposal
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()
 	if err == nil {
-		err = a.e.store.BeginProcessing(a.id, data, a.snap.ExpiresAt)
+		err = a.e.store.BeginProcessing(a.e.ctx, a.id, data, a.snap.ExpiresAt)
 	}
 	if err != nil {
 		a.e.releaseReservation()
-		return reply{err: internal("store proposal: %w", err)}
+		return reply{err: intentd.Internal("store proposal: %w", err)}
 	}
 	a.snap = next
-	a.e.cfg.Observer.transition(StateProcessing, "")
+	a.e.obs.Transition(intentd.StateProcessing, "")
 	a.e.startProving(next.clone(), true)
 	return reply{}
 }
 
 // resume restarts the proving of a proposal that was interrupted by a stop.
 func (a *intentActor) resume() reply {
-	if a.snap != nil && a.snap.State == StateProcessing {
+	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.e.startProving(a.snap.clone(), false)
 	}
 	return reply{}
@@ -217,23 +218,23 @@ func (a *intentActor) resume() reply {
 // answers the snapshot as it then is.
 func (a *intentActor) expire() reply {
 	if a.snap == nil {
-		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
-	if a.snap.State != StateOpen || a.e.cfg.Now().Before(a.snap.ExpiresAt) {
+	if a.snap.State != intentd.StateOpen || a.e.cfg.Now().Before(a.snap.ExpiresAt) {
 		return reply{value: a.snap.clone()}
 	}
-	return a.finish(outcome{state: StateExpired})
+	return a.finish(outcome{state: intentd.StateExpired})
 }
 
 // finish writes a terminal state and its event in one batch. A result for an intent
 // that is no longer processing (a proof finished twice after a restart) is ignored.
 func (a *intentActor) finish(o outcome) reply {
 	if a.snap == nil {
-		return reply{err: Errorf(KindNotFound, CodeIntentNotFound, "intent %s not found", a.id)}
+		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
-	want := StateProcessing
-	if o.state == StateExpired {
-		want = StateOpen
+	want := intentd.StateProcessing
+	if o.state == intentd.StateExpired {
+		want = intentd.StateOpen
 	}
 	if a.snap.State != want {
 		return reply{value: a.snap.clone()}
@@ -246,28 +247,28 @@ func (a *intentActor) finish(o outcome) reply {
 	next.Failures = o.failures
 	next.Receipt = o.receipt
 	next.FinishedAt = a.e.cfg.Now()
-	event, err := eventJSON(next.status())
+	event, err := intentd.NewEvent(next.status())
 	if err != nil {
-		return reply{err: internal("encode event: %w", err)}
+		return reply{err: intentd.Internal("encode event: %w", err)}
 	}
 	data, err := next.encode()
 	if err != nil {
-		return reply{err: internal("encode snapshot: %w", err)}
+		return reply{err: intentd.Internal("encode snapshot: %w", err)}
 	}
-	if _, err := a.e.store.Finish(a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
-		return reply{err: internal("store outcome: %w", err)}
+	if _, err := a.e.store.Finish(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
+		return reply{err: intentd.Internal("store outcome: %w", err)}
 	}
 	a.snap = next
-	a.e.cfg.Observer.transition(next.State, next.FailureKind)
+	a.e.obs.Transition(next.State, next.FailureKind)
 	return reply{value: next.clone()}
 }
 
 // outcome is what proving decided, or an expiry.
 type outcome struct {
-	state    State
+	state    intentd.State
 	evidence json.RawMessage
 	reason   string
-	kind     FailureKind
+	kind     intentd.FailureKind
 	failures []policy.Failure
 	receipt  json.RawMessage
 }

@@ -1,39 +1,115 @@
 package actors
 
-import "time"
+import (
+	"context"
+	"time"
 
-// Observer is told what the engine does, for metrics. Every field is optional; each is
-// called on the goroutine that did the work, after the work, so it must return quickly
-// and must not call back into the engine. The engine never waits on an observer for
-// anything but the call itself.
-type Observer struct {
-	// Transition is called once an intent's new state is durable: open when it is
-	// created, processing when its proposal is accepted, and success, failure (with
-	// the failure kind) or expired when it ends.
-	Transition func(to State, kind FailureKind)
-	// Extraction is called after each evidence extraction with how long it took and
-	// its error (nil on success).
-	Extraction func(d time.Duration, err error)
-	// Proving is called after each proposal is proved (extraction, evaluation and
-	// receipt) with how long it took and the state it decided. Work cut short by
-	// Close is not reported: it is proved again on the next start.
-	Proving func(d time.Duration, state State, kind FailureKind)
+	"github.com/intentd/intentd"
+)
+
+// observer is the Config's Observer with a no-op in every field left empty, so that the
+// engine calls it without asking first.
+func observer(o *intentd.Observer) intentd.Observer {
+	var obs intentd.Observer
+	if o != nil {
+		obs = *o
+	}
+	if obs.Transition == nil {
+		obs.Transition = func(intentd.State, intentd.FailureKind) {}
+	}
+	if obs.Extraction == nil {
+		obs.Extraction = func(time.Duration, error) {}
+	}
+	if obs.Proving == nil {
+		obs.Proving = func(time.Duration, intentd.State, intentd.FailureKind) {}
+	}
+	if obs.Published == nil {
+		obs.Published = func() {}
+	}
+	return obs
 }
 
-func (o *Observer) transition(to State, kind FailureKind) {
-	if o != nil && o.Transition != nil {
-		o.Transition(to, kind)
-	}
+// timedStore tells the observer how long each call of the store it wraps took. The
+// engine wraps its store only when someone listens, so that an engine without metrics
+// pays nothing.
+type timedStore struct {
+	s    intentd.Store
+	call func(op string, write bool, d time.Duration)
 }
 
-func (o *Observer) extraction(start time.Time, err error) {
-	if o != nil && o.Extraction != nil {
-		o.Extraction(time.Since(start), err)
-	}
+var _ intentd.Store = timedStore{}
+
+func (t timedStore) write(op string, start time.Time) { t.call(op, true, time.Since(start)) }
+func (t timedStore) read(op string, start time.Time)  { t.call(op, false, time.Since(start)) }
+
+func (t timedStore) PutPolicy(ctx context.Context, id string, bytecode, source []byte) (bool, error) {
+	defer t.write("put_policy", time.Now())
+	return t.s.PutPolicy(ctx, id, bytecode, source)
 }
 
-func (o *Observer) proving(start time.Time, out outcome, abandoned bool) {
-	if o != nil && o.Proving != nil && !abandoned {
-		o.Proving(time.Since(start), out.state, out.kind)
-	}
+func (t timedStore) Policy(ctx context.Context, id string) ([]byte, []byte, error) {
+	defer t.read("policy", time.Now())
+	return t.s.Policy(ctx, id)
+}
+
+func (t timedStore) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
+	defer t.read("policy_bytecode", time.Now())
+	return t.s.PolicyBytecode(ctx, id)
+}
+
+func (t timedStore) DeletePolicy(ctx context.Context, id string) error {
+	defer t.write("delete_policy", time.Now())
+	return t.s.DeletePolicy(ctx, id)
+}
+
+func (t timedStore) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	defer t.write("create_intent", time.Now())
+	return t.s.CreateIntent(ctx, id, policyID, snapshot, expiresAt)
+}
+
+func (t timedStore) Intent(ctx context.Context, id string) ([]byte, error) {
+	defer t.read("intent", time.Now())
+	return t.s.Intent(ctx, id)
+}
+
+func (t timedStore) BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+	defer t.write("begin_processing", time.Now())
+	return t.s.BeginProcessing(ctx, id, snapshot, expiresAt)
+}
+
+func (t timedStore) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
+	defer t.write("finish", time.Now())
+	return t.s.Finish(ctx, id, policyID, snapshot, expiresAt, ev)
+}
+
+func (t timedStore) Processing(ctx context.Context) ([]string, error) {
+	defer t.read("processing", time.Now())
+	return t.s.Processing(ctx)
+}
+
+func (t timedStore) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	defer t.read("due_expiries", time.Now())
+	return t.s.DueExpiries(ctx, now, limit)
+}
+
+func (t timedStore) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	defer t.read("next_expiry", time.Now())
+	return t.s.NextExpiry(ctx)
+}
+
+func (t timedStore) SetEventSink(fn func(intentd.Event)) { t.s.SetEventSink(fn) }
+
+func (t timedStore) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
+	defer t.read("events", time.Now())
+	return t.s.Events(ctx, after, limit, fn)
+}
+
+func (t timedStore) EventBounds(ctx context.Context) (uint64, uint64, error) {
+	defer t.read("event_bounds", time.Now())
+	return t.s.EventBounds(ctx)
+}
+
+func (t timedStore) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
+	defer t.write("prune_events", time.Now())
+	return t.s.PruneEvents(ctx, keep, olderThan)
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd"
 )
 
 // recorder is an Observer that keeps what it is told.
@@ -15,9 +17,9 @@ type recorder struct {
 	provings    []string
 }
 
-func (r *recorder) observer() *Observer {
-	return &Observer{
-		Transition: func(to State, kind FailureKind) {
+func (r *recorder) observer() *intentd.Observer {
+	return &intentd.Observer{
+		Transition: func(to intentd.State, kind intentd.FailureKind) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.transitions = append(r.transitions, string(to)+"/"+string(kind))
@@ -30,7 +32,7 @@ func (r *recorder) observer() *Observer {
 			}
 			r.extractions = append(r.extractions, err)
 		},
-		Proving: func(d time.Duration, state State, kind FailureKind) {
+		Proving: func(d time.Duration, state intentd.State, kind intentd.FailureKind) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.provings = append(r.provings, string(state)+"/"+string(kind))
@@ -50,15 +52,15 @@ func TestObserver(t *testing.T) {
 	tests := []struct {
 		name            string
 		solution        string // "" lets the intent expire instead
-		end             State
+		end             intentd.State
 		wantTransitions []string
 		wantExtractErr  bool
 		wantProvings    []string
 	}{
-		{"success", "M-cheap", StateSuccess, []string{"open/", "processing/", "success/"}, false, []string{"success/"}},
-		{"constraints", "M-dear", StateFailure, []string{"open/", "processing/", "failure/constraints"}, false, []string{"failure/constraints"}},
-		{"extraction", "fail:x", StateFailure, []string{"open/", "processing/", "failure/extraction"}, true, []string{"failure/extraction"}},
-		{"expired", "", StateExpired, []string{"open/", "expired/"}, false, nil},
+		{"success", "M-cheap", intentd.StateSuccess, []string{"open/", "processing/", "success/"}, false, []string{"success/"}},
+		{"constraints", "M-dear", intentd.StateFailure, []string{"open/", "processing/", "failure/constraints"}, false, []string{"failure/constraints"}},
+		{"extraction", "fail:x", intentd.StateFailure, []string{"open/", "processing/", "failure/extraction"}, true, []string{"failure/extraction"}},
+		{"expired", "", intentd.StateExpired, []string{"open/", "expired/"}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,9 +111,11 @@ func TestObserver(t *testing.T) {
 
 // TestObserverNil checks that a nil Observer and one with no fields are both fine.
 func TestObserverNil(t *testing.T) {
-	for _, o := range []*Observer{nil, {}} {
-		o.transition(StateOpen, "")
-		o.extraction(time.Now(), nil)
-		o.proving(time.Now(), outcome{state: StateSuccess}, false)
+	for _, o := range []*intentd.Observer{nil, {}} {
+		obs := observer(o)
+		obs.Transition(intentd.StateOpen, "")
+		obs.Extraction(time.Millisecond, nil)
+		obs.Proving(time.Millisecond, intentd.StateSuccess, "")
+		obs.Published()
 	}
 }

@@ -1,27 +1,14 @@
 package actors
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"time"
+
+	"github.com/intentd/intentd"
 
 	"github.com/intentd/intentd/crypto"
-	"github.com/intentd/intentd/policy"
-)
-
-// The codes of Engine.Proof's not-found answers, beside CodeIntentNotFound.
-const (
-	// CodeProofNotReady: the intent is open or processing; a proof may come.
-	CodeProofNotReady = "proof_not_ready"
-	// CodeNoProof: the intent is terminal and has no receipt, and never will (it
-	// expired, its evidence could not be had, or its proof could not be made).
-	CodeNoProof = "no_proof"
 )
 
 // ReceiptProver is the Prover that signs a receipt (crypto.Receipt) with the service's
@@ -82,35 +69,18 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 	return r, nil
 }
 
-// ProofBundle is everything needed to check a receipt offline: the body of
-// GET /intents/{id}/proof. The receipt binds the other parts by their digests and the
-// policy by its id; VerifyProof checks them all.
-type ProofBundle struct {
-	// Receipt is the signed receipt, with the public key that made it.
-	Receipt crypto.SignedReceipt `json:"receipt"`
-	// AuthoredIntent is the AuthoredIntent as stored: {"intent": ..., "authorship": ...}.
-	AuthoredIntent json.RawMessage `json:"authored_intent"`
-	// Proposal is the proposal the evidence was extracted for.
-	Proposal Proposal `json:"proposal"`
-	// Evidence is the evidence the policy was evaluated on.
-	Evidence json.RawMessage `json:"evidence"`
-	// PolicyBytecode is the policy's bytecode (standard Base64 with padding in JSON);
-	// its SHA-256 in Base58 is the policy id.
-	PolicyBytecode []byte `json:"policy_bytecode"`
-}
-
 // Proof returns the proof bundle of an intent. Errors, all of kind KindNotFound but the
 // internal ones: CodeIntentNotFound when there is no such intent; CodeProofNotReady while
 // it is open or processing; CodeNoProof when it ended without a receipt (expired, failed
 // in extraction or in proving, or decided while the service ran without a signing key).
 // An open intent past its deadline is expired first, as in Status.
-func (e *Engine) Proof(ctx context.Context, id string) (*ProofBundle, error) {
-	snap, err := e.loadSnapshot(id)
+func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, error) {
+	snap, err := e.loadSnapshot(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if snap.State == StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
-		reply, err := e.registry.call(snap.ID, expire{})
+	if snap.State == intentd.StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
+		reply, err := e.registry.call(ctx, snap.ID, expire{})
 		if err != nil {
 			return nil, err
 		}
@@ -118,287 +88,28 @@ func (e *Engine) Proof(ctx context.Context, id string) (*ProofBundle, error) {
 	}
 	switch {
 	case !snap.State.Terminal():
-		return nil, Errorf(KindNotFound, CodeProofNotReady, "intent %s is %s: its proof is made when it reaches success or failure", snap.ID, snap.State)
-	case snap.State == StateExpired:
-		return nil, Errorf(KindNotFound, CodeNoProof, "intent %s expired without a proposal: there is nothing to prove", snap.ID)
-	case snap.State == StateFailure && snap.FailureKind != FailureConstraints:
-		return nil, Errorf(KindNotFound, CodeNoProof, "intent %s failed in %s, before a decision: no receipt was made", snap.ID, snap.FailureKind)
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeProofNotReady, "intent %s is %s: its proof is made when it reaches success or failure", snap.ID, snap.State)
+	case snap.State == intentd.StateExpired:
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s expired without a proposal: there is nothing to prove", snap.ID)
+	case snap.State == intentd.StateFailure && snap.FailureKind != intentd.FailureConstraints:
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s failed in %s, before a decision: no receipt was made", snap.ID, snap.FailureKind)
 	case len(snap.Receipt) == 0:
-		return nil, Errorf(KindNotFound, CodeNoProof, "intent %s was decided while the service had no signing key: no receipt was made", snap.ID)
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s was decided while the service had no signing key: no receipt was made", snap.ID)
 	}
 	receipt, err := crypto.DecodeSignedReceipt(snap.Receipt)
 	if err != nil {
-		return nil, internal("decode stored receipt: %w", fmt.Errorf("%s: %w", snap.ID, err))
+		return nil, intentd.Internal("decode stored receipt: %w", fmt.Errorf("%s: %w", snap.ID, err))
 	}
 	// The bytecode outlives a deleted policy, so that its proofs stay checkable.
-	bytecode, err := e.store.PolicyBytecode(snap.PolicyID)
+	bytecode, err := e.store.PolicyBytecode(ctx, snap.PolicyID)
 	if err != nil {
-		return nil, internal("read policy bytecode: %w", fmt.Errorf("%s: %w", snap.PolicyID, err))
+		return nil, intentd.Internal("read policy bytecode: %w", fmt.Errorf("%s: %w", snap.PolicyID, err))
 	}
-	return &ProofBundle{
+	return &intentd.ProofBundle{
 		Receipt:        *receipt,
 		AuthoredIntent: snap.Authored,
 		Proposal:       *snap.Proposal,
 		Evidence:       snap.Evidence,
 		PolicyBytecode: bytecode,
 	}, nil
-}
-
-// The checks of VerifyProof, as VerifyError.Check names them.
-const (
-	CheckBundle               = "bundle"                 // the bundle's shape: fields, JSON, encodings
-	CheckKey                  = "key"                    // the receipt names another key than the one checked against
-	CheckSignature            = "signature"              // the receipt's signature
-	CheckAuthoredIntentDigest = "authored_intent_digest" // the authored intent against the receipt
-	CheckProposalDigest       = "proposal_digest"        // the proposal against the receipt
-	CheckEvidenceDigest       = "evidence_digest"        // the evidence against the receipt
-	CheckPolicy               = "policy"                 // the bytecode against the policy id, and that it loads
-	CheckIntent               = "intent"                 // the intent's form, id and policy id against the receipt
-	CheckAuthorship           = "authorship"             // the intent's signature
-	CheckEvaluation           = "evaluation"             // the policy re-run on the evidence against the receipt's outcome
-)
-
-// VerifyError is the error of a failed VerifyProof: which check failed, and a message
-// that says what did not match.
-type VerifyError struct {
-	Check   string
-	Message string
-}
-
-func (e *VerifyError) Error() string { return e.Message }
-
-func verifyErr(check, format string, args ...any) *VerifyError {
-	return &VerifyError{Check: check, Message: fmt.Sprintf(format, args...)}
-}
-
-// VerifyReport is what a verified proof bundle establishes.
-type VerifyReport struct {
-	IntentID string           `json:"intent_id"`
-	PolicyID string           `json:"policy_id"`
-	Outcome  State            `json:"outcome"`
-	Failures []policy.Failure `json:"constraint_failures"`
-	IssuedAt time.Time        `json:"issued_at"`
-	// KeyID and PublicKey (Base58) are the service key the receipt verified under.
-	KeyID     string `json:"key_id"`
-	PublicKey string `json:"public_key"`
-	// KeyTrusted is true when that key was given by the caller. When false the key
-	// came from the bundle itself, which shows that the bundle is whole and consistent
-	// but not that the service one trusts made it.
-	KeyTrusted bool `json:"key_trusted"`
-	// Authorship is the form of the intent's authorship: "Unsigned", "Ed25519",
-	// "Passkey" or "Multisig".
-	Authorship string `json:"authorship"`
-	// AuthorKey is the Base58 public key of an Ed25519 or Passkey author; empty otherwise.
-	AuthorKey string `json:"author_key,omitempty"`
-	// Notes are the limits of what was checked, for a person to read.
-	Notes []string `json:"notes"`
-}
-
-// bundleWire reads a bundle keeping each part's bytes as sent, since the digests are
-// of those bytes (through JCS), not of a re-encoding.
-type bundleWire struct {
-	Receipt        json.RawMessage `json:"receipt"`
-	AuthoredIntent json.RawMessage `json:"authored_intent"`
-	Proposal       json.RawMessage `json:"proposal"`
-	Evidence       json.RawMessage `json:"evidence"`
-	PolicyBytecode []byte          `json:"policy_bytecode"`
-}
-
-// VerifyProof checks a proof bundle (the JSON of a ProofBundle) offline: the receipt's
-// signature under trustedKey, or under the key the bundle carries when trustedKey is nil
-// (the report then says the key was not trusted); the digests of the authored intent,
-// the proposal and the evidence; that the bytecode hashes to the policy id; the intent's
-// id, policy id and authorship (an unsigned intent passes, and the report says so); and
-// that the policy, run again on the evidence with the intent's attrs, gives the
-// receipt's outcome and exactly its constraint failures. The first check that fails is
-// returned as a *VerifyError naming it.
-func VerifyProof(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
-	// Canonicalize refuses duplicate keys, which encoding/json would let through with
-	// the last one winning.
-	if _, err := crypto.Canonicalize(bundle); err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle is not valid JSON: %v", err)
-	}
-	var w bundleWire
-	if err := decodeStrict(bundle, &w); err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle is not valid: %v", err)
-	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"receipt", w.Receipt}, {"authored_intent", w.AuthoredIntent}, {"proposal", w.Proposal}, {"evidence", w.Evidence}} {
-		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
-			return nil, verifyErr(CheckBundle, "proof bundle: %s is missing", f.name)
-		}
-	}
-	if len(w.PolicyBytecode) == 0 {
-		return nil, verifyErr(CheckBundle, "proof bundle: policy_bytecode is missing")
-	}
-	signed, err := crypto.DecodeSignedReceipt(w.Receipt)
-	if err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle: receipt: %v", err)
-	}
-	r := &signed.Receipt
-
-	report := &VerifyReport{KeyTrusted: trustedKey != nil}
-	key := trustedKey
-	if key == nil {
-		key = signed.PublicKey
-		report.Notes = append(report.Notes, "no trusted key was given: the receipt was checked against the key in the bundle, "+
-			"which shows the bundle is consistent, not who made it; compare the key id with the service's (GET /info)")
-	}
-	if len(key) != ed25519.PublicKeySize {
-		return nil, verifyErr(CheckKey, "trusted key is %d bytes, want a %d-byte Ed25519 public key", len(key), ed25519.PublicKeySize)
-	}
-	if id := crypto.KeyID(key); r.KeyID != id {
-		if trustedKey != nil {
-			return nil, verifyErr(CheckKey, "receipt is signed by key %s, not by the trusted key %s", r.KeyID, id)
-		}
-		return nil, verifyErr(CheckKey, "receipt names key %s, but the bundle's public key is %s", r.KeyID, id)
-	}
-	if err := crypto.VerifyReceipt(signed, key); err != nil {
-		return nil, verifyErr(CheckSignature, "receipt %v", err)
-	}
-
-	for _, d := range []struct {
-		check, what string
-		raw         json.RawMessage
-		want        string
-	}{
-		{CheckAuthoredIntentDigest, "authored intent", w.AuthoredIntent, r.AuthoredIntentDigest},
-		{CheckProposalDigest, "proposal", w.Proposal, r.ProposalDigest},
-		{CheckEvidenceDigest, "evidence", w.Evidence, r.EvidenceDigest},
-	} {
-		got, err := crypto.Digest(d.raw)
-		if err != nil {
-			return nil, verifyErr(d.check, "%s digest cannot be computed: %v", d.what, err)
-		}
-		if got != d.want {
-			return nil, verifyErr(d.check, "%s digest does not match: the bundle's %s digests to %s, the receipt says %s", d.what, d.what, got, d.want)
-		}
-	}
-
-	sum := sha256.Sum256(w.PolicyBytecode)
-	if id := crypto.EncodeBase58(sum[:]); id != r.PolicyID {
-		return nil, verifyErr(CheckPolicy, "policy bytecode hashes to %s, the receipt names policy %s", id, r.PolicyID)
-	}
-	p, err := policy.Decode(w.PolicyBytecode)
-	if err != nil {
-		return nil, verifyErr(CheckPolicy, "policy bytecode does not load: %v", err)
-	}
-
-	var authored struct {
-		Intent     json.RawMessage   `json:"intent"`
-		Authorship crypto.Authorship `json:"authorship"`
-	}
-	if err := decodeStrict(w.AuthoredIntent, &authored); err != nil {
-		return nil, verifyErr(CheckIntent, "authored intent is not valid: %v", err)
-	}
-	if len(authored.Intent) == 0 {
-		return nil, verifyErr(CheckIntent, "authored intent: intent is missing")
-	}
-	in, err := DecodeIntent(authored.Intent)
-	if err != nil {
-		return nil, verifyErr(CheckIntent, "authored intent: %v", err)
-	}
-	if id, _ := CanonicalIntentID(in.ID); id != r.IntentID {
-		return nil, verifyErr(CheckIntent, "the authored intent's id is %s, the receipt's intent_id is %s", in.ID, r.IntentID)
-	}
-	if in.PolicyID != r.PolicyID {
-		return nil, verifyErr(CheckIntent, "the authored intent names policy %s, the receipt names %s", in.PolicyID, r.PolicyID)
-	}
-	if err := crypto.Verify(authored.Intent, authored.Authorship, crypto.VerifyOptions{AllowUnsigned: true}); err != nil {
-		return nil, verifyErr(CheckAuthorship, "intent authorship does not verify: %v", err)
-	}
-	report.Authorship, report.AuthorKey = describeAuthorship(authored.Authorship)
-	switch report.Authorship {
-	case "Unsigned":
-		report.Notes = append(report.Notes, "the intent is unsigned: nobody is shown to have authorized it")
-	case "Passkey", "Multisig":
-		report.Notes = append(report.Notes, "passkey signatures were checked over the intent; their origin and relying party "+
-			"were checked by the service at submission, not here")
-	}
-
-	var proposal struct {
-		Solution string `json:"solution"`
-	}
-	if err := decodeStrict(w.Proposal, &proposal); err != nil || proposal.Solution == "" {
-		return nil, verifyErr(CheckBundle, "proof bundle: proposal is not {\"solution\": non-empty string}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(w.Evidence))
-	dec.UseNumber()
-	var ev map[string]any
-	if err := dec.Decode(&ev); err != nil || ev == nil {
-		return nil, verifyErr(CheckBundle, "proof bundle: evidence is not a JSON object")
-	}
-	attrs := policy.Attrs{}
-	if in.Attrs != nil {
-		attrs = *in.Attrs
-	}
-	failures := p.Evaluate(attrs, ev)
-	outcome := StateSuccess
-	if len(failures) > 0 {
-		outcome = StateFailure
-	}
-	if string(outcome) != r.Outcome {
-		return nil, verifyErr(CheckEvaluation, "re-evaluation gives %s, the receipt says %s", outcome, r.Outcome)
-	}
-	if err := sameFailures(failures, r.ConstraintFailures); err != nil {
-		return nil, err
-	}
-
-	report.IntentID, report.PolicyID, report.Outcome = r.IntentID, r.PolicyID, outcome
-	report.Failures = failures
-	if report.Failures == nil {
-		report.Failures = []policy.Failure{}
-	}
-	report.IssuedAt = r.IssuedAt
-	report.KeyID, report.PublicKey = r.KeyID, crypto.EncodeBase58(key)
-	report.Notes = append(report.Notes, "the evidence is the extractor's account of the solution: "+
-		"the receipt shows the policy holds (or fails) on it, not that it is true")
-	return report, nil
-}
-
-// sameFailures compares the failures of a re-evaluation with the receipt's, field by field.
-func sameFailures(got []policy.Failure, want []crypto.ConstraintFailure) error {
-	if len(got) != len(want) {
-		return verifyErr(CheckEvaluation, "re-evaluation gives %d constraint failures, the receipt lists %d", len(got), len(want))
-	}
-	for i, g := range got {
-		w := want[i]
-		switch {
-		case g.Index != w.Index:
-			return verifyErr(CheckEvaluation, "constraint failure %d: re-evaluation gives index %d, the receipt says %d", i, g.Index, w.Index)
-		case g.PrettyExpr != w.PrettyExpr:
-			return verifyErr(CheckEvaluation, "constraint failure %d: re-evaluation gives pretty_expr %q, the receipt says %q", i, g.PrettyExpr, w.PrettyExpr)
-		case g.Reason != w.Reason:
-			return verifyErr(CheckEvaluation, "constraint failure %d: re-evaluation gives reason %q, the receipt says %q", i, g.Reason, w.Reason)
-		}
-	}
-	return nil
-}
-
-func describeAuthorship(a crypto.Authorship) (form, key string) {
-	switch s := a.Signature; {
-	case s == nil:
-		return "Unsigned", ""
-	case s.Ed25519 != nil:
-		return "Ed25519", crypto.EncodeBase58(s.Ed25519.PubKey)
-	case s.Passkey != nil:
-		return "Passkey", crypto.EncodeBase58(s.Passkey.PubKey)
-	default:
-		return "Multisig", ""
-	}
-}
-
-// decodeStrict decodes one JSON value into v, refusing unknown fields and trailing data.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the value")
-	}
-	return nil
 }

@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/proof"
 )
 
 // testServiceKey is the service's signing key in these tests; otherServiceKey stands for
@@ -42,7 +45,7 @@ func (failingProver) Prove(context.Context, ProofInput) (json.RawMessage, error)
 }
 
 // decide submits an intent, proposes solution and waits for the terminal state.
-func (h *harness) decide(size string, max int, solution string, want State) string {
+func (h *harness) decide(size string, max int, solution string, want intentd.State) string {
 	h.t.Helper()
 	id := h.submit(size, max)
 	if err := proposeTo(h, id, solution); err != nil {
@@ -74,13 +77,13 @@ func TestProof(t *testing.T) {
 		run  func(t *testing.T, h *harness)
 	}{
 		{"success verifies", withProver, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "M-cheap", StateSuccess)
-			rep, err := VerifyProof(h.bundleJSON(id), testServiceKey.PublicKey())
+			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
 			if err != nil {
 				t.Fatalf("VerifyProof: %v", err)
 			}
-			want := &VerifyReport{
-				IntentID: id, PolicyID: h.policy, Outcome: StateSuccess, Failures: []policy.Failure{},
+			want := &proof.VerifyReport{
+				IntentID: id, PolicyID: h.policy, Outcome: intentd.StateSuccess, Failures: []policy.Failure{},
 				IssuedAt: rep.IssuedAt, KeyID: testServiceKey.ID(), PublicKey: crypto.EncodeBase58(testServiceKey.PublicKey()),
 				KeyTrusted: true, Authorship: "Ed25519", AuthorKey: crypto.EncodeBase58(h.key.Public().(ed25519.PublicKey)), Notes: rep.Notes,
 			}
@@ -92,17 +95,17 @@ func TestProof(t *testing.T) {
 			}
 		}},
 		{"constraint failure verifies with its failures", withProver, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "L-dear", StateFailure)
-			rep, err := VerifyProof(h.bundleJSON(id), testServiceKey.PublicKey())
+			id := h.decide("M", 2500, "L-dear", intentd.StateFailure)
+			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
 			if err != nil {
 				t.Fatalf("VerifyProof: %v", err)
 			}
-			if s := h.status(id); rep.Outcome != StateFailure || !reflect.DeepEqual(rep.Failures, s.Failures) || len(s.Failures) != 2 {
+			if s := h.status(id); rep.Outcome != intentd.StateFailure || !reflect.DeepEqual(rep.Failures, s.Failures) || len(s.Failures) != 2 {
 				t.Fatalf("report outcome %s failures %+v, want failure with the status's %+v", rep.Outcome, rep.Failures, s.Failures)
 			}
 		}},
 		{"the bundle carries the parts as stored", withProver, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "M-cheap", StateSuccess)
+			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 			b, err := h.e.Proof(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -122,13 +125,13 @@ func TestProof(t *testing.T) {
 			if got := string(wire["policy_bytecode"]); got != `"`+base64.StdEncoding.EncodeToString(p.Bytecode())+`"` {
 				t.Errorf("policy_bytecode %s, want standard Base64", got)
 			}
-			var back ProofBundle
+			var back intentd.ProofBundle
 			if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(&back, b) {
 				t.Fatalf("the bundle does not decode back: %v\n got %+v\nwant %+v", err, back, b)
 			}
 		}},
 		{"a proof survives a restart and a policy delete", withProver, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "M-cheap", StateSuccess)
+			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 			before := h.bundleJSON(id)
 			if err := h.e.DeletePolicy(ctx, h.policy); err != nil {
 				t.Fatal(err)
@@ -138,18 +141,18 @@ func TestProof(t *testing.T) {
 			if !bytes.Equal(before, after) {
 				t.Fatalf("bundle changed:\nbefore %s\n after %s", before, after)
 			}
-			if _, err := VerifyProof(after, testServiceKey.PublicKey()); err != nil {
+			if _, err := proof.Verify(after, testServiceKey.PublicKey()); err != nil {
 				t.Fatalf("VerifyProof after the policy's delete: %v", err)
 			}
 		}},
 		{"unsigned intent verifies and says so", func(c *Config) { withProver(c); c.Verify.AllowUnsigned = true }, func(t *testing.T, h *harness) {
 			id := uuid.NewString()
-			if err := h.e.SubmitIntent(ctx, h.intentJSON(id, "M", 2500), crypto.Authorship{}); err != nil {
+			if err := submitRaw(ctx, h.e, h.intentJSON(id, "M", 2500), crypto.Authorship{}); err != nil {
 				t.Fatal(err)
 			}
 			proposeTo(h, id, "M-cheap")
-			h.waitState(id, StateSuccess)
-			rep, err := VerifyProof(h.bundleJSON(id), testServiceKey.PublicKey())
+			h.waitState(id, intentd.StateSuccess)
+			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
 			if err != nil {
 				t.Fatalf("VerifyProof: %v", err)
 			}
@@ -158,8 +161,8 @@ func TestProof(t *testing.T) {
 			}
 		}},
 		{"without a trusted key the bundle's key is used and the report says so", withProver, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "M-cheap", StateSuccess)
-			rep, err := VerifyProof(h.bundleJSON(id), nil)
+			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+			rep, err := proof.Verify(h.bundleJSON(id), nil)
 			if err != nil {
 				t.Fatalf("VerifyProof: %v", err)
 			}
@@ -169,22 +172,22 @@ func TestProof(t *testing.T) {
 		}},
 		{"no intent", withProver, func(t *testing.T, h *harness) {
 			_, err := h.e.Proof(ctx, uuid.NewString())
-			wantCode(t, err, KindNotFound, CodeIntentNotFound)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeIntentNotFound)
 			_, err = h.e.Proof(ctx, "not-a-uuid")
-			wantCode(t, err, KindNotFound, CodeIntentNotFound)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeIntentNotFound)
 		}},
 		{"open is not ready", withProver, func(t *testing.T, h *harness) {
 			_, err := h.e.Proof(ctx, h.submit("M", 2500))
-			wantCode(t, err, KindNotFound, CodeProofNotReady)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeProofNotReady)
 		}},
 		{"processing is not ready, then ready", withProver, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "block:M-cheap")
 			<-h.ext.started
 			_, err := h.e.Proof(ctx, id)
-			wantCode(t, err, KindNotFound, CodeProofNotReady)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeProofNotReady)
 			close(h.ext.release)
-			h.waitState(id, StateSuccess)
+			h.waitState(id, intentd.StateSuccess)
 			if _, err := h.e.Proof(ctx, id); err != nil {
 				t.Fatalf("Proof after success: %v", err)
 			}
@@ -194,26 +197,26 @@ func TestProof(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 			// Past its deadline but not yet swept: Proof expires it, as Status does.
 			_, err := h.e.Proof(ctx, id)
-			wantCode(t, err, KindNotFound, CodeNoProof)
-			if s := h.status(id); s.State != StateExpired {
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
+			if s := h.status(id); s.State != intentd.StateExpired {
 				t.Fatalf("state %s, want expired", s.State)
 			}
 		}},
 		{"extraction failure has none", withProver, func(t *testing.T, h *harness) {
-			_, err := h.e.Proof(ctx, h.decide("M", 2500, "fail:x", StateFailure))
-			wantCode(t, err, KindNotFound, CodeNoProof)
+			_, err := h.e.Proof(ctx, h.decide("M", 2500, "fail:x", intentd.StateFailure))
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
 		}},
 		{"proof failure has none", func(c *Config) { c.Prover = failingProver{} }, func(t *testing.T, h *harness) {
-			id := h.decide("M", 2500, "M-cheap", StateFailure)
-			if s := h.status(id); s.FailureKind != FailureProof {
+			id := h.decide("M", 2500, "M-cheap", intentd.StateFailure)
+			if s := h.status(id); s.FailureKind != intentd.FailureProof {
 				t.Fatalf("failure kind %s, want proof", s.FailureKind)
 			}
 			_, err := h.e.Proof(ctx, id)
-			wantCode(t, err, KindNotFound, CodeNoProof)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
 		}},
 		{"no signing key, no receipt", nil, func(t *testing.T, h *harness) {
-			_, err := h.e.Proof(ctx, h.decide("M", 2500, "M-cheap", StateSuccess))
-			wantCode(t, err, KindNotFound, CodeNoProof)
+			_, err := h.e.Proof(ctx, h.decide("M", 2500, "M-cheap", intentd.StateSuccess))
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
 		}},
 	}
 	for _, tt := range tests {
@@ -306,7 +309,7 @@ func (p bundleParts) resign(t *testing.T, key *crypto.SigningKey, edit func(*cry
 func TestVerifyProofDetectsChanges(t *testing.T) {
 	h := newHarness(t, withProver)
 	// M wanted for at most 2500; L for 9999 fails both constraints.
-	base := h.bundleJSON(h.decide("M", 2500, "L-dear", StateFailure))
+	base := h.bundleJSON(h.decide("M", 2500, "L-dear", intentd.StateFailure))
 	otherPolicy, err := policy.Compile(strings.Replace(testPolicy, "test_tshirt", "other_tshirt", 1))
 	if err != nil {
 		t.Fatal(err)
@@ -323,16 +326,16 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 		// Changes to a bundle as the service made it.
 		{"a byte of the evidence", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "evidence", "9999", "9998")
-		}, CheckEvidenceDigest, "evidence digest does not match"},
+		}, proof.CheckEvidenceDigest, "evidence digest does not match"},
 		{"the solution", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "proposal", "L-dear", "M-cheap")
-		}, CheckProposalDigest, "proposal digest does not match"},
+		}, proof.CheckProposalDigest, "proposal digest does not match"},
 		{"an attribute", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "authored_intent", `{"Int":2500}`, `{"Int":9999}`)
-		}, CheckAuthoredIntentDigest, "authored intent digest does not match"},
+		}, proof.CheckAuthoredIntentDigest, "authored intent digest does not match"},
 		{"the authorship", service, func(t *testing.T, p bundleParts) {
 			p["authored_intent"] = []byte(`{"intent":` + string(intentOf(t, p)) + `,"authorship":"Unsigned"}`)
-		}, CheckAuthoredIntentDigest, "authored intent digest does not match"},
+		}, proof.CheckAuthoredIntentDigest, "authored intent digest does not match"},
 		{"the outcome", service, func(t *testing.T, p bundleParts) {
 			var s crypto.SignedReceipt
 			if err := json.Unmarshal(p["receipt"], &s); err != nil {
@@ -340,18 +343,18 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			}
 			s.Receipt.Outcome, s.Receipt.ConstraintFailures = crypto.OutcomeSuccess, []crypto.ConstraintFailure{}
 			p["receipt"], _ = s.MarshalJSON()
-		}, CheckSignature, "signature does not verify under key " + testServiceKey.ID()},
+		}, proof.CheckSignature, "signature does not verify under key " + testServiceKey.ID()},
 		{"the outcome alone", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "receipt", `"outcome":"failure"`, `"outcome":"success"`)
-		}, CheckBundle, "receipt.constraint_failures: has 2 entries, want none for outcome success"},
+		}, proof.CheckBundle, "receipt.constraint_failures: has 2 entries, want none for outcome success"},
 		{"a failure's reason", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "receipt", `price_cents = 9999,`, `price_cents = 9998,`)
-		}, CheckSignature, "signature does not verify"},
+		}, proof.CheckSignature, "signature does not verify"},
 		{"a byte of the bytecode", service, func(t *testing.T, p bundleParts) {
 			b := p.bytecode(t)
 			b[len(b)/2] ^= 1
 			p.setBytecode(t, b)
-		}, CheckPolicy, "policy bytecode hashes to"},
+		}, proof.CheckPolicy, "policy bytecode hashes to"},
 		{"a bit of the signature", service, func(t *testing.T, p bundleParts) {
 			var s crypto.SignedReceipt
 			if err := json.Unmarshal(p["receipt"], &s); err != nil {
@@ -359,74 +362,74 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			}
 			s.Signature[10] ^= 4
 			p["receipt"], _ = s.MarshalJSON()
-		}, CheckSignature, "signature does not verify"},
+		}, proof.CheckSignature, "signature does not verify"},
 		{"another trusted key", otherServiceKey.PublicKey(), nil,
-			CheckKey, "receipt is signed by key " + testServiceKey.ID() + ", not by the trusted key " + otherServiceKey.ID()},
+			proof.CheckKey, "receipt is signed by key " + testServiceKey.ID() + ", not by the trusted key " + otherServiceKey.ID()},
 		{"re-signed by another key", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, otherServiceKey, nil)
-		}, CheckKey, "receipt is signed by key " + otherServiceKey.ID() + ", not by the trusted key " + testServiceKey.ID()},
+		}, proof.CheckKey, "receipt is signed by key " + otherServiceKey.ID() + ", not by the trusted key " + testServiceKey.ID()},
 		{"the public key swapped, no trusted key", nil, func(t *testing.T, p bundleParts) {
 			p.replace(t, "receipt", crypto.EncodeBase58(service), crypto.EncodeBase58(otherServiceKey.PublicKey()))
-		}, CheckKey, "receipt names key " + testServiceKey.ID() + ", but the bundle's public key is " + otherServiceKey.ID()},
-		{"a trusted key of 31 bytes", service[:31], nil, CheckKey, "trusted key is 31 bytes"},
+		}, proof.CheckKey, "receipt names key " + testServiceKey.ID() + ", but the bundle's public key is " + otherServiceKey.ID()},
+		{"a trusted key of 31 bytes", service[:31], nil, proof.CheckKey, "trusted key is 31 bytes"},
 
 		// Bundles signed by the service key that say something else than the parts: the
 		// checks behind the signature.
 		{"evidence that satisfies the policy, receipt says failure", service, func(t *testing.T, p bundleParts) {
 			p["evidence"] = []byte(`{"size":"M","price_cents":1999}`)
 			p.resign(t, testServiceKey, nil)
-		}, CheckEvaluation, "re-evaluation gives success, the receipt says failure"},
+		}, proof.CheckEvaluation, "re-evaluation gives success, the receipt says failure"},
 		{"receipt says success", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) {
 				r.Outcome, r.ConstraintFailures = crypto.OutcomeSuccess, nil
 			})
-		}, CheckEvaluation, "re-evaluation gives failure, the receipt says success"},
+		}, proof.CheckEvaluation, "re-evaluation gives failure, the receipt says success"},
 		{"a failure's reason, signed", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) { r.ConstraintFailures[1].Reason = "too dear" })
-		}, CheckEvaluation, `constraint failure 1: re-evaluation gives reason "evidence.price_cents = 9999, which is not <= parameters.max_price_cents = 2500", the receipt says "too dear"`},
+		}, proof.CheckEvaluation, `constraint failure 1: re-evaluation gives reason "evidence.price_cents = 9999, which is not <= parameters.max_price_cents = 2500", the receipt says "too dear"`},
 		{"a failure's expression, signed", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) { r.ConstraintFailures[0].PrettyExpr = "true" })
-		}, CheckEvaluation, "constraint failure 0: re-evaluation gives pretty_expr"},
+		}, proof.CheckEvaluation, "constraint failure 0: re-evaluation gives pretty_expr"},
 		{"a failure's index, signed", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) { r.ConstraintFailures[1].Index = 7 })
-		}, CheckEvaluation, "constraint failure 1: re-evaluation gives index 1, the receipt says 7"},
+		}, proof.CheckEvaluation, "constraint failure 1: re-evaluation gives index 1, the receipt says 7"},
 		{"a failure dropped, signed", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) { r.ConstraintFailures = r.ConstraintFailures[:1] })
-		}, CheckEvaluation, "re-evaluation gives 2 constraint failures, the receipt lists 1"},
+		}, proof.CheckEvaluation, "re-evaluation gives 2 constraint failures, the receipt lists 1"},
 		{"an attribute, signed", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "authored_intent", `{"Int":2500}`, `{"Int":9999}`)
 			p.resign(t, testServiceKey, nil)
-		}, CheckAuthorship, "intent authorship does not verify"},
+		}, proof.CheckAuthorship, "intent authorship does not verify"},
 		{"another intent id, signed", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) { r.IntentID = uuid.NewString() })
-		}, CheckIntent, "the authored intent's id is"},
+		}, proof.CheckIntent, "the authored intent's id is"},
 		{"another policy's bytecode, signed", service, func(t *testing.T, p bundleParts) {
 			p.setBytecode(t, otherPolicy.Bytecode())
 			p.resign(t, testServiceKey, nil)
-		}, CheckIntent, "the authored intent names policy " + h.policy + ", the receipt names " + otherPolicy.ID()},
+		}, proof.CheckIntent, "the authored intent names policy " + h.policy + ", the receipt names " + otherPolicy.ID()},
 		{"bytecode that does not load, signed", service, func(t *testing.T, p bundleParts) {
 			p.setBytecode(t, []byte("not bytecode"))
 			p.resign(t, testServiceKey, nil)
-		}, CheckPolicy, "policy bytecode does not load"},
+		}, proof.CheckPolicy, "policy bytecode does not load"},
 		{"evidence that is not an object, signed", service, func(t *testing.T, p bundleParts) {
 			p["evidence"] = []byte(`["M",9999]`)
 			p.resign(t, testServiceKey, nil)
-		}, CheckBundle, "evidence is not a JSON object"},
+		}, proof.CheckBundle, "evidence is not a JSON object"},
 		{"evidence with a number JCS would round", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "evidence", "9999", "9007199254740993")
-		}, CheckEvidenceDigest, "evidence digest cannot be computed"},
+		}, proof.CheckEvidenceDigest, "evidence digest cannot be computed"},
 
 		// Bundles of the wrong shape.
 		{"an unknown field", service, func(t *testing.T, p bundleParts) {
 			p["note"] = []byte(`"trust me"`)
-		}, CheckBundle, `unknown field "note"`},
-		{"no evidence", service, func(t *testing.T, p bundleParts) { delete(p, "evidence") }, CheckBundle, "evidence is missing"},
-		{"no bytecode", service, func(t *testing.T, p bundleParts) { delete(p, "policy_bytecode") }, CheckBundle, "policy_bytecode is missing"},
-		{"bytecode not Base64", service, func(t *testing.T, p bundleParts) { p["policy_bytecode"] = []byte(`"***"`) }, CheckBundle, "not valid"},
+		}, proof.CheckBundle, `unknown field "note"`},
+		{"no evidence", service, func(t *testing.T, p bundleParts) { delete(p, "evidence") }, proof.CheckBundle, "evidence is missing"},
+		{"no bytecode", service, func(t *testing.T, p bundleParts) { delete(p, "policy_bytecode") }, proof.CheckBundle, "policy_bytecode is missing"},
+		{"bytecode not Base64", service, func(t *testing.T, p bundleParts) { p["policy_bytecode"] = []byte(`"***"`) }, proof.CheckBundle, "not valid"},
 		{"no proposal solution", service, func(t *testing.T, p bundleParts) {
 			p["proposal"] = []byte(`{"solution":""}`)
 			p.resign(t, testServiceKey, nil)
-		}, CheckBundle, "proposal is not"},
+		}, proof.CheckBundle, "proposal is not"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,13 +439,13 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 				tt.change(t, p)
 				data = p.encode(t)
 			}
-			rep, err := VerifyProof(data, tt.trusted)
+			rep, err := proof.Verify(data, tt.trusted)
 			if err == nil {
 				t.Fatalf("VerifyProof succeeded (%+v), want %s: %s", rep, tt.wantCheck, tt.wantMsg)
 			}
-			var ve *VerifyError
+			var ve *proof.VerifyError
 			if !errors.As(err, &ve) {
-				t.Fatalf("VerifyProof: %v (%T), want a *VerifyError", err, err)
+				t.Fatalf("VerifyProof: %v (%T), want a *proof.VerifyError", err, err)
 			}
 			if ve.Check != tt.wantCheck || !strings.Contains(ve.Message, tt.wantMsg) {
 				t.Fatalf("VerifyProof: check %s: %q\nwant check %s with %q", ve.Check, ve.Message, tt.wantCheck, tt.wantMsg)
@@ -457,9 +460,9 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			{"data after the bundle", string(base) + ` {}`},
 			{"null", `null`},
 		} {
-			_, err := VerifyProof([]byte(tt.data), service)
-			var ve *VerifyError
-			if !errors.As(err, &ve) || ve.Check != CheckBundle {
+			_, err := proof.Verify([]byte(tt.data), service)
+			var ve *proof.VerifyError
+			if !errors.As(err, &ve) || ve.Check != proof.CheckBundle {
 				t.Errorf("%s: %v, want a bundle error", tt.name, err)
 			}
 		}
@@ -469,7 +472,7 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 		// Whole and consistent, so it verifies; only a trusted key tells it apart.
 		p := parseBundle(t, base)
 		p.resign(t, otherServiceKey, nil)
-		rep, err := VerifyProof(p.encode(t), nil)
+		rep, err := proof.Verify(p.encode(t), nil)
 		if err != nil {
 			t.Fatalf("VerifyProof: %v", err)
 		}
@@ -502,19 +505,19 @@ func typicalProofInput(tb testing.TB) ProofInput {
 		tb.Fatal(err)
 	}
 	canon, _ := crypto.Canonicalize(raw)
-	authored, err := json.Marshal(AuthoredIntent{Intent: canon, Authorship: auth})
+	authored, err := json.Marshal(intentd.AuthoredIntent{Intent: canon, Authorship: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	in, err := DecodeIntent(raw)
+	in, err := intentd.DecodeIntent(raw)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ev := map[string]any{"size": "L", "price_cents": json.Number("9999")}
 	evJSON, _ := json.Marshal(ev)
 	return ProofInput{
-		IntentID: in.ID, PolicyID: p.ID(), Authored: authored, Proposal: Proposal{Solution: "https://shop.example/p/tee-l"},
-		Evidence: evJSON, Outcome: StateFailure, Failures: p.Evaluate(*in.Attrs, ev), At: time.Now(),
+		IntentID: in.ID, PolicyID: p.ID(), Authored: authored, Proposal: intentd.Proposal{Solution: "https://shop.example/p/tee-l"},
+		Evidence: evJSON, Outcome: intentd.StateFailure, Failures: p.Evaluate(*in.Attrs, ev), At: time.Now(),
 	}
 }
 
@@ -532,8 +535,8 @@ func TestReceiptProverRefuses(t *testing.T) {
 		wantErr string
 	}{
 		{"no key", ReceiptProver{}, nil, "no signing key"},
-		{"an outcome with no receipt", ReceiptProver{Key: testServiceKey}, func(in *ProofInput) { in.Outcome = StateExpired }, "outcome"},
-		{"success with failures", ReceiptProver{Key: testServiceKey}, func(in *ProofInput) { in.Outcome = StateSuccess }, "constraint_failures"},
+		{"an outcome with no receipt", ReceiptProver{Key: testServiceKey}, func(in *ProofInput) { in.Outcome = intentd.StateExpired }, "outcome"},
+		{"success with failures", ReceiptProver{Key: testServiceKey}, func(in *ProofInput) { in.Outcome = intentd.StateSuccess }, "constraint_failures"},
 		{"evidence JCS would round", ReceiptProver{Key: testServiceKey}, func(in *ProofInput) {
 			in.Evidence = []byte(`{"size":"L","price_cents":9007199254740993}`)
 		}, "digest of the evidence"},
@@ -569,7 +572,7 @@ func handBundle(tb testing.TB, in ProofInput) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	data, err := json.Marshal(ProofBundle{Receipt: *signed, AuthoredIntent: in.Authored, Proposal: in.Proposal,
+	data, err := json.Marshal(intentd.ProofBundle{Receipt: *signed, AuthoredIntent: in.Authored, Proposal: in.Proposal,
 		Evidence: in.Evidence, PolicyBytecode: p.Bytecode()})
 	if err != nil {
 		tb.Fatal(err)
@@ -577,7 +580,7 @@ func handBundle(tb testing.TB, in ProofInput) []byte {
 	return data
 }
 
-// FuzzVerifyProof checks that any input gives a report or a *VerifyError, never a
+// FuzzVerifyProof checks that any input gives a report or a *proof.VerifyError, never a
 // panic, and that a bundle that verifies under the service key says what its receipt says.
 func FuzzVerifyProof(f *testing.F) {
 	in := typicalProofInput(f)
@@ -588,15 +591,15 @@ func FuzzVerifyProof(f *testing.F) {
 	f.Add([]byte(`{"receipt":null,"authored_intent":{},"proposal":{},"evidence":{},"policy_bytecode":""}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := VerifyProof(data, testServiceKey.PublicKey())
+		rep, err := proof.Verify(data, testServiceKey.PublicKey())
 		if err != nil {
-			var ve *VerifyError
+			var ve *proof.VerifyError
 			if !errors.As(err, &ve) || ve.Check == "" || ve.Message == "" {
-				t.Fatalf("error %v (%T) is not a *VerifyError naming its check", err, err)
+				t.Fatalf("error %v (%T) is not a *proof.VerifyError naming its check", err, err)
 			}
 			return
 		}
-		if rep.KeyID != testServiceKey.ID() || !rep.KeyTrusted || (rep.Outcome == StateSuccess) != (len(rep.Failures) == 0) {
+		if rep.KeyID != testServiceKey.ID() || !rep.KeyTrusted || (rep.Outcome == intentd.StateSuccess) != (len(rep.Failures) == 0) {
 			t.Fatalf("inconsistent report %+v", rep)
 		}
 	})
@@ -621,7 +624,7 @@ func BenchmarkVerifyProof(b *testing.B) {
 	data := handBundle(b, typicalProofInput(b))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := VerifyProof(data, testServiceKey.PublicKey()); err != nil {
+		if _, err := proof.Verify(data, testServiceKey.PublicKey()); err != nil {
 			b.Fatal(err)
 		}
 	}

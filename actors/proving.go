@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/intentd/intentd/evidence"
@@ -32,11 +34,6 @@ type (
 	// limiterStats asks for the counts, for metrics and tests.
 	limiterStats struct{}
 )
-
-// LimiterStats are the proving limiter's counts.
-type LimiterStats struct {
-	Running, Queued, Reserved int
-}
 
 // limiter counts proving work. Places are reserved before a proposal is written, so a
 // proposal that would not fit is refused before anything changes; bounded mailboxes
@@ -80,7 +77,7 @@ func (l *limiter) Receive(ctx actor.Context) {
 			l.start(ctx, job)
 		}
 	case limiterStats:
-		ctx.Respond(LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved})
+		ctx.Respond(intentd.LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved})
 	}
 }
 
@@ -97,7 +94,7 @@ func (l *limiter) start(ctx actor.Context, job func(release func())) {
 }
 
 func (e *Engine) reserveSlot() bool {
-	res, err := e.system.Root.RequestFuture(e.limiter, reserve{}, callTimeout).Result()
+	res, err := e.ask(e.ctx, e.limiter, reserve{})
 	ok, _ := res.(bool)
 	return err == nil && ok
 }
@@ -107,12 +104,12 @@ func (e *Engine) releaseReservation() {
 }
 
 // ProvingStats reports the limiter's counts.
-func (e *Engine) ProvingStats() (LimiterStats, error) {
-	res, err := e.system.Root.RequestFuture(e.limiter, limiterStats{}, callTimeout).Result()
+func (e *Engine) ProvingStats() (intentd.LimiterStats, error) {
+	res, err := e.ask(e.ctx, e.limiter, limiterStats{})
 	if err != nil {
-		return LimiterStats{}, internal("ask limiter: %w", err)
+		return intentd.LimiterStats{}, intentd.Internal("ask limiter: %w", err)
 	}
-	return res.(LimiterStats), nil
+	return res.(intentd.LimiterStats), nil
 }
 
 // startProving hands a processing intent to a proving worker, through the limiter.
@@ -139,8 +136,8 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 func (e *Engine) deliver(id string, o outcome) {
 	backoff := 10 * time.Millisecond
 	for {
-		_, err := e.registry.call(id, proved{outcome: o})
-		if err == nil || ErrorKind(err) != KindInternal {
+		_, err := e.registry.call(e.ctx, id, proved{outcome: o})
+		if err == nil || intentd.ErrorKind(err) != intentd.KindInternal {
 			return
 		}
 		e.log.Error("deliver outcome", "intent_id", id, "err", err)
@@ -159,11 +156,15 @@ func (e *Engine) deliver(id string, o outcome) {
 // proposal stays processing and is proved again on the next start, rather than failing
 // for a reason that is not its own.
 func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
-	defer func(start time.Time) { e.cfg.Observer.proving(start, o, abandoned) }(time.Now())
+	defer func(start time.Time) {
+		if !abandoned {
+			e.obs.Proving(time.Since(start), o.state, o.kind)
+		}
+	}(time.Now())
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("proving panicked", "intent_id", snap.ID, "panic", fmt.Sprint(r))
-			o = outcome{state: StateFailure, kind: FailureProof, reason: "internal error while proving"}
+			o = outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "internal error while proving"}
 			abandoned = false
 		}
 	}()
@@ -172,15 +173,15 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 
 	p, err := e.Policy(ctx, snap.PolicyID)
 	if err != nil {
-		return outcome{state: StateFailure, kind: FailureProof, reason: "the intent's policy cannot be read"}, e.closed()
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, e.closed()
 	}
-	var authored AuthoredIntent
+	var authored intentd.AuthoredIntent
 	if err := json.Unmarshal(snap.Authored, &authored); err != nil {
-		return outcome{state: StateFailure, kind: FailureProof, reason: "the stored intent cannot be read"}, false
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}
-	in, err := DecodeIntent(authored.Intent)
+	in, err := intentd.DecodeIntent(authored.Intent)
 	if err != nil {
-		return outcome{state: StateFailure, kind: FailureProof, reason: "the stored intent cannot be read"}, false
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}
 	attrs := policy.Attrs{}
 	if in.Attrs != nil {
@@ -199,28 +200,28 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	}
 	extractStart := time.Now()
 	ev, err := e.cfg.Extractor.Extract(ctx, req)
-	e.cfg.Observer.extraction(extractStart, err)
+	e.obs.Extraction(time.Since(extractStart), err)
 	if err != nil {
 		if e.closed() {
 			return outcome{}, true
 		}
-		return outcome{state: StateFailure, kind: FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
 	}
-	evJSON, err := marshalJSON(ev)
+	evJSON, err := intentd.MarshalJSON(ev)
 	if err != nil {
-		return outcome{state: StateFailure, kind: FailureExtraction, reason: "the evidence is not JSON: " + err.Error()}, false
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "the evidence is not JSON: " + err.Error()}, false
 	}
 	// The policy runs on the evidence as recorded, read back from its JSON, so that
 	// anyone re-running it from the proof reaches the same decision whatever Go types
 	// the extractor used.
 	recorded, err := decodeEvidence(evJSON)
 	if err != nil {
-		return outcome{state: StateFailure, kind: FailureExtraction, reason: "the evidence is not a JSON object: " + err.Error()}, false
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "the evidence is not a JSON object: " + err.Error()}, false
 	}
 	failures := p.Evaluate(attrs, recorded)
-	o = outcome{state: StateSuccess, evidence: evJSON, failures: failures}
+	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures}
 	if len(failures) > 0 {
-		o.state, o.kind, o.reason = StateFailure, FailureConstraints, constraintsReason(failures)
+		o.state, o.kind, o.reason = intentd.StateFailure, intentd.FailureConstraints, constraintsReason(failures)
 	}
 	if e.cfg.Prover != nil {
 		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
@@ -232,7 +233,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 				return outcome{}, true
 			}
 			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
-			return outcome{state: StateFailure, kind: FailureProof, evidence: evJSON, failures: failures,
+			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
 				reason: "the proof could not be made"}, false
 		}
 		o.receipt = receipt

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -8,6 +9,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/intentd/intentd"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -56,24 +59,29 @@ func (r *registry) shard(id string) *registryShard {
 }
 
 // call sends msg to the actor of intent id, spawning it from its snapshot if it is not
-// live, and returns its reply.
-func (r *registry) call(id string, msg any) (any, error) {
+// live, and returns its reply. When ctx ends first, call returns at once; the actor
+// still handles the message, and what it writes stays written.
+func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 	for attempt := 0; ; attempt++ {
 		pid, err := r.acquire(id)
 		if err != nil {
 			return nil, err
 		}
-		res, err := r.e.system.Root.RequestFuture(pid, msg, callTimeout).Result()
-		r.release(id, pid, errors.Is(err, actor.ErrDeadLetter))
+		res, err := r.e.wait(ctx, r.e.system.Root.RequestFuture(pid, msg, callTimeout), func(_ any, err error) {
+			r.release(id, pid, errors.Is(err, actor.ErrDeadLetter))
+		})
+		if ctx.Err() != nil && err == ctx.Err() {
+			return nil, intentd.Canceled(err)
+		}
 		if errors.Is(err, actor.ErrDeadLetter) && attempt < 3 {
 			continue // the actor stopped for good; a new one comes from the snapshot
 		}
 		if err != nil {
-			return nil, internal("ask intent actor: %w", fmt.Errorf("%s: %w", id, err))
+			return nil, intentd.Internal("ask intent actor: %w", fmt.Errorf("%s: %w", id, err))
 		}
 		rep, ok := res.(reply)
 		if !ok {
-			return nil, internal("ask intent actor: %w", fmt.Errorf("%s answered %T", id, res))
+			return nil, intentd.Internal("ask intent actor: %w", fmt.Errorf("%s answered %T", id, res))
 		}
 		return rep.value, rep.err
 	}
@@ -83,7 +91,7 @@ func (r *registry) acquire(id string) (*actor.PID, error) {
 	s := r.shard(id)
 	for {
 		if r.e.closed() {
-			return nil, Errorf(KindBusy, CodeShuttingDown, "the service is shutting down")
+			return nil, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down")
 		}
 		s.mu.Lock()
 		la := s.m[id]
@@ -99,7 +107,7 @@ func (r *registry) acquire(id string) (*actor.PID, error) {
 			pid, err := r.e.system.Root.SpawnNamed(props, "intent/"+id)
 			if err != nil && !errors.Is(err, actor.ErrNameExists) {
 				s.mu.Unlock()
-				return nil, internal("spawn intent actor: %w", err)
+				return nil, intentd.Internal("spawn intent actor: %w", err)
 			}
 			la = &liveActor{pid: pid}
 			s.m[id] = la
@@ -199,7 +207,7 @@ func guard(ctx actor.Context, log func(msg string, args ...any)) {
 	if r := recover(); r != nil {
 		log("intent actor panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		if ctx.Sender() != nil {
-			ctx.Respond(reply{err: internal("intent actor: %w", fmt.Errorf("panic: %v", r))})
+			ctx.Respond(reply{err: intentd.Internal("intent actor: %w", fmt.Errorf("panic: %v", r))})
 		}
 		panic(r)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/intentd/intentd"
+
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
@@ -34,18 +36,18 @@ func TestRaceDeleteAgainstSubmit(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); delErr = h.e.DeletePolicy(ctx, pid) }()
-		go func() { defer wg.Done(); subErr = h.e.SubmitIntent(ctx, raw, crypto.Authorship{}) }()
+		go func() { defer wg.Done(); subErr = submitRaw(ctx, h.e, raw, crypto.Authorship{}) }()
 		wg.Wait()
 		switch {
 		case delErr == nil && subErr == nil:
 			t.Fatalf("round %d: the policy was deleted and an intent naming it was stored", i)
 		case delErr == nil:
-			if ErrorCode(subErr) != CodePolicyNotFound {
+			if intentd.ErrorCode(subErr) != intentd.CodePolicyNotFound {
 				t.Fatalf("round %d: submit after delete: %v", i, subErr)
 			}
 			wins["delete"]++
 		case subErr == nil:
-			if ErrorCode(delErr) != CodePolicyInUse {
+			if intentd.ErrorCode(delErr) != intentd.CodePolicyInUse {
 				t.Fatalf("round %d: delete after submit: %v", i, delErr)
 			}
 			if _, err := h.e.Policy(ctx, pid); err != nil {
@@ -81,7 +83,7 @@ func TestRaceProposals(t *testing.T) {
 			switch {
 			case err == nil:
 				accepted++
-			case ErrorCode(err) != CodeProposalExists:
+			case intentd.ErrorCode(err) != intentd.CodeProposalExists:
 				t.Fatalf("round %d: %v", i, err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 )
 
 // Role is what a bearer token allows (decisions.md, "Caller authentication and
@@ -205,10 +205,10 @@ func (s *Server) authorize(r *http.Request, rt *route) (caller, error) {
 		if r.Header.Get("Authorization") != "" {
 			msg = "the bearer token is not valid"
 		}
-		return caller{}, actors.Errorf(kindUnauthorized, CodeUnauthorized, "%s", msg)
+		return caller{}, intentd.Errorf(intentd.KindUnauthorized, CodeUnauthorized, "%s", msg)
 	}
 	if rt != nil && !slices.Contains(c.roles, rt.role) {
-		return c, actors.Errorf(kindForbidden, CodeForbidden, "%s %s needs the role %s, which this token does not have", r.Method, rt.pattern, rt.role)
+		return c, intentd.Errorf(intentd.KindForbidden, CodeForbidden, "%s %s needs the role %s, which this token does not have", r.Method, rt.pattern, rt.role)
 	}
 	return c, nil
 }

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 )
 
 func BenchmarkDecodeAuthoredIntent(b *testing.B) {
@@ -13,7 +13,7 @@ func BenchmarkDecodeAuthoredIntent(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := DecodeAuthoredIntent(body); err != nil {
+		if _, _, _, err := DecodeAuthoredIntent(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -32,7 +32,7 @@ func BenchmarkDecodeProposal(b *testing.B) {
 // BenchmarkStreamEvent measures framing and flushing one event, the per-event cost of
 // every subscriber.
 func BenchmarkStreamEvent(b *testing.B) {
-	ev := actors.Event{ID: 123456, Type: actors.StateSuccess, Data: []byte(`{"type":"success","intent_id":"5f0c6a52-3b1e-4a7e-9a51-1b2b8a3c4d5e","proposal":{"solution":"https://shop.example/products/tshirt-navy-m"},"evidence":{"brand":"Northwind","category":"t-shirt","color":"navy","in_stock":true,"price_cents":1999,"shipping_cents":499,"size":"M"}}`)}
+	ev := intentd.Event{ID: 123456, Type: intentd.StateSuccess, Data: []byte(`{"type":"success","intent_id":"5f0c6a52-3b1e-4a7e-9a51-1b2b8a3c4d5e","proposal":{"solution":"https://shop.example/products/tshirt-navy-m"},"evidence":{"brand":"Northwind","category":"t-shirt","color":"navy","in_stock":true,"price_cents":1999,"shipping_cents":499,"size":"M"}}`)}
 	rec := httptest.NewRecorder()
 	st := &stream{w: rec, rc: http.NewResponseController(rec)}
 	b.ReportAllocs()

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
 )
@@ -31,7 +31,7 @@ const maxEventLine = 4 << 20
 
 // Client speaks the API of an intentd server. Its methods turn error answers into
 // *APIError values carrying the server's status, code and message; errors.As also
-// finds an *actors.Error in them, so that actors.ErrorKind and actors.ErrorCode work on
+// finds an *intentd.Error in them, so that intentd.ErrorKind and intentd.ErrorCode work on
 // client errors as on the engine's. A failure to reach the server is returned as the
 // underlying transport error, never as an *APIError.
 //
@@ -78,7 +78,7 @@ func NewClient(baseURL string) (*Client, error) {
 func (c *Client) BaseURL() string { return c.base.String() }
 
 // APIError is an error answer of the server: its HTTP status and the body's code and
-// message (docs/api.md lists the codes). It converts to an *actors.Error through
+// message (docs/api.md lists the codes). It converts to an *intentd.Error through
 // errors.As, with the kind the status stands for.
 type APIError struct {
 	Status  int
@@ -95,37 +95,37 @@ func (e *APIError) Error() string {
 // Kind is the core's error kind that the status stands for: the inverse of the
 // server's table. The statuses the HTTP layer gives of its own (401, 403, 405), and
 // any the table does not produce, are KindInternal: switch on Status or Code for them.
-func (e *APIError) Kind() actors.Kind {
+func (e *APIError) Kind() intentd.Kind {
 	for k, s := range statusOf {
-		if s == e.Status && k < kindMethodNotAllowed {
+		if s == e.Status && k < intentd.KindMethodNotAllowed {
 			return k
 		}
 	}
-	return actors.KindInternal
+	return intentd.KindInternal
 }
 
-// As lets errors.As turn an APIError into an *actors.Error, so that code written
+// As lets errors.As turn an APIError into an *intentd.Error, so that code written
 // against the engine's errors handles the client's unchanged.
 func (e *APIError) As(target any) bool {
-	t, ok := target.(**actors.Error)
+	t, ok := target.(**intentd.Error)
 	if !ok {
 		return false
 	}
-	*t = &actors.Error{Kind: e.Kind(), Code: e.Code, Message: e.Message}
+	*t = &intentd.Error{Kind: e.Kind(), Code: e.Code, Message: e.Message}
 	return true
 }
 
 // IntentStatus is an intent's status as GET /intents/{id}/status answers it (spec
 // 2.10, with failure_kind), and the outcome an event carries.
 type IntentStatus struct {
-	State    actors.State     `json:"status"`
-	IntentID string           `json:"intent_id,omitempty"`
-	Proposal *actors.Proposal `json:"proposal,omitempty"`
+	State    intentd.State     `json:"status"`
+	IntentID string            `json:"intent_id,omitempty"`
+	Proposal *intentd.Proposal `json:"proposal,omitempty"`
 	// Evidence is set on success, and on a failure once evidence was extracted.
-	Evidence    json.RawMessage    `json:"evidence,omitempty"`
-	Reason      string             `json:"reason,omitempty"`
-	FailureKind actors.FailureKind `json:"failure_kind,omitempty"`
-	Failures    []policy.Failure   `json:"constraint_failures,omitempty"`
+	Evidence    json.RawMessage     `json:"evidence,omitempty"`
+	Reason      string              `json:"reason,omitempty"`
+	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
+	Failures    []policy.Failure    `json:"constraint_failures,omitempty"`
 }
 
 // Info calls GET /info: the server's version, settings and receipt key.
@@ -214,8 +214,8 @@ func AuthoredIntentJSON(intent json.RawMessage, auth crypto.Authorship) ([]byte,
 
 // Intent calls GET /intents/{id}: the intent as stored (in its JCS form) with its
 // authorship.
-func (c *Client) Intent(ctx context.Context, id string) (*actors.AuthoredIntent, error) {
-	var ai actors.AuthoredIntent
+func (c *Client) Intent(ctx context.Context, id string) (*intentd.AuthoredIntent, error) {
+	var ai intentd.AuthoredIntent
 	if err := c.getJSON(ctx, "/intents/"+url.PathEscape(id), &ai); err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func (c *Client) Intent(ctx context.Context, id string) (*actors.AuthoredIntent,
 // Propose calls POST /intents/{id}/proposal. A 503 (capacity_exceeded) changes
 // nothing; its APIError carries the advised RetryAfter.
 func (c *Client) Propose(ctx context.Context, id, solution string) error {
-	body, err := json.Marshal(actors.Proposal{Solution: solution})
+	body, err := json.Marshal(intentd.Proposal{Solution: solution})
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (c *Client) Status(ctx context.Context, id string) (*IntentStatus, error) {
 }
 
 // Proof calls GET /intents/{id}/proof and returns the bundle's JSON as the server sent
-// it, ready for actors.VerifyProof or for a file. Codes of its 404s: intent_not_found,
+// it, ready for proof.Verify or for a file. Codes of its 404s: intent_not_found,
 // proof_not_ready (ask again once the intent is decided), no_proof (there will be none).
 func (c *Client) Proof(ctx context.Context, id string) (json.RawMessage, error) {
 	var buf bytes.Buffer
@@ -348,7 +348,7 @@ func decodeAPIError(resp *http.Response) error {
 // JSON as sent.
 type Event struct {
 	ID   uint64
-	Type actors.State
+	Type intentd.State
 	Data json.RawMessage
 }
 
@@ -356,7 +356,7 @@ type Event struct {
 func (e Event) Outcome() (*IntentStatus, error) {
 	var o struct {
 		IntentStatus
-		Type actors.State `json:"type"`
+		Type intentd.State `json:"type"`
 	}
 	if err := json.Unmarshal(e.Data, &o); err != nil {
 		return nil, fmt.Errorf("event %d: data is not an OrchestratorEvent: %w", e.ID, err)
@@ -375,7 +375,7 @@ type StreamOptions struct {
 	// IntentIDs, when set, keeps only the events of these intents.
 	IntentIDs []string
 	// Types, when set, keeps only events of these types (success, failure, expired).
-	Types []actors.State
+	Types []intentd.State
 	// MaxRetries is how many reconnections in a row may fail before Next gives up;
 	// 0 means it never does (it stops when its context ends). A refusal by the
 	// server (a 4xx) is never retried.
@@ -614,7 +614,7 @@ func (s *EventStream) read() (Event, error) {
 			}
 			ev.ID, hasID = n, true
 		case "event":
-			ev.Type = actors.State(value)
+			ev.Type = intentd.State(value)
 		case "data":
 			data = append(data, append([]byte(nil), value...))
 		case "retry":

@@ -17,10 +17,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/proof"
 )
 
 const clientTestPolicy = `name tshirt
@@ -137,21 +139,21 @@ func TestClientCalls(t *testing.T) {
 	if err := crypto.Verify(ai.Intent, ai.Authorship, crypto.VerifyOptions{}); err != nil {
 		t.Fatalf("the intent read back does not verify: %v", err)
 	}
-	if st, err := f.c.Status(ctx, id); err != nil || st.State != actors.StateOpen {
+	if st, err := f.c.Status(ctx, id); err != nil || st.State != intentd.StateOpen {
 		t.Fatalf("Status = %+v, %v; want open", st, err)
 	}
 	if err := f.c.Propose(ctx, id, navyM); err != nil {
 		t.Fatal(err)
 	}
 	st := f.decided(t, id)
-	if st.State != actors.StateSuccess || st.IntentID != id || st.Proposal == nil || st.Proposal.Solution != navyM || len(st.Evidence) == 0 {
+	if st.State != intentd.StateSuccess || st.IntentID != id || st.Proposal == nil || st.Proposal.Solution != navyM || len(st.Evidence) == 0 {
 		t.Fatalf("Status = %+v, want success with proposal and evidence", st)
 	}
 	bundle, err := f.c.Proof(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := actors.VerifyProof(bundle, pub); err != nil || rep.IntentID != id {
+	if rep, err := proof.Verify(bundle, pub); err != nil || rep.IntentID != id {
 		t.Fatalf("VerifyProof of the client's bundle: %+v, %v", rep, err)
 	}
 
@@ -163,13 +165,13 @@ func TestClientCalls(t *testing.T) {
 	if err := f.c.DeletePolicy(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.c.Policy(ctx, other); actors.ErrorCode(err) != actors.CodePolicyNotFound {
+	if _, err := f.c.Policy(ctx, other); intentd.ErrorCode(err) != intentd.CodePolicyNotFound {
 		t.Fatalf("Policy after delete: %v, want policy_not_found", err)
 	}
 }
 
 // TestClientErrors checks that each error answer comes back with the server's status,
-// code and message, and converts to the actors.Error of the kind the status stands for.
+// code and message, and converts to the intentd.Error of the kind the status stands for.
 func TestClientErrors(t *testing.T) {
 	f := newClientFixture(t)
 	open := f.submit(t, 2500)
@@ -186,40 +188,40 @@ func TestClientErrors(t *testing.T) {
 		call   func(ctx context.Context) error
 		status int
 		code   string
-		kind   actors.Kind
+		kind   intentd.Kind
 	}{
 		{"status of an unknown intent", func(ctx context.Context) error { _, err := f.c.Status(ctx, unknown); return err },
-			404, actors.CodeIntentNotFound, actors.KindNotFound},
+			404, intentd.CodeIntentNotFound, intentd.KindNotFound},
 		{"intent that is not there", func(ctx context.Context) error { _, err := f.c.Intent(ctx, unknown); return err },
-			404, actors.CodeIntentNotFound, actors.KindNotFound},
+			404, intentd.CodeIntentNotFound, intentd.KindNotFound},
 		{"a second intent of one id", func(ctx context.Context) error { return f.c.SubmitIntent(ctx, intentJSON, signed) },
-			409, actors.CodeIntentExists, actors.KindConflict},
+			409, intentd.CodeIntentExists, intentd.KindConflict},
 		{"unsigned where not permitted", func(ctx context.Context) error {
 			return f.c.SubmitIntent(ctx, fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":1}}}}`, uuid.NewString(), f.policy), crypto.Authorship{})
-		}, 400, actors.CodeUnsignedNotPermitted, actors.KindInvalid},
+		}, 400, intentd.CodeUnsignedNotPermitted, intentd.KindInvalid},
 		{"intent that is not JSON", func(ctx context.Context) error { return f.c.SubmitIntent(ctx, []byte("{"), signed) },
 			0, "", 0},
 		{"a second proposal", func(ctx context.Context) error { return f.c.Propose(ctx, proposed, navyM) },
-			409, actors.CodeProposalExists, actors.KindConflict},
+			409, intentd.CodeProposalExists, intentd.KindConflict},
 		{"an empty solution", func(ctx context.Context) error { return f.c.Propose(ctx, open, "") },
-			422, actors.CodeInvalidProposal, actors.KindUnprocessable},
+			422, intentd.CodeInvalidProposal, intentd.KindUnprocessable},
 		{"proof of an open intent", func(ctx context.Context) error { _, err := f.c.Proof(ctx, open); return err },
-			404, actors.CodeProofNotReady, actors.KindNotFound},
+			404, intentd.CodeProofNotReady, intentd.KindNotFound},
 		{"a policy that does not compile", func(ctx context.Context) error {
 			_, err := f.c.PutPolicy(ctx, "name x\nrequires { 1 + ; }")
 			return err
 		},
-			400, actors.CodePolicyInvalid, actors.KindInvalid},
+			400, intentd.CodePolicyInvalid, intentd.KindInvalid},
 		{"deleting a policy in use", func(ctx context.Context) error { return f.c.DeletePolicy(ctx, f.policy) },
-			409, actors.CodePolicyInUse, actors.KindConflict},
+			409, intentd.CodePolicyInUse, intentd.KindConflict},
 		{"a policy that is not there", func(ctx context.Context) error {
 			_, err := f.c.Policy(ctx, "11111111111111111111111111111111")
 			return err
-		}, 404, actors.CodePolicyNotFound, actors.KindNotFound},
+		}, 404, intentd.CodePolicyNotFound, intentd.KindNotFound},
 		{"a stream filter that is not a UUID", func(ctx context.Context) error {
 			_, err := f.c.Events(ctx, StreamOptions{IntentIDs: []string{"nope"}})
 			return err
-		}, 400, CodeInvalidFilter, actors.KindInvalid},
+		}, 400, CodeInvalidFilter, intentd.KindInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,9 +239,9 @@ func TestClientErrors(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Status != tt.status || ae.Code != tt.code || ae.Message == "" {
 				t.Fatalf("err = %#v, want an *APIError %d %s with a message", err, tt.status, tt.code)
 			}
-			var ce *actors.Error
+			var ce *intentd.Error
 			if !errors.As(err, &ce) || ce.Kind != tt.kind || ce.Code != tt.code || ce.Message != ae.Message {
-				t.Fatalf("as *actors.Error: %+v, want kind %s code %s", ce, tt.kind, tt.code)
+				t.Fatalf("as *intentd.Error: %+v, want kind %s code %s", ce, tt.kind, tt.code)
 			}
 			if !strings.Contains(err.Error(), tt.code) {
 				t.Fatalf("Error() = %q does not name the code", err)
@@ -443,7 +445,7 @@ func TestEventResume(t *testing.T) {
 func TestEventStreamLive(t *testing.T) {
 	f := newClientFixture(t)
 	ok, bad := f.submit(t, 2500), f.submit(t, 100)
-	s, err := f.c.Events(t.Context(), StreamOptions{IntentIDs: []string{bad}, Types: []actors.State{actors.StateFailure}})
+	s, err := f.c.Events(t.Context(), StreamOptions{IntentIDs: []string{bad}, Types: []intentd.State{intentd.StateFailure}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +460,7 @@ func TestEventStreamLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := ev.Outcome()
-	if err != nil || out.IntentID != bad || out.State != actors.StateFailure || out.FailureKind != actors.FailureConstraints ||
+	if err != nil || out.IntentID != bad || out.State != intentd.StateFailure || out.FailureKind != intentd.FailureConstraints ||
 		len(out.Failures) != 1 || out.Proposal == nil || out.Proposal.Solution != navyM {
 		t.Fatalf("event %d %s: %+v, %v; want the failure of %s", ev.ID, ev.Type, out, err, bad)
 	}

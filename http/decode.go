@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 )
 
@@ -29,17 +29,17 @@ const DefaultMaxBodyBytes = 1 << 20
 func requireContentType(r *http.Request, want string) error {
 	header := r.Header.Get("Content-Type")
 	if header == "" {
-		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: missing, want %s", want)
+		return intentd.Errorf(intentd.KindInvalid, CodeUnsupportedContentType, "Content-Type: missing, want %s", want)
 	}
 	mt, params, err := mime.ParseMediaType(header)
 	if err != nil {
-		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %q does not parse: %v", header, err)
+		return intentd.Errorf(intentd.KindInvalid, CodeUnsupportedContentType, "Content-Type: %q does not parse: %v", header, err)
 	}
 	if mt != want {
-		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: %s, want %s", mt, want)
+		return intentd.Errorf(intentd.KindInvalid, CodeUnsupportedContentType, "Content-Type: %s, want %s", mt, want)
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return actors.Errorf(actors.KindInvalid, CodeUnsupportedContentType, "Content-Type: charset %q, want utf-8", cs)
+		return intentd.Errorf(intentd.KindInvalid, CodeUnsupportedContentType, "Content-Type: charset %q, want utf-8", cs)
 	}
 	return nil
 }
@@ -48,7 +48,7 @@ func requireContentType(r *http.Request, want string) error {
 // limit is passed (or at once when Content-Length already says so).
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	tooLarge := func() error {
-		return actors.Errorf(actors.KindTooLarge, CodeBodyTooLarge, "the body is over the limit of %d bytes", max)
+		return intentd.Errorf(intentd.KindTooLarge, CodeBodyTooLarge, "the body is over the limit of %d bytes", max)
 	}
 	if r.ContentLength > max {
 		return nil, tooLarge()
@@ -59,7 +59,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
 		}
-		return nil, actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body could not be read: %v", err)
+		return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body could not be read: %v", err)
 	}
 	return body, nil
 }
@@ -77,7 +77,7 @@ func objectMembers(data []byte, what, code string) ([]member, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		got := "a JSON " + jsonKind(trimmed)
-		return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
+		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
 	}
 	dec := memberDecoders.Get().(*jsontext.Decoder)
 	defer memberDecoders.Put(dec)
@@ -101,7 +101,7 @@ func objectMembers(data []byte, what, code string) ([]member, error) {
 		}
 		for _, m := range out {
 			if m.key == key {
-				return nil, actors.Errorf(actors.KindUnprocessable, code, "%s: duplicate key", join(what, key))
+				return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: duplicate key", join(what, key))
 			}
 		}
 		out = append(out, member{key, json.RawMessage(val.Clone())})
@@ -117,7 +117,7 @@ var memberDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
 var emptyInput = bytes.NewReader(nil)
 
 func invalidJSON(where string, err error) error {
-	return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "%s: %s", where, strings.TrimPrefix(err.Error(), "jsontext: "))
+	return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "%s: %s", where, strings.TrimPrefix(err.Error(), "jsontext: "))
 }
 
 // join builds a field path for messages; the body itself has the empty path.
@@ -173,58 +173,64 @@ const (
 )
 
 // DecodeAuthoredIntent decodes the body of POST /intents strictly: a JSON object with
-// exactly the members "intent" (an object, returned raw for the engine to decode and
-// verify, since the signature covers its canonical form) and "authorship" (decoded by
+// exactly the members "intent" (decoded by intentd.DecodeIntent, and returned raw as
+// well, since the signature covers its canonical form) and "authorship" (decoded by
 // crypto.DecodeAuthorship). Text that is not JSON is a KindInvalid error; everything
 // else it refuses is KindUnprocessable with a message naming the field, including the
 // superseded shapes of spec part 9, whose message says which versions used them.
-func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, error) {
+func DecodeAuthoredIntent(body []byte) (in intentd.Intent, raw json.RawMessage, auth crypto.Authorship, err error) {
 	if err := validJSON(body); err != nil {
-		return nil, crypto.Authorship{}, err
+		return in, nil, auth, err
 	}
-	ms, err := objectMembers(body, "body", actors.CodeInvalidIntent)
+	ms, err := objectMembers(body, "body", intentd.CodeInvalidIntent)
 	if err != nil {
-		return nil, crypto.Authorship{}, err
+		return in, nil, auth, err
 	}
 	superseded := func(field, msg string) error {
-		return actors.Errorf(actors.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
+		return intentd.Errorf(intentd.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
 	}
 	if _, ok := lookup(ms, "payload"); ok {
-		return nil, crypto.Authorship{}, superseded("payload", supersededPayload)
+		return in, nil, auth, superseded("payload", supersededPayload)
 	}
 	if _, ok := lookup(ms, "signature"); ok {
-		return nil, crypto.Authorship{}, superseded("signature", supersededSignature)
+		return in, nil, auth, superseded("signature", supersededSignature)
 	}
 	for _, m := range ms {
 		if m.key != "intent" && m.key != "authorship" {
-			return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent,
+			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent,
 				"%s: unknown field (an AuthoredIntent has exactly \"intent\" and \"authorship\")", m.key)
 		}
 	}
 	intent, ok := lookup(ms, "intent")
 	if !ok {
-		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: missing")
+		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent, "intent: missing")
 	}
 	rawAuth, ok := lookup(ms, "authorship")
 	if !ok {
-		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
+		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
 	}
-	fields, err := objectMembers(intent, "intent", actors.CodeInvalidIntent)
-	if err != nil {
-		return nil, crypto.Authorship{}, err
+	// The intent is decoded before the authorship, whose errors come first, so that
+	// a superseded intent is named as such whatever its authorship holds.
+	in, inErr := intentd.DecodeIntent(intent)
+	if inErr != nil {
+		if fields, err := objectMembers(intent, "intent", intentd.CodeInvalidIntent); err != nil {
+			return in, nil, auth, err
+		} else if _, ok := lookup(fields, "template_id"); ok {
+			return in, nil, auth, superseded("intent.template_id", supersededTemplateID)
+		}
 	}
-	if _, ok := lookup(fields, "template_id"); ok {
-		return nil, crypto.Authorship{}, superseded("intent.template_id", supersededTemplateID)
-	}
-	auth, err := crypto.DecodeAuthorship(rawAuth)
+	auth, err = crypto.DecodeAuthorship(rawAuth)
 	if err != nil {
 		var fe *crypto.FieldError
 		if errors.As(err, &fe) {
-			return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
+			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
 		}
-		return nil, crypto.Authorship{}, actors.Errorf(actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
+		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
 	}
-	return intent, auth, nil
+	if inErr != nil {
+		return in, nil, auth, inErr
+	}
+	return in, intent, auth, nil
 }
 
 // DecodeProposal decodes the body of POST /intents/{id}/proposal strictly: exactly
@@ -232,34 +238,34 @@ func DecodeAuthoredIntent(body []byte) (json.RawMessage, crypto.Authorship, erro
 // non-string solution, an unknown field (the superseded metadata among them) and a
 // duplicate key are KindUnprocessable. Whether the solution is empty or too long is the
 // engine's to say.
-func DecodeProposal(body []byte) (actors.Proposal, error) {
+func DecodeProposal(body []byte) (intentd.Proposal, error) {
 	if err := validJSON(body); err != nil {
-		return actors.Proposal{}, err
+		return intentd.Proposal{}, err
 	}
-	ms, err := objectMembers(body, "body", actors.CodeInvalidProposal)
+	ms, err := objectMembers(body, "body", intentd.CodeInvalidProposal)
 	if err != nil {
-		return actors.Proposal{}, err
+		return intentd.Proposal{}, err
 	}
 	if _, ok := lookup(ms, "metadata"); ok {
-		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
 	}
 	for _, m := range ms {
 		if m.key != "solution" {
-			return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal,
+			return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal,
 				"%s: unknown field (a proposal has exactly \"solution\")", m.key)
 		}
 	}
 	raw, ok := lookup(ms, "solution")
 	if !ok {
-		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: missing")
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: missing")
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
-		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
 	}
-	var p actors.Proposal
+	var p intentd.Proposal
 	if err := json.Unmarshal(raw, &p.Solution); err != nil {
-		return actors.Proposal{}, actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: %v", err)
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %v", err)
 	}
 	return p, nil
 }
@@ -269,7 +275,7 @@ func DecodeProposal(body []byte) (actors.Proposal, error) {
 // KindInvalid error.
 func ParseLastEventID(s string) (uint64, error) {
 	bad := func(why string) error {
-		return actors.Errorf(actors.KindInvalid, CodeInvalidLastEventID, "last-event-id: %q %s, want an integer from 0 to 9223372036854775807", clip(s), why)
+		return intentd.Errorf(intentd.KindInvalid, CodeInvalidLastEventID, "last-event-id: %q %s, want an integer from 0 to 9223372036854775807", clip(s), why)
 	}
 	if s == "" {
 		return 0, bad("is empty")
@@ -301,10 +307,10 @@ func clip(s string) string {
 // sent.
 func validJSON(body []byte) error {
 	if !json.Valid(body) {
-		return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
+		return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
 	}
 	if !utf8.Valid(body) {
-		return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body is not valid UTF-8")
+		return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid UTF-8")
 	}
 	// In valid JSON a backslash only ever starts an escape inside a string.
 	for i := 0; i < len(body); i++ {
@@ -319,11 +325,11 @@ func validJSON(body []byte) error {
 		switch {
 		case utf16.IsSurrogate(r) && r < 0xdc00:
 			if i+12 > len(body) || body[i+6] != '\\' || body[i+7] != 'u' || !isLowSurrogate(hex4(body[i+8:i+12])) {
-				return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
+				return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
 			}
 			i += 11
 		case isLowSurrogate(r):
-			return actors.Errorf(actors.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
+			return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
 		default:
 			i += 5
 		}

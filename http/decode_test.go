@@ -12,11 +12,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 )
 
-const testIntent = `{"id":"6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10","policy_id":"11111111111111111111111111111111"}`
+const (
+	testIntentID = "6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10"
+	testIntent   = `{"id":"` + testIntentID + `","policy_id":"11111111111111111111111111111111"}`
+)
 
 func signedBody(t testing.TB) []byte {
 	t.Helper()
@@ -30,11 +33,11 @@ func signedBody(t testing.TB) []byte {
 }
 
 // wantError checks err's kind, code and that its message names what it should.
-func wantError(t *testing.T, err error, kind actors.Kind, code, inMessage string) {
+func wantError(t *testing.T, err error, kind intentd.Kind, code, inMessage string) {
 	t.Helper()
-	var e *actors.Error
+	var e *intentd.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("err = %v, want an *actors.Error %s/%s", err, kind, code)
+		t.Fatalf("err = %v, want an *intentd.Error %s/%s", err, kind, code)
 	}
 	if e.Kind != kind || e.Code != code || !strings.Contains(e.Message, inMessage) {
 		t.Fatalf("err = %s/%s %q, want %s/%s naming %q", e.Kind, e.Code, e.Message, kind, code, inMessage)
@@ -45,40 +48,43 @@ func TestDecodeAuthoredIntent(t *testing.T) {
 	tests := []struct {
 		name      string
 		body      string
-		kind      actors.Kind
+		kind      intentd.Kind
 		code      string
 		inMessage string
 	}{
-		{"not JSON", `{"intent":`, actors.KindInvalid, CodeInvalidJSON, "not valid JSON"},
-		{"two values", `{} {}`, actors.KindInvalid, CodeInvalidJSON, "not valid JSON"},
-		{"empty", ``, actors.KindInvalid, CodeInvalidJSON, "not valid JSON"},
-		{"array", `[]`, actors.KindUnprocessable, actors.CodeInvalidIntent, "got a JSON array"},
-		{"null", `null`, actors.KindUnprocessable, actors.CodeInvalidIntent, "got a JSON null"},
-		{"missing intent", `{"authorship":"Unsigned"}`, actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: missing"},
-		{"missing authorship", `{"intent":{}}`, actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing"},
-		{"unknown field", `{"intent":{},"authorship":"Unsigned","x":1}`, actors.KindUnprocessable, actors.CodeInvalidIntent, "x: unknown field"},
-		{"duplicate", `{"intent":{},"authorship":"Unsigned","authorship":"Unsigned"}`, actors.KindUnprocessable, actors.CodeInvalidIntent, "authorship: duplicate key"},
-		{"intent null", `{"intent":null,"authorship":"Unsigned"}`, actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: must be a JSON object, got a JSON null"},
-		{"intent string", `{"intent":"{}","authorship":"Unsigned"}`, actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: must be a JSON object"},
-		{"authorship null", `{"intent":{},"authorship":null}`, actors.KindUnprocessable, CodeMalformedAuthorship, "authorship"},
-		{"authorship lower case", `{"intent":{},"authorship":"unsigned"}`, actors.KindUnprocessable, CodeMalformedAuthorship, "authorship: unknown authorship"},
+		{"not JSON", `{"intent":`, intentd.KindInvalid, CodeInvalidJSON, "not valid JSON"},
+		{"two values", `{} {}`, intentd.KindInvalid, CodeInvalidJSON, "not valid JSON"},
+		{"empty", ``, intentd.KindInvalid, CodeInvalidJSON, "not valid JSON"},
+		{"array", `[]`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "got a JSON array"},
+		{"null", `null`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "got a JSON null"},
+		{"missing intent", `{"authorship":"Unsigned"}`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "intent: missing"},
+		{"missing authorship", `{"intent":{}}`, intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing"},
+		{"unknown field", `{"intent":{},"authorship":"Unsigned","x":1}`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "x: unknown field"},
+		{"duplicate", `{"intent":{},"authorship":"Unsigned","authorship":"Unsigned"}`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "authorship: duplicate key"},
+		{"intent null", `{"intent":null,"authorship":"Unsigned"}`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "intent: must be a JSON object, got a JSON null"},
+		{"intent string", `{"intent":"{}","authorship":"Unsigned"}`, intentd.KindUnprocessable, intentd.CodeInvalidIntent, "intent: must be a JSON object"},
+		{"authorship null", `{"intent":{},"authorship":null}`, intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship"},
+		{"authorship lower case", `{"intent":{},"authorship":"unsigned"}`, intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: unknown authorship"},
 		{"bad key length", `{"intent":{},"authorship":{"Signed":{"Ed25519":{"pub_key":"2","signature":"2"}}}}`,
-			actors.KindUnprocessable, CodeMalformedAuthorship, "authorship.Signed.Ed25519.pub_key"},
-		{"signature beside intent", `{"intent":{},"signature":{"Ed25519":{}}}`, actors.KindUnprocessable, CodeSupersededShape, "before 0.9.4"},
-		{"signature and authorship", `{"intent":{},"authorship":"Unsigned","signature":{}}`, actors.KindUnprocessable, CodeSupersededShape, "signature"},
-		{"payload", `{"payload":{"template_id":"x"},"signature":{}}`, actors.KindUnprocessable, CodeSupersededShape, "templates"},
-		{"template_id", `{"intent":{"id":"x","template_id":"y"},"authorship":"Unsigned"}`, actors.KindUnprocessable, CodeSupersededShape, "intent.template_id"},
+			intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship.Signed.Ed25519.pub_key"},
+		{"signature beside intent", `{"intent":{},"signature":{"Ed25519":{}}}`, intentd.KindUnprocessable, CodeSupersededShape, "before 0.9.4"},
+		{"signature and authorship", `{"intent":{},"authorship":"Unsigned","signature":{}}`, intentd.KindUnprocessable, CodeSupersededShape, "signature"},
+		{"payload", `{"payload":{"template_id":"x"},"signature":{}}`, intentd.KindUnprocessable, CodeSupersededShape, "templates"},
+		{"template_id", `{"intent":{"id":"x","template_id":"y"},"authorship":"Unsigned"}`, intentd.KindUnprocessable, CodeSupersededShape, "intent.template_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := DecodeAuthoredIntent([]byte(tt.body))
+			_, _, _, err := DecodeAuthoredIntent([]byte(tt.body))
 			wantError(t, err, tt.kind, tt.code, tt.inMessage)
 		})
 	}
 	t.Run("signed", func(t *testing.T) {
-		intent, auth, err := DecodeAuthoredIntent(signedBody(t))
+		in, intent, auth, err := DecodeAuthoredIntent(signedBody(t))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if in.ID != testIntentID || in.PolicyID != "11111111111111111111111111111111" {
+			t.Fatalf("decoded intent = %+v, want the one sent", in)
 		}
 		if string(intent) != testIntent {
 			t.Fatalf("intent = %s, want it as sent", intent)
@@ -88,9 +94,10 @@ func TestDecodeAuthoredIntent(t *testing.T) {
 		}
 	})
 	t.Run("unsigned, keys in any order, spaces", func(t *testing.T) {
-		intent, auth, err := DecodeAuthoredIntent([]byte(" {\"authorship\" : \"Unsigned\",\n\"intent\": {\"a\": 1} } "))
-		if err != nil || !auth.Unsigned() || string(intent) != `{"a": 1}` {
-			t.Fatalf("got %s, %+v, %v", intent, auth, err)
+		raw := `{ "policy_id" : "11111111111111111111111111111111", "id": "` + testIntentID + `" }`
+		in, intent, auth, err := DecodeAuthoredIntent([]byte(" {\"authorship\" : \"Unsigned\",\n\"intent\": " + raw + " } "))
+		if err != nil || !auth.Unsigned() || string(intent) != raw || in.ID != testIntentID {
+			t.Fatalf("got %+v %s, %+v, %v", in, intent, auth, err)
 		}
 	})
 }
@@ -100,26 +107,26 @@ func TestDecodeProposal(t *testing.T) {
 		name      string
 		body      string
 		want      string
-		kind      actors.Kind
+		kind      intentd.Kind
 		code      string
 		inMessage string
 	}{
 		{"ok", `{"solution":"sku:TS-NAVY-M"}`, "sku:TS-NAVY-M", 0, "", ""},
 		{"escapes", `{"solution":"a\"b\u00e9"}`, "a\"bé", 0, "", ""},
 		{"empty passes to the engine", `{"solution":""}`, "", 0, "", ""},
-		{"not JSON", `{"solution":"x"`, "", actors.KindInvalid, CodeInvalidJSON, "not valid JSON"},
-		{"string body", `"x"`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "got a JSON string"},
-		{"missing", `{}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: missing"},
-		{"null", `{"solution":null}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "got a JSON null"},
-		{"number", `{"solution":42}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "got a JSON number"},
-		{"unknown", `{"solution":"x","agent":"y"}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "agent: unknown field"},
-		{"duplicate", `{"solution":"x","solution":"y"}`, "", actors.KindUnprocessable, actors.CodeInvalidProposal, "solution: duplicate key"},
-		{"metadata", `{"solution":"x","metadata":null}`, "", actors.KindUnprocessable, CodeSupersededShape, "metadata"},
+		{"not JSON", `{"solution":"x"`, "", intentd.KindInvalid, CodeInvalidJSON, "not valid JSON"},
+		{"string body", `"x"`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "got a JSON string"},
+		{"missing", `{}`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: missing"},
+		{"null", `{"solution":null}`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "got a JSON null"},
+		{"number", `{"solution":42}`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "got a JSON number"},
+		{"unknown", `{"solution":"x","agent":"y"}`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "agent: unknown field"},
+		{"duplicate", `{"solution":"x","solution":"y"}`, "", intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: duplicate key"},
+		{"metadata", `{"solution":"x","metadata":null}`, "", intentd.KindUnprocessable, CodeSupersededShape, "metadata"},
 		{"surrogate pair", `{"solution":"\ud83d\ude00"}`, "\U0001F600", 0, "", ""},
-		{"invalid UTF-8", "{\"solution\":\"https://shop.example/\xc0\xaf\"}", "", actors.KindInvalid, CodeInvalidJSON, "not valid UTF-8"},
-		{"lone high surrogate", `{"solution":"\ud800"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
-		{"high surrogate then a letter", `{"solution":"\ud800\u0041"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
-		{"lone low surrogate", `{"solution":"a\udc00"}`, "", actors.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"invalid UTF-8", "{\"solution\":\"https://shop.example/\xc0\xaf\"}", "", intentd.KindInvalid, CodeInvalidJSON, "not valid UTF-8"},
+		{"lone high surrogate", `{"solution":"\ud800"}`, "", intentd.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"high surrogate then a letter", `{"solution":"\ud800\u0041"}`, "", intentd.KindInvalid, CodeInvalidJSON, "lone surrogate"},
+		{"lone low surrogate", `{"solution":"a\udc00"}`, "", intentd.KindInvalid, CodeInvalidJSON, "lone surrogate"},
 		{"escaped backslash before u", `{"solution":"\\ud800"}`, "\\ud800", 0, "", ""},
 	}
 	for _, tt := range tests {
@@ -161,7 +168,7 @@ func TestParseLastEventID(t *testing.T) {
 		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
 			got, err := ParseLastEventID(tt.in)
 			if !tt.ok {
-				wantError(t, err, actors.KindInvalid, CodeInvalidLastEventID, "last-event-id")
+				wantError(t, err, intentd.KindInvalid, CodeInvalidLastEventID, "last-event-id")
 				return
 			}
 			if err != nil || got != tt.want {
@@ -197,7 +204,7 @@ func TestRequireContentType(t *testing.T) {
 				t.Fatalf("err = %v, want ok %v", err, tt.ok)
 			}
 			if err != nil {
-				wantError(t, err, actors.KindInvalid, CodeUnsupportedContentType, "Content-Type")
+				wantError(t, err, intentd.KindInvalid, CodeUnsupportedContentType, "Content-Type")
 			}
 		})
 	}
@@ -223,7 +230,7 @@ func TestReadBody(t *testing.T) {
 			}
 			body, err := readBody(httptest.NewRecorder(), r, 100)
 			if !tt.ok {
-				wantError(t, err, actors.KindTooLarge, CodeBodyTooLarge, "100 bytes")
+				wantError(t, err, intentd.KindTooLarge, CodeBodyTooLarge, "100 bytes")
 				return
 			}
 			if err != nil || len(body) != tt.size {
@@ -233,18 +240,18 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
-// checkDecodeError holds for every error of the body decoders: an *actors.Error that
+// checkDecodeError holds for every error of the body decoders: an *intentd.Error that
 // is a 400 exactly when the text is not JSON (does not parse, is not UTF-8, or escapes
 // a lone surrogate: validJSON, whose cases are in the decoder tables) and a 422
 // otherwise.
 func checkDecodeError(t *testing.T, body []byte, err error) {
-	var e *actors.Error
+	var e *intentd.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not an *actors.Error", err)
+		t.Fatalf("error %v is not an *intentd.Error", err)
 	}
-	want := actors.KindUnprocessable
+	want := intentd.KindUnprocessable
 	if !json.Valid(body) || validJSON(body) != nil {
-		want = actors.KindInvalid
+		want = intentd.KindInvalid
 	}
 	if e.Kind != want || e.Message == "" || e.Code == "" {
 		t.Fatalf("body %q: %s/%s %q, want kind %s", body, e.Kind, e.Code, e.Message, want)
@@ -270,7 +277,7 @@ func FuzzDecodeAuthoredIntent(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		intent, auth, err := DecodeAuthoredIntent(body)
+		_, intent, auth, err := DecodeAuthoredIntent(body)
 		if err != nil {
 			checkDecodeError(t, body, err)
 			return
@@ -323,7 +330,7 @@ func FuzzParseLastEventID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := ParseLastEventID(s)
 		if err != nil {
-			wantError(t, err, actors.KindInvalid, CodeInvalidLastEventID, "last-event-id")
+			wantError(t, err, intentd.KindInvalid, CodeInvalidLastEventID, "last-event-id")
 			return
 		}
 		if n > math.MaxInt64 {

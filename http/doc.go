@@ -22,6 +22,6 @@
 // Client is the Go client of the same API, the one intentctl uses: one method per route
 // (PutPolicy, SubmitIntent, Propose, Status, Proof, Info, PublicKey, ...), error answers
 // turned back into *APIError values carrying the status, code and message (errors.As
-// also gives an *actors.Error), and Events, an EventStream that reconnects after a drop
+// also gives an *intentd.Error), and Events, an EventStream that reconnects after a drop
 // and resumes from its last event id, so that its reader sees every event once.
 package http

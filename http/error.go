@@ -8,32 +8,21 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/intentd/intentd/actors"
-)
-
-// kindMethodNotAllowed is the one failure the HTTP layer has that the core has no kind
-// for: a route that exists but does not serve the method. It is a Kind of this package
-// only, so that it goes through the same table as every other error.
-const kindMethodNotAllowed actors.Kind = 100
-
-// The failures of caller authentication, which the core knows nothing of either.
-const (
-	kindUnauthorized actors.Kind = 101 // no valid bearer token
-	kindForbidden    actors.Kind = 102 // a valid token without the route's role
+	"github.com/intentd/intentd"
 )
 
 // statusOf is the one table from error kinds to HTTP statuses.
-var statusOf = map[actors.Kind]int{
-	actors.KindInternal:      http.StatusInternalServerError,
-	actors.KindInvalid:       http.StatusBadRequest,
-	actors.KindUnprocessable: http.StatusUnprocessableEntity,
-	actors.KindNotFound:      http.StatusNotFound,
-	actors.KindConflict:      http.StatusConflict,
-	actors.KindBusy:          http.StatusServiceUnavailable,
-	actors.KindTooLarge:      http.StatusRequestEntityTooLarge,
-	kindMethodNotAllowed:     http.StatusMethodNotAllowed,
-	kindUnauthorized:         http.StatusUnauthorized,
-	kindForbidden:            http.StatusForbidden,
+var statusOf = map[intentd.Kind]int{
+	intentd.KindInternal:         http.StatusInternalServerError,
+	intentd.KindInvalid:          http.StatusBadRequest,
+	intentd.KindUnprocessable:    http.StatusUnprocessableEntity,
+	intentd.KindNotFound:         http.StatusNotFound,
+	intentd.KindConflict:         http.StatusConflict,
+	intentd.KindBusy:             http.StatusServiceUnavailable,
+	intentd.KindTooLarge:         http.StatusRequestEntityTooLarge,
+	intentd.KindMethodNotAllowed: http.StatusMethodNotAllowed,
+	intentd.KindUnauthorized:     http.StatusUnauthorized,
+	intentd.KindForbidden:        http.StatusForbidden,
 }
 
 // The codes of the errors the HTTP layer finds itself, before the core is asked. The
@@ -63,9 +52,9 @@ type ErrorResponse struct {
 // Error writes err as an error answer: its status from the table, its code and its
 // message. An internal error is logged with its cause and shown as "internal error".
 func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var e *actors.Error
+	var e *intentd.Error
 	if !errors.As(err, &e) {
-		e = &actors.Error{Kind: actors.KindInternal, Code: actors.CodeInternal, Err: err}
+		e = &intentd.Error{Kind: intentd.KindInternal, Code: intentd.CodeInternal, Err: err}
 	}
 	status, ok := statusOf[e.Kind]
 	if !ok {
@@ -74,7 +63,7 @@ func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) 
 	body := ErrorResponse{Message: e.Message, Code: e.Code}
 	if status == http.StatusInternalServerError {
 		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		body = ErrorResponse{Message: "internal error", Code: actors.CodeInternal}
+		body = ErrorResponse{Message: "internal error", Code: intentd.CodeInternal}
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))

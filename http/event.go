@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
-
-	"github.com/intentd/intentd/actors"
 )
 
 func (s *Server) registerEventRoutes(r *httprouter.Router) {
@@ -21,12 +20,12 @@ func (s *Server) registerEventRoutes(r *httprouter.Router) {
 }
 
 // eventTypes are the values the type filter accepts: the event types of spec part 6.
-var eventTypes = []actors.State{actors.StateSuccess, actors.StateFailure, actors.StateExpired}
+var eventTypes = []intentd.State{intentd.StateSuccess, intentd.StateFailure, intentd.StateExpired}
 
 // streamRequest is what a GET /events asks for.
 type streamRequest struct {
 	from   uint64
-	filter actors.Filter
+	filter intentd.Filter
 }
 
 // parseStreamRequest reads the resume point and the filters. The Last-Event-ID header
@@ -51,17 +50,17 @@ func parseStreamRequest(r *http.Request) (streamRequest, error) {
 	}
 	for _, v := range q["intent_id"] {
 		for _, id := range strings.Split(v, ",") {
-			if _, ok := actors.CanonicalIntentID(id); !ok {
-				return sr, actors.Errorf(actors.KindInvalid, CodeInvalidFilter, "intent_id: %q is not a UUID", clip(id))
+			if _, ok := intentd.CanonicalIntentID(id); !ok {
+				return sr, intentd.Errorf(intentd.KindInvalid, CodeInvalidFilter, "intent_id: %q is not a UUID", clip(id))
 			}
 			sr.filter.IntentIDs = append(sr.filter.IntentIDs, id)
 		}
 	}
 	for _, v := range q["type"] {
 		for _, t := range strings.Split(v, ",") {
-			st := actors.State(t)
+			st := intentd.State(t)
 			if !slices.Contains(eventTypes, st) {
-				return sr, actors.Errorf(actors.KindInvalid, CodeInvalidFilter, "type: %q is not an event type (want success, failure or expired)", clip(t))
+				return sr, intentd.Errorf(intentd.KindInvalid, CodeInvalidFilter, "type: %q is not an event type (want success, failure or expired)", clip(t))
 			}
 			if !slices.Contains(sr.filter.Types, st) {
 				sr.filter.Types = append(sr.filter.Types, st)
@@ -147,12 +146,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			if err := st.flush(); err != nil {
 				return
 			}
-		case errors.Is(err, actors.ErrSubscriberTooSlow):
+		case errors.Is(err, intentd.ErrSubscriberTooSlow):
 			// Ending the response is the signal: the client reconnects with the
 			// last id it saw and gets the rest from the log.
 			s.log.InfoContext(ctx, "event stream: subscriber too slow, disconnected", "remote", r.RemoteAddr)
 			return
-		case errors.Is(err, actors.ErrEngineClosed):
+		case errors.Is(err, intentd.ErrEngineClosed):
 			return
 		default:
 			s.log.ErrorContext(ctx, "event stream", "err", err)
@@ -170,7 +169,7 @@ type stream struct {
 }
 
 // event buffers one event: id, type and the OrchestratorEvent as one line of data.
-func (st *stream) event(ev actors.Event) error {
+func (st *stream) event(ev intentd.Event) error {
 	st.buf.WriteString("id: ")
 	st.buf.WriteString(strconv.FormatUint(ev.ID, 10))
 	st.buf.WriteString("\nevent: ")

@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/proof"
 )
 
 // examplePolicy is a small policy the embedded demo catalog's t-shirts are checked
@@ -108,7 +110,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := actors.VerifyProof(bundle, serviceKey)
+	report, err := proof.Verify(bundle, serviceKey)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func Example() {
 }
 
 // Error answers come back as *APIError with the server's status, code and message;
-// errors.As also finds an *actors.Error, so that the engine's helpers apply.
+// errors.As also finds an *intentd.Error, so that the engine's helpers apply.
 func ExampleAPIError() {
 	url, stop := exampleServer()
 	defer stop()
@@ -134,10 +136,10 @@ func ExampleAPIError() {
 	if errors.As(err, &apiErr) {
 		fmt.Println(apiErr.Status, apiErr.Code)
 	}
-	fmt.Println(actors.ErrorKind(err), actors.ErrorCode(err))
+	fmt.Println(intentd.ErrorKind(err), intentd.ErrorCode(err))
 
 	_, err = c.PutPolicy(context.Background(), "name broken\nrequires { evidence.size == ; }\n")
-	fmt.Println(actors.ErrorKind(err), actors.ErrorCode(err))
+	fmt.Println(intentd.ErrorKind(err), intentd.ErrorCode(err))
 	// Output:
 	// 404 intent_not_found
 	// not_found intent_not_found

@@ -3,9 +3,8 @@ package http
 import (
 	"net/http"
 
+	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
-
-	"github.com/intentd/intentd/actors"
 )
 
 func (s *Server) registerIntentRoutes(r *httprouter.Router) {
@@ -23,14 +22,21 @@ func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ http
 		Error(w, r, s.log, err)
 		return
 	}
-	intent, auth, err := DecodeAuthoredIntent(body)
+	in, raw, auth, err := DecodeAuthoredIntent(body)
+	if err == nil {
+		// The limits are checked before the engine spends a signature check and a
+		// policy lookup on the intent.
+		err = s.opts.Limits.CheckIntent(in)
+	}
+	var sub intentd.Submission
+	if err == nil {
+		sub, err = intentd.NewSubmission(in, raw, auth)
+	}
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
 	}
-	// The limits are checked on the engine's decoding of the intent, before it spends a
-	// signature check and a policy lookup on it.
-	if err := s.engine.SubmitIntent(r.Context(), intent, auth, s.opts.Limits.CheckIntent); err != nil {
+	if err := s.engine.SubmitIntent(r.Context(), sub); err != nil {
 		Error(w, r, s.log, err)
 		return
 	}
@@ -62,8 +68,8 @@ func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps http
 // before the body, so that a malformed path is a 400 whatever the body holds.
 func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("id")
-	if _, ok := actors.CanonicalIntentID(id); !ok {
-		Error(w, r, s.log, actors.Errorf(actors.KindInvalid, actors.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
+	if _, ok := intentd.CanonicalIntentID(id); !ok {
+		Error(w, r, s.log, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
 		return
 	}
 	body, err := s.jsonBody(w, r)

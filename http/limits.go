@@ -3,13 +3,14 @@ package http
 import (
 	"slices"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
+
 	"github.com/intentd/intentd/policy"
 )
 
 // The defaults of the caller limits (decisions.md, "Caller authentication and limits").
 const (
-	DefaultMaxSolutionBytes     = actors.MaxSolutionBytes
+	DefaultMaxSolutionBytes     = intentd.MaxSolutionBytes
 	DefaultMaxAttrs             = 128
 	DefaultMaxSetElements       = 1024
 	DefaultMaxStringBytes       = 4 << 10
@@ -30,7 +31,7 @@ const (
 // defaults; a limit above what the core can take is lowered to it, since the core
 // would refuse the request anyway (see each field).
 type Limits struct {
-	// MaxSolutionBytes bounds a proposal's solution; at most actors.MaxSolutionBytes.
+	// MaxSolutionBytes bounds a proposal's solution; at most intentd.MaxSolutionBytes.
 	MaxSolutionBytes int `json:"max_solution_bytes"`
 	// MaxAttrs bounds the fields of an intent's attrs.
 	MaxAttrs int `json:"max_attrs"`
@@ -54,7 +55,7 @@ func (l *Limits) setDefaults() {
 			*v = most
 		}
 	}
-	def(&l.MaxSolutionBytes, DefaultMaxSolutionBytes, actors.MaxSolutionBytes)
+	def(&l.MaxSolutionBytes, DefaultMaxSolutionBytes, intentd.MaxSolutionBytes)
 	def(&l.MaxAttrs, DefaultMaxAttrs, 0)
 	def(&l.MaxSetElements, DefaultMaxSetElements, 0)
 	def(&l.MaxStringBytes, DefaultMaxStringBytes, 0)
@@ -66,13 +67,13 @@ func (l *Limits) setDefaults() {
 // actors.Engine.SubmitIntent, which runs it on its own decoding of the intent before it
 // spends a signature check and a policy lookup. Fields are checked in the order of their
 // names, so that the same intent always gets the same message.
-func (l Limits) CheckIntent(in actors.Intent) error {
+func (l Limits) CheckIntent(in intentd.Intent) error {
 	if in.Attrs == nil {
 		return nil
 	}
 	attrs := *in.Attrs
 	if len(attrs) > l.MaxAttrs {
-		return actors.Errorf(actors.KindUnprocessable, CodeLimitExceeded,
+		return intentd.Errorf(intentd.KindUnprocessable, CodeLimitExceeded,
 			"intent.attrs.fields: %d fields, over the limit of %d", len(attrs), l.MaxAttrs)
 	}
 	names := make([]string, 0, len(attrs))
@@ -110,7 +111,7 @@ func (l Limits) checkValue(path string, v policy.Value) error {
 
 func (l Limits) checkSet(path string, n int) error {
 	if n > l.MaxSetElements {
-		return actors.Errorf(actors.KindUnprocessable, CodeLimitExceeded,
+		return intentd.Errorf(intentd.KindUnprocessable, CodeLimitExceeded,
 			"%s: a set of %d elements, over the limit of %d", path, n, l.MaxSetElements)
 	}
 	return nil
@@ -118,7 +119,7 @@ func (l Limits) checkSet(path string, n int) error {
 
 func (l Limits) checkString(path, s string) error {
 	if len(s) > l.MaxStringBytes {
-		return actors.Errorf(actors.KindUnprocessable, CodeLimitExceeded,
+		return intentd.Errorf(intentd.KindUnprocessable, CodeLimitExceeded,
 			"%s: a string of %d bytes, over the limit of %d", path, len(s), l.MaxStringBytes)
 	}
 	return nil
@@ -126,9 +127,9 @@ func (l Limits) checkString(path, s string) error {
 
 // CheckSolution checks a proposal's solution against its size limit. The message is
 // the engine's for the same fault, with the configured limit.
-func (l Limits) CheckSolution(p actors.Proposal) error {
+func (l Limits) CheckSolution(p intentd.Proposal) error {
 	if len(p.Solution) > l.MaxSolutionBytes {
-		return actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidProposal,
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal,
 			"solution: %d bytes, over the limit of %d", len(p.Solution), l.MaxSolutionBytes)
 	}
 	return nil
@@ -138,7 +139,7 @@ func (l Limits) CheckSolution(p actors.Proposal) error {
 // body over its limit, since it is the size alone that is refused.
 func (l Limits) CheckPolicySource(source []byte) error {
 	if len(source) > l.MaxPolicySourceBytes {
-		return actors.Errorf(actors.KindTooLarge, CodePolicyTooLarge,
+		return intentd.Errorf(intentd.KindTooLarge, CodePolicyTooLarge,
 			"policy source: %d bytes, over the limit of %d", len(source), l.MaxPolicySourceBytes)
 	}
 	return nil

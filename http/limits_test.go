@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 )
 
 func TestLimitsDefaults(t *testing.T) {
@@ -17,7 +17,7 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 	big := Limits{MaxSolutionBytes: 1 << 20, MaxPolicySourceBytes: 1 << 20}
 	big.setDefaults()
-	if big.MaxSolutionBytes != actors.MaxSolutionBytes || big.MaxPolicySourceBytes != 64<<10 {
+	if big.MaxSolutionBytes != intentd.MaxSolutionBytes || big.MaxPolicySourceBytes != 64<<10 {
 		t.Fatalf("limits over the core's = %+v, want them lowered to it", big)
 	}
 }
@@ -73,7 +73,7 @@ func TestCheckIntent(t *testing.T) {
 	}
 	check := func(t *testing.T, raw []byte) error {
 		t.Helper()
-		in, err := actors.DecodeIntent(raw)
+		in, err := intentd.DecodeIntent(raw)
 		if err != nil {
 			t.Fatalf("DecodeIntent(%s): %v", raw, err)
 		}
@@ -88,7 +88,7 @@ func TestCheckIntent(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || actors.ErrorCode(err) != CodeLimitExceeded || actors.ErrorKind(err) != actors.KindUnprocessable || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || intentd.ErrorCode(err) != CodeLimitExceeded || intentd.ErrorKind(err) != intentd.KindUnprocessable || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("CheckIntent: %v, want a 422 limit_exceeded saying %q", err, tt.want)
 			}
 		})
@@ -107,13 +107,13 @@ func TestCheckSolutionAndPolicySource(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		kind actors.Kind
+		kind intentd.Kind
 		code string
 	}{
-		{"solution at the limit", l.CheckSolution(actors.Proposal{Solution: strings.Repeat("s", 10)}), 0, ""},
-		{"solution over by one", l.CheckSolution(actors.Proposal{Solution: strings.Repeat("s", 11)}), actors.KindUnprocessable, actors.CodeInvalidProposal},
+		{"solution at the limit", l.CheckSolution(intentd.Proposal{Solution: strings.Repeat("s", 10)}), 0, ""},
+		{"solution over by one", l.CheckSolution(intentd.Proposal{Solution: strings.Repeat("s", 11)}), intentd.KindUnprocessable, intentd.CodeInvalidProposal},
 		{"policy at the limit", l.CheckPolicySource([]byte(strings.Repeat("p", 20))), 0, ""},
-		{"policy over by one", l.CheckPolicySource([]byte(strings.Repeat("p", 21))), actors.KindTooLarge, CodePolicyTooLarge},
+		{"policy over by one", l.CheckPolicySource([]byte(strings.Repeat("p", 21))), intentd.KindTooLarge, CodePolicyTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestCheckSolutionAndPolicySource(t *testing.T) {
 				}
 				return
 			}
-			if actors.ErrorKind(tt.err) != tt.kind || actors.ErrorCode(tt.err) != tt.code || !strings.Contains(tt.err.Error(), "over the limit") {
+			if intentd.ErrorKind(tt.err) != tt.kind || intentd.ErrorCode(tt.err) != tt.code || !strings.Contains(tt.err.Error(), "over the limit") {
 				t.Fatalf("err = %v, want %s %s", tt.err, tt.kind, tt.code)
 			}
 		})

@@ -13,8 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/intentd/intentd/actors"
-	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd"
 )
 
 // Metrics are the service's Prometheus metrics, on a registry of their own: the global
@@ -110,11 +109,19 @@ func NewMetrics() *Metrics {
 // Registry is where the metrics are registered, for a caller that adds its own.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Observer is the engine observer that counts transitions and times extraction and
-// proving; give it to actors.Config.Observer.
-func (m *Metrics) Observer() *actors.Observer {
-	return &actors.Observer{
-		Transition: func(to actors.State, kind actors.FailureKind) {
+// Observer is the engine observer that counts transitions and events, and times
+// extraction, proving and the store's calls; give it to the engine's configuration.
+func (m *Metrics) Observer() *intentd.Observer {
+	return &intentd.Observer{
+		StoreCall: func(op string, write bool, d time.Duration) {
+			h := m.storeReads
+			if write {
+				h = m.storeWrites
+			}
+			h.WithLabelValues(op).Observe(d.Seconds())
+		},
+		Published: m.eventsPublished.Inc,
+		Transition: func(to intentd.State, kind intentd.FailureKind) {
 			m.transitions.WithLabelValues(string(to), string(kind)).Inc()
 		},
 		Extraction: func(d time.Duration, err error) {
@@ -124,15 +131,16 @@ func (m *Metrics) Observer() *actors.Observer {
 			}
 			m.extraction.WithLabelValues(result).Observe(d.Seconds())
 		},
-		Proving: func(d time.Duration, state actors.State, kind actors.FailureKind) {
+		Proving: func(d time.Duration, state intentd.State, kind intentd.FailureKind) {
 			m.proving.WithLabelValues(string(state), string(kind)).Observe(d.Seconds())
 		},
 	}
 }
 
-// EngineStats is what the engine gauges read at each scrape. *actors.Engine has it.
+// EngineStats is what the engine gauges read at each scrape; an engine that has it is
+// watched (actors.Engine has it).
 type EngineStats interface {
-	ProvingStats() (actors.LimiterStats, error)
+	ProvingStats() (intentd.LimiterStats, error)
 	Subscribers() int
 }
 
@@ -172,104 +180,6 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(c.e.Subscribers()))
 }
 
-// Store wraps a store so that its writes and reads are timed and its events counted.
-func (m *Metrics) Store(s actors.Store) actors.Store { return &timedStore{s: s, m: m} }
-
-// timedStore times every call of the store it wraps.
-type timedStore struct {
-	s actors.Store
-	m *Metrics
-}
-
-var _ actors.Store = (*timedStore)(nil)
-
-func (t *timedStore) write(op string, start time.Time) {
-	t.m.storeWrites.WithLabelValues(op).Observe(time.Since(start).Seconds())
-}
-
-func (t *timedStore) read(op string, start time.Time) {
-	t.m.storeReads.WithLabelValues(op).Observe(time.Since(start).Seconds())
-}
-
-func (t *timedStore) PutPolicy(id string, bytecode, source []byte) (bool, error) {
-	defer t.write("put_policy", time.Now())
-	return t.s.PutPolicy(id, bytecode, source)
-}
-
-func (t *timedStore) Policy(id string) ([]byte, []byte, error) {
-	defer t.read("policy", time.Now())
-	return t.s.Policy(id)
-}
-
-func (t *timedStore) PolicyBytecode(id string) ([]byte, error) {
-	defer t.read("policy_bytecode", time.Now())
-	return t.s.PolicyBytecode(id)
-}
-
-func (t *timedStore) DeletePolicy(id string) error {
-	defer t.write("delete_policy", time.Now())
-	return t.s.DeletePolicy(id)
-}
-
-func (t *timedStore) CreateIntent(id, policyID string, snapshot []byte, expiresAt time.Time) error {
-	defer t.write("create_intent", time.Now())
-	return t.s.CreateIntent(id, policyID, snapshot, expiresAt)
-}
-
-func (t *timedStore) Intent(id string) ([]byte, error) {
-	defer t.read("intent", time.Now())
-	return t.s.Intent(id)
-}
-
-func (t *timedStore) BeginProcessing(id string, snapshot []byte, expiresAt time.Time) error {
-	defer t.write("begin_processing", time.Now())
-	return t.s.BeginProcessing(id, snapshot, expiresAt)
-}
-
-func (t *timedStore) Finish(id, policyID string, snapshot []byte, expiresAt time.Time, event []byte) (uint64, error) {
-	defer t.write("finish", time.Now())
-	return t.s.Finish(id, policyID, snapshot, expiresAt, event)
-}
-
-func (t *timedStore) Processing() ([]string, error) {
-	defer t.read("processing", time.Now())
-	return t.s.Processing()
-}
-
-func (t *timedStore) DueExpiries(now time.Time, limit int) ([]string, error) {
-	defer t.read("due_expiries", time.Now())
-	return t.s.DueExpiries(now, limit)
-}
-
-func (t *timedStore) NextExpiry() (time.Time, bool, error) {
-	defer t.read("next_expiry", time.Now())
-	return t.s.NextExpiry()
-}
-
-// SetEventSink counts each event on its way to the sink: an event reaches the sink
-// once it is durable, and the sink hands it to the subscribers.
-func (t *timedStore) SetEventSink(fn func(persistence.Event)) {
-	t.s.SetEventSink(func(ev persistence.Event) {
-		t.m.eventsPublished.Inc()
-		fn(ev)
-	})
-}
-
-func (t *timedStore) Events(after uint64, limit int, fn func(persistence.Event) error) error {
-	defer t.read("events", time.Now())
-	return t.s.Events(after, limit, fn)
-}
-
-func (t *timedStore) EventBounds() (uint64, uint64, error) {
-	defer t.read("event_bounds", time.Now())
-	return t.s.EventBounds()
-}
-
-func (t *timedStore) PruneEvents(keep uint64, olderThan time.Time) (int, error) {
-	defer t.write("prune_events", time.Now())
-	return t.s.PruneEvents(keep, olderThan)
-}
-
 // requestInfo is what the handlers tell the request log and the metrics of a request
 // beyond its status: the error code of an error answer.
 type requestInfo struct {
@@ -307,7 +217,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	c, err := s.authorize(r, rt)
 	if err != nil {
-		code := actors.ErrorCode(err)
+		code := intentd.ErrorCode(err)
 		rec.Header().Set("WWW-Authenticate", challenge(code, r.Header.Get("Authorization") != ""))
 		Error(rec, r, s.log, err)
 	} else {
@@ -324,7 +234,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.metrics.requestSeconds.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())
 	if ri.code != "" {
 		s.metrics.errors.WithLabelValues(pattern, ri.code).Inc()
-		if ri.code == actors.CodeCapacityExceeded {
+		if ri.code == intentd.CodeCapacityExceeded {
 			s.metrics.capacityRefused.Inc()
 		}
 	}
@@ -374,14 +284,14 @@ func (s *Server) registerOpsRoutes(r *httprouter.Router) {
 // before the listener closes.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		Error(w, r, s.log, actors.Errorf(actors.KindBusy, actors.CodeShuttingDown, "the service is shutting down"))
+		Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
 		return
 	}
 	if s.opts.Ready != nil {
 		select {
 		case <-s.opts.Ready:
 		default:
-			Error(w, r, s.log, actors.Errorf(actors.KindBusy, CodeNotReady, "the service is starting: start-up recovery is not over"))
+			Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, CodeNotReady, "the service is starting: start-up recovery is not over"))
 			return
 		}
 	}

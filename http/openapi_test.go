@@ -11,8 +11,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 )
 
 func loadOpenAPI(t *testing.T) *openapi3.T {
@@ -80,11 +79,11 @@ func TestOpenAPIRoutes(t *testing.T) {
 func TestOpenAPIErrorCodes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	codes := []string{
-		actors.CodeInternal, actors.CodeIntentNotFound, actors.CodePolicyNotFound, actors.CodeIntentExists,
-		actors.CodeProposalExists, actors.CodeIntentExpired, actors.CodeAuthorshipInvalid, actors.CodeUnsignedNotPermitted,
-		actors.CodeCapacityExceeded, actors.CodePolicyInUse, actors.CodePolicyInvalid, actors.CodeInvalidIntent,
-		actors.CodeInvalidID, actors.CodeAttrsMismatch, actors.CodeInvalidProposal, actors.CodeTooManySubscribers,
-		actors.CodeShuttingDown, actors.CodeProofNotReady, actors.CodeNoProof,
+		intentd.CodeInternal, intentd.CodeIntentNotFound, intentd.CodePolicyNotFound, intentd.CodeIntentExists,
+		intentd.CodeProposalExists, intentd.CodeIntentExpired, intentd.CodeAuthorshipInvalid, intentd.CodeUnsignedNotPermitted,
+		intentd.CodeCapacityExceeded, intentd.CodePolicyInUse, intentd.CodePolicyInvalid, intentd.CodeInvalidIntent,
+		intentd.CodeInvalidID, intentd.CodeAttrsMismatch, intentd.CodeInvalidProposal, intentd.CodeTooManySubscribers,
+		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

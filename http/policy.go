@@ -4,9 +4,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
-
-	"github.com/intentd/intentd/actors"
 )
 
 func (s *Server) registerPolicyRoutes(r *httprouter.Router) {
@@ -42,7 +41,7 @@ func (s *Server) handlePostPolicy(w http.ResponseWriter, r *http.Request, _ http
 // that is not a policy id cannot name a policy: 404, as for any GET of a missing thing.
 func (s *Server) handleGetPolicy(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("id")
-	if !actors.ValidPolicyID(id) {
+	if !intentd.ValidPolicyID(id) {
 		Error(w, r, s.log, policyNotFound(id))
 		return
 	}
@@ -58,7 +57,7 @@ func (s *Server) handleGetPolicy(w http.ResponseWriter, r *http.Request, ps http
 // handleDeletePolicy deletes a policy that no open or processing intent names.
 func (s *Server) handleDeletePolicy(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("id")
-	if !actors.ValidPolicyID(id) {
+	if !intentd.ValidPolicyID(id) {
 		Error(w, r, s.log, policyNotFound(id))
 		return
 	}
@@ -70,5 +69,5 @@ func (s *Server) handleDeletePolicy(w http.ResponseWriter, r *http.Request, ps h
 }
 
 func policyNotFound(id string) error {
-	return actors.Errorf(actors.KindNotFound, actors.CodePolicyNotFound, "policy %q not found: not a Base58 SHA-256 digest", clip(id))
+	return intentd.Errorf(intentd.KindNotFound, intentd.CodePolicyNotFound, "policy %q not found: not a Base58 SHA-256 digest", clip(id))
 }

@@ -6,26 +6,22 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/intentd/intentd"
 )
 
-// hiddenProofs is an engine wrapper that has every Engine method but not Proof, as a
-// wrapper written for the other routes would be.
-type hiddenProofs struct{ Engine }
-
 // TestProofRoute checks the answers of GET /intents/{id}/proof that need no decided
-// intent: an engine that keeps no proofs is an internal error, not a 404 a client
-// would take for "no such intent"; a missing intent is a 404 intent_not_found.
+// intent: a missing or malformed intent is a 404 intent_not_found.
 func TestProofRoute(t *testing.T) {
 	e := openEngine(t)
 	tests := []struct {
 		name   string
-		engine Engine
+		engine intentd.Engine
 		method string
 		path   string
 		status int
 		body   string
 	}{
-		{"engine without proofs", hiddenProofs{e}, "GET", "/intents/6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10/proof", 500, `"code":"internal"`},
 		{"no such intent", e, "GET", "/intents/6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10/proof", 404, `"code":"intent_not_found"`},
 		{"malformed id", e, "GET", "/intents/x/proof", 404, `"code":"intent_not_found"`},
 		{"wrong method", e, "POST", "/intents/6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10/proof", 405, `"code":"method_not_allowed"`},

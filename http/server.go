@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,29 +13,11 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/intentd/intentd/actors"
-	"github.com/intentd/intentd/crypto"
-	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd"
 )
 
 // APIVersion is the version of the interface description the routes implement.
 const APIVersion = "0.10.0"
-
-// Engine is what the handlers need of the core. *actors.Engine implements it; tests
-// wrap it to make it fail in ways the real one cannot be made to on demand. The errors
-// are *actors.Error values, whose kind picks the status.
-type Engine interface {
-	PutPolicy(ctx context.Context, source string) (string, error)
-	Policy(ctx context.Context, id string) (*policy.Policy, error)
-	DeletePolicy(ctx context.Context, id string) error
-	SubmitIntent(ctx context.Context, rawIntent []byte, authorship crypto.Authorship, checks ...func(actors.Intent) error) error
-	GetIntent(ctx context.Context, id string) (json.RawMessage, error)
-	Status(ctx context.Context, id string) (actors.Status, error)
-	Propose(ctx context.Context, id string, p actors.Proposal) error
-	Subscribe(ctx context.Context, from uint64, f actors.Filter) (*actors.Subscription, error)
-}
-
-var _ Engine = (*actors.Engine)(nil)
 
 // Options configure a Server. Zero values take the defaults given on each field.
 type Options struct {
@@ -98,10 +79,10 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Server serves the API over an Engine. It is an http.Handler, and Serve and Shutdown
+// Server serves the API over an intentd.Engine. It is an http.Handler, and Serve and Shutdown
 // run it on a listener with the time-outs of its Options.
 type Server struct {
-	engine  Engine
+	engine  intentd.Engine
 	opts    Options
 	log     *slog.Logger
 	router  *httprouter.Router
@@ -118,7 +99,7 @@ type Server struct {
 }
 
 // NewServer returns a server over e.
-func NewServer(e Engine, opts Options) *Server {
+func NewServer(e intentd.Engine, opts Options) *Server {
 	opts.setDefaults()
 	s := &Server{engine: e, opts: opts, log: opts.Logger, metrics: opts.Metrics}
 	if es, ok := e.(EngineStats); ok {
@@ -133,16 +114,16 @@ func NewServer(e Engine, opts Options) *Server {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, actors.Errorf(actors.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
+		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
 	})
 	// httprouter sets Allow before calling this.
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, actors.Errorf(kindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
+		Error(w, r, s.log, intentd.Errorf(intentd.KindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
 			r.Method, clip(r.URL.Path), w.Header().Get("Allow")))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-		Error(w, r, s.log, actors.Errorf(actors.KindInternal, actors.CodeInternal, "internal error"))
+		Error(w, r, s.log, intentd.Errorf(intentd.KindInternal, intentd.CodeInternal, "internal error"))
 	}
 	s.registerPolicyRoutes(r)
 	s.registerIntentRoutes(r)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/persistence"
@@ -29,12 +30,12 @@ func (f faultyEngine) GetIntent(context.Context, string) (json.RawMessage, error
 	return nil, f.cause
 }
 
-func (f faultyEngine) Status(context.Context, string) (actors.Status, error) {
+func (f faultyEngine) Status(context.Context, string) (intentd.Status, error) {
 	panic("status machinery on fire")
 }
 
 func (f faultyEngine) PutPolicy(context.Context, string) (string, error) {
-	return "", &actors.Error{Kind: actors.KindInternal, Code: actors.CodeInternal, Message: "internal error", Err: f.cause}
+	return "", &intentd.Error{Kind: intentd.KindInternal, Code: intentd.CodeInternal, Message: "internal error", Err: f.cause}
 }
 
 func openEngine(t *testing.T) *actors.Engine {
@@ -81,7 +82,7 @@ func TestInternalErrors(t *testing.T) {
 		name, method, path, contentType, body, logged string
 	}{
 		{"plain error", "GET", "/intents/6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10", "", "", "corrupt block"},
-		{"internal *actors.Error", "POST", "/policies", "text/plain", "name x\nrequires { true; }\n", "corrupt block"},
+		{"internal *intentd.Error", "POST", "/policies", "text/plain", "name x\nrequires { true; }\n", "corrupt block"},
 		{"panic", "GET", "/intents/6f1c2a9e-55d3-4c1b-9a7e-0d2f8b3e4a10/status", "", "", "status machinery on fire"},
 	}
 	for _, tt := range tests {
@@ -106,20 +107,21 @@ func TestInternalErrors(t *testing.T) {
 	}
 }
 
-// TestStatusTable checks that every kind the core has maps to a status, and each to
+// TestStatusTable checks that every kind of the domain maps to a status, and each to
 // the one decisions.md gives it.
 func TestStatusTable(t *testing.T) {
-	want := map[actors.Kind]int{
-		actors.KindInternal: 500, actors.KindInvalid: 400, actors.KindUnprocessable: 422, actors.KindNotFound: 404,
-		actors.KindConflict: 409, actors.KindBusy: 503, actors.KindTooLarge: 413,
+	want := map[intentd.Kind]int{
+		intentd.KindInternal: 500, intentd.KindInvalid: 400, intentd.KindUnprocessable: 422, intentd.KindNotFound: 404,
+		intentd.KindConflict: 409, intentd.KindBusy: 503, intentd.KindTooLarge: 413,
+		intentd.KindUnauthorized: 401, intentd.KindForbidden: 403, intentd.KindMethodNotAllowed: 405,
 	}
-	for k := actors.Kind(0); !strings.HasPrefix(k.String(), "kind("); k++ {
+	for k := intentd.Kind(0); !strings.HasPrefix(k.String(), "kind("); k++ {
 		if statusOf[k] != want[k] || want[k] == 0 {
 			t.Errorf("kind %s maps to %d, want %d", k, statusOf[k], want[k])
 		}
 	}
 	rec := httptest.NewRecorder()
-	Error(rec, httptest.NewRequest("GET", "/", nil), slog.Default(), actors.Errorf(actors.KindBusy, actors.CodeCapacityExceeded, "full"))
+	Error(rec, httptest.NewRequest("GET", "/", nil), slog.Default(), intentd.Errorf(intentd.KindBusy, intentd.CodeCapacityExceeded, "full"))
 	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("busy: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
@@ -140,7 +142,7 @@ func TestStreamFraming(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			st := &stream{w: rec, rc: http.NewResponseController(rec)}
-			if err := st.event(actors.Event{ID: 7, Type: actors.StateExpired, Data: []byte(tt.data)}); err != nil {
+			if err := st.event(intentd.Event{ID: 7, Type: intentd.StateExpired, Data: []byte(tt.data)}); err != nil {
 				t.Fatal(err)
 			}
 			if err := st.flush(); err != nil {

@@ -3,6 +3,8 @@ package persistence
 import (
 	"crypto/sha256"
 	"encoding/binary"
+
+	"github.com/intentd/intentd"
 )
 
 // Digest returns a SHA-256 over every key and value of the store, in key order, as one
@@ -17,7 +19,7 @@ import (
 func (s *Store) Digest() ([32]byte, error) {
 	select {
 	case <-s.closing:
-		return [32]byte{}, ErrClosed
+		return [32]byte{}, intentd.ErrStoreClosed
 	default:
 	}
 	// The iterator reads one point in time, so that a write in flight is either wholly

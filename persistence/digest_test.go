@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/intentd/intentd"
 )
 
 // framed is the digest's input for records given in key order: each key and value
@@ -73,33 +74,33 @@ func TestDigestFollowsWrites(t *testing.T) {
 	s := openMem(t, fs)
 	empty := digest(t, s)
 
-	if _, err := s.PutPolicy("P1", []byte{1}, []byte("name a")); err != nil {
+	if _, err := s.PutPolicy(ctx, "P1", []byte{1}, []byte("name a")); err != nil {
 		t.Fatal(err)
 	}
 	withPolicy := digest(t, s)
 	if withPolicy == empty {
 		t.Fatal("PutPolicy left the digest unchanged")
 	}
-	if created, err := s.PutPolicy("P1", []byte{1}, []byte("name a # again")); err != nil || created {
+	if created, err := s.PutPolicy(ctx, "P1", []byte{1}, []byte("name a # again")); err != nil || created {
 		t.Fatalf("second PutPolicy = %v, %v", created, err)
 	}
 	if digest(t, s) != withPolicy {
 		t.Fatal("a PutPolicy that stores nothing changed the digest")
 	}
-	if err := s.CreateIntent("I1", "P2", []byte("{}"), t0); !errors.Is(err, ErrPolicyNotFound) {
+	if err := s.CreateIntent(ctx, "I1", "P2", []byte("{}"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
 		t.Fatalf("CreateIntent with no policy: %v", err)
 	}
 	if digest(t, s) != withPolicy {
 		t.Fatal("a refused CreateIntent changed the digest")
 	}
-	if err := s.CreateIntent("I1", "P1", []byte("{}"), t0); err != nil {
+	if err := s.CreateIntent(ctx, "I1", "P1", []byte("{}"), t0); err != nil {
 		t.Fatal(err)
 	}
 	withIntent := digest(t, s)
 	if withIntent == withPolicy {
 		t.Fatal("CreateIntent left the digest unchanged")
 	}
-	if err := s.BeginProcessing("I1", []byte(`{"p":1}`), t0); err != nil {
+	if err := s.BeginProcessing(ctx, "I1", []byte(`{"p":1}`), t0); err != nil {
 		t.Fatal(err)
 	}
 	processing := digest(t, s)
@@ -110,8 +111,8 @@ func TestDigestFollowsWrites(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Digest(); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Digest after Close: %v, want ErrClosed", err)
+	if _, err := s.Digest(); !errors.Is(err, intentd.ErrStoreClosed) {
+		t.Fatalf("Digest after Close: %v, want intentd.ErrStoreClosed", err)
 	}
 	s = openMem(t, fs)
 	defer s.Close()

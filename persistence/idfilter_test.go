@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/intentd/intentd"
 )
 
 // TestIDFilter checks the filter's one promise, no false "not stored", across the
@@ -48,7 +50,7 @@ func TestIDFilter(t *testing.T) {
 func TestIDFilterAcrossReopen(t *testing.T) {
 	fs := NewMemFS()
 	s := openMem(t, fs)
-	s.PutPolicy("P", []byte{7}, []byte("src"))
+	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
 	const n = 2000
 	for i := range n {
 		mustCreate(t, s, fmt.Sprintf("i%d", i), "P", "x")
@@ -71,17 +73,17 @@ func TestIDFilterAcrossReopen(t *testing.T) {
 			s.ids.ready.Store(tc.ready)
 			for i := range n {
 				id := fmt.Sprintf("i%d", i)
-				if err := s.CreateIntent(id, "P", []byte("again"), t0); !errors.Is(err, ErrExists) {
-					t.Fatalf("create of stored %s = %v, want ErrExists", id, err)
+				if err := s.CreateIntent(ctx, id, "P", []byte("again"), t0); !errors.Is(err, intentd.ErrExists) {
+					t.Fatalf("create of stored %s = %v, want intentd.ErrExists", id, err)
 				}
-				if got, _ := s.Intent(id); string(got) != "x" {
+				if got, _ := s.Intent(ctx, id); string(got) != "x" {
 					t.Fatalf("%s = %q after a refused create, want the first write", id, got)
 				}
 			}
 			fresh := "fresh-" + tc.name
 			mustCreate(t, s, fresh, "P", "y")
-			if err := s.CreateIntent(fresh, "P", []byte("again"), t0); !errors.Is(err, ErrExists) {
-				t.Fatalf("second create of %s = %v, want ErrExists", fresh, err)
+			if err := s.CreateIntent(ctx, fresh, "P", []byte("again"), t0); !errors.Is(err, intentd.ErrExists) {
+				t.Fatalf("second create of %s = %v, want intentd.ErrExists", fresh, err)
 			}
 		})
 	}
@@ -92,7 +94,7 @@ func TestIDFilterAcrossReopen(t *testing.T) {
 func TestIDFilterCreatesDuringScan(t *testing.T) {
 	fs := NewMemFS()
 	s := openMem(t, fs)
-	s.PutPolicy("P", []byte{7}, []byte("src"))
+	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
 	const stored, writers, each = 5000, 4, 200
 	for i := range stored {
 		mustCreate(t, s, fmt.Sprintf("old%d", i), "P", "x")
@@ -109,7 +111,7 @@ func TestIDFilterCreatesDuringScan(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if err := s.CreateIntent(fmt.Sprintf("new%d-%d", w, i), "P", []byte("y"), t0); err != nil {
+				if err := s.CreateIntent(ctx, fmt.Sprintf("new%d-%d", w, i), "P", []byte("y"), t0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -122,8 +124,8 @@ func TestIDFilterCreatesDuringScan(t *testing.T) {
 		t.Fatal("the scan ended without making the filter ready")
 	}
 	check := func(id string) {
-		if err := s.CreateIntent(id, "P", []byte("again"), t0); !errors.Is(err, ErrExists) {
-			t.Fatalf("create of stored %s = %v, want ErrExists", id, err)
+		if err := s.CreateIntent(ctx, id, "P", []byte("again"), t0); !errors.Is(err, intentd.ErrExists) {
+			t.Fatalf("create of stored %s = %v, want intentd.ErrExists", id, err)
 		}
 	}
 	for i := range stored {

@@ -17,7 +17,7 @@ func TestFsyncCollector(t *testing.T) {
 		t.Fatalf("Register: %v", err)
 	}
 	for i := range 3 {
-		if _, err := s.PutPolicy(string(rune('a'+i)), []byte{1}, nil); err != nil {
+		if _, err := s.PutPolicy(ctx, string(rune('a'+i)), []byte{1}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,20 +15,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
-)
-
-// Errors the store returns; callers compare with errors.Is.
-var (
-	// ErrNotFound: no record under that key.
-	ErrNotFound = errors.New("not found")
-	// ErrExists: an intent with that id is already stored.
-	ErrExists = errors.New("already exists")
-	// ErrPolicyNotFound: CreateIntent named a policy that is not stored.
-	ErrPolicyNotFound = errors.New("policy not found")
-	// ErrPolicyInUse: DeletePolicy of a policy that an open or processing intent names.
-	ErrPolicyInUse = errors.New("policy in use")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("store closed")
+	"github.com/intentd/intentd"
 )
 
 // The key space. One byte of prefix a table keeps the tables apart and lets a table be
@@ -64,13 +52,6 @@ type Options struct {
 	NoSync bool
 }
 
-// Event is one stored event as the event log hands it back.
-type Event struct {
-	ID   uint64
-	At   time.Time
-	Data []byte
-}
-
 // Store is the Pebble-backed store. Its methods are safe for concurrent use.
 type Store struct {
 	db        *pebble.DB
@@ -99,7 +80,7 @@ type Store struct {
 	// groups, so ids are gapless in commit order and one fsync serves a whole group.
 	finishCh  chan *finishReq
 	sinkMu    sync.RWMutex
-	sink      func(Event)
+	sink      func(intentd.Event)
 	closeOnce sync.Once
 	closing   chan struct{}
 	done      chan struct{}
@@ -213,7 +194,7 @@ func (s *Store) Close() error {
 
 func (s *Store) readSeq() (uint64, error) {
 	v, err := s.get([]byte(keyEventSeq))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, intentd.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -233,11 +214,11 @@ func (s *Store) loadPolicyIDs() error {
 	})
 }
 
-// get returns a copy of the value under key, or ErrNotFound.
+// get returns a copy of the value under key, or intentd.ErrNotFound.
 func (s *Store) get(key []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, intentd.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -287,7 +268,7 @@ func eventKey(id uint64) []byte {
 // PutPolicy stores a compiled policy under its id. Storing an id that exists changes
 // nothing and reports created false: the id is the hash of the bytecode, so the bytecode
 // is the same.
-func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err error) {
+func (s *Store) PutPolicy(_ context.Context, id string, bytecode, source []byte) (created bool, err error) {
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
 	if s.policies[id] {
@@ -311,12 +292,12 @@ func (s *Store) PutPolicy(id string, bytecode, source []byte) (created bool, err
 // PolicyBytecode returns the bytecode of a policy that is or once was stored. A deleted
 // policy's bytecode is kept, so that the proofs of the intents that named it can still
 // be checked; it is a few kilobytes per distinct policy ever stored.
-func (s *Store) PolicyBytecode(id string) ([]byte, error) {
+func (s *Store) PolicyBytecode(_ context.Context, id string) ([]byte, error) {
 	return s.get(key(prefixBytecode, id))
 }
 
 // Policy returns a stored policy's bytecode and source.
-func (s *Store) Policy(id string) (bytecode, source []byte, err error) {
+func (s *Store) Policy(_ context.Context, id string) (bytecode, source []byte, err error) {
 	rec, err := s.get(key(prefixPolicy, id))
 	if err != nil {
 		return nil, nil, err
@@ -329,18 +310,18 @@ func (s *Store) Policy(id string) (bytecode, source []byte, err error) {
 }
 
 // DeletePolicy removes a policy unless an open or processing intent names it.
-func (s *Store) DeletePolicy(id string) error {
+func (s *Store) DeletePolicy(_ context.Context, id string) error {
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
 	if !s.policies[id] {
-		return ErrNotFound
+		return intentd.ErrNotFound
 	}
 	inUse, err := s.anyWithPrefix(key(prefixRef, id, ""))
 	if err != nil {
 		return err
 	}
 	if inUse {
-		return ErrPolicyInUse
+		return intentd.ErrPolicyInUse
 	}
 	if err := s.db.Delete(key(prefixPolicy, id), s.writeOpts); err != nil {
 		return err
@@ -393,22 +374,22 @@ func (s *Store) claim(id string) func() {
 }
 
 // CreateIntent stores a new open intent: its snapshot, its deadline in the expiry index
-// and its reference to the policy, in one synced batch. It fails with ErrPolicyNotFound
-// when the policy is not stored and ErrExists when the id is taken.
-func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt time.Time) error {
+// and its reference to the policy, in one synced batch. It fails with intentd.ErrPolicyNotFound
+// when the policy is not stored and intentd.ErrExists when the id is taken.
+func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	s.policyMu.RLock()
 	defer s.policyMu.RUnlock()
 	defer s.claim(id)()
 
 	if !s.policies[policyID] {
-		return ErrPolicyNotFound
+		return intentd.ErrPolicyNotFound
 	}
 	ik := key(prefixIntent, id)
 	if s.ids.mayBeStored(id) {
 		if ok, err := s.has(ik); err != nil {
 			return err
 		} else if ok {
-			return ErrExists
+			return intentd.ErrExists
 		}
 	}
 	s.ids.add(id)
@@ -421,14 +402,14 @@ func (s *Store) CreateIntent(id, policyID string, snapshot []byte, expiresAt tim
 }
 
 // Intent returns an intent's snapshot.
-func (s *Store) Intent(id string) ([]byte, error) {
+func (s *Store) Intent(_ context.Context, id string) ([]byte, error) {
 	return s.get(key(prefixIntent, id))
 }
 
 // BeginProcessing records that an open intent accepted a proposal: its new snapshot, its
 // deadline out of the expiry index (a processing intent cannot expire) and its id in the
 // processing set, which start-up reads to resume interrupted work.
-func (s *Store) BeginProcessing(id string, snapshot []byte, expiresAt time.Time) error {
+func (s *Store) BeginProcessing(_ context.Context, id string, snapshot []byte, expiresAt time.Time) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(key(prefixIntent, id), snapshot, nil)
@@ -438,7 +419,7 @@ func (s *Store) BeginProcessing(id string, snapshot []byte, expiresAt time.Time)
 }
 
 // Processing lists the intents that were processing when the store was last written.
-func (s *Store) Processing() ([]string, error) {
+func (s *Store) Processing(context.Context) ([]string, error) {
 	var ids []string
 	err := s.scan([]byte{prefixProcessing}, func(k, _ []byte) error {
 		ids = append(ids, string(k[1:]))
@@ -449,7 +430,7 @@ func (s *Store) Processing() ([]string, error) {
 
 // DueExpiries lists up to limit open intents whose deadline is at or before now, earliest
 // first.
-func (s *Store) DueExpiries(now time.Time, limit int) ([]string, error) {
+func (s *Store) DueExpiries(_ context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	upper := binary.BigEndian.AppendUint64([]byte{prefixExpiry}, uint64(now.UnixNano())+1)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: upper})
@@ -467,7 +448,7 @@ func (s *Store) DueExpiries(now time.Time, limit int) ([]string, error) {
 }
 
 // NextExpiry reports the earliest deadline in the expiry index.
-func (s *Store) NextExpiry() (time.Time, bool, error) {
+func (s *Store) NextExpiry(context.Context) (time.Time, bool, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: []byte{prefixExpiry + 1}})
 	if err != nil {
 		return time.Time{}, false, err
@@ -498,7 +479,7 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 // SetEventSink names the function that hears of every event once it is durable, in id
 // order, from the committer's goroutine. It must not block; it is set before the first
 // Finish.
-func (s *Store) SetEventSink(fn func(Event)) {
+func (s *Store) SetEventSink(fn func(intentd.Event)) {
 	s.sinkMu.Lock()
 	s.sink = fn
 	s.sinkMu.Unlock()
@@ -508,21 +489,21 @@ func (s *Store) SetEventSink(fn func(Event)) {
 // deadline out of the expiry index, its id out of the processing set, its policy
 // reference released, and its event appended with the next event id, which it returns.
 // The event sink hears of the event after the batch is durable.
-func (s *Store) Finish(id, policyID string, snapshot []byte, expiresAt time.Time, event []byte) (uint64, error) {
+func (s *Store) Finish(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
 	req := &finishReq{
-		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: event,
+		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: ev,
 		at:    time.Now(),
 		reply: make(chan finishResult, 1),
 	}
 	select {
 	case <-s.closing:
-		return 0, ErrClosed
+		return 0, intentd.ErrStoreClosed
 	default:
 	}
 	select {
 	case s.finishCh <- req:
 	case <-s.closing:
-		return 0, ErrClosed
+		return 0, intentd.ErrStoreClosed
 	}
 	select {
 	case r := <-req.reply:
@@ -534,7 +515,7 @@ func (s *Store) Finish(id, policyID string, snapshot []byte, expiresAt time.Time
 		case r := <-req.reply:
 			return r.eventID, r.err
 		default:
-			return 0, ErrClosed
+			return 0, intentd.ErrStoreClosed
 		}
 	}
 }
@@ -543,7 +524,7 @@ type finishReq struct {
 	id, policyID string
 	snapshot     []byte
 	expiresAt    time.Time
-	event        []byte
+	event        intentd.Event
 	at           time.Time
 	reply        chan finishResult
 }
@@ -597,16 +578,18 @@ func (s *Store) commitGroup(group []*finishReq) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	seq := s.seq
-	events := make([]Event, 0, len(group))
+	events := make([]intentd.Event, 0, len(group))
 	for _, r := range group {
 		seq++
 		b.Set(key(prefixIntent, r.id), r.snapshot, nil)
 		b.Delete(expiryKey(r.expiresAt, r.id), nil)
 		b.Delete(key(prefixProcessing, r.id), nil)
 		b.Delete(key(prefixRef, r.policyID, r.id), nil)
-		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.event)), uint64(r.at.UnixNano()))
-		b.Set(eventKey(seq), append(rec, r.event...), nil)
-		events = append(events, Event{ID: seq, At: r.at, Data: r.event})
+		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.event.Data)), uint64(r.at.UnixNano()))
+		b.Set(eventKey(seq), append(rec, r.event.Data...), nil)
+		ev := r.event
+		ev.ID, ev.At = seq, r.at
+		events = append(events, ev)
 	}
 	b.Set([]byte(keyEventSeq), binary.BigEndian.AppendUint64(nil, seq), nil)
 	if err := s.commit(b); err != nil {
@@ -630,7 +613,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 }
 
 // Events calls fn for up to limit events with ids greater than after, in id order.
-func (s *Store) Events(after uint64, limit int, fn func(Event) error) error {
+func (s *Store) Events(_ context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: []byte{prefixEvent + 1}})
 	if err != nil {
 		return err
@@ -651,20 +634,18 @@ func (s *Store) Events(after uint64, limit int, fn func(Event) error) error {
 	return it.Close()
 }
 
-func decodeEvent(k, v []byte) (Event, error) {
+// decodeEvent reads an event record: its time, then its JSON, whose type and intent id
+// it reads back for the subscribers' filters.
+func decodeEvent(k, v []byte) (intentd.Event, error) {
 	if len(k) != 9 || len(v) < 8 {
-		return Event{}, fmt.Errorf("event record %x is corrupt", k)
+		return intentd.Event{}, fmt.Errorf("event record %x is corrupt", k)
 	}
-	return Event{
-		ID:   binary.BigEndian.Uint64(k[1:]),
-		At:   time.Unix(0, int64(binary.BigEndian.Uint64(v[:8]))),
-		Data: bytes.Clone(v[8:]),
-	}, nil
+	return intentd.DecodeEvent(binary.BigEndian.Uint64(k[1:]), time.Unix(0, int64(binary.BigEndian.Uint64(v[:8]))), bytes.Clone(v[8:]))
 }
 
 // EventBounds reports the oldest retained event id and the last assigned one; first is 0
 // when no event is retained.
-func (s *Store) EventBounds() (first, last uint64, err error) {
+func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
 	last, err = s.readSeq()
 	if err != nil {
 		return 0, 0, err
@@ -681,8 +662,8 @@ func (s *Store) EventBounds() (first, last uint64, err error) {
 
 // PruneEvents deletes the oldest events beyond keep and those written before olderThan,
 // and reports how many it deleted. The sequence record is kept, so ids never restart.
-func (s *Store) PruneEvents(keep uint64, olderThan time.Time) (int, error) {
-	first, last, err := s.EventBounds()
+func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
+	first, last, err := s.EventBounds(ctx)
 	if err != nil || first == 0 {
 		return 0, err
 	}
@@ -691,7 +672,7 @@ func (s *Store) PruneEvents(keep uint64, olderThan time.Time) (int, error) {
 		cut = last - keep + 1
 	}
 	// Events are written in time order, so the old ones are a prefix of the log.
-	err = s.Events(cut-1, int(last-cut+1), func(e Event) error {
+	err = s.Events(ctx, cut-1, int(last-cut+1), func(e intentd.Event) error {
 		if !e.At.Before(olderThan) {
 			return errStop
 		}
@@ -731,3 +712,5 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	}
 	os.Exit(1)
 }
+
+var _ intentd.Store = (*Store)(nil)

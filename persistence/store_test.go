@@ -1,13 +1,28 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd"
 )
+
+// event is the event of a success of intent id, as the engine makes it.
+func event(id string) intentd.Event {
+	ev, err := intentd.NewEvent(intentd.Status{State: intentd.StateSuccess, IntentID: id, Proposal: &intentd.Proposal{Solution: "s"}})
+	if err != nil {
+		panic(err)
+	}
+	return ev
+}
+
+// ctx is the context of the store calls: Pebble does not wait on it.
+var ctx = context.Background()
 
 func openMem(t testing.TB, fs FS) *Store {
 	t.Helper()
@@ -24,35 +39,35 @@ func TestPolicies(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	defer s.Close()
 
-	created, err := s.PutPolicy("P1", []byte{1, 2, 3}, []byte("name a"))
+	created, err := s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a"))
 	if err != nil || !created {
 		t.Fatalf("PutPolicy = %v, %v; want created", created, err)
 	}
-	created, err = s.PutPolicy("P1", []byte{1, 2, 3}, []byte("name a # again"))
+	created, err = s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a # again"))
 	if err != nil || created {
 		t.Fatalf("second PutPolicy = %v, %v; want not created", created, err)
 	}
-	bc, src, err := s.Policy("P1")
+	bc, src, err := s.Policy(ctx, "P1")
 	if err != nil || string(bc) != "\x01\x02\x03" || string(src) != "name a" {
 		t.Fatalf("Policy = %q, %q, %v; the first write must stand", bc, src, err)
 	}
-	if _, _, err := s.Policy("nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Policy(nope) error = %v, want ErrNotFound", err)
+	if _, _, err := s.Policy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("Policy(nope) error = %v, want intentd.ErrNotFound", err)
 	}
-	if err := s.DeletePolicy("nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("DeletePolicy(nope) error = %v, want ErrNotFound", err)
+	if err := s.DeletePolicy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("DeletePolicy(nope) error = %v, want intentd.ErrNotFound", err)
 	}
-	if err := s.DeletePolicy("P1"); err != nil {
+	if err := s.DeletePolicy(ctx, "P1"); err != nil {
 		t.Fatalf("DeletePolicy: %v", err)
 	}
-	if _, _, err := s.Policy("P1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Policy after delete error = %v, want ErrNotFound", err)
+	if _, _, err := s.Policy(ctx, "P1"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("Policy after delete error = %v, want intentd.ErrNotFound", err)
 	}
-	if bc, err := s.PolicyBytecode("P1"); err != nil || string(bc) != "\x01\x02\x03" {
+	if bc, err := s.PolicyBytecode(ctx, "P1"); err != nil || string(bc) != "\x01\x02\x03" {
 		t.Fatalf("PolicyBytecode after delete = %q, %v; proofs need it kept", bc, err)
 	}
-	if _, err := s.PolicyBytecode("nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("PolicyBytecode(nope) error = %v, want ErrNotFound", err)
+	if _, err := s.PolicyBytecode(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("PolicyBytecode(nope) error = %v, want intentd.ErrNotFound", err)
 	}
 }
 
@@ -62,71 +77,71 @@ func TestIntentLifecycle(t *testing.T) {
 		run  func(t *testing.T, s *Store)
 	}{
 		{"policy missing", func(t *testing.T, s *Store) {
-			if err := s.CreateIntent("i1", "missing", []byte("s"), t0); !errors.Is(err, ErrPolicyNotFound) {
-				t.Fatalf("error = %v, want ErrPolicyNotFound", err)
+			if err := s.CreateIntent(ctx, "i1", "missing", []byte("s"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
+				t.Fatalf("error = %v, want intentd.ErrPolicyNotFound", err)
 			}
-			if _, err := s.Intent("i1"); !errors.Is(err, ErrNotFound) {
+			if _, err := s.Intent(ctx, "i1"); !errors.Is(err, intentd.ErrNotFound) {
 				t.Fatalf("a refused intent was stored: %v", err)
 			}
 		}},
 		{"id taken", func(t *testing.T, s *Store) {
 			mustCreate(t, s, "i1", "P", "first")
-			if err := s.CreateIntent("i1", "P", []byte("second"), t0); !errors.Is(err, ErrExists) {
-				t.Fatalf("error = %v, want ErrExists", err)
+			if err := s.CreateIntent(ctx, "i1", "P", []byte("second"), t0); !errors.Is(err, intentd.ErrExists) {
+				t.Fatalf("error = %v, want intentd.ErrExists", err)
 			}
-			if got, _ := s.Intent("i1"); string(got) != "first" {
+			if got, _ := s.Intent(ctx, "i1"); string(got) != "first" {
 				t.Fatalf("snapshot = %q, the first write must stand", got)
 			}
 		}},
 		{"delete refused while open or processing", func(t *testing.T, s *Store) {
 			mustCreate(t, s, "i1", "P", "open")
-			if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
-				t.Fatalf("delete with open intent: %v, want ErrPolicyInUse", err)
+			if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+				t.Fatalf("delete with open intent: %v, want intentd.ErrPolicyInUse", err)
 			}
-			if err := s.BeginProcessing("i1", []byte("processing"), t0); err != nil {
+			if err := s.BeginProcessing(ctx, "i1", []byte("processing"), t0); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
-				t.Fatalf("delete with processing intent: %v, want ErrPolicyInUse", err)
+			if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+				t.Fatalf("delete with processing intent: %v, want intentd.ErrPolicyInUse", err)
 			}
-			if _, err := s.Finish("i1", "P", []byte("done"), t0, []byte(`{"type":"success"}`)); err != nil {
+			if _, err := s.Finish(ctx, "i1", "P", []byte("done"), t0, event("i1")); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeletePolicy("P"); err != nil {
+			if err := s.DeletePolicy(ctx, "P"); err != nil {
 				t.Fatalf("delete after the intent finished: %v", err)
 			}
-			if got, _ := s.Intent("i1"); string(got) != "done" {
+			if got, _ := s.Intent(ctx, "i1"); string(got) != "done" {
 				t.Fatalf("intent after its policy was deleted = %q, want it readable", got)
 			}
 		}},
 		{"processing set and expiry index follow the state", func(t *testing.T, s *Store) {
 			mustCreate(t, s, "a", "P", "open")
 			mustCreate(t, s, "b", "P", "open")
-			if ids, _ := s.DueExpiries(t0, 10); len(ids) != 2 {
+			if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 2 {
 				t.Fatalf("due = %v, want both", ids)
 			}
-			if ids, _ := s.DueExpiries(t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
+			if ids, _ := s.DueExpiries(ctx, t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
 				t.Fatalf("due before the deadline = %v, want none", ids)
 			}
-			if err := s.BeginProcessing("a", []byte("processing"), t0); err != nil {
+			if err := s.BeginProcessing(ctx, "a", []byte("processing"), t0); err != nil {
 				t.Fatal(err)
 			}
-			if ids, _ := s.DueExpiries(t0, 10); len(ids) != 1 || ids[0] != "b" {
+			if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 1 || ids[0] != "b" {
 				t.Fatalf("due = %v, want [b]: a processing intent cannot expire", ids)
 			}
-			if ids, _ := s.Processing(); len(ids) != 1 || ids[0] != "a" {
+			if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "a" {
 				t.Fatalf("processing = %v, want [a]", ids)
 			}
-			if _, err := s.Finish("a", "P", []byte("done"), t0, []byte("e")); err != nil {
+			if _, err := s.Finish(ctx, "a", "P", []byte("done"), t0, event("a")); err != nil {
 				t.Fatal(err)
 			}
-			if ids, _ := s.Processing(); len(ids) != 0 {
+			if ids, _ := s.Processing(ctx); len(ids) != 0 {
 				t.Fatalf("processing after finish = %v, want none", ids)
 			}
-			if _, err := s.Finish("b", "P", []byte("expired"), t0, []byte("e")); err != nil {
+			if _, err := s.Finish(ctx, "b", "P", []byte("expired"), t0, event("b")); err != nil {
 				t.Fatal(err)
 			}
-			if ids, _ := s.DueExpiries(t0.Add(time.Hour), 10); len(ids) != 0 {
+			if ids, _ := s.DueExpiries(ctx, t0.Add(time.Hour), 10); len(ids) != 0 {
 				t.Fatalf("due after expiry = %v, want none", ids)
 			}
 		}},
@@ -135,7 +150,7 @@ func TestIntentLifecycle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := openMem(t, NewMemFS())
 			defer s.Close()
-			if _, err := s.PutPolicy("P", []byte{1}, nil); err != nil {
+			if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 				t.Fatal(err)
 			}
 			tt.run(t, s)
@@ -147,7 +162,7 @@ func TestIntentLifecycle(t *testing.T) {
 func TestCreateSameIDConcurrently(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	defer s.Close()
-	s.PutPolicy("P", []byte{1}, nil)
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
 	const n = 32
 	var wins, exists atomic.Int32
 	var wg sync.WaitGroup
@@ -155,11 +170,11 @@ func TestCreateSameIDConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.CreateIntent("same", "P", []byte(fmt.Sprint(i)), t0)
+			err := s.CreateIntent(ctx, "same", "P", []byte(fmt.Sprint(i)), t0)
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.Is(err, ErrExists):
+			case errors.Is(err, intentd.ErrExists):
 				exists.Add(1)
 			default:
 				t.Error(err)
@@ -174,7 +189,7 @@ func TestCreateSameIDConcurrently(t *testing.T) {
 
 func mustCreate(t *testing.T, s *Store, id, policy, snap string) {
 	t.Helper()
-	if err := s.CreateIntent(id, policy, []byte(snap), t0); err != nil {
+	if err := s.CreateIntent(ctx, id, policy, []byte(snap), t0); err != nil {
 		t.Fatalf("CreateIntent(%s): %v", id, err)
 	}
 }
@@ -182,13 +197,13 @@ func mustCreate(t *testing.T, s *Store, id, policy, snap string) {
 func TestNextExpiry(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	defer s.Close()
-	if _, ok, err := s.NextExpiry(); ok || err != nil {
+	if _, ok, err := s.NextExpiry(ctx); ok || err != nil {
 		t.Fatalf("empty store NextExpiry ok=%v err=%v", ok, err)
 	}
-	s.PutPolicy("P", []byte{1}, nil)
-	s.CreateIntent("late", "P", nil, t0.Add(time.Hour))
-	s.CreateIntent("early", "P", nil, t0.Add(time.Minute))
-	at, ok, err := s.NextExpiry()
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
+	s.CreateIntent(ctx, "late", "P", nil, t0.Add(time.Hour))
+	s.CreateIntent(ctx, "early", "P", nil, t0.Add(time.Minute))
+	at, ok, err := s.NextExpiry(ctx)
 	if err != nil || !ok || !at.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("NextExpiry = %v, %v, %v; want %v", at, ok, err, t0.Add(time.Minute))
 	}
@@ -198,12 +213,12 @@ func TestNextExpiry(t *testing.T) {
 func TestReopen(t *testing.T) {
 	fs := NewMemFS()
 	s := openMem(t, fs)
-	s.PutPolicy("P", []byte{7}, []byte("src"))
+	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
 	mustCreate(t, s, "open", "P", "o")
 	mustCreate(t, s, "proc", "P", "p")
-	s.BeginProcessing("proc", []byte("p2"), t0)
+	s.BeginProcessing(ctx, "proc", []byte("p2"), t0)
 	mustCreate(t, s, "done", "P", "d")
-	id, err := s.Finish("done", "P", []byte("d2"), t0, []byte("ev1"))
+	id, err := s.Finish(ctx, "done", "P", []byte("d2"), t0, event("done"))
 	if err != nil || id != 1 {
 		t.Fatalf("Finish = %d, %v; want event 1", id, err)
 	}
@@ -213,25 +228,25 @@ func TestReopen(t *testing.T) {
 
 	s = openMem(t, fs)
 	defer s.Close()
-	if bc, src, err := s.Policy("P"); err != nil || string(bc) != "\x07" || string(src) != "src" {
+	if bc, src, err := s.Policy(ctx, "P"); err != nil || string(bc) != "\x07" || string(src) != "src" {
 		t.Fatalf("policy after reopen = %q %q %v", bc, src, err)
 	}
 	for id, want := range map[string]string{"open": "o", "proc": "p2", "done": "d2"} {
-		if got, err := s.Intent(id); err != nil || string(got) != want {
+		if got, err := s.Intent(ctx, id); err != nil || string(got) != want {
 			t.Errorf("intent %s after reopen = %q, %v; want %q", id, got, err, want)
 		}
 	}
-	if ids, _ := s.Processing(); len(ids) != 1 || ids[0] != "proc" {
+	if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "proc" {
 		t.Errorf("processing after reopen = %v", ids)
 	}
-	if ids, _ := s.DueExpiries(t0, 10); len(ids) != 1 || ids[0] != "open" {
+	if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 1 || ids[0] != "open" {
 		t.Errorf("due after reopen = %v", ids)
 	}
-	if err := s.DeletePolicy("P"); !errors.Is(err, ErrPolicyInUse) {
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
 		t.Errorf("references lost on reopen: delete = %v", err)
 	}
 	mustCreate(t, s, "next", "P", "n")
-	if id, err := s.Finish("next", "P", nil, t0, []byte("ev2")); err != nil || id != 2 {
+	if id, err := s.Finish(ctx, "next", "P", nil, t0, event("next")); err != nil || id != 2 {
 		t.Fatalf("first event after reopen = %d, %v; want 2", id, err)
 	}
 }
@@ -241,10 +256,10 @@ func TestReopen(t *testing.T) {
 func TestFinishOrder(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	defer s.Close()
-	s.PutPolicy("P", []byte{1}, nil)
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
 	var mu sync.Mutex
 	var heard []uint64
-	s.SetEventSink(func(e Event) {
+	s.SetEventSink(func(e intentd.Event) {
 		mu.Lock()
 		heard = append(heard, e.ID)
 		mu.Unlock()
@@ -258,7 +273,7 @@ func TestFinishOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ev, err := s.Finish(id, "P", []byte("t"), t0, []byte(id))
+			ev, err := s.Finish(ctx, id, "P", []byte("t"), t0, event(id))
 			if err != nil {
 				t.Error(err)
 			}
@@ -279,8 +294,8 @@ func TestFinishOrder(t *testing.T) {
 		}
 	}
 	var replayed []string
-	s.Events(0, n, func(e Event) error {
-		replayed = append(replayed, string(e.Data))
+	s.Events(ctx, 0, n, func(e intentd.Event) error {
+		replayed = append(replayed, e.IntentID)
 		return nil
 	})
 	if len(replayed) != n {
@@ -296,32 +311,32 @@ func TestFinishOrder(t *testing.T) {
 func TestPruneEvents(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	defer s.Close()
-	s.PutPolicy("P", []byte{1}, nil)
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
 	for i := range 10 {
 		id := fmt.Sprint(i)
 		mustCreate(t, s, id, "P", "o")
-		if _, err := s.Finish(id, "P", nil, t0, []byte(id)); err != nil {
+		if _, err := s.Finish(ctx, id, "P", nil, t0, event(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := s.PruneEvents(7, time.Time{})
+	n, err := s.PruneEvents(ctx, 7, time.Time{})
 	if err != nil || n != 3 {
 		t.Fatalf("prune to 7 = %d, %v; want 3 deleted", n, err)
 	}
-	first, last, _ := s.EventBounds()
+	first, last, _ := s.EventBounds(ctx)
 	if first != 4 || last != 10 {
 		t.Fatalf("bounds = %d..%d, want 4..10", first, last)
 	}
-	n, err = s.PruneEvents(100, time.Now().Add(time.Hour))
+	n, err = s.PruneEvents(ctx, 100, time.Now().Add(time.Hour))
 	if err != nil || n != 7 {
 		t.Fatalf("prune by age = %d, %v; want 7 deleted", n, err)
 	}
-	first, last, _ = s.EventBounds()
+	first, last, _ = s.EventBounds(ctx)
 	if first != 0 || last != 10 {
 		t.Fatalf("bounds after pruning all = %d..%d, want 0..10: ids must not restart", first, last)
 	}
 	mustCreate(t, s, "x", "P", "o")
-	if id, _ := s.Finish("x", "P", nil, t0, nil); id != 11 {
+	if id, _ := s.Finish(ctx, "x", "P", nil, t0, event("x")); id != 11 {
 		t.Fatalf("next id = %d, want 11", id)
 	}
 }
@@ -329,8 +344,8 @@ func TestPruneEvents(t *testing.T) {
 func TestClosed(t *testing.T) {
 	s := openMem(t, NewMemFS())
 	s.Close()
-	if _, err := s.Finish("i", "P", nil, t0, nil); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Finish after Close = %v, want ErrClosed", err)
+	if _, err := s.Finish(ctx, "i", "P", nil, t0, event("i")); !errors.Is(err, intentd.ErrStoreClosed) {
+		t.Fatalf("Finish after Close = %v, want intentd.ErrStoreClosed", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
@@ -345,7 +360,7 @@ func BenchmarkCreateIntentParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.PutPolicy("P", []byte{1}, nil)
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
 	snap := make([]byte, 600)
 	var n atomic.Int64
 	b.SetParallelism(32) // 64 writers on 2 cores
@@ -353,7 +368,7 @@ func BenchmarkCreateIntentParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("%036d", n.Add(1))
-			if err := s.CreateIntent(id, "P", snap, t0); err != nil {
+			if err := s.CreateIntent(ctx, id, "P", snap, t0); err != nil {
 				b.Error(err)
 				return
 			}
@@ -368,7 +383,7 @@ func BenchmarkFinishParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.PutPolicy("P", []byte{1}, nil)
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
 	snap := make([]byte, 800)
 	var n atomic.Int64
 	b.SetParallelism(32)
@@ -376,7 +391,7 @@ func BenchmarkFinishParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("%036d", n.Add(1))
-			if _, err := s.Finish(id, "P", snap, t0, snap[:300]); err != nil {
+			if _, err := s.Finish(ctx, id, "P", snap, t0, event(id)); err != nil {
 				b.Error(err)
 				return
 			}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
@@ -33,12 +33,12 @@ type bareEngine struct {
 	policies map[string]*policy.Policy
 }
 
-var _ intenthttp.Engine = (*bareEngine)(nil)
+var _ intentd.Engine = (*bareEngine)(nil)
 
 func (e *bareEngine) PutPolicy(_ context.Context, source string) (string, error) {
 	p, err := policy.Compile(source)
 	if err != nil {
-		return "", actors.Errorf(actors.KindInvalid, actors.CodePolicyInvalid, "%v", err)
+		return "", intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyInvalid, "%v", err)
 	}
 	e.mu.Lock()
 	e.policies[p.ID()] = p
@@ -51,7 +51,7 @@ func (e *bareEngine) Policy(_ context.Context, id string) (*policy.Policy, error
 	p, ok := e.policies[id]
 	e.mu.RUnlock()
 	if !ok {
-		return nil, actors.Errorf(actors.KindNotFound, actors.CodePolicyNotFound, "policy %s does not exist", id)
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodePolicyNotFound, "policy %s does not exist", id)
 	}
 	return p, nil
 }
@@ -60,36 +60,24 @@ func (e *bareEngine) DeletePolicy(context.Context, string) error {
 	return errBare
 }
 
-// SubmitIntent does what the engine does before it hands an intent to its actor:
-// decode, canonicalize once, check the attrs, verify the signature over the canonical
-// bytes.
-func (e *bareEngine) SubmitIntent(ctx context.Context, raw []byte, auth crypto.Authorship, checks ...func(actors.Intent) error) error {
-	in, err := actors.DecodeIntent(raw)
-	if err != nil {
-		return err
-	}
-	for _, check := range checks {
-		if err := check(in); err != nil {
-			return err
-		}
-	}
-	canon, err := crypto.Canonicalize(raw)
-	if err != nil {
-		return actors.Errorf(actors.KindUnprocessable, actors.CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
-	}
+// SubmitIntent does what the engine does before it hands an intent to its actor: check
+// the attrs and verify the signature over the canonical bytes. The server has decoded
+// and canonicalized the intent already, as it does for the engine.
+func (e *bareEngine) SubmitIntent(ctx context.Context, sub intentd.Submission) error {
+	in := sub.Intent
 	p, err := e.Policy(ctx, in.PolicyID)
 	if err != nil {
-		return actors.Errorf(actors.KindInvalid, actors.CodePolicyNotFound, "intent.policy_id: %v", err)
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: %v", err)
 	}
 	attrs := in.Attrs
 	if attrs == nil {
 		attrs = &policy.Attrs{}
 	}
 	if err := p.CheckAttrs(*attrs); err != nil {
-		return actors.Errorf(actors.KindUnprocessable, actors.CodeAttrsMismatch, "intent.attrs.%v", err)
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
-	if err := crypto.VerifyCanonical(canon, auth, crypto.VerifyOptions{}); err != nil {
-		return actors.Errorf(actors.KindInvalid, actors.CodeAuthorshipInvalid, "authorship: %v", err)
+	if err := crypto.VerifyCanonical(sub.Canonical, sub.Authorship, crypto.VerifyOptions{}); err != nil {
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "authorship: %v", err)
 	}
 	return nil
 }
@@ -98,19 +86,23 @@ func (e *bareEngine) GetIntent(context.Context, string) (json.RawMessage, error)
 	return nil, errBare
 }
 
-func (e *bareEngine) Status(context.Context, string) (actors.Status, error) {
-	return actors.Status{}, errBare
+func (e *bareEngine) Status(context.Context, string) (intentd.Status, error) {
+	return intentd.Status{}, errBare
 }
 
-func (e *bareEngine) Propose(context.Context, string, actors.Proposal) error {
+func (e *bareEngine) Propose(context.Context, string, intentd.Proposal) error {
 	return errBare
 }
 
-func (e *bareEngine) Subscribe(context.Context, uint64, actors.Filter) (*actors.Subscription, error) {
+func (e *bareEngine) Subscribe(context.Context, uint64, intentd.Filter) (intentd.Subscription, error) {
 	return nil, errBare
 }
 
-var errBare = actors.Errorf(actors.KindNotFound, intenthttp.CodeNotFound, "the baseline server stores nothing")
+func (e *bareEngine) Proof(context.Context, string) (*intentd.ProofBundle, error) {
+	return nil, errBare
+}
+
+var errBare = intentd.Errorf(intentd.KindNotFound, intenthttp.CodeNotFound, "the baseline server stores nothing")
 
 // serveBaseline runs the bare server on a free loopback port until SIGTERM or SIGINT,
 // printing the banner line the parent waits for.

@@ -9,10 +9,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/proof"
 )
 
 func (c *cli) info(args []string) error {
@@ -160,7 +161,7 @@ func (c *cli) propose(args []string) error {
 		return c.reach(err)
 	}
 	if c.g.json {
-		return c.printJSON(map[string]string{"intent_id": pos[0], "status": string(actors.StateProcessing)})
+		return c.printJSON(map[string]string{"intent_id": pos[0], "status": string(intentd.StateProcessing)})
 	}
 	fmt.Fprintf(c.stdout, "%s processing: the outcome follows on its status and the event stream\n", pos[0])
 	return nil
@@ -233,7 +234,7 @@ func (c *cli) proof(args []string) error {
 	bundle, err := api.Proof(ctx, pos[0])
 	if err != nil {
 		var ae *intenthttp.APIError
-		if errors.As(err, &ae) && ae.Code == actors.CodeProofNotReady {
+		if errors.As(err, &ae) && ae.Code == intentd.CodeProofNotReady {
 			return fmt.Errorf("%w (wait for it: intentctl watch --intent %s --until-terminal)", err, pos[0])
 		}
 		return c.reach(err)
@@ -279,9 +280,9 @@ func (c *cli) verify(args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	rep, err := actors.VerifyProof(bundle, trusted)
+	rep, err := proof.Verify(bundle, trusted)
 	if err != nil {
-		var ve *actors.VerifyError
+		var ve *proof.VerifyError
 		if errors.As(err, &ve) {
 			if c.g.json {
 				c.printJSON(map[string]any{"verified": false, "check": ve.Check, "message": ve.Message})
@@ -293,7 +294,7 @@ func (c *cli) verify(args []string) error {
 	if c.g.json {
 		return c.printJSON(struct {
 			Verified bool `json:"verified"`
-			*actors.VerifyReport
+			*proof.VerifyReport
 		}{true, rep})
 	}
 	w := c.stdout

@@ -13,11 +13,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/proof"
 )
 
 // demoPolicySource is what the demo stores: the policy the demo catalog is written for,
@@ -44,12 +45,12 @@ type demoCase struct {
 	why      string
 	// want is the outcome expected; wantFailed, for a failure, the constraint that must
 	// be among its failures.
-	want       actors.State
+	want       intentd.State
 	wantFailed int
 
 	Outcome  *intenthttp.IntentStatus `json:"outcome,omitempty"`
 	EventID  uint64                   `json:"event_id,omitempty"`
-	Verified *actors.VerifyReport     `json:"proof,omitempty"`
+	Verified *proof.VerifyReport      `json:"proof,omitempty"`
 }
 
 // demoReport is the --json output of demo.
@@ -130,9 +131,9 @@ func (c *cli) demo(args []string) error {
 		return fmt.Errorf("the demo's attributes do not fit its policy: %v", err)
 	}
 	rep.Intents = []*demoCase{
-		{ID: uuid.NewString(), Solution: demoPasses, want: actors.StateSuccess, wantFailed: -1,
+		{ID: uuid.NewString(), Solution: demoPasses, want: intentd.StateSuccess, wantFailed: -1,
 			Expect: "success", why: "the right size and colour, 2498 cents with shipping"},
-		{ID: uuid.NewString(), Solution: demoFails, want: actors.StateFailure, wantFailed: demoBudgetIdx,
+		{ID: uuid.NewString(), Solution: demoFails, want: intentd.StateFailure, wantFailed: demoBudgetIdx,
 			Expect: "failure", why: "the right size and colour, but 3498 cents with shipping is over budget"},
 	}
 	ids := []string{rep.Intents[0].ID, rep.Intents[1].ID}
@@ -228,7 +229,7 @@ func (c *cli) demoPropose(api *intenthttp.Client, id, solution string) error {
 		err := api.Propose(ctx, id, solution)
 		cancel()
 		var ae *intenthttp.APIError
-		if err == nil || !errors.As(err, &ae) || ae.Code != actors.CodeCapacityExceeded || attempt == 5 {
+		if err == nil || !errors.As(err, &ae) || ae.Code != intentd.CodeCapacityExceeded || attempt == 5 {
 			return c.reach(err)
 		}
 		delay := max(ae.RetryAfter, 200*time.Millisecond)
@@ -339,8 +340,8 @@ func (c *cli) demoVerify(api *intenthttp.Client, dc *demoCase, serverKey ed25519
 		}
 		// The outcome is seen, so the proof is normally there; a moment's grace
 		// covers a server that makes it visible a little later.
-		if !errors.As(err, &ae) || ae.Code != actors.CodeProofNotReady || attempt == 20 {
-			if ae != nil && ae.Code == actors.CodeNoProof {
+		if !errors.As(err, &ae) || ae.Code != intentd.CodeProofNotReady || attempt == 20 {
+			if ae != nil && ae.Code == intentd.CodeNoProof {
 				say("   intent %s: no proof (%s)", dc.ID, ae.Message)
 				return nil
 			}
@@ -348,9 +349,9 @@ func (c *cli) demoVerify(api *intenthttp.Client, dc *demoCase, serverKey ed25519
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	vr, err := actors.VerifyProof(bundle, serverKey)
+	vr, err := proof.Verify(bundle, serverKey)
 	if err != nil {
-		var ve *actors.VerifyError
+		var ve *proof.VerifyError
 		if errors.As(err, &ve) {
 			return &exitError{exitVerify, fmt.Errorf("the proof of intent %s FAILED verification: check %s: %s", dc.ID, ve.Check, ve.Message)}
 		}
@@ -377,7 +378,7 @@ func (dc *demoCase) check() string {
 		return fmt.Sprintf("intent %s has no outcome", dc.ID)
 	case st.State != dc.want:
 		return fmt.Sprintf("intent %s ended in %s, expected %s", dc.ID, st.State, dc.want)
-	case dc.want == actors.StateFailure && st.FailureKind != actors.FailureConstraints:
+	case dc.want == intentd.StateFailure && st.FailureKind != intentd.FailureConstraints:
 		return fmt.Sprintf("intent %s failed (%s), expected a constraint failure", dc.ID, st.FailureKind)
 	case dc.wantFailed >= 0 && !slices.ContainsFunc(st.Failures, func(f policy.Failure) bool { return f.Index == dc.wantFailed }):
 		return fmt.Sprintf("intent %s: constraint %d is not among its failures", dc.ID, dc.wantFailed)

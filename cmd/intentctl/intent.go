@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
@@ -60,7 +60,7 @@ func (c *cli) intent(args []string) error {
 	}
 	if *id == "" {
 		*id = uuid.NewString()
-	} else if _, ok := actors.CanonicalIntentID(*id); !ok {
+	} else if _, ok := intentd.CanonicalIntentID(*id); !ok {
 		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
 	}
 

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/proof"
 )
 
 const (
@@ -146,7 +148,7 @@ func TestJourney(t *testing.T) {
 			serverKey = info.PublicKey
 		}, false},
 		{"intent dry run", newIntent(ids["ed25519"], "--key", file("alice.key"), "--dry-run"), 0, `(?s)"Signed".*"Ed25519"`, "", func(t *testing.T, r result) {
-			var ai actors.AuthoredIntent
+			var ai intentd.AuthoredIntent
 			if err := json.Unmarshal([]byte(r.stdout), &ai); err != nil {
 				t.Fatalf("dry run output is not an AuthoredIntent: %v\n%s", err, r.stdout)
 			}
@@ -202,7 +204,7 @@ func TestJourney(t *testing.T) {
 		{"proof to a file", func() []string { return []string{"proof", ids["ed25519"], "-o", file("ok.proof")} }, 0, "wrote the proof", "", nil, false},
 		{"proof of a failure", func() []string { return []string{"proof", ids["failing"], "-o", file("failing.proof")} }, 0, "", "", nil, false},
 		{"proof of the multisig", func() []string { return []string{"proof", ids["multisig"]} }, 0, `^\{"receipt":`, "", func(t *testing.T, r result) {
-			if _, err := actors.VerifyProof([]byte(r.stdout), nil); err != nil {
+			if _, err := proof.Verify([]byte(r.stdout), nil); err != nil {
 				t.Fatalf("the bundle printed does not verify: %v", err)
 			}
 		}, false},
@@ -323,7 +325,7 @@ func TestDemo(t *testing.T) {
 		// verified is how many "proof verified: signed by key <the server's key>" lines
 		verified int
 		// outcomes are the states the intents must have on the server, in order
-		outcomes []actors.State
+		outcomes []intentd.State
 	}{
 		{
 			name:    "the demo catalog",
@@ -338,7 +340,7 @@ func TestDemo(t *testing.T) {
 				`Everything went as expected`,
 			},
 			verified: 2,
-			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+			outcomes: []intentd.State{intentd.StateSuccess, intentd.StateFailure},
 		},
 		{
 			name: "the passing product out of stock",
@@ -349,7 +351,7 @@ func TestDemo(t *testing.T) {
 			stdout:   []string{`failed constraint 5: evidence\.in_stock`},
 			stderr:   `not as expected: intent [0-9a-f-]{36} ended in failure, expected success`,
 			verified: 2,
-			outcomes: []actors.State{actors.StateFailure, actors.StateFailure},
+			outcomes: []intentd.State{intentd.StateFailure, intentd.StateFailure},
 		},
 		{
 			name: "the failing product within budget",
@@ -359,7 +361,7 @@ func TestDemo(t *testing.T) {
 			code:     1,
 			stderr:   `ended in success, expected failure`,
 			verified: 2,
-			outcomes: []actors.State{actors.StateSuccess, actors.StateSuccess},
+			outcomes: []intentd.State{intentd.StateSuccess, intentd.StateSuccess},
 		},
 		{
 			name: "the products missing",
@@ -370,7 +372,7 @@ func TestDemo(t *testing.T) {
 			stdout:   []string{`ended in failure \(extraction\)\.\n\s+reason: .*not in the catalog`, `no proof`},
 			stderr:   `not as expected: .*expected success`,
 			verified: 0,
-			outcomes: []actors.State{actors.StateFailure, actors.StateFailure},
+			outcomes: []intentd.State{intentd.StateFailure, intentd.StateFailure},
 		},
 		{
 			name:     "as JSON",
@@ -378,7 +380,7 @@ func TestDemo(t *testing.T) {
 			args:     []string{"--json"},
 			code:     0,
 			stdout:   []string{`^\{\n  "server"`, `"as_expected": true`},
-			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+			outcomes: []intentd.State{intentd.StateSuccess, intentd.StateFailure},
 		},
 		{
 			name:     "the event stream full",
@@ -387,7 +389,7 @@ func TestDemo(t *testing.T) {
 			code:     0,
 			stdout:   []string{`the event stream is refused: too_many_subscribers`, `status polling`, `its status: intent \S+ ended in success`, `Everything went as expected`},
 			verified: 2,
-			outcomes: []actors.State{actors.StateSuccess, actors.StateFailure},
+			outcomes: []intentd.State{intentd.StateSuccess, intentd.StateFailure},
 		},
 		{name: "server unreachable", code: 3, stderr: "cannot reach http://127.0.0.1:1"},
 		{name: "an argument", args: []string{"now"}, code: 2, stderr: "want no arguments"},

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	intenthttp "github.com/intentd/intentd/http"
 )
 
@@ -32,7 +32,7 @@ func (c *cli) watch(args []string) error {
 		return usagef("--until-terminal needs the intents to wait for: --intent ID")
 	}
 	for _, id := range intents {
-		if _, ok := actors.CanonicalIntentID(id); !ok {
+		if _, ok := intentd.CanonicalIntentID(id); !ok {
 			return usagef("--intent %q: want a UUID", id)
 		}
 	}
@@ -41,7 +41,7 @@ func (c *cli) watch(args []string) error {
 		return err
 	}
 
-	w := &watcher{c: c, pending: map[string]bool{}, ended: map[string]actors.State{}}
+	w := &watcher{c: c, pending: map[string]bool{}, ended: map[string]intentd.State{}}
 	for _, id := range intents {
 		w.pending[strings.ToLower(id)] = true
 	}
@@ -111,7 +111,7 @@ type watcher struct {
 	spin    *spinner
 	last    uint64
 	pending map[string]bool
-	ended   map[string]actors.State
+	ended   map[string]intentd.State
 }
 
 // show prints one outcome, once per intent: an intent already shown from its status
@@ -142,12 +142,12 @@ func (w *watcher) done() bool { return len(w.pending) == 0 }
 // summary says how the watched intents ended, and picks the exit status.
 func (w *watcher) summary() error {
 	w.spin.clear()
-	counts := map[actors.State]int{}
+	counts := map[intentd.State]int{}
 	for _, s := range w.ended {
 		counts[s]++
 	}
 	var parts []string
-	for _, s := range []actors.State{actors.StateSuccess, actors.StateFailure, actors.StateExpired} {
+	for _, s := range []intentd.State{intentd.StateSuccess, intentd.StateFailure, intentd.StateExpired} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -157,7 +157,7 @@ func (w *watcher) summary() error {
 	if !w.c.g.json {
 		fmt.Fprintln(w.c.stdout, msg)
 	}
-	if counts[actors.StateSuccess] != len(w.ended) {
+	if counts[intentd.StateSuccess] != len(w.ended) {
 		return &exitError{exitNotAllWon, errors.New(msg + "; not all succeeded")}
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 )
@@ -179,7 +179,7 @@ func (s *testServer) putPolicy(source string) string {
 		s.t.Fatalf("POST /policies: %s", r)
 	}
 	var id string
-	if err := json.Unmarshal(r.body, &id); err != nil || !actors.ValidPolicyID(id) {
+	if err := json.Unmarshal(r.body, &id); err != nil || !intentd.ValidPolicyID(id) {
 		s.t.Fatalf("POST /policies answered %s, want a JSON string holding a policy id (%v)", r.body, err)
 	}
 	return id

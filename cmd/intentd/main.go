@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intentd/intentd"
+
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
@@ -221,8 +223,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
-	case c.MaxSolution < 1 || c.MaxSolution > actors.MaxSolutionBytes:
-		return fmt.Errorf("--max-solution %d: want 1 to %d (the engine's limit)", c.MaxSolution, actors.MaxSolutionBytes)
+	case c.MaxSolution < 1 || c.MaxSolution > intentd.MaxSolutionBytes:
+		return fmt.Errorf("--max-solution %d: want 1 to %d (the engine's limit)", c.MaxSolution, intentd.MaxSolutionBytes)
 	case c.MaxAttrs < 1:
 		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
 	case c.MaxSet < 1:
@@ -291,7 +293,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("register the store's fsync metric: %w", err)
 	}
 	ecfg := actors.Config{
-		Store:     metrics.Store(m.store),
+		Store:     m.store,
 		Extractor: extractor,
 		Prover:    actors.ReceiptProver{Key: key},
 		Verify: crypto.VerifyOptions{

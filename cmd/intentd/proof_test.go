@@ -12,8 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/proof"
 )
 
 // serviceKey reads the service's public key from GET /info and checks that its key id
@@ -58,11 +59,11 @@ func TestProof(t *testing.T) {
 
 	decided := []struct {
 		name, solution string
-		outcome        actors.State
+		outcome        intentd.State
 		failures       int
 	}{
-		{"success", solutionPasses, actors.StateSuccess, 0},
-		{"constraint failure", solutionBlackL, actors.StateFailure, 3},
+		{"success", solutionPasses, intentd.StateSuccess, 0},
+		{"constraint failure", solutionBlackL, intentd.StateFailure, 3},
 	}
 	for _, tt := range decided {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestProof(t *testing.T) {
 			if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
 				t.Fatalf("GET proof: %s (%s)", r, r.header.Get("Content-Type"))
 			}
-			rep, err := actors.VerifyProof(r.body, pub)
+			rep, err := proof.Verify(r.body, pub)
 			if err != nil {
 				t.Fatalf("the bundle does not verify under the key of /info: %v\n%s", err, r.body)
 			}
@@ -87,9 +88,9 @@ func TestProof(t *testing.T) {
 
 			// A bundle that verifies only under its own key is not the service's.
 			_, other, _ := ed25519.GenerateKey(nil)
-			var ve *actors.VerifyError
-			if _, err := actors.VerifyProof(r.body, other.Public().(ed25519.PublicKey)); !errors.As(err, &ve) || ve.Check != actors.CheckKey {
-				t.Fatalf("VerifyProof under another key: %v, want a failed %s check", err, actors.CheckKey)
+			var ve *proof.VerifyError
+			if _, err := proof.Verify(r.body, other.Public().(ed25519.PublicKey)); !errors.As(err, &ve) || ve.Check != proof.CheckKey {
+				t.Fatalf("VerifyProof under another key: %v, want a failed %s check", err, proof.CheckKey)
 			}
 		})
 	}
@@ -99,24 +100,24 @@ func TestProof(t *testing.T) {
 		setup func(t *testing.T) string
 		code  string
 	}{
-		{"open", func(t *testing.T) string { return s.submit() }, actors.CodeProofNotReady},
-		{"unknown", func(t *testing.T) string { return uuid.NewString() }, actors.CodeIntentNotFound},
-		{"malformed id", func(t *testing.T) string { return "not-a-uuid" }, actors.CodeIntentNotFound},
+		{"open", func(t *testing.T) string { return s.submit() }, intentd.CodeProofNotReady},
+		{"unknown", func(t *testing.T) string { return uuid.NewString() }, intentd.CodeIntentNotFound},
+		{"malformed id", func(t *testing.T) string { return "not-a-uuid" }, intentd.CodeIntentNotFound},
 		{"extraction failure", func(t *testing.T) string {
 			id := s.submit()
 			s.propose(id, solutionUnknown)
 			s.waitStatus(id, "failure")
 			return id
-		}, actors.CodeNoProof},
+		}, intentd.CodeNoProof},
 		{"expired", func(t *testing.T) string {
 			short := startServer(t, []string{"--intent-ttl", "200ms"})
 			id := short.submit()
 			short.waitStatus(id, "expired")
-			if code := short.proofError(id); code != actors.CodeNoProof {
-				t.Fatalf("proof of an expired intent: code %s, want %s", code, actors.CodeNoProof)
+			if code := short.proofError(id); code != intentd.CodeNoProof {
+				t.Fatalf("proof of an expired intent: code %s, want %s", code, intentd.CodeNoProof)
 			}
 			return ""
-		}, actors.CodeNoProof},
+		}, intentd.CodeNoProof},
 	}
 	for _, tt := range notFound {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +164,7 @@ func TestSigningKey(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Fatalf("GET proof after a restart: %s", r)
 		}
-		if _, err := actors.VerifyProof(r.body, pub2); err != nil {
+		if _, err := proof.Verify(r.body, pub2); err != nil {
 			t.Fatalf("a proof made before the restart does not verify under the key after it: %v", err)
 		}
 	})

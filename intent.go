@@ -1,4 +1,4 @@
-package actors
+package intentd
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -93,7 +92,7 @@ func (s Status) marshal(discriminator, value string) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString(`"` + name + `":`)
-		raw, err := marshalJSON(v)
+		raw, err := MarshalJSON(v)
 		if err != nil {
 			return fmt.Errorf("marshal %s: %w", name, err)
 		}
@@ -148,32 +147,9 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// Event is one outcome on the event stream (spec part 6): its id, its type and the
-// one-line JSON of the OrchestratorEvent.
-type Event struct {
-	ID       uint64
-	Type     State
-	IntentID string
-	At       time.Time
-	Data     []byte
-}
-
-// eventJSON renders the OrchestratorEvent of a terminal status.
-func eventJSON(s Status) ([]byte, error) {
-	return s.marshal("type", string(s.State))
-}
-
-// decodeEvent reads back the type and intent id of a stored event, for filtering.
-func decodeEvent(id uint64, at time.Time, data []byte) (Event, error) {
-	var head struct {
-		Type     State  `json:"type"`
-		IntentID string `json:"intent_id"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return Event{}, fmt.Errorf("event %d is corrupt: %w", id, err)
-	}
-	return Event{ID: id, Type: head.Type, IntentID: head.IntentID, At: at, Data: data}, nil
-}
+// MaxSolutionBytes is the longest solution a proposal may carry; a server may set a
+// lower limit of its own.
+const MaxSolutionBytes = 4096
 
 // CanonicalIntentID checks that id is a UUID in its hyphenated 36-character form and
 // returns it in lower case, the form intents are stored and looked up under, so that
@@ -299,9 +275,9 @@ func stringField(fields map[string]jsontext.Value, name string) (string, error) 
 	return string(s), nil
 }
 
-// marshalJSON is json.Marshal without HTML escaping: reasons such as "which is not <= 3000"
+// MarshalJSON is json.Marshal without HTML escaping: reasons such as "which is not <= 3000"
 // must read as written, in statuses, events and the evidence a proof digests.
-func marshalJSON(v any) ([]byte, error) {
+func MarshalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -1,0 +1,157 @@
+package intentd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/policy"
+)
+
+// Engine is the service behind the API: what the HTTP layer calls. actors.Engine is the
+// engine of one node; every implementation answers with *Error values, whose kind
+// picks the status, and honours ctx: a caller that gives up stops waiting, while what
+// was durably done stays done.
+type Engine interface {
+	// PutPolicy compiles source and stores the policy; it returns the policy's id.
+	// KindInvalid (CodePolicyInvalid) when it does not compile.
+	PutPolicy(ctx context.Context, source string) (string, error)
+	// Policy returns a stored policy: KindNotFound (CodePolicyNotFound).
+	Policy(ctx context.Context, id string) (*policy.Policy, error)
+	// DeletePolicy deletes a policy: KindNotFound, or KindConflict (CodePolicyInUse)
+	// while an open or processing intent names it.
+	DeletePolicy(ctx context.Context, id string) error
+	// SubmitIntent verifies and stores a new intent; on success it is open, durably.
+	SubmitIntent(ctx context.Context, s Submission) error
+	// GetIntent returns a stored intent with its authorship, as the JSON of an
+	// AuthoredIntent. KindNotFound (CodeIntentNotFound).
+	GetIntent(ctx context.Context, id string) (json.RawMessage, error)
+	// Status returns an intent's status. KindNotFound (CodeIntentNotFound).
+	Status(ctx context.Context, id string) (Status, error)
+	// Propose submits the one proposal of an open intent; on success the intent is
+	// processing, durably, and proving follows. KindBusy (CodeCapacityExceeded) when
+	// proving is at capacity.
+	Propose(ctx context.Context, id string, p Proposal) error
+	// Proof returns the proof bundle of a decided intent: KindNotFound with
+	// CodeIntentNotFound, CodeProofNotReady or CodeNoProof.
+	Proof(ctx context.Context, id string) (*ProofBundle, error)
+	// Subscribe starts a subscription to the events after the id from (0: from the
+	// oldest retained). KindBusy when the subscribers are at their limit.
+	Subscribe(ctx context.Context, from uint64, f Filter) (Subscription, error)
+}
+
+// Subscription is one reader of the event stream: the retained events after its
+// starting id, then live ones, with no gap and no duplicate.
+type Subscription interface {
+	// Next returns the next event. It ends with ErrSubscriberTooSlow when the reader
+	// fell behind, ErrEngineClosed when the engine closes, or the context's error.
+	Next(ctx context.Context) (Event, error)
+	// Pending reports whether Next has an event without waiting, so that a writer can
+	// batch its flushes.
+	Pending() bool
+	// Truncated reports whether events after the starting id were no longer retained,
+	// so that the stream starts at the oldest retained one.
+	Truncated() bool
+	// Close ends the subscription.
+	Close()
+}
+
+// ErrSubscriberTooSlow ends a subscription whose reader fell a whole buffer behind; the
+// reader resumes from the last id it saw and loses nothing.
+var ErrSubscriberTooSlow = errors.New("subscriber fell too far behind")
+
+// ErrEngineClosed ends a subscription when the engine closes.
+var ErrEngineClosed = errors.New("engine closed")
+
+// Submission is an intent as submitted, decoded once where it arrived: the intent, its
+// canonical form (JCS, RFC 8785: the bytes its authorship signs and the form stored)
+// and its authorship, not yet verified.
+type Submission struct {
+	Intent     Intent
+	Canonical  []byte
+	Authorship crypto.Authorship
+}
+
+// NewSubmission makes the submission of a decoded intent: raw is the intent's JSON as
+// received, which is canonicalized. An attribute JCS cannot write exactly is refused.
+func NewSubmission(in Intent, raw []byte, a crypto.Authorship) (Submission, error) {
+	if err := checkExactInts(in); err != nil {
+		return Submission{}, err
+	}
+	canon, err := crypto.Canonicalize(raw)
+	if err != nil {
+		return Submission{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent: cannot be canonicalized: %v", err)
+	}
+	return Submission{Intent: in, Canonical: canon, Authorship: a}, nil
+}
+
+// ProofBundle is everything needed to check a receipt offline: the body of
+// GET /intents/{id}/proof. The receipt binds the other parts by their digests and the
+// policy by its id; the proof package checks them all.
+type ProofBundle struct {
+	// Receipt is the signed receipt, with the public key that made it.
+	Receipt crypto.SignedReceipt `json:"receipt"`
+	// AuthoredIntent is the AuthoredIntent as stored: {"intent": ..., "authorship": ...}.
+	AuthoredIntent json.RawMessage `json:"authored_intent"`
+	// Proposal is the proposal the evidence was extracted for.
+	Proposal Proposal `json:"proposal"`
+	// Evidence is the evidence the policy was evaluated on.
+	Evidence json.RawMessage `json:"evidence"`
+	// PolicyBytecode is the policy's bytecode (standard Base64 with padding in JSON);
+	// its SHA-256 in Base58 is the policy id.
+	PolicyBytecode []byte `json:"policy_bytecode"`
+}
+
+// Observer is told what an engine does, for metrics. Every field is optional; each is
+// called on the goroutine that did the work, after the work, so it must return quickly
+// and must not call back into the engine.
+type Observer struct {
+	// Transition is called once an intent's new state is durable: open when it is
+	// created, processing when its proposal is accepted, and success, failure (with
+	// the failure kind) or expired when it ends.
+	Transition func(to State, kind FailureKind)
+	// Extraction is called after each evidence extraction with how long it took and
+	// its error (nil on success).
+	Extraction func(d time.Duration, err error)
+	// Proving is called after each proposal is proved (extraction, evaluation and
+	// receipt) with how long it took and the state it decided. Work cut short by a
+	// close is not reported: it is proved again on the next start.
+	Proving func(d time.Duration, state State, kind FailureKind)
+	// StoreCall is called after each call of the engine's store with the operation's
+	// name, whether it writes, and how long it took (a write until it is durable).
+	StoreCall func(op string, write bool, d time.Duration)
+	// Published is called once for each event the store made durable, as it goes to
+	// the subscribers.
+	Published func()
+}
+
+// maxExactInt is the largest integer an IEEE double holds exactly. JCS writes numbers as
+// doubles, so an attribute beyond it would be signed and stored as another value than
+// the one checked; such intents are refused.
+const maxExactInt = 1<<53 - 1
+
+func checkExactInts(in Intent) error {
+	if in.Attrs == nil {
+		return nil
+	}
+	for name, v := range *in.Attrs {
+		ints := v.Ints()
+		if v.Type() == policy.TypeInt {
+			ints = []int64{v.Int()}
+		}
+		for _, n := range ints {
+			if n > maxExactInt || n < -maxExactInt {
+				return Errorf(KindUnprocessable, CodeInvalidIntent,
+					"intent.attrs.fields.%s: %d is beyond ±(2^53-1), which JCS (RFC 8785) cannot sign exactly", name, n)
+			}
+		}
+	}
+	return nil
+}
+
+// LimiterStats are the proving limiter's counts.
+type LimiterStats struct {
+	Running, Queued, Reserved int
+}

@@ -1,0 +1,119 @@
+package intentd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an Error. The HTTP layer maps each kind to one status, in one table;
+// every kind the service answers with is here, the caller's authentication among them,
+// so that no layer adds kinds of its own.
+type Kind uint8
+
+// The kinds of error.
+const (
+	KindInternal         Kind = iota // a fault of the service; logged, never shown
+	KindInvalid                      // the request is refused as it stands (HTTP 400)
+	KindUnprocessable                // well-formed JSON that does not match the schema (HTTP 422)
+	KindNotFound                     // the named resource does not exist (HTTP 404)
+	KindConflict                     // the resource's state forbids the request (HTTP 409)
+	KindBusy                         // capacity is full; retry later (HTTP 503)
+	KindTooLarge                     // a size limit was exceeded (HTTP 413)
+	KindUnauthorized                 // the caller is not authenticated (HTTP 401)
+	KindForbidden                    // the caller may not do this (HTTP 403)
+	KindMethodNotAllowed             // the resource does not take this method (HTTP 405)
+)
+
+var kindNames = [...]string{"internal", "invalid", "unprocessable", "not_found", "conflict", "busy", "too_large",
+	"unauthorized", "forbidden", "method_not_allowed"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Error is the one error type of the service: a kind for the status, a stable code clients
+// switch on, a message safe to show, and for internal errors the cause, which is logged
+// and never shown.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error with a formatted message.
+func Errorf(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Internal wraps a cause the caller must not see: the message shown is "internal error",
+// the cause is for the log.
+func Internal(format string, cause error) *Error {
+	return &Error{Kind: KindInternal, Code: "internal", Message: "internal error", Err: fmt.Errorf(format, cause)}
+}
+
+// ErrorKind reports the kind of err: the Kind of an *Error in its chain, or KindInternal.
+func ErrorKind(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// Canceled is the error of a call whose ctx ended before the answer came.
+func Canceled(err error) *Error {
+	return &Error{Kind: KindBusy, Code: CodeCanceled, Message: "the request ended before the service answered: " +
+		"what it did is kept; read the intent's status", Err: err}
+}
+
+// ErrorCode reports the code of err: the Code of an *Error in its chain, or "internal".
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return "internal"
+}
+
+// The codes of the engine's errors, as listed in the API documentation. The HTTP layer
+// has its own codes for what it refuses before an engine is asked.
+const (
+	CodeInternal             = "internal"
+	CodeIntentNotFound       = "intent_not_found"
+	CodePolicyNotFound       = "policy_not_found"
+	CodeIntentExists         = "intent_exists"
+	CodeProposalExists       = "proposal_exists"
+	CodeIntentExpired        = "intent_expired"
+	CodeAuthorshipInvalid    = "authorship_invalid"
+	CodeUnsignedNotPermitted = "unsigned_not_permitted"
+	CodeCapacityExceeded     = "capacity_exceeded"
+	CodePolicyInUse          = "policy_in_use"
+	CodePolicyInvalid        = "policy_invalid"
+	CodeInvalidIntent        = "invalid_intent"
+	CodeInvalidID            = "invalid_id"
+	CodeAttrsMismatch        = "attrs_mismatch"
+	CodeInvalidProposal      = "invalid_proposal"
+	CodeTooManySubscribers   = "too_many_subscribers"
+	CodeShuttingDown         = "shutting_down"
+	// CodeCanceled: the caller gave up (hung up, or its deadline passed) before the
+	// engine answered. What the engine did meanwhile stays done; the status tells.
+	CodeCanceled = "canceled"
+	// CodeProofNotReady: the intent is open or processing; a proof may come.
+	CodeProofNotReady = "proof_not_ready"
+	// CodeNoProof: the intent is terminal and has no receipt, and never will (it
+	// expired, its evidence could not be had, or its proof could not be made).
+	CodeNoProof = "no_proof"
+)

@@ -1,0 +1,88 @@
+package intentd
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Event is one outcome on the event stream (spec part 6): its id, its type, its intent
+// and the one-line JSON of the OrchestratorEvent. The type and the intent id travel
+// beside the JSON so that filtering an event never reads it again.
+type Event struct {
+	ID       uint64
+	Type     State
+	IntentID string
+	At       time.Time
+	Data     []byte
+}
+
+// NewEvent is the event of a terminal status, without its id and time, which the store
+// gives it when it is written.
+func NewEvent(s Status) (Event, error) {
+	if !s.State.Terminal() {
+		return Event{}, fmt.Errorf("an event is of a terminal status, not %q", s.State)
+	}
+	data, err := s.marshal("type", string(s.State))
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Type: s.State, IntentID: s.IntentID, Data: data}, nil
+}
+
+// DecodeEvent reads the type and intent id of an event's stored JSON, for a store that
+// keeps only the JSON. Its cost is a scan of the event's top level.
+func DecodeEvent(id uint64, at time.Time, data []byte) (Event, error) {
+	ev := Event{ID: id, At: at, Data: data}
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
+		return Event{}, fmt.Errorf("event %d is corrupt: not a JSON object", id)
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return Event{}, fmt.Errorf("event %d is corrupt: %w", id, err)
+		}
+		key := name.String()
+		switch key {
+		case "type", "intent_id":
+			v, err := dec.ReadToken()
+			if err != nil || v.Kind() != '"' {
+				return Event{}, fmt.Errorf("event %d is corrupt: %s is not a string", id, key)
+			}
+			if key == "type" {
+				ev.Type = State(v.String())
+			} else {
+				ev.IntentID = v.String()
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return Event{}, fmt.Errorf("event %d is corrupt: %w", id, err)
+			}
+		}
+	}
+	if !ev.Type.Terminal() || ev.IntentID == "" {
+		return Event{}, fmt.Errorf("event %d is corrupt: no terminal type or no intent_id", id)
+	}
+	return ev, nil
+}
+
+// Filter selects events; an empty field selects all.
+type Filter struct {
+	IntentIDs []string
+	Types     []State
+}
+
+// Match reports whether the filter selects ev.
+func (f Filter) Match(ev Event) bool {
+	if len(f.IntentIDs) > 0 && !slices.Contains(f.IntentIDs, ev.IntentID) {
+		return false
+	}
+	if len(f.Types) > 0 && !slices.Contains(f.Types, ev.Type) {
+		return false
+	}
+	return true
+}

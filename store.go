@@ -1,0 +1,66 @@
+package intentd
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a Store returns; callers compare with errors.Is. A store may wrap them.
+var (
+	// ErrNotFound: no record under that key.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: an intent with that id is already stored.
+	ErrExists = errors.New("already exists")
+	// ErrPolicyNotFound: CreateIntent named a policy that is not stored.
+	ErrPolicyNotFound = errors.New("policy not found")
+	// ErrPolicyInUse: DeletePolicy of a policy that an open or processing intent names.
+	ErrPolicyInUse = errors.New("policy in use")
+	// ErrStoreClosed: the store was closed.
+	ErrStoreClosed = errors.New("store closed")
+)
+
+// Store is the durable state an engine persists through. persistence.Store is the one on
+// Pebble. Every write returns once it is durable; snapshots are opaque bytes the engine
+// writes and reads back. The context bounds a call to a store that waits on the network;
+// a local store may ignore it.
+type Store interface {
+	// PutPolicy stores a compiled policy; an id that exists is left as it is (created false).
+	PutPolicy(ctx context.Context, id string, bytecode, source []byte) (created bool, err error)
+	// Policy returns a policy's bytecode and source, or ErrNotFound.
+	Policy(ctx context.Context, id string) (bytecode, source []byte, err error)
+	// PolicyBytecode returns the bytecode of a policy that is or once was stored, for
+	// proofs, or ErrNotFound.
+	PolicyBytecode(ctx context.Context, id string) ([]byte, error)
+	// DeletePolicy removes a policy: ErrNotFound, or ErrPolicyInUse while an open or
+	// processing intent names it.
+	DeletePolicy(ctx context.Context, id string) error
+	// CreateIntent stores a new open intent with its deadline and its policy reference:
+	// ErrExists for a taken id, ErrPolicyNotFound for a missing policy.
+	CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error
+	// Intent returns an intent's snapshot, or ErrNotFound.
+	Intent(ctx context.Context, id string) ([]byte, error)
+	// BeginProcessing writes an intent's processing snapshot and takes it out of the
+	// expiry index.
+	BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error
+	// Finish writes a terminal snapshot with its event (from NewEvent) and returns the
+	// event's id. The event sink hears of the event, with its id and time, once it is
+	// durable.
+	Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev Event) (uint64, error)
+	// Processing lists the intents that are processing.
+	Processing(ctx context.Context) ([]string, error)
+	// DueExpiries lists up to limit open intents whose deadline is at or before now.
+	DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// NextExpiry reports the earliest deadline of an open intent.
+	NextExpiry(ctx context.Context) (time.Time, bool, error)
+	// SetEventSink names the function told of each durable event, in id order. It
+	// must not block; it is set before the first Finish.
+	SetEventSink(func(Event))
+	// Events calls fn for up to limit events after the given id, in order, each with
+	// its type and intent id.
+	Events(ctx context.Context, after uint64, limit int, fn func(Event) error) error
+	// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
+	EventBounds(ctx context.Context) (first, last uint64, err error)
+	// PruneEvents keeps the newest keep events and none older than olderThan.
+	PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error)
+}
