@@ -23,8 +23,12 @@ import (
 )
 
 // benchEngine opens an engine on a real, synced store in a temporary folder.
-func benchEngine(b *testing.B, dir string, cfg Config) (*Engine, *persistence.Store, string) {
+func benchEngine(b *testing.B, dir string, tweak func(*Config)) (*Engine, *persistence.Store, string) {
 	b.Helper()
+	cfg := DefaultConfig()
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	store, err := persistence.Open(dir, persistence.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -77,7 +81,7 @@ func BenchmarkSubmitIntent(b *testing.B) {
 			name = "unsigned"
 		}
 		b.Run(name, func(b *testing.B) {
-			e, store, pid := benchEngine(b, b.TempDir(), Config{Verify: crypto.VerifyOptions{AllowUnsigned: !signed}})
+			e, store, pid := benchEngine(b, b.TempDir(), func(c *Config) { c.Verify.AllowUnsigned = !signed })
 			defer store.Close()
 			defer e.Close()
 			intents := presign(b, b.N, pid)
@@ -112,7 +116,7 @@ func BenchmarkSubmitIntent(b *testing.B) {
 // proposal's acceptance to its event reaching a subscriber, one proposal at a time, and
 // reports the median and the 99th percentile.
 func BenchmarkProposalToEvent(b *testing.B) {
-	e, store, pid := benchEngine(b, b.TempDir(), Config{})
+	e, store, pid := benchEngine(b, b.TempDir(), nil)
 	defer store.Close()
 	defer e.Close()
 	intents := presign(b, b.N, pid)
@@ -159,7 +163,7 @@ func BenchmarkOpenIntents(b *testing.B) {
 	dir := b.TempDir()
 	// Unsigned: what is measured is the memory and the re-open, not the verification.
 	unsigned := crypto.VerifyOptions{AllowUnsigned: true}
-	e, store, pid := benchEngine(b, dir, Config{PassivateAfter: 200 * time.Millisecond, Verify: unsigned})
+	e, store, pid := benchEngine(b, dir, func(c *Config) { c.PassivateAfter = 200 * time.Millisecond; c.Verify = unsigned })
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	var fail atomic.Value
@@ -199,7 +203,7 @@ func BenchmarkOpenIntents(b *testing.B) {
 	e.Close()
 	store.Close()
 	reopen := time.Now()
-	e, store, _ = benchEngine(b, dir, Config{Verify: unsigned})
+	e, store, _ = benchEngine(b, dir, func(c *Config) { c.Verify = unsigned })
 	id := "00000000-0000-4000-8000-000000000000"
 	s, err := e.Status(context.Background(), id)
 	if err != nil || s.State != intentd.StateOpen {

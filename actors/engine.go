@@ -19,8 +19,9 @@ import (
 	"github.com/intentd/intentd/policy"
 )
 
-// Config configures an Engine. Store and Extractor are required; zero values elsewhere
-// take the defaults documented on each field.
+// Config configures an Engine. Open takes it as it is: start from DefaultConfig, the one
+// place the engine's defaults are written, and change what you need. Store and
+// Extractor are required.
 type Config struct {
 	Store     intentd.Store
 	Extractor evidence.Extractor
@@ -28,31 +29,29 @@ type Config struct {
 	Prover Prover
 	// Verify sets what authorship is accepted (unsigned intents, passkey origin and RP id).
 	Verify crypto.VerifyOptions
-	// IntentTTL is how long an intent waits for a proposal; 24 h by default.
+	// IntentTTL is how long an intent waits for a proposal.
 	IntentTTL time.Duration
-	// MaxProving is the number of proposals proved at once; 64 by default.
+	// MaxProving is the number of proposals proved at once; at least 1.
 	MaxProving int
 	// ProvingQueue is the number of accepted proposals that may wait for a proving slot;
-	// negative means none wait, 0 takes the default of 1024.
+	// 0: none wait, and a proposal that finds every slot taken is refused at once.
 	ProvingQueue int
-	// ProvingTimeout bounds one proposal's extraction and proof; 30 s by default. The
-	// extractors keep their own, shorter, limits.
+	// ProvingTimeout bounds one proposal's extraction and proof. The extractors keep
+	// their own, shorter, limits.
 	ProvingTimeout time.Duration
-	// EventRetention keeps the newest events; 1,000,000 by default.
+	// EventRetention keeps the newest events; at least 1.
 	EventRetention uint64
-	// EventRetentionAge keeps events younger than this; 7 days by default.
+	// EventRetentionAge keeps events younger than this.
 	EventRetentionAge time.Duration
-	// MaxSubscribers bounds the event subscribers; 10,000 by default.
+	// MaxSubscribers bounds the event subscribers; at least 1.
 	MaxSubscribers int
-	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off;
-	// 1024 by default.
+	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off.
 	SubscriberBuffer int
-	// PassivateAfter is how long an intent actor may be idle before it stops; 10 s by
-	// default, so that a burst of submissions does not keep its actors for long.
+	// PassivateAfter is how long an intent actor may be idle before it stops.
 	PassivateAfter time.Duration
-	// ExpiryInterval is the longest the expiry scheduler sleeps; 1 s by default.
+	// ExpiryInterval is the longest the expiry scheduler sleeps.
 	ExpiryInterval time.Duration
-	// Now is the clock; time.Now by default.
+	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
@@ -60,34 +59,35 @@ type Config struct {
 	Observer *intentd.Observer
 }
 
-func (c *Config) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+// DefaultConfig is the configuration of an engine with every default: what intentd runs
+// with when no flag says otherwise (docs/operating.md).
+func DefaultConfig() Config {
+	return Config{
+		IntentTTL:         24 * time.Hour,
+		MaxProving:        64,
+		ProvingQueue:      1024,
+		ProvingTimeout:    30 * time.Second,
+		EventRetention:    1_000_000,
+		EventRetentionAge: 7 * 24 * time.Hour,
+		MaxSubscribers:    10_000,
+		SubscriberBuffer:  1024,
+		// A burst of submissions should not keep its actors for long.
+		PassivateAfter: 10 * time.Second,
+		ExpiryInterval: time.Second,
 	}
-	def(&c.IntentTTL, 24*time.Hour)
-	def(&c.ProvingTimeout, 30*time.Second)
-	def(&c.EventRetentionAge, 7*24*time.Hour)
-	def(&c.PassivateAfter, 10*time.Second)
-	def(&c.ExpiryInterval, time.Second)
-	if c.MaxProving <= 0 {
-		c.MaxProving = 64
-	}
+}
+
+// validate refuses a configuration the engine cannot run with, naming the field.
+func (c *Config) validate() error {
 	switch {
-	case c.ProvingQueue == 0:
-		c.ProvingQueue = 1024
-	case c.ProvingQueue < 0:
-		c.ProvingQueue = 0
-	}
-	if c.EventRetention == 0 {
-		c.EventRetention = 1_000_000
-	}
-	if c.MaxSubscribers <= 0 {
-		c.MaxSubscribers = 10_000
-	}
-	if c.SubscriberBuffer <= 0 {
-		c.SubscriberBuffer = 1024
+	case c.Store == nil || c.Extractor == nil:
+		return errors.New("actors: Config.Store and Config.Extractor are required")
+	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
+		return fmt.Errorf("actors: Config counts out of range (MaxProving %d, ProvingQueue %d, MaxSubscribers %d, SubscriberBuffer %d, EventRetention %d): start from DefaultConfig",
+			c.MaxProving, c.ProvingQueue, c.MaxSubscribers, c.SubscriberBuffer, c.EventRetention)
+	case c.IntentTTL <= 0 || c.ProvingTimeout <= 0 || c.EventRetentionAge <= 0 || c.PassivateAfter <= 0 || c.ExpiryInterval <= 0:
+		return fmt.Errorf("actors: Config durations must be positive (IntentTTL %s, ProvingTimeout %s, EventRetentionAge %s, PassivateAfter %s, ExpiryInterval %s): start from DefaultConfig",
+			c.IntentTTL, c.ProvingTimeout, c.EventRetentionAge, c.PassivateAfter, c.ExpiryInterval)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -95,6 +95,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	return nil
 }
 
 // Engine is what the HTTP layer calls. It owns the actor system: one actor per live
@@ -177,10 +178,9 @@ func (e *Engine) wait(ctx context.Context, f *actor.Future, done func(any, error
 // Open starts an engine on a store. It resumes the proposals that were processing when
 // the store was last written and expires the intents whose time passed meanwhile.
 func Open(cfg Config) (*Engine, error) {
-	if cfg.Store == nil || cfg.Extractor == nil {
-		return nil, errors.New("actors: Config.Store and Config.Extractor are required")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	cfg.setDefaults()
 	e := &Engine{
 		cfg:        cfg,
 		store:      cfg.Store,

@@ -113,7 +113,8 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(nil)
 	h := &harness{t: t, fs: persistence.NewMemFS(), ext: newFakeExtractor(), key: key}
-	h.cfg = Config{ExpiryInterval: 10 * time.Millisecond}
+	h.cfg = DefaultConfig()
+	h.cfg.ExpiryInterval = 10 * time.Millisecond
 	if tweak != nil {
 		tweak(&h.cfg)
 	}
@@ -418,7 +419,7 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("event = %+v %s", evs[0], evs[0].Data)
 			}
 		}},
-		{"capacity full is busy and changes nothing", func(c *Config) { c.MaxProving = 1; c.ProvingQueue = -1 }, func(t *testing.T, h *harness) {
+		{"capacity full is busy and changes nothing", func(c *Config) { c.MaxProving = 1; c.ProvingQueue = 0 }, func(t *testing.T, h *harness) {
 			first, second := h.submit("M", 2500), h.submit("M", 2500)
 			if err := proposeTo(h, first, "block:M-cheap"); err != nil {
 				t.Fatal(err)
@@ -686,7 +687,9 @@ func TestActorPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e, err := Open(Config{Store: &panickyStore{Store: store}, Extractor: newFakeExtractor()})
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Extractor = &panickyStore{Store: store}, newFakeExtractor()
+	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,5 +704,93 @@ func TestActorPanic(t *testing.T) {
 	h.waitState(id, intentd.StateSuccess)
 	if evs := h.events(0, 1); evs[0].IntentID != id {
 		t.Fatalf("event = %+v", evs[0])
+	}
+}
+
+// TestConfigRefused checks that Open refuses a configuration it cannot run with, naming
+// what is wrong, rather than reading a zero as some default: the defaults are
+// DefaultConfig's alone.
+func TestConfigRefused(t *testing.T) {
+	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, tc := range []struct {
+		name  string
+		tweak func(*Config)
+		want  string
+	}{
+		{"no store", func(c *Config) { c.Store = nil }, "Store and Config.Extractor are required"},
+		{"zero proving slots", func(c *Config) { c.MaxProving = 0 }, "MaxProving 0"},
+		{"negative queue", func(c *Config) { c.ProvingQueue = -1 }, "ProvingQueue -1"},
+		{"zero ttl", func(c *Config) { c.IntentTTL = 0 }, "IntentTTL 0s"},
+		{"zero config", func(c *Config) { *c = Config{Store: store, Extractor: newFakeExtractor()} }, "start from DefaultConfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Store, cfg.Extractor = store, newFakeExtractor()
+			tc.tweak(&cfg)
+			e, err := Open(cfg)
+			if err == nil {
+				e.Close()
+				t.Fatal("Open accepted it")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// slowStore holds every CreateIntent until release is closed.
+type slowStore struct {
+	*persistence.Store
+	release chan struct{}
+}
+
+func (s *slowStore) CreateIntent(ctx context.Context, id, policyID string, snap []byte, at time.Time) error {
+	<-s.release
+	return s.Store.CreateIntent(ctx, id, policyID, snap, at)
+}
+
+// TestCallerGivesUp checks that an engine call returns when the caller's ctx ends, with
+// the canceled code, and that what the engine was doing meanwhile is done all the same:
+// the intent is stored once the write goes through.
+func TestCallerGivesUp(t *testing.T) {
+	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	slow := &slowStore{Store: store, release: make(chan struct{})}
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Extractor, cfg.Verify.AllowUnsigned = slow, newFakeExtractor(), true
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h := &harness{t: t, e: e, store: store}
+	if h.policy, err = e.PutPolicy(context.Background(), testPolicy); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = submitRaw(ctx, e, h.intentJSON(id, "M", 2500), crypto.Authorship{})
+	wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)
+
+	close(slow.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := e.GetIntent(context.Background(), id)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the intent was never stored after its caller gave up: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -59,7 +59,9 @@ func newClientFixture(t *testing.T) *clientFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := actors.Open(actors.Config{Store: store, Extractor: evidence.DefaultCatalog(), Prover: actors.ReceiptProver{Key: key}})
+	cfg := actors.DefaultConfig()
+	cfg.Store, cfg.Extractor, cfg.Prover = store, evidence.DefaultCatalog(), actors.ReceiptProver{Key: key}
+	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

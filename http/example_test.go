@@ -46,7 +46,9 @@ func exampleServer() (url string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	engine, err := actors.Open(actors.Config{Store: store, Extractor: evidence.DefaultCatalog(), Prover: actors.ReceiptProver{Key: key}})
+	cfg := actors.DefaultConfig()
+	cfg.Store, cfg.Extractor, cfg.Prover = store, evidence.DefaultCatalog(), actors.ReceiptProver{Key: key}
+	engine, err := actors.Open(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -44,7 +44,9 @@ func openEngine(t *testing.T) *actors.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := actors.Open(actors.Config{Store: store, Extractor: evidence.DefaultCatalog()})
+	cfg := actors.DefaultConfig()
+	cfg.Store, cfg.Extractor = store, evidence.DefaultCatalog()
+	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,12 @@ func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := actors.Open(actors.Config{Store: store, Extractor: ex, Prover: actors.ReceiptProver{Key: key}, MaxSubscribers: maxSubscribers})
+	cfg := actors.DefaultConfig()
+	cfg.Store, cfg.Extractor, cfg.Prover = store, ex, actors.ReceiptProver{Key: key}
+	if maxSubscribers > 0 {
+		cfg.MaxSubscribers = maxSubscribers
+	}
+	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

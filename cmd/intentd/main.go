@@ -145,6 +145,8 @@ func envName(flagName string) string {
 // variable, which wins over the default.
 func (m *Main) ParseFlags(args []string) error {
 	c := &m.Config
+	// The engine's defaults are written once, in actors.DefaultConfig; the flags show them.
+	def := actors.DefaultConfig()
 	fs := flag.NewFlagSet("intentd", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
@@ -152,14 +154,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
 	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
 	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
-	fs.DurationVar(&c.IntentTTL, "intent-ttl", 24*time.Hour, "how long an intent waits for a proposal before it expires")
-	fs.IntVar(&c.MaxProving, "max-proving", 64, "proposals proved at once")
-	fs.IntVar(&c.ProvingQueue, "proving-queue", 1024, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
+	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
+	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
+	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
 	fs.StringVar(&c.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
 	fs.StringVar(&c.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
 	fs.StringVar(&c.ExtractorConfig, "extractor-config", "", "JSON file of rules choosing an extractor per solution (see docs/evidence.md)")
-	fs.Uint64Var(&c.EventRetention, "event-retention", 1_000_000, "newest events kept for replay")
-	fs.DurationVar(&c.EventRetentionAge, "event-retention-age", 7*24*time.Hour, "events older than this are dropped")
+	fs.Uint64Var(&c.EventRetention, "event-retention", def.EventRetention, "newest events kept for replay")
+	fs.DurationVar(&c.EventRetentionAge, "event-retention-age", def.EventRetentionAge, "events older than this are dropped")
 	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -171,7 +173,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
 	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
 	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
-	fs.IntVar(&c.MaxSubscribers, "max-subscribers", intenthttp.DefaultMaxSubscribers, "most clients of the event stream at once (503 past it)")
+	fs.IntVar(&c.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -284,32 +286,23 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	queue := c.ProvingQueue
-	if queue == 0 {
-		queue = -1 // the engine reads 0 as "the default"; the flag's 0 means none wait
-	}
 	metrics := intenthttp.NewMetrics()
 	if err := metrics.Registry().Register(m.store.FsyncCollector()); err != nil {
 		return fmt.Errorf("register the store's fsync metric: %w", err)
 	}
-	ecfg := actors.Config{
-		Store:     m.store,
-		Extractor: extractor,
-		Prover:    actors.ReceiptProver{Key: key},
-		Verify: crypto.VerifyOptions{
-			AllowUnsigned: c.AllowUnsigned,
-			PasskeyOrigin: c.PasskeyOrigin,
-			PasskeyRPID:   c.PasskeyRPID,
-		},
-		IntentTTL:         c.IntentTTL,
-		MaxProving:        c.MaxProving,
-		ProvingQueue:      queue,
-		EventRetention:    c.EventRetention,
-		EventRetentionAge: c.EventRetentionAge,
-		MaxSubscribers:    c.MaxSubscribers,
-		Logger:            m.logger.With("component", "engine"),
-		Observer:          metrics.Observer(),
+	ecfg := actors.DefaultConfig()
+	ecfg.Store, ecfg.Extractor = m.store, extractor
+	ecfg.Prover = actors.ReceiptProver{Key: key}
+	ecfg.Verify = crypto.VerifyOptions{
+		AllowUnsigned: c.AllowUnsigned,
+		PasskeyOrigin: c.PasskeyOrigin,
+		PasskeyRPID:   c.PasskeyRPID,
 	}
+	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
+	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
+	ecfg.MaxSubscribers = c.MaxSubscribers
+	ecfg.Logger = m.logger.With("component", "engine")
+	ecfg.Observer = metrics.Observer()
 	if m.tuneEngine != nil {
 		m.tuneEngine(&ecfg)
 	}
