@@ -100,6 +100,12 @@ func TestHTTPExtractFailures(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {}},
 		{name: "array", wantKind: KindBadBody, wantMsg: "want a JSON object, got an array",
 			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `[{"price_cents": 1}]`) }},
+		{name: "duplicate name", wantKind: KindBadBody, wantMsg: `duplicate object member name "price_cents"`,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, `{"price_cents": 1999, "price_cents": 1}`)
+			}},
+		{name: "invalid UTF-8", wantKind: KindBadBody, wantMsg: `invalid UTF-8 within "/color"`,
+			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{\"color\": \"na\xffvy\"}") }},
 		{name: "nested object", wantKind: KindBadBody, wantMsg: `field "offer": nested objects`,
 			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"offer": {"price": 1}}`) }},
 		{name: "too large by Content-Length", wantKind: KindTooLarge, wantMsg: "larger than 64 bytes", opts: []Option{WithMaxBytes(64)},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Request is what an extractor is asked. Its JSON form is exactly the body the http
@@ -236,6 +238,12 @@ func clipTo(s string, max int) string {
 // of scalars, with numbers kept as json.Number. It is the decoder for every flat
 // object that comes from outside: an evidence service's answer and a catalog entry.
 func decodeFlatObject(data []byte) (map[string]any, error) {
+	// encoding/json lets a repeated name through (the last wins) and rewrites invalid
+	// UTF-8 to U+FFFD; evidence is never coerced (decisions.md), so jsontext, which
+	// refuses both, reads the text first.
+	if _, err := jsontext.NewDecoder(bytes.NewReader(data)).ReadValue(); err != nil {
+		return nil, fmt.Errorf("not JSON: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -142,6 +142,9 @@ func TestDecodeFlatObject(t *testing.T) {
 		{name: "truncated", in: `{"a": 1`, wantErr: "not JSON"},
 		{name: "empty", in: ``, wantErr: "not JSON"},
 		{name: "HTML error page", in: `<html>502</html>`, wantErr: "not JSON"},
+		{name: "duplicate name", in: `{"price_cents": 1999, "price_cents": 1}`, wantErr: `duplicate object member name "price_cents"`},
+		{name: "invalid UTF-8", in: "{\"color\": \"na\xffvy\"}", wantErr: `invalid UTF-8 within "/color"`},
+		{name: "lone surrogate", in: `{"color": "\ud800"}`, wantErr: `invalid surrogate pair`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
