@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,9 +111,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS.fs != nil {
 		po.FS = opts.FS.fs
 	}
+	if po.FS == nil {
+		po.FS = vfs.Default
+	}
+	if err := checkCurrent(po.FS, dir); err != nil {
+		cache.Unref()
+		return nil, err
+	}
 	writers := new(atomic.Int64)
 	po.WALMinSyncInterval = syncInterval(writers)
-	db, err := pebble.Open(dir, po)
+	db, err := openPebble(dir, po)
 	cache.Unref()
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", dir, err)
@@ -146,6 +155,42 @@ func Open(dir string, opts Options) (*Store, error) {
 	go s.commitLoop()
 	go s.loadIntentIDs()
 	return s, nil
+}
+
+// checkCurrent refuses a folder that holds a store but not its CURRENT file, which names
+// the manifest to read: Pebble would take the folder for a new store and stop on a nil
+// pointer replaying its log.
+func checkCurrent(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil // no folder yet: Pebble makes it
+	}
+	var held []string
+	for _, n := range names {
+		if n == "CURRENT" {
+			return nil
+		}
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") {
+			held = append(held, n)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	slices.Sort(held)
+	return fmt.Errorf("open store in %s: the file CURRENT is missing, but the folder holds a store (%s): "+
+		"restore the folder from a backup (docs/operating.md, \"The data folder\")", dir, strings.Join(held, ", "))
+}
+
+// openPebble opens the store, turning a panic inside Pebble, which some damaged folders
+// cause, into an error that names the folder.
+func openPebble(dir string, po *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("the store in %s is damaged: pebble stopped with %v", dir, r)
+		}
+	}()
+	return pebble.Open(dir, po)
 }
 
 // Under a crowd of concurrent synced writes, the WAL waits syncWait after one fsync before

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,6 +90,9 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
+	// RotateSigningKey lets a missing signing.key be made anew in a store that has
+	// issued receipts under the old one.
+	RotateSigningKey bool
 	// Tokens is the file of bearer token hashes and roles; empty: no caller authentication.
 	Tokens string
 	// The caller limits beyond the body size (intenthttp.Limits).
@@ -166,6 +170,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
+	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
 	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
@@ -365,6 +370,20 @@ func (m *Main) Run(ctx context.Context) error {
 func (m *Main) signingKey() (*crypto.SigningKey, error) {
 	if m.Config.SigningKey != "" {
 		return crypto.LoadSigningKey(m.Config.SigningKey)
+	}
+	path := filepath.Join(m.Config.DataDir, crypto.SigningKeyFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !m.Config.RotateSigningKey {
+		// A new key is made for a store that has issued no receipt. Once one has, a
+		// missing key file is far more likely a lost file than a wish to rotate: a new
+		// key would leave every earlier receipt naming a key GET /info no longer shows.
+		_, last, err := m.store.EventBounds(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("signing key: read the event log: %w", err)
+		}
+		if last > 0 {
+			return nil, fmt.Errorf("signing key: %s is missing, but this store has recorded %d outcomes whose receipts name the old key; "+
+				"restore the file, or start once with --rotate-signing-key to make a new key (docs/proofs.md, \"Rotating the key\")", path, last)
+		}
 	}
 	key, created, err := crypto.LoadOrCreateSigningKey(m.Config.DataDir)
 	if err != nil {

@@ -169,6 +169,53 @@ func TestSigningKey(t *testing.T) {
 		}
 	})
 
+	t.Run("lost from a store with outcomes", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, nil)
+		_, oldID := s.serviceKey()
+		id := s.submit()
+		s.propose(id, solutionPasses)
+		s.waitStatus(id, "success")
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		keyFile := filepath.Join(dir, crypto.SigningKeyFile)
+		if err := os.Remove(keyFile); err != nil {
+			t.Fatal(err)
+		}
+
+		m := NewMain()
+		m.Stderr = &syncBuffer{}
+		m.LookupEnv = func(string) (string, bool) { return "", false }
+		if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", dir}); err != nil {
+			t.Fatal(err)
+		}
+		err := m.Run(t.Context())
+		m.Close()
+		if err == nil || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), "--rotate-signing-key") {
+			t.Fatalf("Run without the key file: %v, want a refusal naming %s and --rotate-signing-key", err, keyFile)
+		}
+		if _, err := os.Stat(keyFile); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a refused start made a key file anyway (%v)", err)
+		}
+
+		s = startServerIn(t, dir, []string{"--rotate-signing-key"})
+		pub, newID := s.serviceKey()
+		if newID == oldID {
+			t.Fatalf("the rotated key has the old id %s", newID)
+		}
+		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET proof after rotation: %s", r)
+		}
+		if _, err := proof.Verify(r.body, pub); err == nil {
+			t.Fatal("a receipt of the old key verifies under the new one")
+		}
+		if _, err := proof.Verify(r.body, nil); err != nil {
+			t.Fatalf("the old receipt no longer verifies under its own key: %v", err)
+		}
+	})
+
 	key, err := crypto.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
