@@ -369,7 +369,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
 			return intentd.Errorf(intentd.KindInvalid, intentd.CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
 		}
-		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "authorship: %v", err)
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "%v", err)
 	}
 	authored, err := encodeAuthored(canon, authorship)
 	if err != nil {

@@ -289,7 +289,13 @@ func TestTransitions(t *testing.T) {
 		{"bad signature", nil, func(t *testing.T, h *harness) {
 			raw := h.intentJSON(uuid.NewString(), "M", 2500)
 			auth, _ := crypto.SignEd25519(h.key, h.intentJSON(uuid.NewString(), "M", 2500))
-			wantCode(t, submitRaw(ctx, h.e, raw, auth), intentd.KindInvalid, intentd.CodeAuthorshipInvalid)
+			err := submitRaw(ctx, h.e, raw, auth)
+			wantCode(t, err, intentd.KindInvalid, intentd.CodeAuthorshipInvalid)
+			// The message reads as docs/authorship.md shows it, with no second prefix.
+			var e *intentd.Error
+			if !errors.As(err, &e) || e.Message != "authorship invalid: ed25519: signature does not verify" {
+				t.Fatalf("message %q, want %q", e.Message, "authorship invalid: ed25519: signature does not verify")
+			}
 		}},
 		{"unsigned refused by default", nil, func(t *testing.T, h *harness) {
 			raw := h.intentJSON(uuid.NewString(), "M", 2500)

@@ -51,10 +51,14 @@ func TestVerifyMultisig(t *testing.T) {
 		{"signature with a key of bad length", ones, 1, []Signature{{Ed25519: &Ed25519Signature{PubKey: pa[:31], Signature: sa.Ed25519.Signature}}}, VerifyOptions{}, "multisig: signatures[0]: pub_key is 31 bytes"},
 		{"signature with no scheme set", ones, 1, []Signature{{}}, VerifyOptions{}, "multisig: signatures[0]: has 0 of Ed25519, Passkey, Multisig set"},
 
-		// Weights are u64; a wrapping sum would make these 0 and 1.
-		{"weights summing to 2^64 meet threshold 2^64-1", []Signer{{pa, 1 << 63}, {pb, 1 << 63}}, math.MaxUint64, []Signature{sa, sb}, VerifyOptions{}, ""},
-		{"weights summing past 2^64 meet threshold 3", []Signer{{pa, math.MaxUint64}, {pb, 2}}, 3, []Signature{sa, sb}, VerifyOptions{}, ""},
-		{"one 2^63 weight below threshold 2^63+1", []Signer{{pa, 1 << 63}, {pb, 1 << 63}}, 1<<63 + 1, []Signature{sa}, VerifyOptions{}, fmt.Sprintf("multisig: weight %d below threshold %d", uint64(1<<63), uint64(1<<63+1))},
+		// Weights and the threshold are JSON-safe integers, so that every reader of the
+		// authorship sees the same numbers and the sum cannot wrap.
+		{"largest weights meet the largest threshold", []Signer{{pa, MaxMultisigWeight}, {pb, MaxMultisigWeight}}, MaxMultisigWeight, []Signature{sa, sb}, VerifyOptions{}, ""},
+		{"two largest weights sum past one", []Signer{{pa, MaxMultisigWeight}, {pb, MaxMultisigWeight}}, MaxMultisigWeight, []Signature{sa}, VerifyOptions{}, ""},
+		{"weight beyond 2^53-1", []Signer{{pa, 1 << 53}, {pb, 1}}, 1, []Signature{sa}, VerifyOptions{}, fmt.Sprintf("multisig: signer %s has weight %d, beyond 2^53-1", EncodeBase58(pa), uint64(1<<53))},
+		{"weight 2^64-1", []Signer{{pa, math.MaxUint64}, {pb, 2}}, 3, []Signature{sa, sb}, VerifyOptions{}, "beyond 2^53-1"},
+		{"threshold beyond 2^53-1", []Signer{{pa, 1}, {pb, 1}}, 1 << 53, []Signature{sa, sb}, VerifyOptions{}, fmt.Sprintf("multisig: threshold %d is beyond 2^53-1", uint64(1<<53))},
+		{"threshold 2^64-1", []Signer{{pa, 1 << 52}, {pb, 1 << 52}}, math.MaxUint64, []Signature{sa, sb}, VerifyOptions{}, "is beyond 2^53-1"},
 
 		{"mixed Ed25519 and passkey", []Signer{{pa, 1}, {pkUncompressed, 1}, {pb, 1}}, 2, []Signature{spk, sa}, VerifyOptions{}, ""},
 		{"passkey listed compressed, signing with the uncompressed key", []Signer{{pa, 1}, {pkCompressed, 1}}, 2, []Signature{sa, spk}, VerifyOptions{}, ""},

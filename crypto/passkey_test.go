@@ -109,8 +109,14 @@ func TestVerifyPasskey(t *testing.T) {
 		{"truncated authenticator data", assertion(form{}, p.AuthenticatorData(upFlag)[:36], p.ClientData("webauthn.get", challenge)), strict, "passkey: authenticator_data is 36 bytes, want at least 37"},
 		{"empty authenticator data", modified(func(s *PasskeySignature) { s.AuthenticatorData = nil }), strict, "passkey: authenticator_data is 0 bytes"},
 		{"signature over other client data", modified(func(s *PasskeySignature) {
-			s.ClientData = strings.Replace(s.ClientData, `"crossOrigin":false`, `"crossOrigin":true`, 1)
+			s.ClientData = strings.Replace(s.ClientData, `"crossOrigin":false`, `"crossOrigin":false,"extra":1`, 1)
 		}), strict, "passkey: signature does not verify"},
+		{"framed by another site", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "https://evil.example")), strict,
+			`passkey: client_data says crossOrigin, framed by "https://evil.example", which is not an allowed top origin`},
+		{"cross-origin with no top origin", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "")), strict, "which is not an allowed top origin"},
+		{"framed by an allowed site", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "https://wallet.example")),
+			VerifyOptions{PasskeyOrigin: "https://shop.example", PasskeyRPID: "shop.example", PasskeyTopOrigins: []string{"https://wallet.example"}}, ""},
+		{"cross-origin, origin not configured", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "https://evil.example")), VerifyOptions{}, ""},
 		{"signature over other authenticator data", modified(func(s *PasskeySignature) { s.AuthenticatorData = p.AuthenticatorData(0x05) }), strict, "passkey: signature does not verify"},
 		{"signature bit flipped", modified(func(s *PasskeySignature) { s.Signature = flipBit(s.Signature, 8*len(s.Signature)-3) }), strict, "passkey: signature does not verify"},
 		{"raw signature truncated", modified(func(s *PasskeySignature) { s.Signature = good(form{raw: true}).Passkey.Signature[:63] }), strict, "passkey: signature does not verify"},
@@ -158,4 +164,14 @@ func TestGenerateSoftPasskey(t *testing.T) {
 	if _, err := NewSoftPasskey(nil, "", ""); err == nil {
 		t.Error("NewSoftPasskey(nil) succeeded, want an error")
 	}
+}
+
+// crossOrigin is the client data of an assertion made in a frame of top, another site
+// than the passkey's origin.
+func crossOrigin(p *SoftPasskey, challenge, top string) string {
+	cd := strings.Replace(p.ClientData("webauthn.get", challenge), `"crossOrigin":false`, `"crossOrigin":true`, 1)
+	if top == "" {
+		return cd
+	}
+	return strings.TrimSuffix(cd, "}") + `,"topOrigin":"` + top + `"}`
 }

@@ -8,15 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
-	"math/bits"
+	"slices"
 )
 
 // Limits on a multisig, so that one request cannot ask for unbounded verification work.
 const (
 	MaxMultisigSigners    = 64
 	MaxMultisigSignatures = 64
+	// MaxMultisigWeight bounds a signer's weight and the threshold: 2^53-1, the largest
+	// integer every JSON reader holds exactly, as for every number the service reads.
+	MaxMultisigWeight = 1<<53 - 1
 )
 
 // Authenticator data layout (WebAuthn §6.1): rpIdHash (32) || flags (1) || signCount (4).
@@ -37,6 +39,10 @@ type VerifyOptions struct {
 	// PasskeyRPID, when not empty, is the relying party id whose SHA-256 must open the
 	// authenticator data. Empty: the RP id hash is not checked.
 	PasskeyRPID string
+	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page when it asks
+	// for a signature: client data with crossOrigin true is refused unless its
+	// topOrigin is one of them. Checked only when PasskeyOrigin is set.
+	PasskeyTopOrigins []string
 }
 
 // Verify checks that a authorizes the intent whose raw JSON (the `intent` object as
@@ -117,6 +123,11 @@ func (v *verifier) ed25519(s *Ed25519Signature) error {
 		return fmt.Errorf("ed25519: signature is %d bytes, want %d", len(s.Signature), Ed25519SignatureLen)
 	}
 	if !verifyEd25519(s.PubKey, v.canon, s.Signature) {
+		// The key is looked at only when the signature fails, so that every valid
+		// intent is spared a second decoding of its key.
+		if err := checkEd25519Key(s.PubKey); err != nil {
+			return fmt.Errorf("ed25519: pub_key %v", err)
+		}
 		return errors.New("ed25519: signature does not verify")
 	}
 	return nil
@@ -124,9 +135,11 @@ func (v *verifier) ed25519(s *Ed25519Signature) error {
 
 // clientData is the part of the WebAuthn client data JSON the service checks.
 type clientData struct {
-	Type      string `json:"type"`
-	Challenge string `json:"challenge"`
-	Origin    string `json:"origin"`
+	Type        string `json:"type"`
+	Challenge   string `json:"challenge"`
+	Origin      string `json:"origin"`
+	CrossOrigin bool   `json:"crossOrigin"`
+	TopOrigin   string `json:"topOrigin"`
 }
 
 func (v *verifier) passkey(s *PasskeySignature) error {
@@ -169,6 +182,11 @@ func (v *verifier) passkey(s *PasskeySignature) error {
 	}
 	if v.opts.PasskeyOrigin != "" && cd.Origin != v.opts.PasskeyOrigin {
 		return fmt.Errorf("passkey: client_data origin %q is not the allowed origin %q", cd.Origin, v.opts.PasskeyOrigin)
+	}
+	// A page of the allowed origin framed by another site signs with crossOrigin set:
+	// the origin check alone would let any site that frames it ask for signatures.
+	if v.opts.PasskeyOrigin != "" && cd.CrossOrigin && !slices.Contains(v.opts.PasskeyTopOrigins, cd.TopOrigin) {
+		return fmt.Errorf("passkey: client_data says crossOrigin, framed by %q, which is not an allowed top origin", cd.TopOrigin)
 	}
 	cdHash := sha256.Sum256([]byte(s.ClientData))
 	h := sha256.New()
@@ -229,6 +247,11 @@ func parseP256(b []byte) (*ecdsa.PublicKey, error) {
 func keyIdentity(pub []byte) (string, error) {
 	switch len(pub) {
 	case Ed25519PubKeyLen:
+		// A point has one canonical encoding and only those are accepted, so the
+		// bytes name the point: one signer cannot be listed twice in two spellings.
+		if err := checkEd25519Key(pub); err != nil {
+			return "", err
+		}
 		return "ed25519:" + string(pub), nil
 	case P256CompressedLen, P256UncompressedLen:
 		p, err := parseP256(pub)
@@ -250,6 +273,9 @@ func (v *verifier) multisig(m *MultisigSignature) error {
 	if m.Threshold < 1 {
 		return errors.New("multisig: threshold must be at least 1")
 	}
+	if m.Threshold > MaxMultisigWeight {
+		return fmt.Errorf("multisig: threshold %d is beyond 2^53-1", m.Threshold)
+	}
 	if len(m.Signers) == 0 {
 		return errors.New("multisig: no signers")
 	}
@@ -268,6 +294,9 @@ func (v *verifier) multisig(m *MultisigSignature) error {
 		}
 		if sg.Weight < 1 {
 			return fmt.Errorf("multisig: signer %s has weight 0, want at least 1", EncodeBase58(sg.PubKey))
+		}
+		if sg.Weight > MaxMultisigWeight {
+			return fmt.Errorf("multisig: signer %s has weight %d, beyond 2^53-1", EncodeBase58(sg.PubKey), sg.Weight)
 		}
 		if _, dup := weights[id]; dup {
 			return fmt.Errorf("multisig: signer %s is listed twice", EncodeBase58(sg.PubKey))
@@ -305,14 +334,9 @@ func (v *verifier) multisig(m *MultisigSignature) error {
 			return fmt.Errorf("multisig: signatures[%d]: signer %s signed more than once", i, EncodeBase58(pub))
 		}
 		signed[id] = true
-		// The sum saturates instead of wrapping: a true sum above the largest u64 is
-		// above every threshold, where a wrapped one would be small and refuse
-		// signers who together do reach it.
-		var carry uint64
-		total, carry = bits.Add64(total, w, 0)
-		if carry != 0 {
-			total = math.MaxUint64
-		}
+		// At most MaxMultisigSignatures weights of at most 2^53-1 each: the sum stays
+		// far below 2^64 and cannot wrap.
+		total += w
 	}
 	if total < m.Threshold {
 		return fmt.Errorf("multisig: weight %d below threshold %d", total, m.Threshold)

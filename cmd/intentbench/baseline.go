@@ -77,7 +77,7 @@ func (e *bareEngine) SubmitIntent(ctx context.Context, sub intentd.Submission) e
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
 	if err := crypto.VerifyCanonical(sub.Canonical, sub.Authorship, crypto.VerifyOptions{}); err != nil {
-		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "authorship: %v", err)
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "%v", err)
 	}
 	return nil
 }

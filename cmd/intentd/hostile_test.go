@@ -630,6 +630,11 @@ func (f *hostileFixture) signatureCases() []hostileCase {
 		hostilePost("signature of zeros", signedWith(hostileEdSigRaw(hostilePub(k), make([]byte, 64))), 400, ai),
 		hostilePost("signature with S above the group order", signedWith(hostileEdSigRaw(hostilePub(k), malleable)), 400, ai),
 		hostilePost("public key not on the curve", signedWith(hostileEdSigRaw(bytes.Repeat([]byte{0xff}, 32), good)), 400, ai),
+		// Under a key of small order a signature of S = 0 verifies for any intent by
+		// crypto/ed25519's rules: no private key is needed.
+		hostilePost("public key the identity, signature forged", signedWith(hostileEdSigRaw(append([]byte{1}, make([]byte, 31)...), append(append([]byte{1}, make([]byte, 31)...), make([]byte, 32)...))), 400, ai),
+		hostilePost("public key of order 2, signature forged", signedWith(hostileEdSigRaw(append(append([]byte{0xec}, bytes.Repeat([]byte{0xff}, 30)...), 0x7f), append(append([]byte{1}, make([]byte, 31)...), make([]byte, 32)...))), 400, ai),
+		hostilePost("public key the identity spelled y = p + 1, signature forged", signedWith(hostileEdSigRaw(append(append([]byte{0xee}, bytes.Repeat([]byte{0xff}, 30)...), 0x7f), append(append([]byte{1}, make([]byte, 31)...), make([]byte, 32)...))), 400, ai),
 		hostilePost("signature over an attr changed after signing", hostileBody(bytes.Replace(in, []byte(`3000`), []byte(`3001`), 1), `{"Signed":`+hostileEdSig(k, c)+`}`), 400, ai),
 		// JCS sorts keys and drops whitespace: the same intent sent differently is the
 		// same signed bytes, and is stored.
@@ -675,11 +680,15 @@ func (f *hostileFixture) multisigCases() []hostileCase {
 	p.Compressed = false
 	const maxU64 = "18446744073709551615"
 	const ai, ma = "authorship_invalid", "malformed_authorship"
-	// A signature set that weighs 2^64-1 + 1: the sum saturates rather than wrapping
-	// to 0, so it reaches a threshold of 2^64-1 and the intent is stored.
-	overflowIn := f.intent(uuid.NewString(), hostileAttrs)
-	oc := hostileCanon(overflowIn)
-	overflow := hostileBody(overflowIn, hostileMultisig([]string{hostileSigner(hostilePub(k0), maxU64), hostileSigner(hostilePub(k1), "1")}, maxU64, []string{hostileEdSig(k0, oc), hostileEdSig(k1, oc)}))
+	// Weights and thresholds beyond 2^53-1 are refused, as every other number the
+	// service reads past the JSON-safe range: a reader of another language would see
+	// other numbers, and no sum of 64 of them can wrap.
+	const max53, past53 = "9007199254740991", "9007199254740992"
+	// One point, the identity, in two spellings: it must not count as two signers.
+	identity := append([]byte{1}, make([]byte, 31)...)
+	identity2 := append(append([]byte{0xee}, bytes.Repeat([]byte{0xff}, 30)...), 0x7f)
+	forged := hostileEdSigRaw(identity, append(append([]byte{1}, make([]byte, 31)...), make([]byte, 32)...))
+	forged2 := hostileEdSigRaw(identity2, append(append([]byte{1}, make([]byte, 31)...), make([]byte, 32)...))
 	return []hostileCase{
 		hostilePost("multisig threshold 0", ms(two, "0", s0), 400, ai),
 		hostilePost("multisig threshold -1", ms(two, "-1", s0), 422, ma),
@@ -694,7 +703,12 @@ func (f *hostileFixture) multisigCases() []hostileCase {
 		hostilePost("multisig weight negative", ms([]string{hostileSigner(hostilePub(k0), "-1")}, "1", s0), 422, ma),
 		hostilePost("multisig weight 2^64", ms([]string{hostileSigner(hostilePub(k0), "18446744073709551616")}, "1", s0), 422, ma),
 		hostilePost("multisig weights overflow, one bad signature", ms([]string{hostileSigner(hostilePub(k0), maxU64), hostileSigner(hostilePub(k1), maxU64)}, maxU64, s0, hostileEdSigRaw(hostilePub(k1), make([]byte, 64))), 400, ai),
-		{name: "intents/multisig weights overflow saturate and reach the threshold", method: "POST", path: "/intents", ctype: hostileJSON, body: overflow, status: 200, stores: true},
+		hostilePost("multisig weights of 2^64-1 that would wrap", ms([]string{hostileSigner(hostilePub(k0), maxU64), hostileSigner(hostilePub(k1), "1")}, maxU64, s0, s1), 400, ai),
+		hostilePost("multisig weight 2^53", ms([]string{hostileSigner(hostilePub(k0), past53), hostileSigner(hostilePub(k1), "1")}, "1", s0), 400, ai),
+		hostilePost("multisig threshold 2^53", ms([]string{hostileSigner(hostilePub(k0), max53), hostileSigner(hostilePub(k1), max53)}, past53, s0, s1), 400, ai),
+		hostilePost("multisig one small-order point in two spellings", ms([]string{hostileSigner(identity, "1"), hostileSigner(identity2, "1")}, "2", forged, forged2), 400, ai),
+		{name: "intents/multisig weights of 2^53-1 reach a threshold of 2^53-1", method: "POST", path: "/intents", ctype: hostileJSON,
+			body: ms([]string{hostileSigner(hostilePub(k0), max53), hostileSigner(hostilePub(k1), max53)}, max53, s0, s1), status: 200, stores: true},
 		hostilePost("multisig no signers", ms(nil, "1", s0), 400, ai),
 		hostilePost("multisig no signatures", ms(two, "1"), 400, ai),
 		hostilePost("multisig 65 signers", ms(manySigners, "1", s0), 400, ai),

@@ -71,11 +71,13 @@ func main() {
 
 // Config is the server's settings, as the flags and environment give them.
 type Config struct {
-	Listen            string
-	DataDir           string
-	AllowUnsigned     bool
-	PasskeyOrigin     string
-	PasskeyRPID       string
+	Listen        string
+	DataDir       string
+	AllowUnsigned bool
+	PasskeyOrigin string
+	PasskeyRPID   string
+	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
+	PasskeyTopOrigins []string
 	IntentTTL         time.Duration
 	MaxProving        int
 	ProvingQueue      int
@@ -157,6 +159,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.DataDir, "data", "./data", "folder of the Pebble store; created when missing")
 	fs.BoolVar(&c.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
 	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
+	fs.Var(&listFlag{vals: &c.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
 	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
 	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
 	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
@@ -199,6 +202,11 @@ func (m *Main) ParseFlags(args []string) error {
 	if envErr != nil {
 		return envErr
 	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if l, ok := f.Value.(*listFlag); ok {
+			l.replace = true
+		}
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -206,6 +214,34 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
 	}
 	return c.validate()
+}
+
+// listFlag is a flag that may be given more than once, each time with one value or a
+// comma list, so that the environment variable (one string) can say what several flags
+// say. Values given on the command line replace the variable's rather than add to them,
+// as every other flag's do: ParseFlags sets replace between the two.
+type listFlag struct {
+	vals    *[]string
+	replace bool
+}
+
+func (l *listFlag) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	return strings.Join(*l.vals, ",")
+}
+
+func (l *listFlag) Set(v string) error {
+	if l.replace {
+		*l.vals, l.replace = nil, false
+	}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l.vals = append(*l.vals, part)
+		}
+	}
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -299,9 +335,10 @@ func (m *Main) Run(ctx context.Context) error {
 	ecfg.Store, ecfg.Extractor = m.store, extractor
 	ecfg.Prover = actors.ReceiptProver{Key: key}
 	ecfg.Verify = crypto.VerifyOptions{
-		AllowUnsigned: c.AllowUnsigned,
-		PasskeyOrigin: c.PasskeyOrigin,
-		PasskeyRPID:   c.PasskeyRPID,
+		AllowUnsigned:     c.AllowUnsigned,
+		PasskeyOrigin:     c.PasskeyOrigin,
+		PasskeyRPID:       c.PasskeyRPID,
+		PasskeyTopOrigins: c.PasskeyTopOrigins,
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,23 @@ func TestParseFlags(t *testing.T) {
 			map[string]string{"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "1"}, func(t *testing.T, c Config) {
 				if c.Listen != ":9000" || c.AllowUnsigned {
 					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"list flag, repeated and comma lists", []string{"--passkey-top-origin", "https://a.example,https://b.example", "--passkey-top-origin", "https://c.example"}, nil,
+			func(t *testing.T, c Config) {
+				if want := []string{"https://a.example", "https://b.example", "https://c.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
+					t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
+				}
+			}, ""},
+		{"list variable", nil, map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example, https://b.example"}, func(t *testing.T, c Config) {
+			if want := []string{"https://a.example", "https://b.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
+				t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
+			}
+		}, ""},
+		{"a list flag replaces its variable", []string{"--passkey-top-origin", "https://c.example"},
+			map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example"}, func(t *testing.T, c Config) {
+				if want := []string{"https://c.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
+					t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
 				}
 			}, ""},
 		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
