@@ -30,6 +30,7 @@ const (
 	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> "": an open intent's deadline
 	prefixProcessing = 'q' // q<intent id> -> "": the intent is processing
 	prefixEvent      = 'e' // e<8-byte event id> -> 8-byte unix nanos, then the payload
+	prefixWrite      = 'w' // w<8-byte write number> -> "": the newest committed batch (mark.go)
 	keyEventSeq      = "mseq"
 )
 
@@ -50,8 +51,12 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheBytes is the block cache size; 0 means 32 MiB.
 	CacheBytes int64
-	// NoSync skips fsync on writes. Only for benchmarks that measure everything else.
+	// NoSync skips fsync on writes, and keeps no mark. Only for benchmarks that measure
+	// everything else.
 	NoSync bool
+	// AcceptDataLoss opens a store whose write-ahead log lost acknowledged writes (see
+	// mark.go) instead of refusing it, and logs what was lost.
+	AcceptDataLoss bool
 }
 
 // Store is the Pebble-backed store. Its methods are safe for concurrent use.
@@ -87,6 +92,17 @@ type Store struct {
 	closing   chan struct{}
 	done      chan struct{}
 	seq       uint64 // last assigned event id; owned by the committer goroutine
+
+	// The mark (mark.go): the write numbers given and known durable, the event
+	// sequence known durable, and the mark last written, owned by markLoop.
+	fs         vfs.FS
+	dir        string
+	noMark     bool
+	writeNum   atomic.Uint64
+	durable    atomic.Uint64
+	durableSeq atomic.Uint64
+	marked     markRecord
+	markDone   chan struct{}
 }
 
 // Open opens or creates the store in dir.
@@ -118,6 +134,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		cache.Unref()
 		return nil, err
 	}
+	// The logs Pebble is about to replay, named if the mark finds writes missing:
+	// replay folds them into tables and removes them.
+	replayed := walFiles(po.FS, dir)
 	writers := new(atomic.Int64)
 	po.WALMinSyncInterval = syncInterval(writers)
 	db, err := openPebble(dir, po)
@@ -136,6 +155,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		ids:       newIDFilter(idFilterFirst),
 		idsLoaded: make(chan struct{}),
 		log:       opts.Logger,
+		fs:        po.FS,
+		dir:       dir,
+		noMark:    opts.NoSync,
+		markDone:  make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -152,6 +175,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.seq = seq
+	s.durableSeq.Store(seq)
+	if !s.noMark {
+		if err := s.checkMark(opts.AcceptDataLoss, replayed); err != nil {
+			db.Close()
+			return nil, err
+		}
+		go s.markLoop()
+	} else {
+		close(s.markDone)
+	}
 	go s.commitLoop()
 	go s.loadIntentIDs()
 	return s, nil
@@ -222,7 +255,13 @@ func syncInterval(writers *atomic.Int64) func() time.Duration {
 func (s *Store) commit(b *pebble.Batch) error {
 	s.writers.Add(1)
 	defer s.writers.Add(-1)
-	return b.Commit(s.writeOpts)
+	n := s.writeNum.Add(1)
+	b.Set(writeKey(n), nil, nil)
+	if err := b.Commit(s.writeOpts); err != nil {
+		return err
+	}
+	s.noteDurable(n)
+	return nil
 }
 
 // Close stops the committer after the writes already queued and closes the database.
@@ -231,6 +270,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.done
+		<-s.markDone
 		<-s.idsLoaded
 		err = s.db.Close()
 	})
@@ -368,7 +408,10 @@ func (s *Store) DeletePolicy(_ context.Context, id string) error {
 	if inUse {
 		return intentd.ErrPolicyInUse
 	}
-	if err := s.db.Delete(key(prefixPolicy, id), s.writeOpts); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Delete(key(prefixPolicy, id), nil)
+	if err := s.commit(b); err != nil {
 		return err
 	}
 	delete(s.policies, id)
@@ -646,6 +689,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 		return
 	}
 	s.seq = seq
+	s.durableSeq.Store(seq)
 	s.sinkMu.RLock()
 	sink := s.sink
 	s.sinkMu.RUnlock()

@@ -92,6 +92,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
+	// AcceptDataLoss starts on a store whose write-ahead log lost acknowledged writes.
+	AcceptDataLoss bool
 	// RotateSigningKey lets a missing signing.key be made anew in a store that has
 	// issued receipts under the old one.
 	RotateSigningKey bool
@@ -173,6 +175,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
+	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written); without it such a store is refused")
 	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
@@ -319,7 +322,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store")})
+	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store"), AcceptDataLoss: c.AcceptDataLoss})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,212 @@
+package persistence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Pebble replays its write-ahead log at start-up and takes a damaged record for the end
+// of the log: whatever was written after it is dropped without a word. Damage after an
+// fsync is outside what a store can prevent, but the operator must be told. So every
+// batch the store commits carries a write number, one more than the last, under its own
+// key; and a few times a second the highest number known durable is written to a small
+// file beside the database (the mark), outside the log. At start-up a database whose
+// highest write number is below the mark has lost acknowledged writes.
+//
+// What it cannot see: writes acknowledged after the last mark (at most markInterval of
+// them) and a folder restored whole from an older backup together with its mark.
+
+// markFile is the name of the mark in the data folder.
+const markFile = "intentd.mark"
+
+// markInterval is how often the mark is brought up to date while writes come. Each
+// update costs three small fsyncs (the file, its rename, the folder).
+const markInterval = 250 * time.Millisecond
+
+// markRecord is the mark's content: the write number and the event sequence that were
+// durable when it was written.
+type markRecord struct {
+	writes, events uint64
+}
+
+const markLen = 16
+
+func (m markRecord) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, markLen), m.writes)
+	return binary.BigEndian.AppendUint64(b, m.events)
+}
+
+// ErrDataLoss is wrapped by Open's error when the store holds fewer writes than its
+// mark says were acknowledged.
+var ErrDataLoss = errors.New("acknowledged writes are missing")
+
+// writeKey is the key of write number n; only the highest is kept for long.
+func writeKey(n uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixWrite}, n)
+}
+
+// lastWrite is the highest write number in the database, 0 for none.
+func (s *Store) lastWrite() (uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixWrite}, UpperBound: []byte{prefixWrite + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	if it.Last() && len(it.Key()) == 9 {
+		n = binary.BigEndian.Uint64(it.Key()[1:])
+	}
+	return n, it.Close()
+}
+
+// readMark reads the mark; ok is false when there is none (a new folder, or one written
+// before marks were kept).
+func readMark(fs vfs.FS, dir string) (m markRecord, ok bool, err error) {
+	f, err := fs.Open(fs.PathJoin(dir, markFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return markRecord{}, false, nil
+	}
+	if err != nil {
+		return markRecord{}, false, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, markLen+1))
+	if err != nil {
+		return markRecord{}, false, err
+	}
+	if len(b) != markLen {
+		return markRecord{}, false, fmt.Errorf("%s is %d bytes, want %d", fs.PathJoin(dir, markFile), len(b), markLen)
+	}
+	return markRecord{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}, true, nil
+}
+
+// writeMark replaces the mark whole: written beside it, synced, renamed over it, and
+// the folder synced, so that a crash leaves the old mark or the new one.
+func writeMark(fs vfs.FS, dir string, m markRecord) error {
+	tmp := fs.PathJoin(dir, markFile+".tmp")
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(m.encode())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, fs.PathJoin(dir, markFile)); err != nil {
+		return err
+	}
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// checkMark compares what the database holds with the mark, at Open. With
+// acceptLoss, a shortfall is logged and the mark is brought down to what remains.
+func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
+	last, err := s.lastWrite()
+	if err != nil {
+		return err
+	}
+	s.writeNum.Store(last)
+	s.durable.Store(last)
+	m, ok, err := readMark(s.fs, s.dir)
+	if err != nil {
+		return fmt.Errorf("open store in %s: read the mark: %w", s.dir, err)
+	}
+	s.marked = markRecord{writes: last, events: s.seq}
+	if !ok || (last >= m.writes && s.seq >= m.events) {
+		return nil
+	}
+	lost := fmt.Sprintf("the store holds writes up to number %d and events up to %d, but writes up to %d and events up to %d were acknowledged",
+		last, s.seq, m.writes, m.events)
+	if !acceptLoss {
+		return fmt.Errorf("open store in %s: %w: %s; its write-ahead log (%s) was damaged after it was written. "+
+			"Restore the folder from a backup, or start with --accept-data-loss to serve what remains (docs/operating.md, \"The data folder\")",
+			s.dir, ErrDataLoss, lost, strings.Join(replayed, ", "))
+	}
+	s.log.Warn("starting on a store that lost acknowledged writes, as --accept-data-loss allows", "dir", s.dir, "loss", lost)
+	return writeMark(s.fs, s.dir, s.marked)
+}
+
+// walFiles names the write-ahead log files in the folder, for messages.
+func walFiles(fs vfs.FS, dir string) []string {
+	names, _ := fs.List(dir)
+	var logs []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			logs = append(logs, n)
+		}
+	}
+	slices.Sort(logs)
+	if len(logs) == 0 {
+		return []string{"none left"}
+	}
+	return logs
+}
+
+// noteDurable records that write n is durable.
+func (s *Store) noteDurable(n uint64) {
+	for {
+		d := s.durable.Load()
+		if n <= d || s.durable.CompareAndSwap(d, n) {
+			return
+		}
+	}
+}
+
+// markLoop brings the mark up to date while the store is open, and once more as it
+// closes, and drops the write keys below the newest.
+func (s *Store) markLoop() {
+	defer close(s.markDone)
+	t := time.NewTicker(markInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.updateMark()
+		case <-s.closing:
+			<-s.done // the committer's last groups are in the final mark
+			s.updateMark()
+			return
+		}
+	}
+}
+
+func (s *Store) updateMark() {
+	m := markRecord{writes: s.durable.Load(), events: s.durableSeq.Load()}
+	if m == s.marked {
+		return
+	}
+	if err := writeMark(s.fs, s.dir, m); err != nil {
+		s.log.Error("update the store's mark", "dir", s.dir, "err", err)
+		return
+	}
+	// The older write keys say nothing the newest does not; a lost delete leaves a
+	// few more keys, never a wrong answer.
+	if m.writes > s.marked.writes {
+		if err := s.db.DeleteRange(writeKey(0), writeKey(m.writes), pebble.NoSync); err != nil {
+			s.log.Error("drop old write numbers", "err", err)
+		}
+	}
+	s.marked = m
+}
