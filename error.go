@@ -88,8 +88,8 @@ func ErrorCode(err error) string {
 	return "internal"
 }
 
-// The codes of the engine's errors, as listed in the API documentation. The HTTP layer
-// has its own codes for what it refuses before an engine is asked.
+// The codes of the engine's errors, as listed in the API documentation. The codes of
+// what the HTTP layer refuses before an engine is asked follow them.
 const (
 	CodeInternal             = "internal"
 	CodeIntentNotFound       = "intent_not_found"
@@ -116,4 +116,19 @@ const (
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it
 	// expired, its evidence could not be had, or its proof could not be made).
 	CodeNoProof = "no_proof"
+)
+
+// The codes of the errors the HTTP layer finds itself, before an engine is asked. They
+// are here beside the engine's, not in package http, because clients switch on them
+// too, and a client must not link the server to name them.
+const (
+	CodeInvalidJSON            = "invalid_json"             // 400: the body does not parse, is not UTF-8, or escapes a lone surrogate
+	CodeUnsupportedContentType = "unsupported_content_type" // 400: Content-Type missing, another than the route's, or not UTF-8
+	CodeBodyTooLarge           = "body_too_large"           // 413: the body is over the server's limit
+	CodeMethodNotAllowed       = "method_not_allowed"       // 405: the route does not serve this method
+	CodeNotFound               = "not_found"                // 404: no route has this path
+	CodeMalformedAuthorship    = "malformed_authorship"     // 422: the authorship does not match the schema
+	CodeSupersededShape        = "superseded_shape"         // 422: a shape of an earlier interface version
+	CodeInvalidLastEventID     = "invalid_last_event_id"    // 400: the resume point is not an event id
+	CodeInvalidFilter          = "invalid_filter"           // 400: an event filter with an unknown type or an id that is not a UUID
 )

@@ -25,18 +25,19 @@ var statusOf = map[intentd.Kind]int{
 	intentd.KindForbidden:        http.StatusForbidden,
 }
 
-// The codes of the errors the HTTP layer finds itself, before the core is asked. The
-// core's codes are the actors.Code* constants.
+// The codes of the errors the HTTP layer finds itself, before the core is asked, under
+// the names the handlers have always used. They are defined in the root package, so
+// that a client names them without linking the server.
 const (
-	CodeInvalidJSON            = "invalid_json"
-	CodeUnsupportedContentType = "unsupported_content_type"
-	CodeBodyTooLarge           = "body_too_large"
-	CodeMethodNotAllowed       = "method_not_allowed"
-	CodeNotFound               = "not_found"
-	CodeMalformedAuthorship    = "malformed_authorship"
-	CodeSupersededShape        = "superseded_shape"
-	CodeInvalidLastEventID     = "invalid_last_event_id"
-	CodeInvalidFilter          = "invalid_filter"
+	CodeInvalidJSON            = intentd.CodeInvalidJSON
+	CodeUnsupportedContentType = intentd.CodeUnsupportedContentType
+	CodeBodyTooLarge           = intentd.CodeBodyTooLarge
+	CodeMethodNotAllowed       = intentd.CodeMethodNotAllowed
+	CodeNotFound               = intentd.CodeNotFound
+	CodeMalformedAuthorship    = intentd.CodeMalformedAuthorship
+	CodeSupersededShape        = intentd.CodeSupersededShape
+	CodeInvalidLastEventID     = intentd.CodeInvalidLastEventID
+	CodeInvalidFilter          = intentd.CodeInvalidFilter
 )
 
 // retryAfterSeconds is what a 503 advises: proving slots and subscriber places free up
