@@ -15,7 +15,7 @@ const module = "github.com/intentd/intentd"
 // The leaves (policy, crypto) import nothing, so that the core can swap a store or an
 // extractor without touching the language or the crypto; the root holds the domain and
 // reads only the leaves; a store reads only the domain it persists; the proof checker
-// only what a client needs, so that a client links no server.
+// only what a client needs, so that a client links no server; the client likewise.
 var rules = map[string][]string{
 	".":           {"policy", "crypto", "internal"},
 	"policy":      {"internal"},
@@ -24,6 +24,15 @@ var rules = map[string][]string{
 	"persistence": {".", "policy", "crypto", "internal"},
 	"evidence":    {"policy", "internal"},
 	"proof":       {".", "policy", "crypto", "internal"},
+	"client":      {".", "policy", "crypto", "internal"},
+}
+
+// externalTestRules name, for a package whose external tests (package x_test) may
+// reach further than the package itself, the project folders those tests may import
+// besides its rules: the client's run it against a real server, which only a test may
+// link. Its in-package tests keep to the package's rules.
+var externalTestRules = map[string][]string{
+	"client": {"http", "actors", "persistence", "evidence", "proof"},
 }
 
 type listedPackage struct {
@@ -56,10 +65,16 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		seen[leaf] = true
-		imports := append(append(append([]string{}, p.Imports...), p.TestImports...), p.XTestImports...)
+		imports := append(append([]string{}, p.Imports...), p.TestImports...)
 		for _, imp := range imports {
 			if err := checkImport(leaf, allowed, imp); err != "" {
 				t.Errorf("%s imports %s: %s", p.ImportPath, imp, err)
+			}
+		}
+		xallowed := append(append([]string{}, allowed...), externalTestRules[leaf]...)
+		for _, imp := range p.XTestImports {
+			if err := checkImport(leaf, xallowed, imp); err != "" {
+				t.Errorf("%s's external tests import %s: %s", p.ImportPath, imp, err)
 			}
 		}
 	}
@@ -120,6 +135,12 @@ func TestCheckImport(t *testing.T) {
 		{"proof", module + "/persistence", false},
 		{"proof", module, true},
 		{"policy", "github.com/intentd/intentdx/policy", true},
+		{"client", module, true},
+		{"client", module + "/crypto", true},
+		{"client", module + "/proof", false},
+		{"client", module + "/http", false},
+		{"client", module + "/actors", false},
+		{"client", module + "/persistence", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.leaf+"->"+tt.imp, func(t *testing.T) {
@@ -128,5 +149,71 @@ func TestCheckImport(t *testing.T) {
 				t.Errorf("checkImport(%q, %q) allowed = %v, want %v", tt.leaf, tt.imp, got, tt.allowed)
 			}
 		})
+	}
+}
+
+// serverOnly are the dependencies that only a server needs: the engine, its store and
+// the server's metrics, the libraries under them, and the project's packages that hold
+// them.
+var serverOnly = []string{"pebble", "protoactor", "prometheus",
+	module + "/http", module + "/actors", module + "/persistence"}
+
+// TestClientLinksNoServer fails when the client, or intentctl, which talks to a server
+// only through it, links any part of a server: a command line tool would carry the
+// engine, its store and the metrics for nothing, and every change to them would
+// rebuild it.
+func TestClientLinksNoServer(t *testing.T) {
+	for _, pkg := range []string{"./client", "./cmd/intentctl"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) == 0 {
+			t.Fatalf("go list -deps %s lists nothing; the check would pass vacuously", pkg)
+		}
+		for _, dep := range deps {
+			if linksServer(dep) {
+				t.Errorf("%s depends on %s, which only a server needs", pkg, dep)
+			}
+		}
+	}
+}
+
+// linksServer reports whether the import path dep is, or is inside, one that only a
+// server needs.
+func linksServer(dep string) bool {
+	for _, s := range serverOnly {
+		if strings.HasPrefix(s, module+"/") {
+			if dep == s || strings.HasPrefix(dep, s+"/") {
+				return true
+			}
+		} else if strings.Contains(dep, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLinksServer(t *testing.T) {
+	tests := []struct {
+		dep  string
+		want bool
+	}{
+		{"github.com/cockroachdb/pebble/v2/vfs", true},
+		{"github.com/asynkron/protoactor-go/actor", true},
+		{"github.com/prometheus/client_golang/prometheus", true},
+		{module + "/http", true},
+		{module + "/actors", true},
+		{module + "/persistence/internal/x", true},
+		{module + "/httpx", false},
+		{module + "/client", false},
+		{module + "/proof", false},
+		{"net/http", false},
+	}
+	for _, tt := range tests {
+		if got := linksServer(tt.dep); got != tt.want {
+			t.Errorf("linksServer(%q) = %v, want %v", tt.dep, got, tt.want)
+		}
 	}
 }

@@ -19,9 +19,6 @@
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.
 //
-// Client is the Go client of the same API, the one intentctl uses: one method per route
-// (PutPolicy, SubmitIntent, Propose, Status, Proof, Info, PublicKey, ...), error answers
-// turned back into *APIError values carrying the status, code and message (errors.As
-// also gives an *intentd.Error), and Events, an EventStream that reconnects after a drop
-// and resumes from its last event id, so that its reader sees every event once.
+// The Go client of this API is package client, kept apart so that a program that only
+// talks to a server does not link one.
 package http

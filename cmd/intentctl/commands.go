@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
-	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"
 )
@@ -154,7 +154,7 @@ func (c *cli) propose(args []string) error {
 	ctx, cancel := c.call()
 	defer cancel()
 	if err := api.Propose(ctx, pos[0], pos[1]); err != nil {
-		var ae *intenthttp.APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
 			return fmt.Errorf("%w (nothing changed; try again in %s)", err, ae.RetryAfter)
 		}
@@ -190,7 +190,7 @@ func (c *cli) status(args []string) error {
 
 // printOutcome writes a status or an event as readable lines: the first says who and
 // what, the next ones say why.
-func printOutcome(w io.Writer, prefix string, st *intenthttp.IntentStatus) {
+func printOutcome(w io.Writer, prefix string, st *client.IntentStatus) {
 	line := prefix + st.IntentID + " " + string(st.State)
 	if st.FailureKind != "" {
 		line += " (" + string(st.FailureKind) + ")"
@@ -233,7 +233,7 @@ func (c *cli) proof(args []string) error {
 	defer cancel()
 	bundle, err := api.Proof(ctx, pos[0])
 	if err != nil {
-		var ae *intenthttp.APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Code == intentd.CodeProofNotReady {
 			return fmt.Errorf("%w (wait for it: intentctl watch --intent %s --until-terminal)", err, pos[0])
 		}

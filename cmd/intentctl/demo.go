@@ -14,9 +14,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
-	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"
 )
@@ -48,9 +48,9 @@ type demoCase struct {
 	want       intentd.State
 	wantFailed int
 
-	Outcome  *intenthttp.IntentStatus `json:"outcome,omitempty"`
-	EventID  uint64                   `json:"event_id,omitempty"`
-	Verified *proof.VerifyReport      `json:"proof,omitempty"`
+	Outcome  *client.IntentStatus `json:"outcome,omitempty"`
+	EventID  uint64               `json:"event_id,omitempty"`
+	Verified *proof.VerifyReport  `json:"proof,omitempty"`
 }
 
 // demoReport is the --json output of demo.
@@ -142,8 +142,8 @@ func (c *cli) demo(args []string) error {
 	// before it; the ids are fresh, so nothing older matches the filter.
 	sctx, scancel := context.WithTimeout(c.ctx, *wait)
 	defer scancel()
-	stream, err := api.Events(sctx, intenthttp.StreamOptions{IntentIDs: ids, MaxRetries: 5})
-	var ae *intenthttp.APIError
+	stream, err := api.Events(sctx, client.StreamOptions{IntentIDs: ids, MaxRetries: 5})
+	var ae *client.APIError
 	switch {
 	case errors.As(err, &ae):
 		say("   (the event stream is refused: %v; the outcomes will be read from the status instead)", err)
@@ -207,7 +207,7 @@ func (c *cli) demo(args []string) error {
 }
 
 // demoSubmit builds, signs and submits one intent of the demo.
-func (c *cli) demoSubmit(api *intenthttp.Client, p *policy.Policy, attrs policy.Attrs, priv ed25519.PrivateKey, id string) error {
+func (c *cli) demoSubmit(api *client.Client, p *policy.Policy, attrs policy.Attrs, priv ed25519.PrivateKey, id string) error {
 	intent, err := json.Marshal(intentWire{ID: id, PolicyID: p.ID(), Attrs: &attrs})
 	if err != nil {
 		return err
@@ -223,12 +223,12 @@ func (c *cli) demoSubmit(api *intenthttp.Client, p *policy.Policy, attrs policy.
 
 // demoPropose proposes a solution, trying again a few times while the server is busy:
 // a 503 changes nothing, and a demo should not fail for a moment's load.
-func (c *cli) demoPropose(api *intenthttp.Client, id, solution string) error {
+func (c *cli) demoPropose(api *client.Client, id, solution string) error {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := c.call()
 		err := api.Propose(ctx, id, solution)
 		cancel()
-		var ae *intenthttp.APIError
+		var ae *client.APIError
 		if err == nil || !errors.As(err, &ae) || ae.Code != intentd.CodeCapacityExceeded || attempt == 5 {
 			return c.reach(err)
 		}
@@ -243,9 +243,9 @@ func (c *cli) demoPropose(api *intenthttp.Client, id, solution string) error {
 
 // demoAwait waits until every case has its outcome, from the stream or, without one,
 // from the status, and prints each as it comes.
-func (c *cli) demoAwait(ctx context.Context, api *intenthttp.Client, stream *intenthttp.EventStream, cases []*demoCase, p *policy.Policy, say func(string, ...any)) error {
+func (c *cli) demoAwait(ctx context.Context, api *client.Client, stream *client.EventStream, cases []*demoCase, p *policy.Policy, say func(string, ...any)) error {
 	pending := len(cases)
-	record := func(eventID uint64, st *intenthttp.IntentStatus) {
+	record := func(eventID uint64, st *client.IntentStatus) {
 		for _, dc := range cases {
 			if dc.Outcome == nil && strings.EqualFold(dc.ID, st.IntentID) {
 				dc.Outcome, dc.EventID = st, eventID
@@ -327,13 +327,13 @@ func (dc *demoCase) print(p *policy.Policy, say func(string, ...any)) {
 
 // demoVerify fetches a case's proof and verifies it under the server's key. A proof
 // that does not verify ends the demo with exit status 4, as intentctl verify does.
-func (c *cli) demoVerify(api *intenthttp.Client, dc *demoCase, serverKey ed25519.PublicKey, say func(string, ...any)) error {
+func (c *cli) demoVerify(api *client.Client, dc *demoCase, serverKey ed25519.PublicKey, say func(string, ...any)) error {
 	var bundle json.RawMessage
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := c.call()
 		b, err := api.Proof(ctx, dc.ID)
 		cancel()
-		var ae *intenthttp.APIError
+		var ae *client.APIError
 		if err == nil {
 			bundle = b
 			break

@@ -1,8 +1,9 @@
 // Command intentctl is the command line of an intentd server: it makes keys, stores
 // and checks policies, builds, signs and submits intents, proposes solutions, follows
 // the outcome stream, and fetches and verifies proofs offline. It speaks to the server
-// only through the Go client of package http (github.com/intentd/intentd/http); keys,
-// signatures, policy compilation and proof verification run locally.
+// only through the Go client (github.com/intentd/intentd/client) and checks proofs with
+// package proof, so that it links none of the server; keys, signatures, policy
+// compilation and proof verification run locally.
 //
 // Usage:
 //

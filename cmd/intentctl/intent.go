@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
-	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -121,7 +121,7 @@ func (c *cli) intent(args []string) error {
 	}
 
 	if *dryRun {
-		body, err := intenthttp.AuthoredIntentJSON(intent, auth)
+		body, err := client.AuthoredIntentJSON(intent, auth)
 		if err != nil {
 			return err
 		}

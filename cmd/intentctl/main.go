@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/client"
 )
 
 // The exit codes, as doc.go lists them.
@@ -66,7 +66,7 @@ type cli struct {
 	stderr io.Writer
 	g      globals
 	cmd    command
-	client *intenthttp.Client
+	client *client.Client
 }
 
 // usageError is a mistake on the command line: exit 2, with the command's usage.
@@ -186,7 +186,7 @@ func (c *cli) finish(cmd command, err error) int {
 func exitCode(err error) int {
 	var ee *exitError
 	var ue *usageError
-	var ae *intenthttp.APIError
+	var ae *client.APIError
 	var oe *net.OpError
 	var ue2 *url.Error
 	switch {
@@ -251,7 +251,7 @@ func want(pos []string, n int, names string) error {
 // api returns the client of the server the flags name.
 // begin is the start of every command that talks to the server: its flags, exactly n
 // positional arguments (named for the usage message), and the client.
-func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]string, *intenthttp.Client, error) {
+func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]string, *client.Client, error) {
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return nil, nil, err
@@ -266,11 +266,11 @@ func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]str
 	return pos, api, nil
 }
 
-func (c *cli) api() (*intenthttp.Client, error) {
+func (c *cli) api() (*client.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
-	cl, err := intenthttp.NewClient(c.g.server)
+	cl, err := client.NewClient(c.g.server)
 	if err != nil {
 		return nil, usagef("--server: %v", err)
 	}
@@ -290,7 +290,7 @@ func (c *cli) call() (context.Context, context.CancelFunc) {
 
 // reach wraps a failure to talk to the server so that it says which server.
 func (c *cli) reach(err error) error {
-	var ae *intenthttp.APIError
+	var ae *client.APIError
 	if err == nil || errors.As(err, &ae) {
 		return err
 	}

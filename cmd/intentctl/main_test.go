@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
@@ -146,7 +147,7 @@ func TestJourney(t *testing.T) {
 		{"policy get", func() []string { return []string{"policy", "get", policyID} }, 0, `name tshirt_purchase_v1`, "", nil, false},
 		{"policy get unknown", static("policy", "get", "11111111111111111111111111111111"), 1, "", `policy_not_found \(404`, nil, false},
 		{"info", static("info", "--json"), 0, `"public_key"`, "", func(t *testing.T, r result) {
-			var info intenthttp.Info
+			var info client.Info
 			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.PublicKey == "" {
 				t.Fatalf("info --json: %v\n%s", err, r.stdout)
 			}
@@ -408,12 +409,12 @@ func TestDemo(t *testing.T) {
 					limit = 1
 				}
 				server = startServerWith(t, tc.catalog(t), limit)
-				cl, err := intenthttp.NewClient(server)
+				cl, err := client.NewClient(server)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if tc.full {
-					stream, err := cl.Events(t.Context(), intenthttp.StreamOptions{})
+					stream, err := cl.Events(t.Context(), client.StreamOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -470,7 +471,7 @@ func TestDemo(t *testing.T) {
 			if len(ids) != len(tc.outcomes) {
 				t.Fatalf("%d intents reported, want %d:\n%s", len(ids), len(tc.outcomes), r.stdout)
 			}
-			cl, _ := intenthttp.NewClient(server)
+			cl, _ := client.NewClient(server)
 			for i, id := range ids {
 				st, err := cl.Status(t.Context(), id)
 				if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
-	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/client"
 )
 
 func (c *cli) watch(args []string) error {
@@ -52,7 +52,7 @@ func (c *cli) watch(args []string) error {
 
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	stream, err := api.Events(ctx, intenthttp.StreamOptions{
+	stream, err := api.Events(ctx, client.StreamOptions{
 		From:      *from,
 		IntentIDs: intents,
 		OnReconnect: func(err error, attempt int) {
@@ -116,7 +116,7 @@ type watcher struct {
 
 // show prints one outcome, once per intent: an intent already shown from its status
 // is not shown again when its event is replayed.
-func (w *watcher) show(id uint64, st *intenthttp.IntentStatus) {
+func (w *watcher) show(id uint64, st *client.IntentStatus) {
 	key := strings.ToLower(st.IntentID)
 	if _, seen := w.ended[key]; seen {
 		return

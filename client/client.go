@@ -1,0 +1,298 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/policy"
+)
+
+// maxClientBody bounds what the client reads of one answer that is not a stream. The
+// largest answers are proof bundles, which hold a policy's bytecode (at most a few
+// hundred KiB) and evidence that came through a request-size limit; 16 MiB is far
+// above both and still stops a misbehaving server from exhausting memory.
+const maxClientBody = 16 << 20
+
+// Client speaks the API of an intentd server. Its methods turn error answers into
+// *APIError values carrying the server's status, code and message; errors.As also
+// finds an *intentd.Error in them, so that intentd.ErrorKind and intentd.ErrorCode work on
+// client errors as on the engine's. A failure to reach the server is returned as the
+// underlying transport error, never as an *APIError.
+//
+// A Client is safe for concurrent use once its fields are set.
+type Client struct {
+	// HTTPClient sends the requests; http.DefaultClient when nil. Its Timeout applies
+	// to event streams too, so leave it 0 and bound calls with their context instead.
+	HTTPClient *http.Client
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// UserAgent, when set, is sent as the User-Agent header.
+	UserAgent string
+
+	base *url.URL
+}
+
+// NewClient returns a client of the server at baseURL, such as
+// "http://127.0.0.1:8080". The URL must be absolute http or https; a path in it is kept
+// as a prefix of every route, for a server behind a proxy that mounts it there.
+func NewClient(baseURL string) (*Client, error) {
+	if !strings.Contains(baseURL, "://") {
+		// Without a scheme, "host:port" parses as an opaque URL or fails oddly.
+		return nil, fmt.Errorf("server URL %q: want an http:// or https:// URL, such as http://127.0.0.1:8080", baseURL)
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("server URL %q: %v", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("server URL %q: want an http:// or https:// URL", baseURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: no host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("server URL %q: want no query or fragment", baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return &Client{base: u}, nil
+}
+
+// BaseURL returns the server's URL as NewClient read it.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// IntentStatus is an intent's status as GET /intents/{id}/status answers it (spec
+// 2.10, with failure_kind), and the outcome an event carries.
+type IntentStatus struct {
+	State    intentd.State     `json:"status"`
+	IntentID string            `json:"intent_id,omitempty"`
+	Proposal *intentd.Proposal `json:"proposal,omitempty"`
+	// Evidence is set on success, and on a failure once evidence was extracted.
+	Evidence    json.RawMessage     `json:"evidence,omitempty"`
+	Reason      string              `json:"reason,omitempty"`
+	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
+	Failures    []policy.Failure    `json:"constraint_failures,omitempty"`
+}
+
+// Info is the body of GET /info: what a client needs to know of a server's settings.
+// It mirrors the server's own type, field for field and in the same order, so that a
+// client decodes it, and prints it again, without linking the server; a test holds the
+// two together.
+type Info struct {
+	APIVersion        string `json:"api_version"`
+	UnsignedPermitted bool   `json:"unsigned_permitted"`
+	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
+	MaxBodyBytes      int64  `json:"max_body_bytes"`
+	MaxSolutionBytes  int    `json:"max_solution_bytes"`
+	EventRetention    uint64 `json:"event_retention"`
+	// The limits beyond the body size, which the server refuses a request over.
+	MaxAttrs             int `json:"max_attrs"`
+	MaxSetElements       int `json:"max_set_elements"`
+	MaxStringBytes       int `json:"max_string_bytes"`
+	MaxSubscribers       int `json:"max_subscribers"`
+	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
+	// AuthRequired says whether requests need a bearer token (all but the health checks).
+	AuthRequired bool `json:"auth_required"`
+	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
+	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
+	PublicKey string `json:"public_key,omitempty"`
+	KeyID     string `json:"key_id,omitempty"`
+}
+
+// Info calls GET /info: the server's version, settings and receipt key.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	var info Info
+	if err := c.getJSON(ctx, "/info", &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// PublicKey returns the server's receipt key from GET /info, checked against the key
+// id it is served with. Fetch it once over a channel you trust and pin it: it is what
+// makes a verified proof the server's word (docs/proofs.md).
+func (c *Client) PublicKey(ctx context.Context) ([]byte, error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.PublicKey == "" {
+		return nil, errors.New("the server reports no public key: it signs no receipts")
+	}
+	pub, err := crypto.DecodeBase58(info.PublicKey)
+	if err != nil || len(pub) != 32 {
+		return nil, fmt.Errorf("the server's public_key %q is not the Base58 of a 32-byte Ed25519 key", info.PublicKey)
+	}
+	if id := crypto.KeyID(pub); id != info.KeyID {
+		return nil, fmt.Errorf("the server's key_id %q is not the id of its public key (%s)", info.KeyID, id)
+	}
+	return pub, nil
+}
+
+// PutPolicy calls POST /policies with the policy's source and returns its id. A source
+// that does not compile is an *APIError with code policy_invalid whose message lists
+// the errors with their positions.
+func (c *Client) PutPolicy(ctx context.Context, source string) (string, error) {
+	var id string
+	if err := c.do(ctx, "POST", "/policies", "text/plain; charset=utf-8", []byte(source), &id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Policy calls GET /policies/{id} and returns the policy's pretty-printed source, which
+// compiles to the same id.
+func (c *Client) Policy(ctx context.Context, id string) (string, error) {
+	var buf bytes.Buffer
+	if err := c.do(ctx, "GET", "/policies/"+url.PathEscape(id), "", nil, &buf); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// DeletePolicy calls DELETE /policies/{id}; code policy_in_use while open intents name it.
+func (c *Client) DeletePolicy(ctx context.Context, id string) error {
+	return c.do(ctx, "DELETE", "/policies/"+url.PathEscape(id), "", nil, nil)
+}
+
+// SubmitIntent calls POST /intents with the intent's JSON and its authorship. The
+// intent's bytes are sent as given, so that a signature made over them (through JCS)
+// is checked over the same value.
+func (c *Client) SubmitIntent(ctx context.Context, intent json.RawMessage, auth crypto.Authorship) error {
+	body, err := AuthoredIntentJSON(intent, auth)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/intents", "application/json", body, nil)
+}
+
+// AuthoredIntentJSON is the body of POST /intents: {"intent": intent, "authorship": auth}.
+func AuthoredIntentJSON(intent json.RawMessage, auth crypto.Authorship) ([]byte, error) {
+	a, err := auth.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("authorship: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"intent":`)
+	if err := json.Compact(&buf, intent); err != nil {
+		return nil, fmt.Errorf("intent is not JSON: %w", err)
+	}
+	buf.WriteString(`,"authorship":`)
+	buf.Write(a)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// Intent calls GET /intents/{id}: the intent as stored (in its JCS form) with its
+// authorship.
+func (c *Client) Intent(ctx context.Context, id string) (*intentd.AuthoredIntent, error) {
+	var ai intentd.AuthoredIntent
+	if err := c.getJSON(ctx, "/intents/"+url.PathEscape(id), &ai); err != nil {
+		return nil, err
+	}
+	return &ai, nil
+}
+
+// Propose calls POST /intents/{id}/proposal. A 503 (capacity_exceeded) changes
+// nothing; its APIError carries the advised RetryAfter.
+func (c *Client) Propose(ctx context.Context, id, solution string) error {
+	body, err := json.Marshal(intentd.Proposal{Solution: solution})
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/intents/"+url.PathEscape(id)+"/proposal", "application/json", body, nil)
+}
+
+// Status calls GET /intents/{id}/status.
+func (c *Client) Status(ctx context.Context, id string) (*IntentStatus, error) {
+	var st IntentStatus
+	if err := c.getJSON(ctx, "/intents/"+url.PathEscape(id)+"/status", &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Proof calls GET /intents/{id}/proof and returns the bundle's JSON as the server sent
+// it, ready for proof.Verify or for a file. Codes of its 404s: intent_not_found,
+// proof_not_ready (ask again once the intent is decided), no_proof (there will be none).
+func (c *Client) Proof(ctx context.Context, id string) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := c.do(ctx, "GET", "/intents/"+url.PathEscape(id)+"/proof", "", nil, &buf); err != nil {
+		return nil, err
+	}
+	if !json.Valid(buf.Bytes()) {
+		return nil, errors.New("GET proof: the answer is not JSON")
+	}
+	return bytes.TrimSpace(buf.Bytes()), nil
+}
+
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	return c.do(ctx, "GET", path, "", nil, v)
+}
+
+// do sends one request. out receives a 200's body: decoded as JSON into a value, or
+// copied into a *bytes.Buffer; nil discards it.
+func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	resp, err := c.send(ctx, method, path, nil, contentType, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeAPIError(resp)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxClientBody+1))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	if len(data) > maxClientBody {
+		return fmt.Errorf("%s %s: the answer is larger than %d bytes", method, path, maxClientBody)
+	}
+	switch o := out.(type) {
+	case nil:
+	case *bytes.Buffer:
+		o.Write(data)
+	default:
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: the answer is not what the API describes: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte) (*http.Response, error) {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return hc.Do(req)
+}
