@@ -52,16 +52,16 @@ func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "intentd_http_requests_total",
-		Help: "HTTP requests answered, by method, route pattern and status.",
+		Help: "HTTP requests answered, by method (other: one the API does not know), route pattern (unmatched: none) and status.",
 	}, []string{"method", "route", "status"})
 	m.requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "intentd_http_request_duration_seconds",
-		Help:    "Time to answer an HTTP request, by method and route pattern; an event stream counts until it ends.",
+		Help:    "Time to answer an HTTP request, by method and route pattern as for intentd_http_requests_total; an event stream counts until it ends.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "intentd_http_errors_total",
-		Help: "Error answers by route pattern and error code.",
+		Help: "Error answers by route pattern (unmatched: none) and error code.",
 	}, []string{"route", "code"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "intentd_http_requests_in_flight",
@@ -177,6 +177,49 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReserved, prometheus.GaugeValue, float64(st.Reserved))
 	}
 	ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(c.e.Subscribers()))
+}
+
+// knownMethods are the methods the method label names: those of RFC 9110 and PATCH,
+// the ones net/http has constants for. Any other method a request makes up is counted
+// as "other", so that a caller cannot add series by sending new ones.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// methodLabel is the method label of a request: its method if known, else "other".
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// errorCodes are the code label's values: every code the service answers with. A
+// code outside them, which only a bug could produce, is counted as "other" rather than
+// trusted to be one of a few.
+var errorCodes = map[string]bool{
+	intentd.CodeInternal: true, intentd.CodeIntentNotFound: true, intentd.CodePolicyNotFound: true,
+	intentd.CodeIntentExists: true, intentd.CodeProposalExists: true, intentd.CodeIntentExpired: true,
+	intentd.CodeAuthorshipInvalid: true, intentd.CodeUnsignedNotPermitted: true, intentd.CodeCapacityExceeded: true,
+	intentd.CodePolicyInUse: true, intentd.CodePolicyInvalid: true, intentd.CodeInvalidIntent: true,
+	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
+	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
+	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true,
+	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
+	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
+	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,
+	CodePolicyTooLarge: true, CodeNotReady: true,
+}
+
+// errorCodeLabel is the code label of an error answer: its code if the service has it,
+// else "other".
+func errorCodeLabel(code string) string {
+	if errorCodes[code] {
+		return code
+	}
+	return "other"
 }
 
 // requestInfo is what the handlers tell the request log and the metrics of a request

@@ -42,6 +42,7 @@ var routes = []route{
 
 // unmatchedRoute is the route label of every request no route serves: a path that is
 // none, a method its path does not serve, an OPTIONS request, a path with an empty id.
+// One label for all of them keeps what a caller can send from growing the metrics.
 const unmatchedRoute = "unmatched"
 
 // newRouter registers every route, and the answers to requests that match none, each
@@ -97,9 +98,9 @@ func (s *Server) unmatched(h httprouter.Handle) http.Handler {
 // checks are logged at debug, since load balancers ask every few seconds; every other
 // request is logged at info.
 func (s *Server) chain(rt *route, h httprouter.Handle) httprouter.Handle {
-	pattern, idKey, level := unmatchedRoute, "", slog.LevelInfo
+	pattern, method, idKey, level := unmatchedRoute, "", "", slog.LevelInfo
 	if rt != nil {
-		pattern, idKey = rt.pattern, idLogKey(rt.pattern)
+		pattern, method, idKey = rt.pattern, rt.method, idLogKey(rt.pattern)
 		if rt.role == "" {
 			level = slog.LevelDebug
 		}
@@ -129,10 +130,14 @@ func (s *Server) chain(rt *route, h httprouter.Handle) httprouter.Handle {
 		}
 		elapsed := time.Since(start)
 		s.metrics.inFlight.Dec()
-		s.metrics.requests.WithLabelValues(r.Method, pattern, strconv.Itoa(status)).Inc()
-		s.metrics.requestSeconds.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())
+		m := method
+		if rt == nil {
+			m = methodLabel(r.Method)
+		}
+		s.metrics.requests.WithLabelValues(m, pattern, strconv.Itoa(status)).Inc()
+		s.metrics.requestSeconds.WithLabelValues(m, pattern).Observe(elapsed.Seconds())
 		if ri.code != "" {
-			s.metrics.errors.WithLabelValues(pattern, ri.code).Inc()
+			s.metrics.errors.WithLabelValues(pattern, errorCodeLabel(ri.code)).Inc()
 			if ri.code == intentd.CodeCapacityExceeded {
 				s.metrics.capacityRefused.Inc()
 			}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
@@ -235,5 +236,152 @@ func TestChainCountsPanics(t *testing.T) {
 		if !strings.Contains(exp, series+"\n") {
 			t.Errorf("no %s in\n%s", series, exp)
 		}
+	}
+}
+
+// TestErrorCodeLabels checks that the code label takes every code of the OpenAPI
+// document and no other, but for canceled: the code of a caller that hung up, which
+// is counted but never seen.
+func TestErrorCodeLabels(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var enum []string
+	for _, v := range doc.Components.Schemas["ErrorCode"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	var codes []string
+	for c := range errorCodes {
+		if c != intentd.CodeCanceled {
+			codes = append(codes, c)
+		}
+	}
+	slices.Sort(enum)
+	slices.Sort(codes)
+	if !slices.Equal(codes, enum) {
+		t.Fatalf("error code labels %q\nthe document's codes %q", codes, enum)
+	}
+	tests := []struct{ code, want string }{
+		{CodeNotFound, CodeNotFound},
+		{intentd.CodeCanceled, intentd.CodeCanceled},
+		{"made_up", "other"},
+		{"", "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			if got := errorCodeLabel(tt.code); got != tt.want {
+				t.Fatalf("errorCodeLabel(%q) = %q, want %q", tt.code, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMethodLabel checks the method label of known, made-up and miscased methods.
+func TestMethodLabel(t *testing.T) {
+	tests := []struct{ method, want string }{
+		{"GET", "GET"}, {"HEAD", "HEAD"}, {"POST", "POST"}, {"PUT", "PUT"}, {"PATCH", "PATCH"},
+		{"DELETE", "DELETE"}, {"CONNECT", "CONNECT"}, {"OPTIONS", "OPTIONS"}, {"TRACE", "TRACE"},
+		{"get", "other"}, {"BREW", "other"}, {"M0X", "other"}, {"", "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			if got := methodLabel(tt.method); got != tt.want {
+				t.Fatalf("methodLabel(%q) = %q, want %q", tt.method, got, tt.want)
+			}
+		})
+	}
+}
+
+// seriesLabels matches one label of a series line.
+var seriesLabels = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
+
+// scanSeries counts the series of a text exposition, its lines that are not comments,
+// and checks the labels of the HTTP series against the values they may take.
+func scanSeries(t *testing.T, exposition string) int {
+	t.Helper()
+	patterns := map[string]bool{unmatchedRoute: true}
+	for _, rt := range routes {
+		patterns[rt.pattern] = true
+	}
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(exposition))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		if !strings.HasPrefix(line, "intentd_http_") {
+			continue
+		}
+		for _, m := range seriesLabels.FindAllStringSubmatch(line, -1) {
+			ok := true
+			switch m[1] {
+			case "method":
+				ok = methodLabel(m[2]) == m[2] || m[2] == "other"
+			case "route":
+				ok = patterns[m[2]]
+			case "code":
+				ok = errorCodeLabel(m[2]) == m[2]
+			case "status":
+				ok = regexp.MustCompile(`^[1-5][0-9][0-9]$`).MatchString(m[2])
+			}
+			if !ok {
+				t.Errorf("series %s: label %s takes the value %q", line, m[1], m[2])
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMetricsLabelsBounded floods a server with made-up methods and unknown paths,
+// with and without tokens, and checks that /metrics gains no series: each label of a
+// request takes one of a few values, whatever the request.
+func TestMetricsLabelsBounded(t *testing.T) {
+	const flood = 3000
+	tests := []struct {
+		name   string
+		tokens *Tokens
+		auth   []string // the Authorization headers of the flood's requests, in turn
+	}{
+		{"no tokens", nil, []string{""}},
+		{"tokens", allTokens(t), []string{"", "Bearer all", "Bearer wrong", "Bearer metrics"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := NewServer(openEngine(t), Options{Tokens: tt.tokens})
+			scrape := func() string {
+				rec := serve(srv, "GET", "/metrics", "Bearer all")
+				if rec.Code != http.StatusOK {
+					t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+				}
+				return rec.Body.String()
+			}
+			send := func(i int) {
+				auth := tt.auth[i%len(tt.auth)]
+				serve(srv, fmt.Sprintf("M%dX", i), "/x", auth)
+				serve(srv, "GET", fmt.Sprintf("/nowhere/%d", i), auth)
+				serve(srv, fmt.Sprintf("M%dX", i), fmt.Sprintf("/nowhere/%d", i), auth)
+				serve(srv, fmt.Sprintf("M%dX", i), "/intents", auth)
+				serve(srv, "OPTIONS", fmt.Sprintf("/intents/%d/proof", i), auth)
+			}
+			// Each kind of request with each header first, so that every series the
+			// flood may touch exists before the count.
+			for i := range len(tt.auth) {
+				send(i)
+			}
+			scrape()
+			before := scanSeries(t, scrape())
+			for i := range flood {
+				send(i)
+			}
+			after := scanSeries(t, scrape())
+			t.Logf("%d series before %d requests, %d after", before, 5*flood, after)
+			if after != before {
+				t.Fatalf("%d series before the flood, %d after", before, after)
+			}
+		})
 	}
 }
