@@ -191,10 +191,10 @@ func (t *Tokens) authenticate(header string) (caller, bool) {
 	return caller{name: name, roles: e.roles}, true
 }
 
-// authorize checks a request's token against its route's role. Routes that need no
-// role (the health checks) and servers without tokens let every request through.
-// A request that matches no route needs a valid token but no role, so that the
-// routes of a server cannot be listed by probing without one.
+// authorize checks a request's token against the role of its route rt. Routes that
+// need no role (the health checks) and servers without tokens let every request
+// through. A request that matches no route (rt nil) needs a valid token but no role,
+// so that the routes of a server cannot be listed by probing without one.
 func (s *Server) authorize(r *http.Request, rt *route) (caller, error) {
 	if s.opts.Tokens == nil || (rt != nil && rt.role == "") {
 		return caller{}, nil
@@ -223,71 +223,4 @@ func challenge(code string, hadToken bool) string {
 	default:
 		return `Bearer realm="intentd"`
 	}
-}
-
-// route is one route of the API with the role it needs ("" for none) and its pattern,
-// the label of its metrics and request logs.
-type route struct {
-	method, pattern string
-	role            Role
-	segments        []string
-}
-
-// routes lists every route the server serves. A test checks it against the router and
-// the OpenAPI document, so that no route goes without a role.
-var routes = compileRoutes([]route{
-	{method: "GET", pattern: "/healthz"},
-	{method: "GET", pattern: "/readyz"},
-	{method: "GET", pattern: "/openapi.json", role: RoleRead},
-	{method: "GET", pattern: "/info", role: RoleRead},
-	{method: "GET", pattern: "/metrics", role: RoleMetrics},
-	{method: "POST", pattern: "/policies", role: RoleAdmin},
-	{method: "GET", pattern: "/policies/:id", role: RoleRead},
-	{method: "DELETE", pattern: "/policies/:id", role: RoleAdmin},
-	{method: "POST", pattern: "/intents", role: RoleSubmit},
-	{method: "GET", pattern: "/intents/:id", role: RoleRead},
-	{method: "GET", pattern: "/intents/:id/status", role: RoleRead},
-	{method: "POST", pattern: "/intents/:id/proposal", role: RolePropose},
-	{method: "GET", pattern: "/intents/:id/proof", role: RoleRead},
-	{method: "GET", pattern: "/events", role: RoleRead},
-})
-
-func compileRoutes(rs []route) []route {
-	for i := range rs {
-		rs[i].segments = strings.Split(strings.TrimPrefix(rs[i].pattern, "/"), "/")
-	}
-	return rs
-}
-
-// matchRoute finds the route of a request and the value of its :id segment, or nil.
-// It matches as httprouter does for these patterns: a parameter is one non-empty
-// segment, and a trailing slash is another path.
-func matchRoute(method, path string) (*route, string) {
-	p, ok := strings.CutPrefix(path, "/")
-	if !ok {
-		return nil, ""
-	}
-	segs := strings.Split(p, "/")
-	for i := range routes {
-		rt := &routes[i]
-		if rt.method != method || len(rt.segments) != len(segs) {
-			continue
-		}
-		id, match := "", true
-		for j, want := range rt.segments {
-			switch {
-			case want == ":id" && segs[j] != "":
-				id = segs[j]
-			case want != segs[j]:
-				match = false
-			}
-			if !match {
-				break
-			}
-		}
-		if match {
-			return rt, id
-		}
-	}
-	return nil, ""
 }

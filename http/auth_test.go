@@ -87,40 +87,6 @@ func TestAuthenticate(t *testing.T) {
 	}
 }
 
-func TestMatchRoute(t *testing.T) {
-	tests := []struct {
-		method, path, pattern, id string
-	}{
-		{"GET", "/healthz", "/healthz", ""},
-		{"POST", "/policies", "/policies", ""},
-		{"GET", "/policies/abc", "/policies/:id", "abc"},
-		{"DELETE", "/policies/abc", "/policies/:id", "abc"},
-		{"GET", "/intents/x", "/intents/:id", "x"},
-		{"GET", "/intents/x/status", "/intents/:id/status", "x"},
-		{"POST", "/intents/x/proposal", "/intents/:id/proposal", "x"},
-		{"GET", "/intents/x/proof", "/intents/:id/proof", "x"},
-		{"GET", "/events", "/events", ""},
-		{"GET", "/intents/", "", ""},
-		{"GET", "/intents//status", "", ""},
-		{"GET", "/events/", "", ""},
-		{"PUT", "/policies", "", ""},
-		{"POST", "/intents/x", "", ""},
-		{"GET", "healthz", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			rt, id := matchRoute(tt.method, tt.path)
-			got := ""
-			if rt != nil {
-				got = rt.pattern
-			}
-			if got != tt.pattern || id != tt.id {
-				t.Fatalf("matchRoute = %q, %q; want %q, %q", got, id, tt.pattern, tt.id)
-			}
-		})
-	}
-}
-
 // TestReadyz checks /readyz before the engine is ready, after, and once draining.
 func TestReadyz(t *testing.T) {
 	ready := make(chan struct{})

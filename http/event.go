@@ -15,10 +15,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (s *Server) registerEventRoutes(r *httprouter.Router) {
-	r.GET("/events", s.handleEvents)
-}
-
 // eventTypes are the values the type filter accepts: the event types of spec part 6.
 var eventTypes = []intentd.State{intentd.StateSuccess, intentd.StateFailure, intentd.StateExpired}
 

@@ -7,13 +7,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (s *Server) registerIntentRoutes(r *httprouter.Router) {
-	r.POST("/intents", s.handlePostIntent)
-	r.GET("/intents/:id", s.handleGetIntent)
-	r.GET("/intents/:id/status", s.handleGetStatus)
-	r.POST("/intents/:id/proposal", s.handlePostProposal)
-}
-
 // handlePostIntent stores a new intent once the engine has verified its authorship and
 // its policy. The 200 means it is on disk.
 func (s *Server) handlePostIntent(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -53,16 +52,16 @@ func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "intentd_http_requests_total",
-		Help: "HTTP requests answered, by method, route pattern and status.",
+		Help: "HTTP requests answered, by method (other: one the API does not know), route pattern (unmatched: none) and status.",
 	}, []string{"method", "route", "status"})
 	m.requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "intentd_http_request_duration_seconds",
-		Help:    "Time to answer an HTTP request, by method and route pattern; an event stream counts until it ends.",
+		Help:    "Time to answer an HTTP request, by method and route pattern as for intentd_http_requests_total; an event stream counts until it ends.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "intentd_http_errors_total",
-		Help: "Error answers by route pattern and error code.",
+		Help: "Error answers by route pattern (unmatched: none) and error code.",
 	}, []string{"route", "code"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "intentd_http_requests_in_flight",
@@ -180,6 +179,49 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(c.e.Subscribers()))
 }
 
+// knownMethods are the methods the method label names: those of RFC 9110 and PATCH,
+// the ones net/http has constants for. Any other method a request makes up is counted
+// as "other", so that a caller cannot add series by sending new ones.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// methodLabel is the method label of a request: its method if known, else "other".
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// errorCodes are the code label's values: every code the service answers with. A
+// code outside them, which only a bug could produce, is counted as "other" rather than
+// trusted to be one of a few.
+var errorCodes = map[string]bool{
+	intentd.CodeInternal: true, intentd.CodeIntentNotFound: true, intentd.CodePolicyNotFound: true,
+	intentd.CodeIntentExists: true, intentd.CodeProposalExists: true, intentd.CodeIntentExpired: true,
+	intentd.CodeAuthorshipInvalid: true, intentd.CodeUnsignedNotPermitted: true, intentd.CodeCapacityExceeded: true,
+	intentd.CodePolicyInUse: true, intentd.CodePolicyInvalid: true, intentd.CodeInvalidIntent: true,
+	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
+	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
+	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true,
+	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
+	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
+	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,
+	CodePolicyTooLarge: true, CodeNotReady: true,
+}
+
+// errorCodeLabel is the code label of an error answer: its code if the service has it,
+// else "other".
+func errorCodeLabel(code string) string {
+	if errorCodes[code] {
+		return code
+	}
+	return "other"
+}
+
 // requestInfo is what the handlers tell the request log and the metrics of a request
 // beyond its status: the error code of an error answer.
 type requestInfo struct {
@@ -199,90 +241,25 @@ func noteErrorCode(r *http.Request, code string) {
 	}
 }
 
-// serve is the chain every request goes through: find its route, check its token,
-// route it, then count it and log it. Health checks are logged at debug, since load
-// balancers ask every few seconds; every other request is logged at info.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	rt, id := matchRoute(r.Method, r.URL.Path)
-	pattern := "unmatched"
-	if rt != nil {
-		pattern = rt.pattern
-	}
-	ri := &requestInfo{}
-	ctx := r.Context()
-	r = r.WithContext(contextWithInfo(ctx, ri))
-	rec := &statusRecorder{ResponseWriter: w}
-	s.metrics.inFlight.Inc()
-
-	c, err := s.authorize(r, rt)
-	if err != nil {
-		code := intentd.ErrorCode(err)
-		rec.Header().Set("WWW-Authenticate", challenge(code, r.Header.Get("Authorization") != ""))
-		Error(rec, r, s.log, err)
-	} else {
-		s.router.ServeHTTP(rec, r)
-	}
-
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
-	}
-	elapsed := time.Since(start)
-	s.metrics.inFlight.Dec()
-	s.metrics.requests.WithLabelValues(r.Method, pattern, strconv.Itoa(status)).Inc()
-	s.metrics.requestSeconds.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())
-	if ri.code != "" {
-		s.metrics.errors.WithLabelValues(pattern, ri.code).Inc()
-		if ri.code == intentd.CodeCapacityExceeded {
-			s.metrics.capacityRefused.Inc()
-		}
-	}
-
-	level := slog.LevelInfo
-	if rt != nil && rt.role == "" {
-		level = slog.LevelDebug
-	}
-	if !s.log.Enabled(ctx, level) {
-		return
-	}
-	// Never the path's query, the headers or the body: they may hold tokens,
-	// signatures or evidence. The route pattern and the id are enough to find a
-	// request again.
-	attrs := make([]slog.Attr, 0, 8)
-	attrs = append(attrs, slog.String("method", r.Method), slog.String("route", pattern),
-		slog.Int("status", status), slog.Duration("duration", elapsed))
-	switch {
-	case rt != nil && id != "" && rt.segments[0] == "intents":
-		attrs = append(attrs, slog.String("intent_id", clip(id)))
-	case rt != nil && id != "" && rt.segments[0] == "policies":
-		attrs = append(attrs, slog.String("policy_id", clip(id)))
-	}
-	if ri.code != "" {
-		attrs = append(attrs, slog.String("code", ri.code))
-	}
-	if c.name != "" {
-		attrs = append(attrs, slog.String("caller", c.name))
-	}
-	s.log.LogAttrs(ctx, level, "request", attrs...)
+// handleMetrics serves the handler NewServer built once: promhttp's handler keeps
+// state (its error counting, its encoder pool) that a handler per scrape would lose.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	s.exposition.ServeHTTP(w, r)
 }
 
-// registerOpsRoutes adds what operators call: metrics, readiness and the OpenAPI
-// document. The liveness check is with /info.
-func (s *Server) registerOpsRoutes(r *httprouter.Router) {
-	metrics := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+// newExposition is the handler of GET /metrics. A collector that fails is logged and
+// left out; the others are still served.
+func (m *Metrics) newExposition(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 	})
-	r.Handler("GET", "/metrics", metrics)
-	r.HandlerFunc("GET", "/readyz", s.handleReady)
-	r.HandlerFunc("GET", "/openapi.json", serveOpenAPI)
 }
 
 // handleReady answers 200 once the store is open and start-up recovery is over, and
 // 503 from the start of a shutdown on, so that a load balancer stops sending requests
 // before the listener closes.
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if s.draining.Load() {
 		Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
 		return

@@ -8,12 +8,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (s *Server) registerPolicyRoutes(r *httprouter.Router) {
-	r.POST("/policies", s.handlePostPolicy)
-	r.GET("/policies/:id", s.handleGetPolicy)
-	r.DELETE("/policies/:id", s.handleDeletePolicy)
-}
-
 // handlePostPolicy compiles and stores a policy source (text/plain) and answers its id
 // as a JSON string. A compile error is a 400 listing every error with line and column.
 func (s *Server) handlePostPolicy(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

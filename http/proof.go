@@ -6,10 +6,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-func (s *Server) registerProofRoutes(r *httprouter.Router) {
-	r.GET("/intents/:id/proof", s.handleGetProof)
-}
-
 // handleGetProof answers the proof bundle: the signed receipt with the authored intent,
 // the proposal, the evidence and the policy bytecode it binds, enough to check it
 // offline (docs/proofs.md). A malformed id is a 404, as for any GET.

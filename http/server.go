@@ -88,6 +88,9 @@ type Server struct {
 	router  *httprouter.Router
 	srv     *http.Server
 	metrics *Metrics
+	// info is the body of GET /info, and exposition the handler of GET /metrics.
+	info       Info
+	exposition http.Handler
 	// draining makes GET /readyz answer 503; set by Drain and Shutdown.
 	draining atomic.Bool
 
@@ -107,31 +110,9 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 
-	r := httprouter.New()
-	// Clients of an API are better told 404 than redirected: a redirected POST is
-	// resent by some clients and dropped by others.
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = true
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
-	})
-	// httprouter sets Allow before calling this.
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, s.log, intentd.Errorf(intentd.KindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
-			r.Method, clip(r.URL.Path), w.Header().Get("Allow")))
-	})
-	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-		Error(w, r, s.log, intentd.Errorf(intentd.KindInternal, intentd.CodeInternal, "internal error"))
-	}
-	s.registerPolicyRoutes(r)
-	s.registerIntentRoutes(r)
-	s.registerEventRoutes(r)
-	s.registerProofRoutes(r)
-	s.registerInfoRoutes(r)
-	s.registerOpsRoutes(r)
-	s.router = r
+	s.info = s.newInfo()
+	s.exposition = s.metrics.newExposition(s.log)
+	s.router = s.newRouter()
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
@@ -144,9 +125,10 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 	return s
 }
 
-// ServeHTTP checks a request's token, routes it, counts it and logs it.
+// ServeHTTP routes a request; the chain its route was registered with checks its
+// token, counts it and logs it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r)
+	s.router.ServeHTTP(w, r)
 }
 
 // Serve accepts connections on ln until Shutdown; it returns http.ErrServerClosed then.
@@ -214,7 +196,9 @@ type Info struct {
 	KeyID     string `json:"key_id,omitempty"`
 }
 
-func (s *Server) registerInfoRoutes(r *httprouter.Router) {
+// newInfo is what GET /info answers, made once: the options do not change while the
+// server runs.
+func (s *Server) newInfo() Info {
 	info := s.opts.Info
 	info.APIVersion = APIVersion
 	info.MaxBodyBytes = s.opts.MaxBodyBytes
@@ -223,13 +207,16 @@ func (s *Server) registerInfoRoutes(r *httprouter.Router) {
 	info.MaxAttrs, info.MaxSetElements, info.MaxStringBytes = l.MaxAttrs, l.MaxSetElements, l.MaxStringBytes
 	info.MaxSubscribers, info.MaxPolicySourceBytes = l.MaxSubscribers, l.MaxPolicySourceBytes
 	info.AuthRequired = s.opts.Tokens != nil
-	r.GET("/info", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-		writeJSON(w, http.StatusOK, info)
-	})
-	// A liveness check for load balancers and orchestrators: the server answers once
-	// start-up recovery is over, since it only listens after that.
-	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	})
+	return info
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, s.info)
+}
+
+// handleHealth is a liveness check for load balancers and orchestrators: the server
+// answers once start-up recovery is over, since it only listens after that.
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
 }

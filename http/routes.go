@@ -1,0 +1,203 @@
+package http
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd"
+)
+
+// route is one route of the API: the role it needs ("" for none) and its handler. Its
+// pattern is the route label of its metrics and request logs.
+type route struct {
+	method, pattern string
+	role            Role
+	handle          func(s *Server, w http.ResponseWriter, r *http.Request, ps httprouter.Params)
+}
+
+// routes is the one list of what the server serves: NewServer registers each with
+// httprouter behind the request chain, and a test checks it against the OpenAPI
+// document, so that no route goes without a role.
+var routes = []route{
+	{"GET", "/healthz", "", (*Server).handleHealth},
+	{"GET", "/readyz", "", (*Server).handleReady},
+	{"GET", "/openapi.json", RoleRead, (*Server).handleOpenAPI},
+	{"GET", "/info", RoleRead, (*Server).handleInfo},
+	{"GET", "/metrics", RoleMetrics, (*Server).handleMetrics},
+	{"POST", "/policies", RoleAdmin, (*Server).handlePostPolicy},
+	{"GET", "/policies/:id", RoleRead, (*Server).handleGetPolicy},
+	{"DELETE", "/policies/:id", RoleAdmin, (*Server).handleDeletePolicy},
+	{"POST", "/intents", RoleSubmit, (*Server).handlePostIntent},
+	{"GET", "/intents/:id", RoleRead, (*Server).handleGetIntent},
+	{"GET", "/intents/:id/status", RoleRead, (*Server).handleGetStatus},
+	{"POST", "/intents/:id/proposal", RolePropose, (*Server).handlePostProposal},
+	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},
+	{"GET", "/events", RoleRead, (*Server).handleEvents},
+}
+
+// unmatchedRoute is the route label of every request no route serves: a path that is
+// none, a method its path does not serve, an OPTIONS request, a path with an empty id.
+// One label for all of them keeps what a caller can send from growing the metrics.
+const unmatchedRoute = "unmatched"
+
+// newRouter registers every route, and the answers to requests that match none, each
+// behind its own chain.
+func (s *Server) newRouter() *httprouter.Router {
+	r := httprouter.New()
+	// Clients of an API are better told 404 than redirected: a redirected POST is
+	// resent by some clients and dropped by others.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	notFound := s.unmatched(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "no route %s", clip(r.URL.Path)))
+	})
+	r.NotFound = notFound
+	for i := range routes {
+		rt := &routes[i]
+		h := s.chain(rt, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			rt.handle(s, w, req, ps)
+		})
+		r.Handle(rt.method, rt.pattern, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			// httprouter gives an empty segment to a parameter (/intents//status); an
+			// id is never empty, so such a path is no route, answered and checked as
+			// one, rather than by a handler behind a role it was not asked for.
+			if emptyParam(ps) {
+				notFound.ServeHTTP(w, req)
+				return
+			}
+			h(w, req, ps)
+		})
+	}
+	// httprouter sets Allow before calling this.
+	r.MethodNotAllowed = s.unmatched(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		Error(w, r, s.log, intentd.Errorf(intentd.KindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",
+			r.Method, clip(r.URL.Path), w.Header().Get("Allow")))
+	})
+	// httprouter answers an OPTIONS request itself, with Allow and no body; through the
+	// chain, it needs a token as any other unmatched request does, and is counted.
+	r.GlobalOPTIONS = s.unmatched(func(http.ResponseWriter, *http.Request, httprouter.Params) {})
+	return r
+}
+
+// unmatched is the chain of the requests no route serves.
+func (s *Server) unmatched(h httprouter.Handle) http.Handler {
+	c := s.chain(nil, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c(w, r, nil) })
+}
+
+// chain wraps the handler of rt (nil: of the requests no route serves) in what every
+// request goes through: its token checked against the route's role, then the handler,
+// then its count in the metrics and its log line. Everything the labels and the log
+// level depend on is known here, once, rather than looked up per request. Health
+// checks are logged at debug, since load balancers ask every few seconds; every other
+// request is logged at info.
+func (s *Server) chain(rt *route, h httprouter.Handle) httprouter.Handle {
+	pattern, method, idKey, level := unmatchedRoute, "", "", slog.LevelInfo
+	if rt != nil {
+		pattern, method, idKey = rt.pattern, rt.method, idLogKey(rt.pattern)
+		if rt.role == "" {
+			level = slog.LevelDebug
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		start := time.Now()
+		ri := &requestInfo{}
+		ctx := r.Context()
+		r = r.WithContext(contextWithInfo(ctx, ri))
+		rec := &statusRecorder{ResponseWriter: w}
+		s.metrics.inFlight.Inc()
+
+		c, err := s.authorize(r, rt)
+		if err != nil {
+			// Allow, which httprouter set for a 405 or an OPTIONS answer, would tell a
+			// caller without a valid token which methods a path serves.
+			rec.Header().Del("Allow")
+			rec.Header().Set("WWW-Authenticate", challenge(intentd.ErrorCode(err), r.Header.Get("Authorization") != ""))
+			Error(rec, r, s.log, err)
+		} else {
+			s.call(h, rec, r, ps)
+		}
+
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
+		}
+		elapsed := time.Since(start)
+		s.metrics.inFlight.Dec()
+		m := method
+		if rt == nil {
+			m = methodLabel(r.Method)
+		}
+		s.metrics.requests.WithLabelValues(m, pattern, strconv.Itoa(status)).Inc()
+		s.metrics.requestSeconds.WithLabelValues(m, pattern).Observe(elapsed.Seconds())
+		if ri.code != "" {
+			s.metrics.errors.WithLabelValues(pattern, errorCodeLabel(ri.code)).Inc()
+			if ri.code == intentd.CodeCapacityExceeded {
+				s.metrics.capacityRefused.Inc()
+			}
+		}
+
+		if !s.log.Enabled(ctx, level) {
+			return
+		}
+		// Never the path's query, the headers or the body: they may hold tokens,
+		// signatures or evidence. The route pattern and the id are enough to find a
+		// request again.
+		attrs := make([]slog.Attr, 0, 8)
+		attrs = append(attrs, slog.String("method", r.Method), slog.String("route", pattern),
+			slog.Int("status", status), slog.Duration("duration", elapsed))
+		if id := ps.ByName("id"); idKey != "" && id != "" {
+			attrs = append(attrs, slog.String(idKey, clip(id)))
+		}
+		if ri.code != "" {
+			attrs = append(attrs, slog.String("code", ri.code))
+		}
+		if c.name != "" {
+			attrs = append(attrs, slog.String("caller", c.name))
+		}
+		s.log.LogAttrs(ctx, level, "request", attrs...)
+	}
+}
+
+// call runs a handler, answering 500 if it panics: the panic ends there, so that the
+// chain still counts and logs the request.
+func (s *Server) call(h httprouter.Handle, w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+			Error(w, r, s.log, intentd.Errorf(intentd.KindInternal, intentd.CodeInternal, "internal error"))
+		}
+	}()
+	h(w, r, ps)
+}
+
+// emptyParam reports whether a parameter of a matched route is empty.
+func emptyParam(ps httprouter.Params) bool {
+	for _, p := range ps {
+		if p.Value == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// idLogKey is the request log's name for the :id of a pattern: what it identifies.
+func idLogKey(pattern string) string {
+	switch {
+	case strings.HasPrefix(pattern, "/intents/:id"):
+		return "intent_id"
+	case strings.HasPrefix(pattern, "/policies/:id"):
+		return "policy_id"
+	}
+	return ""
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	serveOpenAPI(w, r)
+}
