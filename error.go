@@ -111,6 +111,9 @@ const (
 	// CodeCanceled: the caller gave up (hung up, or its deadline passed) before the
 	// engine answered. What the engine did meanwhile stays done; the status tells.
 	CodeCanceled = "canceled"
+	// CodeStorageFull: the store's disk is (nearly) full, so writes are refused until
+	// space returns; reads go on.
+	CodeStorageFull = "storage_full"
 	// CodeProofNotReady: the intent is open or processing; a proof may come.
 	CodeProofNotReady = "proof_not_ready"
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it

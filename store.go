@@ -18,6 +18,10 @@ var (
 	ErrPolicyInUse = errors.New("policy in use")
 	// ErrStoreClosed: the store was closed.
 	ErrStoreClosed = errors.New("store closed")
+	// ErrStorageFull: the store refuses writes while its storage is (nearly) full, so
+	// that what it acknowledged stays whole; reads go on, and writes resume on their
+	// own once space returns.
+	ErrStorageFull = errors.New("storage full")
 )
 
 // Store is the durable state an engine persists through. persistence.Store is the one on

@@ -288,7 +288,7 @@ func (e *Engine) PutPolicy(ctx context.Context, source string) (string, error) {
 	}
 	id := p.ID()
 	if _, err := e.store.PutPolicy(ctx, id, p.Bytecode(), []byte(source)); err != nil {
-		return "", intentd.Internal("store policy: %w", err)
+		return "", writeFailed("store policy", err)
 	}
 	e.cachePolicy(id, p)
 	return id, nil
@@ -339,7 +339,7 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 	case errors.Is(err, intentd.ErrPolicyInUse):
 		return intentd.Errorf(intentd.KindConflict, intentd.CodePolicyInUse, "policy %s is named by an open or processing intent", id)
 	case err != nil:
-		return intentd.Internal("delete policy: %w", err)
+		return writeFailed("delete policy", err)
 	}
 	e.policiesMu.Lock()
 	delete(e.policies, id)
@@ -402,18 +402,32 @@ func (e *Engine) GetIntent(ctx context.Context, id string) (json.RawMessage, err
 // Status returns an intent's status. An open intent past its deadline is expired first,
 // so that a reader never sees open what can no longer be proposed to.
 func (e *Engine) Status(ctx context.Context, id string) (intentd.Status, error) {
-	snap, err := e.loadSnapshot(ctx, id)
+	snap, err := e.current(ctx, id)
 	if err != nil {
 		return intentd.Status{}, err
 	}
-	if snap.State == intentd.StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
-		reply, err := e.registry.call(ctx, snap.ID, expire{})
-		if err != nil {
-			return intentd.Status{}, err
-		}
-		snap = reply.(*snapshot)
-	}
 	return snap.status(), nil
+}
+
+// current reads an intent's snapshot and expires it first when its deadline has passed,
+// so that a reader never sees open what can no longer be proposed to. While the store
+// refuses writes the intent is answered as expired all the same: the expiry is written,
+// with its event, once the store takes writes again.
+func (e *Engine) current(ctx context.Context, id string) (*snapshot, error) {
+	snap, err := e.loadSnapshot(ctx, id)
+	if err != nil || snap.State != intentd.StateOpen || e.cfg.Now().Before(snap.ExpiresAt) {
+		return snap, err
+	}
+	reply, err := e.registry.call(ctx, snap.ID, expire{})
+	if intentd.ErrorCode(err) == intentd.CodeStorageFull {
+		expired := snap.clone()
+		expired.State = intentd.StateExpired
+		return expired, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return reply.(*snapshot), nil
 }
 
 func (e *Engine) loadSnapshot(ctx context.Context, rawID string) (*snapshot, error) {

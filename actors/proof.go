@@ -75,16 +75,9 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 // in extraction or in proving, or decided while the service ran without a signing key).
 // An open intent past its deadline is expired first, as in Status.
 func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, error) {
-	snap, err := e.loadSnapshot(ctx, id)
+	snap, err := e.current(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if snap.State == intentd.StateOpen && !e.cfg.Now().Before(snap.ExpiresAt) {
-		reply, err := e.registry.call(ctx, snap.ID, expire{})
-		if err != nil {
-			return nil, err
-		}
-		snap = reply.(*snapshot)
 	}
 	switch {
 	case !snap.State.Terminal():

@@ -137,7 +137,7 @@ func (e *Engine) deliver(id string, o outcome) {
 	backoff := 10 * time.Millisecond
 	for {
 		_, err := e.registry.call(e.ctx, id, proved{outcome: o})
-		if err == nil || intentd.ErrorKind(err) != intentd.KindInternal {
+		if err == nil || !retryable(err) {
 			return
 		}
 		e.log.Error("deliver outcome", "intent_id", id, "err", err)

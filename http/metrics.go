@@ -206,7 +206,7 @@ var errorCodes = map[string]bool{
 	intentd.CodePolicyInUse: true, intentd.CodePolicyInvalid: true, intentd.CodeInvalidIntent: true,
 	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
 	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
-	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true,
+	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
 	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,
@@ -256,8 +256,8 @@ func (m *Metrics) newExposition(log *slog.Logger) http.Handler {
 	})
 }
 
-// handleReady answers 200 once the store is open and start-up recovery is over, and
-// 503 from the start of a shutdown on, so that a load balancer stops sending requests
+// handleReady answers 200 once the store is open and start-up recovery is over, 503
+// while the store refuses writes, and 503 from the start of a shutdown on, so that a load balancer stops sending requests
 // before the listener closes.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if s.draining.Load() {
@@ -269,6 +269,16 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 		case <-s.opts.Ready:
 		default:
 			Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, CodeNotReady, "the service is starting: start-up recovery is not over"))
+			return
+		}
+	}
+	// A service that refuses writes cannot do what most requests ask; the balancer is
+	// told, with the reason, and reads still reach it directly. The store's own words
+	// (its folder) are for the log, not for this unauthenticated route.
+	if s.opts.Writable != nil {
+		if err := s.opts.Writable(); err != nil {
+			s.log.WarnContext(r.Context(), "not ready: writes are refused", "err", err)
+			Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStorageFull, "the data folder's disk is nearly full: writes are refused until space is freed; reads go on"))
 			return
 		}
 	}

@@ -53,6 +53,9 @@ type Options struct {
 	// Ready is closed once the service may take traffic (store open, start-up
 	// recovery over), as GET /readyz reports; nil: ready at once.
 	Ready <-chan struct{}
+	// Writable says why the store refuses writes (a full disk), or nil while it takes
+	// them, as GET /readyz reports; nil: always writable.
+	Writable func() error
 }
 
 func (o *Options) setDefaults() {

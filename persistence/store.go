@@ -54,6 +54,14 @@ type Options struct {
 	// NoSync skips fsync on writes, and keeps no mark. Only for benchmarks that measure
 	// everything else.
 	NoSync bool
+	// MinFreeBytes is the free space of the folder's file system below which writes are
+	// refused with intentd.ErrStorageFull (diskspace.go); 0: never refused.
+	// DefaultMinFreeBytes is what intentd runs with.
+	MinFreeBytes int64
+	// FreeBytes reads the free space of the folder's file system; nil: the operating
+	// system's answer for a folder on the real file system, and no check on an
+	// in-memory one.
+	FreeBytes func() (uint64, error)
 	// AcceptDataLoss opens a store whose write-ahead log lost acknowledged writes (see
 	// mark.go) instead of refusing it, and logs what was lost.
 	AcceptDataLoss bool
@@ -103,6 +111,12 @@ type Store struct {
 	durableSeq atomic.Uint64
 	marked     markRecord
 	markDone   chan struct{}
+
+	// Free space (diskspace.go): writes are refused while full is set.
+	minFree   uint64
+	full      atomic.Bool
+	freeBytes atomic.Uint64
+	diskDone  chan struct{}
 }
 
 // Open opens or creates the store in dir.
@@ -159,6 +173,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		dir:       dir,
 		noMark:    opts.NoSync,
 		markDone:  make(chan struct{}),
+		diskDone:  make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -184,6 +199,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		go s.markLoop()
 	} else {
 		close(s.markDone)
+	}
+	free := opts.FreeBytes
+	if free == nil && opts.FS.fs == nil && statfsFree != nil {
+		free = func() (uint64, error) { return statfsFree(dir) }
+	}
+	if opts.MinFreeBytes > 0 {
+		s.minFree = uint64(opts.MinFreeBytes)
+	}
+	if free != nil && s.minFree > 0 {
+		s.checkDisk(free) // before the first write
+		go s.diskLoop(free)
+	} else {
+		close(s.diskDone)
 	}
 	go s.commitLoop()
 	go s.loadIntentIDs()
@@ -253,6 +281,9 @@ func syncInterval(writers *atomic.Int64) func() time.Duration {
 
 // commit writes a batch with the store's durability and counts it among the writers.
 func (s *Store) commit(b *pebble.Batch) error {
+	if s.full.Load() {
+		return s.Writable()
+	}
 	s.writers.Add(1)
 	defer s.writers.Add(-1)
 	n := s.writeNum.Add(1)
@@ -271,6 +302,7 @@ func (s *Store) Close() error {
 		close(s.closing)
 		<-s.done
 		<-s.markDone
+		<-s.diskDone
 		<-s.idsLoaded
 		err = s.db.Close()
 	})

@@ -92,6 +92,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
+	// MinFreeDisk is the free space below which writes are refused; 0: never.
+	MinFreeDisk int64
 	// AcceptDataLoss starts on a store whose write-ahead log lost acknowledged writes.
 	AcceptDataLoss bool
 	// RotateSigningKey lets a missing signing.key be made anew in a store that has
@@ -175,6 +177,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
 	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written); without it such a store is refused")
 	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -263,6 +266,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.EventRetentionAge)
 	case c.MaxBody < 1:
 		return fmt.Errorf("--max-body %d: want at least 1", c.MaxBody)
+	case c.MinFreeDisk < 0:
+		return fmt.Errorf("--min-free-disk %d: want 0 or more bytes", c.MinFreeDisk)
 	case c.DataDir == "":
 		return errors.New("--data: want a folder")
 	case c.ShutdownTimeout <= 0:
@@ -322,7 +327,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store"), AcceptDataLoss: c.AcceptDataLoss})
+	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store"), AcceptDataLoss: c.AcceptDataLoss, MinFreeBytes: c.MinFreeDisk})
 	if err != nil {
 		return err
 	}
@@ -375,6 +380,7 @@ func (m *Main) Run(ctx context.Context) error {
 	opts.Tokens = tokens
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()
+	opts.Writable = m.store.Writable
 	opts.Info = intenthttp.Info{
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestFullDisk runs intentd on a small file system (a tmpfs the test mounts, so it
+// needs root; it skips, saying so, without) and fills it: new intents are answered
+// 503 storage_full with Retry-After, reads of what is stored go on, the service stays
+// up, and writes are taken again, on their own, once space is freed.
+func TestFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	const margin = 24 << 20
+	s := startServerIn(t, filepath.Join(dir, "data"), []string{"--min-free-disk", strconv.Itoa(margin)})
+	stored := s.submit()
+
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			break // the file system is full
+		}
+		if fi, _ := filler.Stat(); fi.Size() > 64<<20 {
+			break
+		}
+	}
+	filler.Close()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		intent := s.intentJSON(uuid.NewString())
+		r := s.postIntent(authored(t, intent, s.signEd25519(intent)))
+		if r.status == http.StatusServiceUnavailable {
+			if code, msg := r.errorBody(t); code != "storage_full" || !strings.Contains(msg, "storage is full") || r.header.Get("Retry-After") == "" {
+				t.Fatalf("a write on a full disk: %s (Retry-After %q), want 503 storage_full saying so", r, r.header.Get("Retry-After"))
+			}
+			break
+		}
+		if r.status != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("a write while the disk fills: %s, want 200 and then 503 storage_full", r)
+		}
+	}
+	if r := s.do("GET", "/readyz", "", nil); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("GET /readyz on a full disk: %s, want 503 storage_full", r)
+	} else if code, _ := r.errorBody(t); code != "storage_full" {
+		t.Fatalf("GET /readyz on a full disk: %s, want the code storage_full", r)
+	}
+	if st := s.status(stored); st["status"] != "open" {
+		t.Fatalf("status of a stored intent on a full disk: %v, want it read", st)
+	}
+	if r := s.do("GET", "/intents/"+stored, "", nil); r.status != http.StatusOK {
+		t.Fatalf("GET of a stored intent on a full disk: %s", r)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		intent := s.intentJSON(uuid.NewString())
+		r := s.postIntent(authored(t, intent, s.signEd25519(intent)))
+		if r.status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a write after space returned: %s, want 200 within 10 s", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := s.do("GET", "/readyz", "", nil); r.status != http.StatusOK {
+		t.Fatalf("GET /readyz once space returned: %s", r)
+	}
+	if r := s.propose(stored, solutionPasses); r.status != http.StatusOK {
+		t.Fatalf("proposal after space returned: %s", r)
+	}
+	s.waitStatus(stored, "success")
+}

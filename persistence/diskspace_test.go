@@ -1,0 +1,134 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+)
+
+// TestStorageFull runs a store whose free space is told by the test: writes are refused
+// with ErrStorageFull while it is below the margin, reads go on, and writes resume on
+// their own when space returns.
+func TestStorageFull(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	s, err := Open("db", Options{FS: NewMemFS(), MinFreeBytes: 64 << 20, FreeBytes: func() (uint64, error) { return free.Load(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []string{"P", "R"} {
+		if _, err := s.PutPolicy(ctx, p, []byte{1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(t, s, "before", "P", "o")
+
+	free.Store(10 << 20)
+	waitFor(t, "writes refused", func() bool { return s.Writable() != nil })
+	if err := s.Writable(); !errors.Is(err, intentd.ErrStorageFull) || !strings.Contains(err.Error(), "10485760 bytes free") {
+		t.Fatalf("Writable = %v, want ErrStorageFull saying how much is free", err)
+	}
+	for name, write := range map[string]func() error{
+		"create":   func() error { return s.CreateIntent(ctx, "during", "P", []byte("o"), t0) },
+		"process":  func() error { return s.BeginProcessing(ctx, "before", []byte("p"), t0) },
+		"finish":   func() error { _, err := s.Finish(ctx, "before", "P", []byte("d"), t0, event("before")); return err },
+		"policy":   func() error { _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); return err },
+		"unpolicy": func() error { return s.DeletePolicy(ctx, "R") },
+	} {
+		if err := write(); !errors.Is(err, intentd.ErrStorageFull) {
+			t.Errorf("%s while full = %v, want ErrStorageFull", name, err)
+		}
+	}
+	if got, err := s.Intent(ctx, "before"); err != nil || string(got) != "o" {
+		t.Fatalf("read while full = %q, %v; want the stored intent", got, err)
+	}
+	if _, err := s.Intent(ctx, "during"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("a refused create was stored: %v", err)
+	}
+
+	free.Store(1 << 30)
+	waitFor(t, "writes resumed", func() bool { return s.Writable() == nil })
+	mustCreate(t, s, "after", "P", "o")
+}
+
+// TestStorageFullOnDisk fills a real, small file system (a tmpfs the test mounts) to
+// the margin: the store refuses writes before Pebble runs out of space, which would end
+// the process, and takes them again once the filler is removed. It needs root to mount
+// the tmpfs and skips, saying so, without.
+func TestStorageFullOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	s, err := Open(filepath.Join(dir, "db"), Options{MinFreeBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fill until less than the margin is left (tmpfs says "no space" at the end).
+	chunk := make([]byte, 1<<20)
+	for {
+		free, err := statfsFree(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free < 20<<20 {
+			break
+		}
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	// Writes race the watcher, as they would in service: they are refused before the
+	// file system is out of space, or Pebble would end this process.
+	snap := make([]byte, 4096)
+	refused := false
+	for i := 0; i < 100_000 && !refused; i++ {
+		err := s.CreateIntent(ctx, fmt.Sprintf("i%06d", i), "P", snap, t0)
+		switch {
+		case errors.Is(err, intentd.ErrStorageFull):
+			refused = true
+		case err != nil:
+			t.Fatalf("create %d on a filling disk: %v, want ErrStorageFull", i, err)
+		}
+	}
+	if !refused {
+		t.Fatal("no write was refused on a full disk")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "writes resumed", func() bool { return s.Writable() == nil })
+	mustCreate(t, s, "after", "P", "o")
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
