@@ -1,7 +1,8 @@
 // Package http is intentd's HTTP API: the routes of the service specification (policies,
-// intents, proposals, statuses) over an actors.Engine, the strict decoders of request
-// bodies, the one table that turns the core's error kinds into statuses and error
-// bodies, and the Server-Sent Events stream of outcomes.
+// intents, proposals, statuses) over any intentd.Engine, the strict decoders of request
+// bodies, the one table that turns the domain's error kinds into statuses and error
+// bodies, and the Server-Sent Events stream of outcomes. A request body is decoded once,
+// here, checked against the limits, and handed to the engine as a decoded value.
 //
 // Every error answer is {"message": "...", "code": "..."} with a stable snake_case code;
 // the codes are listed in docs/api.md. Internal errors are logged with their cause and
@@ -12,9 +13,11 @@
 // comment line, resumes after the Last-Event-ID header (or the last-event-id query
 // parameter) with no gap and no duplicate, and ends cleanly when the server shuts down.
 //
-// Every request goes through one chain (Server.ServeHTTP): its route pattern is found,
-// its bearer token checked against the route's role when the server has Tokens, then it
-// is routed, counted in Metrics and logged, without its body, query or headers. Limits
+// The routes are one table (routes.go: method, pattern, role, handler), registered with
+// httprouter in a loop; each route's chain (its bearer token checked against its role
+// when the server has Tokens, then counted in Metrics and logged, without its body,
+// query or headers) is built once, at registration, with its pattern known. Requests
+// that match no route go through the same chain under the pattern "unmatched". Limits
 // bound what an intent's attrs, a solution and a policy source may carry, before the
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.

@@ -29,7 +29,7 @@ import (
 var apiCheck = installOpenAPIValidator()
 
 // installOpenAPIValidator puts the validator under http.DefaultClient, which the test
-// helpers and intenthttp.Client use. It runs at package initialization, so that every
+// helpers and client.Client use. It runs at package initialization, so that every
 // test has it without a TestMain.
 func installOpenAPIValidator() *openAPIValidator {
 	v, err := newOpenAPIValidator(intenthttp.OpenAPI, http.DefaultTransport)
