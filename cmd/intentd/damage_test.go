@@ -29,14 +29,7 @@ func TestDamagedLogStart(t *testing.T) {
 		}
 	}
 
-	m := NewMain()
-	m.Stderr = &syncBuffer{}
-	m.LookupEnv = func(string) (string, bool) { return "", false }
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", dir}); err != nil {
-		t.Fatal(err)
-	}
-	err := m.Run(t.Context())
-	m.Close()
+	err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), filepath.Base(logs[len(logs)-1])) || !strings.Contains(err.Error(), "--accept-data-loss") {
 		t.Fatalf("Run on a damaged log: %v, want one line naming %s and --accept-data-loss", err, filepath.Base(logs[len(logs)-1]))
 	}

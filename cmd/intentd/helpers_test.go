@@ -113,6 +113,21 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	return s
 }
 
+// runRefused runs intentd with args (no environment) and returns the error its start
+// ends with, for the tests of what it refuses to start on.
+func runRefused(t *testing.T, args []string) error {
+	t.Helper()
+	m := NewMain()
+	m.Stderr = &syncBuffer{}
+	m.LookupEnv = func(string) (string, bool) { return "", false }
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(t.Context())
+	m.Close()
+	return err
+}
+
 // response is a finished HTTP exchange.
 type response struct {
 	status int

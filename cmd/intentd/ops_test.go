@@ -187,14 +187,7 @@ func TestTokensFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tokens")
 			os.WriteFile(path, []byte(tt.content), 0o600)
-			m := NewMain()
-			m.Stderr = &syncBuffer{}
-			m.LookupEnv = func(string) (string, bool) { return "", false }
-			if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--tokens", path}); err != nil {
-				t.Fatal(err)
-			}
-			err := m.Run(context.Background())
-			m.Close()
+			err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--tokens", path})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("Run: %v, want an error saying %q", err, tt.want)
 			}

@@ -184,14 +184,7 @@ func TestSigningKey(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		m := NewMain()
-		m.Stderr = &syncBuffer{}
-		m.LookupEnv = func(string) (string, bool) { return "", false }
-		if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", dir}); err != nil {
-			t.Fatal(err)
-		}
-		err := m.Run(t.Context())
-		m.Close()
+		err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
 		if err == nil || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), "--rotate-signing-key") {
 			t.Fatalf("Run without the key file: %v, want a refusal naming %s and --rotate-signing-key", err, keyFile)
 		}
@@ -268,14 +261,7 @@ func TestSigningKey(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMain()
-			m.Stderr = &syncBuffer{}
-			m.LookupEnv = func(string) (string, bool) { return "", false }
-			if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--signing-key", tt.setup(t)}); err != nil {
-				t.Fatal(err)
-			}
-			err := m.Run(t.Context())
-			m.Close()
+			err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--signing-key", tt.setup(t)})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run: %v, want an error saying %q", err, tt.want)
 			}
