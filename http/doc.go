@@ -14,10 +14,13 @@
 // parameter) with no gap and no duplicate, and ends cleanly when the server shuts down.
 //
 // The routes are one table (routes.go: method, pattern, role, handler), registered with
-// httprouter in a loop; each route's chain (its bearer token checked against its role
-// when the server has Tokens, then counted in Metrics and logged, without its body,
-// query or headers) is built once, at registration, with its pattern known. Requests
-// that match no route go through the same chain under the pattern "unmatched". Limits
+// httprouter in a loop; each route's chain (the CORS headers of an allowed origin, its
+// bearer token checked against its role when the server has Tokens, then counted in
+// Metrics and logged, without its body, query or headers) is built once, at
+// registration, with its pattern known. Requests that match no route go through the
+// same chain under the pattern "unmatched". Each pattern also has an OPTIONS route that
+// answers the CORS preflights of the origins in Options.CORSOrigins, without a token,
+// and any other OPTIONS request as httprouter would. Limits
 // bound what an intent's attrs, a solution and a policy source may carry, before the
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.

@@ -41,7 +41,8 @@ var routes = []route{
 }
 
 // unmatchedRoute is the route label of every request no route serves: a path that is
-// none, a method its path does not serve, an OPTIONS request, a path with an empty id.
+// none, a method its path does not serve, an OPTIONS request that is not an answered
+// CORS preflight (which is counted under its pattern), a path with an empty id.
 // One label for all of them keeps what a caller can send from growing the metrics.
 const unmatchedRoute = "unmatched"
 
@@ -60,7 +61,7 @@ func (s *Server) newRouter() *httprouter.Router {
 	r.NotFound = notFound
 	for i := range routes {
 		rt := &routes[i]
-		h := s.chain(rt, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+		h := s.chain(rt, false, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
 			rt.handle(s, w, req, ps)
 		})
 		r.Handle(rt.method, rt.pattern, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
@@ -81,30 +82,57 @@ func (s *Server) newRouter() *httprouter.Router {
 	})
 	// httprouter answers an OPTIONS request itself, with Allow and no body; through the
 	// chain, it needs a token as any other unmatched request does, and is counted.
-	r.GlobalOPTIONS = s.unmatched(func(http.ResponseWriter, *http.Request, httprouter.Params) {})
+	options := s.unmatched(func(http.ResponseWriter, *http.Request, httprouter.Params) {})
+	r.GlobalOPTIONS = options
+	// Every pattern has an OPTIONS route, for the CORS preflights a browser sends before
+	// calling it from another origin's page. A browser never sends a token with one, so
+	// the preflight of an allowed origin is answered without; any other OPTIONS request
+	// (another origin, no Origin, an empty id) is answered as httprouter would.
+	patterns, preflights := newPreflights()
+	for _, pattern := range patterns {
+		p := preflights[pattern]
+		answer := s.chain(&route{method: http.MethodOptions, pattern: pattern}, true,
+			func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+				methods, origin := p.methods(s.cors, req.Header.Get("Origin"), s.opts.Tokens != nil)
+				p.answer(w, methods, origin)
+			})
+		r.Handle(http.MethodOptions, pattern, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			if isPreflight(req) && !emptyParam(ps) {
+				if methods, _ := p.methods(s.cors, req.Header.Get("Origin"), s.opts.Tokens != nil); methods != "" {
+					answer(w, req, ps)
+					return
+				}
+			}
+			w.Header().Set("Allow", p.allow)
+			options.ServeHTTP(w, req)
+		})
+	}
 	return r
 }
 
 // unmatched is the chain of the requests no route serves.
 func (s *Server) unmatched(h httprouter.Handle) http.Handler {
-	c := s.chain(nil, h)
+	c := s.chain(nil, false, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c(w, r, nil) })
 }
 
-// chain wraps the handler of rt (nil: of the requests no route serves) in what every
-// request goes through: its token checked against the route's role, then the handler,
-// then its count in the metrics and its log line. Everything the labels and the log
-// level depend on is known here, once, rather than looked up per request. Health
-// checks are logged at debug, since load balancers ask every few seconds; every other
-// request is logged at info.
-func (s *Server) chain(rt *route, h httprouter.Handle) httprouter.Handle {
+// chain wraps the handler of rt (nil: of the requests no route serves; preflight: of
+// the CORS preflights of rt's pattern) in what every request goes through: the CORS
+// headers of its origin, its token checked against the route's role, then the handler,
+// then its count in the metrics and its log line. Everything the labels, the CORS
+// headers and the log level depend on is known here, once, rather than looked up per
+// request. Health checks are logged at debug, since load balancers ask every few
+// seconds; every other request is logged at info.
+func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httprouter.Handle {
 	pattern, method, idKey, level := unmatchedRoute, "", "", slog.LevelInfo
 	if rt != nil {
 		pattern, method, idKey = rt.pattern, rt.method, idLogKey(rt.pattern)
-		if rt.role == "" {
+		if rt.role == "" && !preflight {
 			level = slog.LevelDebug
 		}
 	}
+	// A request no route serves needs a token, as authorize has it.
+	needsToken := s.opts.Tokens != nil && (rt == nil || rt.role != "")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		start := time.Now()
 		ri := &requestInfo{}
@@ -113,6 +141,13 @@ func (s *Server) chain(rt *route, h httprouter.Handle) httprouter.Handle {
 		rec := &statusRecorder{ResponseWriter: w}
 		s.metrics.inFlight.Inc()
 
+		// Before the token is checked, so that a page can read why it was refused. A
+		// preflight's handler writes its own.
+		if preflight {
+			rec.Header().Add("Vary", "Origin")
+		} else {
+			s.cors.header(rec.Header(), r, needsToken)
+		}
 		c, err := s.authorize(r, rt)
 		if err != nil {
 			// Allow, which httprouter set for a 405 or an OPTIONS answer, would tell a

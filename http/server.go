@@ -56,6 +56,10 @@ type Options struct {
 	// Writable says why the store refuses writes (a full disk), or nil while it takes
 	// them, as GET /readyz reports; nil: always writable.
 	Writable func() error
+	// CORSOrigins are the origins (scheme://host[:port], as ParseCORSOrigin takes them)
+	// whose pages may call the API from a browser, or AnyOrigin for every origin on the
+	// routes that need no token; nil: CORS off, and no answer carries its headers.
+	CORSOrigins []string
 }
 
 func (o *Options) setDefaults() {
@@ -91,6 +95,7 @@ type Server struct {
 	router  *httprouter.Router
 	srv     *http.Server
 	metrics *Metrics
+	cors    corsOrigins
 	// info is the body of GET /info, and exposition the handler of GET /metrics.
 	info       Info
 	exposition http.Handler
@@ -112,6 +117,10 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 		s.metrics.watchEngine(es)
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
+	var errs []error
+	if s.cors, errs = newCORSOrigins(opts.CORSOrigins); len(errs) > 0 {
+		s.log.Error("CORS origins left out", "err", errors.Join(errs...))
+	}
 
 	s.info = s.newInfo()
 	s.exposition = s.metrics.newExposition(s.log)

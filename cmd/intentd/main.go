@@ -110,6 +110,9 @@ type Config struct {
 	MaxPolicySource int
 	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
 	ShutdownDelay time.Duration
+	// CORSOrigins are the origins whose browser pages may call the API, in the form
+	// browsers send them; empty: CORS off.
+	CORSOrigins []string
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -182,6 +185,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
+	fs.Var(&listFlag{vals: &c.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
 	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
 	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most 4096)")
 	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
@@ -290,6 +294,13 @@ func (c *Config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
+	for i, o := range c.CORSOrigins {
+		norm, err := intenthttp.ParseCORSOrigin(o)
+		if err != nil {
+			return fmt.Errorf("--cors-origin: %v", err)
+		}
+		c.CORSOrigins[i] = norm
+	}
 	return nil
 }
 
@@ -378,6 +389,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxPolicySourceBytes: c.MaxPolicySource,
 	}
 	opts.Tokens = tokens
+	opts.CORSOrigins = c.CORSOrigins
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()
 	opts.Writable = m.store.Writable

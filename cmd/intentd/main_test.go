@@ -66,6 +66,24 @@ func TestParseFlags(t *testing.T) {
 					t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
 				}
 			}, ""},
+		{"CORS origins, normalized", []string{"--cors-origin", "HTTP://LocalHost:80,https://shop.example:8443", "--cors-origin", "*"}, nil,
+			func(t *testing.T, c Config) {
+				if want := []string{"http://localhost", "https://shop.example:8443", "*"}; !slices.Equal(c.CORSOrigins, want) {
+					t.Fatalf("CORS origins = %q, want %q", c.CORSOrigins, want)
+				}
+			}, ""},
+		{"CORS origins variable", nil, map[string]string{"INTENTD_CORS_ORIGIN": "https://a.example, http://127.0.0.1:3000"}, func(t *testing.T, c Config) {
+			if want := []string{"https://a.example", "http://127.0.0.1:3000"}; !slices.Equal(c.CORSOrigins, want) {
+				t.Fatalf("CORS origins = %q, want %q", c.CORSOrigins, want)
+			}
+		}, ""},
+		{"CORS off by default", nil, nil, func(t *testing.T, c Config) {
+			if len(c.CORSOrigins) != 0 {
+				t.Fatalf("CORS origins = %q, want none", c.CORSOrigins)
+			}
+		}, ""},
+		{"CORS origin with a path", []string{"--cors-origin", "https://shop.example/app"}, nil, nil, "--cors-origin"},
+		{"CORS origin without a scheme", nil, map[string]string{"INTENTD_CORS_ORIGIN": "shop.example"}, nil, "--cors-origin"},
 		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
 		{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
 		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
