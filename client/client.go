@@ -83,34 +83,9 @@ type IntentStatus struct {
 	Failures    []policy.Failure    `json:"constraint_failures,omitempty"`
 }
 
-// Info is the body of GET /info: what a client needs to know of a server's settings.
-// It mirrors the server's own type, field for field and in the same order, so that a
-// client decodes it, and prints it again, without linking the server; a test holds the
-// two together.
-type Info struct {
-	APIVersion        string `json:"api_version"`
-	UnsignedPermitted bool   `json:"unsigned_permitted"`
-	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
-	MaxBodyBytes      int64  `json:"max_body_bytes"`
-	MaxSolutionBytes  int    `json:"max_solution_bytes"`
-	EventRetention    uint64 `json:"event_retention"`
-	// The limits beyond the body size, which the server refuses a request over.
-	MaxAttrs             int `json:"max_attrs"`
-	MaxSetElements       int `json:"max_set_elements"`
-	MaxStringBytes       int `json:"max_string_bytes"`
-	MaxSubscribers       int `json:"max_subscribers"`
-	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
-	// AuthRequired says whether requests need a bearer token (all but the health checks).
-	AuthRequired bool `json:"auth_required"`
-	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
-	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
-	PublicKey string `json:"public_key,omitempty"`
-	KeyID     string `json:"key_id,omitempty"`
-}
-
 // Info calls GET /info: the server's version, settings and receipt key.
-func (c *Client) Info(ctx context.Context) (*Info, error) {
-	var info Info
+func (c *Client) Info(ctx context.Context) (*intentd.Info, error) {
+	var info intentd.Info
 	if err := c.getJSON(ctx, "/info", &info); err != nil {
 		return nil, err
 	}

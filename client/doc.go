@@ -8,7 +8,8 @@
 // It is a package of its own, apart from package http, so that a program that only
 // talks to a server links no server: it reads only the domain types of package intentd
 // and the leaves crypto and policy, never the engine, its store or the server's
-// metrics. The error codes it and its callers switch on are intentd's Code constants;
-// the JSON shapes it decodes (the error body, Info) are its own, held to the server's
-// by its tests. Proofs it fetches are checked offline with package proof.
+// metrics. The error codes it and its callers switch on are intentd's Code constants,
+// and GET /info decodes into intentd.Info, the server's own type; the error body is
+// read here and held to the server's by its tests. Proofs it fetches are checked
+// offline with package proof.
 package client

@@ -54,7 +54,7 @@ func exampleServer() (url string, stop func()) {
 		log.Fatal(err)
 	}
 	<-engine.Ready()
-	info := intenthttp.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}
+	info := intentd.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}
 	ts := httptest.NewServer(intenthttp.NewServer(engine, intenthttp.Options{Info: info}))
 	return ts.URL, func() { ts.Close(); engine.Close(); store.Close() }
 }

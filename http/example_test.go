@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
@@ -37,7 +38,7 @@ func ExampleNewServer() {
 	defer engine.Close()
 	<-engine.Ready()
 
-	info := intenthttp.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}
+	info := intentd.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}
 	ts := httptest.NewServer(intenthttp.NewServer(engine, intenthttp.Options{Info: info}))
 	defer ts.Close()
 
@@ -46,7 +47,7 @@ func ExampleNewServer() {
 		log.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var got intenthttp.Info
+	var got intentd.Info
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 		log.Fatal(err)
 	}

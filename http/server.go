@@ -41,7 +41,7 @@ type Options struct {
 	// 2 minutes by default.
 	IdleTimeout time.Duration
 	// Info is what GET /info reports beside the interface version and the limits.
-	Info Info
+	Info intentd.Info
 	// Limits bound what a request may carry beyond its body size; zero fields take
 	// their defaults.
 	Limits Limits
@@ -97,7 +97,7 @@ type Server struct {
 	metrics *Metrics
 	cors    corsOrigins
 	// info is the body of GET /info, and exposition the handler of GET /metrics.
-	info       Info
+	info       intentd.Info
 	exposition http.Handler
 	// draining makes GET /readyz answer 503; set by Drain and Shutdown.
 	draining atomic.Bool
@@ -186,31 +186,9 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// Info is the body of GET /info: what a client needs to know of this server's settings.
-type Info struct {
-	APIVersion        string `json:"api_version"`
-	UnsignedPermitted bool   `json:"unsigned_permitted"`
-	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
-	MaxBodyBytes      int64  `json:"max_body_bytes"`
-	MaxSolutionBytes  int    `json:"max_solution_bytes"`
-	EventRetention    uint64 `json:"event_retention"`
-	// The limits beyond the body size; see Limits.
-	MaxAttrs             int `json:"max_attrs"`
-	MaxSetElements       int `json:"max_set_elements"`
-	MaxStringBytes       int `json:"max_string_bytes"`
-	MaxSubscribers       int `json:"max_subscribers"`
-	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
-	// AuthRequired says whether requests need a bearer token (all but the health checks).
-	AuthRequired bool `json:"auth_required"`
-	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
-	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
-	PublicKey string `json:"public_key,omitempty"`
-	KeyID     string `json:"key_id,omitempty"`
-}
-
 // newInfo is what GET /info answers, made once: the options do not change while the
 // server runs.
-func (s *Server) newInfo() Info {
+func (s *Server) newInfo() intentd.Info {
 	info := s.opts.Info
 	info.APIVersion = APIVersion
 	info.MaxBodyBytes = s.opts.MaxBodyBytes

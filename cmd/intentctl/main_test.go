@@ -55,7 +55,7 @@ func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int) st
 		t.Fatal(err)
 	}
 	<-e.Ready()
-	srv := intenthttp.NewServer(e, intenthttp.Options{Info: intenthttp.Info{
+	srv := intenthttp.NewServer(e, intenthttp.Options{Info: intentd.Info{
 		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
 	}})
 	ts := httptest.NewServer(srv)
@@ -147,7 +147,7 @@ func TestJourney(t *testing.T) {
 		{"policy get", func() []string { return []string{"policy", "get", policyID} }, 0, `name tshirt_purchase_v1`, "", nil, false},
 		{"policy get unknown", static("policy", "get", "11111111111111111111111111111111"), 1, "", `policy_not_found \(404`, nil, false},
 		{"info", static("info", "--json"), 0, `"public_key"`, "", func(t *testing.T, r result) {
-			var info client.Info
+			var info intentd.Info
 			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.PublicKey == "" {
 				t.Fatalf("info --json: %v\n%s", err, r.stdout)
 			}

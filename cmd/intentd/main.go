@@ -393,7 +393,7 @@ func (m *Main) Run(ctx context.Context) error {
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()
 	opts.Writable = m.store.Writable
-	opts.Info = intenthttp.Info{
+	opts.Info = intentd.Info{
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
 		EventRetention:    c.EventRetention,

@@ -1,0 +1,24 @@
+package intentd
+
+// Info is the body of GET /info: what a client needs to know of a server's settings. It
+// is here, with the other wire forms, so that the server and its clients share one type.
+type Info struct {
+	APIVersion        string `json:"api_version"`
+	UnsignedPermitted bool   `json:"unsigned_permitted"`
+	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
+	MaxBodyBytes      int64  `json:"max_body_bytes"`
+	MaxSolutionBytes  int    `json:"max_solution_bytes"`
+	EventRetention    uint64 `json:"event_retention"`
+	// The limits beyond the body size, which the server refuses a request over.
+	MaxAttrs             int `json:"max_attrs"`
+	MaxSetElements       int `json:"max_set_elements"`
+	MaxStringBytes       int `json:"max_string_bytes"`
+	MaxSubscribers       int `json:"max_subscribers"`
+	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
+	// AuthRequired says whether requests need a bearer token (all but the health checks).
+	AuthRequired bool `json:"auth_required"`
+	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
+	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
+	PublicKey string `json:"public_key,omitempty"`
+	KeyID     string `json:"key_id,omitempty"`
+}
