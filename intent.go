@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/strictjson"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -174,34 +173,40 @@ func ValidPolicyID(id string) bool {
 }
 
 // DecodeIntent decodes the JSON of an intent strictly: exactly the fields id, policy_id and
-// an optional attrs (never null), an id that is a UUID, a policy id that is a Base58
-// SHA-256 digest. Errors are unprocessable and name the field.
+// an optional attrs (never null), each once, an id that is a UUID, a policy id that is a
+// Base58 SHA-256 digest. Errors are unprocessable and name the field.
 func DecodeIntent(raw []byte) (Intent, error) {
-	fields, err := members(raw)
-	if err != nil {
-		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent: %v", err)
-	}
-	for name := range fields {
-		switch name {
-		case "id", "policy_id", "attrs":
+	var id, policyID, rawAttrs jsontext.Value
+	err := strictjson.Members(raw, "intent", maxIntentMembers, func(m strictjson.Member) error {
+		switch m.Name {
+		case "id":
+			id = m.Value
+		case "policy_id":
+			policyID = m.Value
+		case "attrs":
+			rawAttrs = m.Value
 		default:
-			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: unknown field", name)
+			return Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: unknown field", m.Name)
 		}
+		return nil
+	})
+	if err != nil {
+		return Intent{}, intentError(err)
 	}
 	var in Intent
-	if in.ID, err = stringField(fields, "id"); err != nil {
+	if in.ID, err = stringField(id, "id"); err != nil {
 		return Intent{}, err
 	}
 	if _, ok := CanonicalIntentID(in.ID); !ok {
 		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.id: %q is not a UUID (want the 36-character hyphenated form)", in.ID)
 	}
-	if in.PolicyID, err = stringField(fields, "policy_id"); err != nil {
+	if in.PolicyID, err = stringField(policyID, "policy_id"); err != nil {
 		return Intent{}, err
 	}
 	if !ValidPolicyID(in.PolicyID) {
 		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.policy_id: %q is not a Base58 SHA-256 digest", in.PolicyID)
 	}
-	if rawAttrs, ok := fields["attrs"]; ok {
+	if rawAttrs != nil {
 		if rawAttrs.Kind() == 'n' {
 			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.attrs: must be omitted, not null")
 		}
@@ -214,55 +219,30 @@ func DecodeIntent(raw []byte) (Intent, error) {
 	return in, nil
 }
 
-// decoders keeps jsontext decoders from one intent to the next.
-var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+// maxIntentMembers bounds the members of an intent read. Each member is checked as it
+// is read, so the fourth one is named as an unknown field long before the bound; the
+// bound is that of the other objects of a request body (see the http package).
+const maxIntentMembers = 16
 
-// emptyInput is what a pooled decoder is left reading, so that it holds on to no intent.
-var emptyInput = bytes.NewReader(nil)
-
-// errNotObject is the refusal of a text that does not start a JSON object.
-var errNotObject = errors.New("must be a JSON object")
-
-// members reads the members of a JSON object; a repeated name is left for the canonical
-// form to refuse. It reads with jsontext rather than into a map with encoding/json, at a
-// fraction of the cost, for every intent submitted.
-func members(data []byte) (map[string]jsontext.Value, error) {
-	dec := decoders.Get().(*jsontext.Decoder)
-	defer decoders.Put(dec)
-	// From a bytes.Buffer jsontext reads in place instead of copying.
-	dec.Reset(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
-	defer dec.Reset(emptyInput)
-	invalid := func(err error) error {
-		return fmt.Errorf("invalid JSON: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
+// intentError words a refusal of the reader for the client.
+func intentError(err error) error {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return err
 	}
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
-		return nil, errNotObject
+	switch {
+	case e.Fault == strictjson.NotObject:
+		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: must be a JSON object")
+	case e.Fault == strictjson.Trailing:
+		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: invalid JSON: unexpected data after the object")
+	case e.NotJSON():
+		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: invalid JSON: %s", e.Detail)
 	}
-	fields := make(map[string]jsontext.Value, 3)
-	for dec.PeekKind() != '}' {
-		t, err := dec.ReadToken()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		name := t.String() // before the next read, which voids t
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		fields[name] = v.Clone()
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, invalid(err)
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, errors.New("invalid JSON: unexpected data after the object")
-	}
-	return fields, nil
+	return Errorf(KindUnprocessable, CodeInvalidIntent, "%s: %s", e.Path, e.Reason())
 }
 
-func stringField(fields map[string]jsontext.Value, name string) (string, error) {
-	raw, ok := fields[name]
-	if !ok {
+func stringField(raw jsontext.Value, name string) (string, error) {
+	if raw == nil {
 		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: missing", name)
 	}
 	if raw.Kind() != '"' {

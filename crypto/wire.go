@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"slices"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // Byte lengths the wire fixes for keys and signatures.
@@ -100,7 +104,7 @@ func DecodeAuthorship(data []byte) (Authorship, error) {
 func (a *Authorship) UnmarshalJSON(data []byte) error {
 	root, err := parseTree(data)
 	if err != nil {
-		return &FieldError{Reason: err.Error()}
+		return err
 	}
 	got, err := decodeAuthorship(root)
 	if err != nil {
@@ -115,7 +119,7 @@ func (a *Authorship) UnmarshalJSON(data []byte) error {
 func (s *Signature) UnmarshalJSON(data []byte) error {
 	root, err := parseTree(data)
 	if err != nil {
-		return &FieldError{Reason: err.Error()}
+		return err
 	}
 	got, err := decodeSignature(root, "", 1)
 	if err != nil {
@@ -223,181 +227,107 @@ func writeBase58(buf *bytes.Buffer, b []byte) {
 	buf.WriteByte('"')
 }
 
-// The decoder first reads the JSON into a small tree that keeps object members in
-// order and keeps duplicate keys (so that they can be refused with their path), then
-// walks it. Reading once keeps decoding linear in the input, where decoding nested
-// json.RawMessage values level by level would rescan the input at every level.
+// The decoder reads the whole text once, which refuses text that is not JSON or is
+// nested past maxJSONDepth, then walks it: at each object it reads only the members
+// the wire allows, and goes down into their values in the order of the names it wants.
+// Each level reads its part of the text again, and the wire has a handful of levels,
+// so decoding stays linear in the input.
 
-type jkind uint8
+// maxWireSigners bounds the signers of a multisig on the wire (the other objects of
+// the wire have fixed keys, and are read with a bound of one member more than they may
+// hold, so that the member too many is named by the check that refuses it). It is
+// four times the MaxMultisigSigners Verify allows, so that Verify still answers for a
+// multisig that is merely too large, and a body of thousands of signers is refused
+// before their keys are decoded.
+const maxWireSigners = 4 * MaxMultisigSigners
 
-const (
-	jNull jkind = iota
-	jBool
-	jNumber
-	jString
-	jArray
-	jObject
-)
-
-func (k jkind) String() string {
-	return [...]string{"null", "boolean", "number", "string", "array", "object"}[k]
-}
-
-type jnode struct {
-	kind    jkind
-	text    string // a string's value or a number's literal text
-	members []jmember
-	elems   []*jnode
-}
-
-type jmember struct {
-	key string
-	val *jnode
-}
-
-func parseTree(data []byte) (*jnode, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	n, err := readNode(dec, 0)
+// parseTree checks that data is one JSON value, nested no more than maxJSONDepth deep,
+// and returns it for the walk.
+func parseTree(data []byte) (jsontext.Value, error) {
+	v, err := strictjson.ReadValue(data, maxJSONDepth)
 	if err != nil {
-		return nil, err
+		return nil, fieldError(err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: data after the value")
-	}
-	return n, nil
+	return v, nil
 }
 
-func readNode(dec *json.Decoder, depth int) (*jnode, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+// fieldError words a refusal of the reader as a FieldError; any other error, the
+// walk's own FieldErrors among them, is returned as it is.
+func fieldError(err error) error {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return err
 	}
-	switch t := tok.(type) {
-	case nil:
-		return &jnode{kind: jNull}, nil
-	case bool:
-		return &jnode{kind: jBool}, nil
-	case json.Number:
-		return &jnode{kind: jNumber, text: string(t)}, nil
-	case string:
-		return &jnode{kind: jString, text: t}, nil
-	case json.Delim:
-		if depth >= maxJSONDepth {
-			return nil, fmt.Errorf("nested more than %d levels deep", maxJSONDepth)
-		}
-		switch t {
-		case '{':
-			n := &jnode{kind: jObject}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, fmt.Errorf("not valid JSON: %v", err)
-				}
-				key, _ := kt.(string) // the decoder only yields string keys here
-				v, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				n.members = append(n.members, jmember{key, v})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("not valid JSON: %v", err)
-			}
-			return n, nil
-		case '[':
-			n := &jnode{kind: jArray}
-			for dec.More() {
-				v, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				n.elems = append(n.elems, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("not valid JSON: %v", err)
-			}
-			return n, nil
-		}
-	}
-	return nil, fmt.Errorf("not valid JSON: unexpected %v", tok)
+	return &FieldError{Field: e.Path, Reason: e.Reason()}
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
+// join is the path of member key of the object at path.
+func join(path, key string) string { return strictjson.Join(path, key) }
+
+// text is the value of a JSON string the reader has checked.
+func text(v jsontext.Value) string {
+	b, _ := jsontext.AppendUnquote(nil, v)
+	return string(b)
 }
 
-func wrongType(field, want string, n *jnode) error {
-	if n.kind == jNull {
+func wrongType(field, want string, v jsontext.Value) error {
+	if v.Kind() == 'n' {
 		return &FieldError{Field: field, Reason: "must not be null, want " + want}
 	}
-	return &FieldError{Field: field, Reason: fmt.Sprintf("must be %s, got %s", want, n.kind)}
+	return &FieldError{Field: field, Reason: fmt.Sprintf("must be %s, got %s", want, strictjson.KindName(v.Kind()))}
 }
 
-// fields checks that obj is an object whose keys are exactly the required ones, each
+// fields checks that v is an object whose keys are exactly the required ones, each
 // once, and returns the values in the order of names.
-func fields(obj *jnode, path string, names ...string) ([]*jnode, error) {
-	if obj.kind != jObject {
-		return nil, wrongType(path, "an object", obj)
+func fields(v jsontext.Value, path string, names ...string) ([]jsontext.Value, error) {
+	if v.Kind() != '{' {
+		return nil, wrongType(path, "an object", v)
 	}
-	vals := make([]*jnode, len(names))
-	for _, m := range obj.members {
-		i := indexOf(names, m.key)
+	vals := make([]jsontext.Value, len(names))
+	err := strictjson.Members(v, path, len(names)+1, func(m strictjson.Member) error {
+		i := slices.Index(names, m.Name)
 		if i < 0 {
-			return nil, &FieldError{Field: join(path, m.key), Reason: "unknown field"}
+			return &FieldError{Field: join(path, m.Name), Reason: "unknown field"}
 		}
-		if vals[i] != nil {
-			return nil, &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
-		}
-		vals[i] = m.val
+		vals[i] = m.Value
+		return nil
+	})
+	if err != nil {
+		return nil, fieldError(err)
 	}
-	for i, v := range vals {
-		if v == nil {
+	for i, val := range vals {
+		if val == nil {
 			return nil, &FieldError{Field: join(path, names[i]), Reason: "missing"}
 		}
 	}
 	return vals, nil
 }
 
-// oneOf checks that obj is an object with exactly one key, one of names, and returns
+// oneOf checks that v is an object with exactly one key, one of names, and returns
 // that key and its value.
-func oneOf(obj *jnode, path string, names ...string) (string, *jnode, error) {
-	if obj.kind != jObject {
-		return "", nil, wrongType(path, "an object with one key of "+quoteList(names), obj)
+func oneOf(v jsontext.Value, path string, names ...string) (string, jsontext.Value, error) {
+	if v.Kind() != '{' {
+		return "", nil, wrongType(path, "an object with one key of "+quoteList(names), v)
 	}
 	var key string
-	var val *jnode
-	for _, m := range obj.members {
-		if indexOf(names, m.key) < 0 {
-			return "", nil, &FieldError{Field: join(path, m.key), Reason: "unknown field, want one of " + quoteList(names)}
+	var val jsontext.Value
+	err := strictjson.Members(v, path, 2, func(m strictjson.Member) error {
+		if !slices.Contains(names, m.Name) {
+			return &FieldError{Field: join(path, m.Name), Reason: "unknown field, want one of " + quoteList(names)}
 		}
 		if val != nil {
-			if m.key == key {
-				return "", nil, &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
-			}
-			return "", nil, &FieldError{Field: path, Reason: fmt.Sprintf("has both %q and %q, want exactly one of %s", key, m.key, quoteList(names))}
+			return &FieldError{Field: path, Reason: fmt.Sprintf("has both %q and %q, want exactly one of %s", key, m.Name, quoteList(names))}
 		}
-		key, val = m.key, m.val
+		key, val = m.Name, m.Value
+		return nil
+	})
+	if err != nil {
+		return "", nil, fieldError(err)
 	}
 	if val == nil {
 		return "", nil, &FieldError{Field: path, Reason: "empty object, want exactly one of " + quoteList(names)}
 	}
 	return key, val, nil
-}
-
-func indexOf(names []string, s string) int {
-	for i, n := range names {
-		if n == s {
-			return i
-		}
-	}
-	return -1
 }
 
 func quoteList(names []string) string {
@@ -411,15 +341,15 @@ func quoteList(names []string) string {
 	return b.String()
 }
 
-func decodeAuthorship(n *jnode) (Authorship, error) {
-	switch n.kind {
-	case jString:
-		if n.text != "Unsigned" {
-			return Authorship{}, &FieldError{Reason: fmt.Sprintf(`unknown authorship %q, want "Unsigned" or {"Signed": ...}`, n.text)}
+func decodeAuthorship(v jsontext.Value) (Authorship, error) {
+	switch v.Kind() {
+	case '"':
+		if s := text(v); s != "Unsigned" {
+			return Authorship{}, &FieldError{Reason: fmt.Sprintf(`unknown authorship %q, want "Unsigned" or {"Signed": ...}`, s)}
 		}
 		return Authorship{}, nil
-	case jObject:
-		_, v, err := oneOf(n, "", "Signed")
+	case '{':
+		_, v, err := oneOf(v, "", "Signed")
 		if err != nil {
 			return Authorship{}, err
 		}
@@ -429,11 +359,11 @@ func decodeAuthorship(n *jnode) (Authorship, error) {
 		}
 		return Authorship{Signature: &sig}, nil
 	default:
-		return Authorship{}, wrongType("", `"Unsigned" or {"Signed": ...}`, n)
+		return Authorship{}, wrongType("", `"Unsigned" or {"Signed": ...}`, v)
 	}
 }
 
-func decodeSignature(n *jnode, path string, depth int) (Signature, error) {
+func decodeSignature(n jsontext.Value, path string, depth int) (Signature, error) {
 	key, v, err := oneOf(n, path, "Ed25519", "Passkey", "Multisig")
 	if err != nil {
 		return Signature{}, err
@@ -471,7 +401,7 @@ func decodeSignature(n *jnode, path string, depth int) (Signature, error) {
 			return Signature{}, &FieldError{Field: join(path, "signature"), Reason: fmt.Sprintf(
 				"decodes to %d bytes, want 64 (r||s) or an ASN.1 DER signature of %d to %d", len(sig), p256MinDERLen, p256MaxDERLen)}
 		}
-		if vals[2].kind != jString {
+		if vals[2].Kind() != '"' {
 			return Signature{}, wrongType(join(path, "client_data"), "a string", vals[2])
 		}
 		authData, err := bytesField(vals[3], join(path, "authenticator_data"))
@@ -479,7 +409,7 @@ func decodeSignature(n *jnode, path string, depth int) (Signature, error) {
 			return Signature{}, err
 		}
 		return Signature{Passkey: &PasskeySignature{
-			PubKey: pub, Signature: sig, ClientData: vals[2].text, AuthenticatorData: authData,
+			PubKey: pub, Signature: sig, ClientData: text(vals[2]), AuthenticatorData: authData,
 		}}, nil
 	default:
 		if depth >= maxSignatureDepth {
@@ -503,53 +433,60 @@ func decodeSignature(n *jnode, path string, depth int) (Signature, error) {
 			return Signature{}, err
 		}
 		sigsPath := join(path, "signatures")
-		if vals[1].kind != jArray {
+		if vals[1].Kind() != '[' {
 			return Signature{}, wrongType(sigsPath, "an array of signatures", vals[1])
 		}
-		sigs := make([]Signature, 0, len(vals[1].elems))
-		for i, el := range vals[1].elems {
-			s, err := decodeSignature(el, fmt.Sprintf("%s[%d]", sigsPath, i), depth+1)
+		sigs := []Signature{}
+		err = strictjson.Elements(vals[1], sigsPath, func(i int, el jsontext.Value) error {
+			s, err := decodeSignature(el, strictjson.Index(sigsPath, i), depth+1)
 			if err != nil {
-				return Signature{}, err
+				return err
 			}
 			sigs = append(sigs, s)
+			return nil
+		})
+		if err != nil {
+			return Signature{}, fieldError(err)
 		}
 		return Signature{Multisig: &MultisigSignature{Signers: signers, Threshold: threshold, Signatures: sigs}}, nil
 	}
 }
 
-func decodeSigners(n *jnode, path string) ([]Signer, error) {
-	if n.kind != jObject {
-		return nil, wrongType(path, "an object of Base58 public key to weight", n)
+func decodeSigners(v jsontext.Value, path string) ([]Signer, error) {
+	if v.Kind() != '{' {
+		return nil, wrongType(path, "an object of Base58 public key to weight", v)
 	}
-	signers := make([]Signer, 0, len(n.members))
-	seen := make(map[string]bool, len(n.members))
-	for _, m := range n.members {
-		field := join(path, m.key)
-		if seen[m.key] {
-			return nil, &FieldError{Field: field, Reason: "duplicate key"}
-		}
-		seen[m.key] = true
-		pub, err := decodeKey(m.key, Ed25519PubKeyLen, P256CompressedLen, P256UncompressedLen)
+	signers := []Signer{}
+	err := strictjson.Members(v, path, maxWireSigners, func(m strictjson.Member) error {
+		field := join(path, m.Name)
+		pub, err := decodeKey(m.Name, Ed25519PubKeyLen, P256CompressedLen, P256UncompressedLen)
 		if err != nil {
-			return nil, &FieldError{Field: field, Reason: "key " + err.Error()}
+			return &FieldError{Field: field, Reason: "key " + err.Error()}
 		}
-		w, err := uintField(m.val, field)
+		w, err := uintField(m.Value, field)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		signers = append(signers, Signer{PubKey: pub, Weight: w})
+		return nil
+	})
+	if e := (*strictjson.Error)(nil); errors.As(err, &e) && e.Fault == strictjson.TooMany {
+		return nil, &FieldError{Field: path, Reason: fmt.Sprintf(
+			"more than %d signers, and a multisig may have at most %d", maxWireSigners, MaxMultisigSigners)}
+	}
+	if err != nil {
+		return nil, fieldError(err)
 	}
 	return signers, nil
 }
 
 // bytesField decodes a Base58 string field; when lengths are given, the decoded bytes
 // must have one of them.
-func bytesField(n *jnode, field string, lengths ...int) ([]byte, error) {
-	if n.kind != jString {
-		return nil, wrongType(field, "a Base58 string", n)
+func bytesField(v jsontext.Value, field string, lengths ...int) ([]byte, error) {
+	if v.Kind() != '"' {
+		return nil, wrongType(field, "a Base58 string", v)
 	}
-	b, err := decodeKey(n.text, lengths...)
+	b, err := decodeKey(text(v), lengths...)
 	if err != nil {
 		return nil, &FieldError{Field: field, Reason: err.Error()}
 	}
@@ -614,36 +551,37 @@ func wantLengths(lengths []int) string {
 
 // uintField reads a non-negative integer written plainly (no sign, fraction or
 // exponent), so that the value re-encodes to the same text.
-func uintField(n *jnode, field string) (uint64, error) {
-	if n.kind != jNumber {
-		return 0, wrongType(field, "a non-negative integer", n)
+func uintField(v jsontext.Value, field string) (uint64, error) {
+	if v.Kind() != '0' {
+		return 0, wrongType(field, "a non-negative integer", v)
 	}
-	v, err := strconv.ParseUint(n.text, 10, 64)
+	lit := string(v)
+	n, err := strconv.ParseUint(lit, 10, 64)
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is above 18446744073709551615, the largest u64", n.text)}
+			return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is above 18446744073709551615, the largest u64", lit)}
 		}
-		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not a non-negative integer without fraction or exponent", n.text)}
+		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not a non-negative integer without fraction or exponent", lit)}
 	}
-	return v, nil
+	return n, nil
 }
 
-// noDuplicateKeys refuses an object, at any depth, that names one key twice.
-func noDuplicateKeys(n *jnode, path string) error {
-	seen := make(map[string]bool, len(n.members))
-	for _, m := range n.members {
-		if seen[m.key] {
-			return &FieldError{Field: join(path, m.key), Reason: "duplicate key"}
-		}
-		seen[m.key] = true
-		if err := noDuplicateKeys(m.val, join(path, m.key)); err != nil {
-			return err
-		}
+// noDuplicateKeys refuses a value, at any depth, that names one key twice. The value
+// was read whole by parseTree, so nothing else can be at fault in it; its objects are
+// bounded by the body it came in rather than by a count of members.
+func noDuplicateKeys(v jsontext.Value, path string) error {
+	d := strictjson.NewDecoder(v)
+	defer d.Release()
+	return fieldError(uniqueNames(d, path))
+}
+
+func uniqueNames(d *strictjson.Decoder, path string) error {
+	switch d.PeekKind() {
+	case '{':
+		return d.Object(path, math.MaxInt, func(name string) error { return uniqueNames(d, join(path, name)) })
+	case '[':
+		return d.Array(path, func(i int) error { return uniqueNames(d, strictjson.Index(path, i)) })
 	}
-	for i, e := range n.elems {
-		if err := noDuplicateKeys(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := d.Token(path)
+	return err
 }

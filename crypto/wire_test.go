@@ -201,6 +201,30 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// TestSignersBound: a multisig of maxWireSigners signers decodes, for Verify to refuse
+// if it is over MaxMultisigSigners; one more is refused while decoding, before its key
+// is decoded.
+func TestSignersBound(t *testing.T) {
+	signers := func(n int) string {
+		list := make([]string, n)
+		for i := range list {
+			key := bytes.Repeat([]byte{7}, 32)
+			key[0], key[1] = byte(i>>8)+1, byte(i)
+			list[i] = q(EncodeBase58(key)) + ":1"
+		}
+		return `{"signers":{` + strings.Join(list, ",") + `},"threshold":1}`
+	}
+	a, err := DecodeAuthorship([]byte(multisigJSON(signers(maxWireSigners), `[]`)))
+	if err != nil || len(a.Signature.Multisig.Signers) != maxWireSigners {
+		t.Fatalf("%d signers: %v", maxWireSigners, err)
+	}
+	_, err = DecodeAuthorship([]byte(multisigJSON(signers(maxWireSigners+1), `[]`)))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "Signed.Multisig.pub_key.signers" || !strings.Contains(fe.Reason, "more than 256 signers") {
+		t.Fatalf("%d signers: %v", maxWireSigners+1, err)
+	}
+}
+
 // TestDecodeInsideStruct checks that the decoder's errors come through encoding/json
 // when an Authorship is a field of a larger body, as in an AuthoredIntent.
 func TestDecodeInsideStruct(t *testing.T) {

@@ -1,22 +1,20 @@
 package http
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // DefaultMaxBodyBytes is the default limit on a request body (decisions.md, "Caller
@@ -64,101 +62,73 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	return body, nil
 }
 
-// member is one key and raw value of a JSON object, in the order of the text.
-type member struct {
-	key string
-	val json.RawMessage
-}
+// maxBodyMembers bounds the members of the objects a body is read as: the body itself
+// and, when it does not decode, its intent. A valid AuthoredIntent has two, a proposal
+// one, an intent three; the bound leaves room for the superseded members a client of
+// an earlier version sends and for a few stray fields, each named in its own message,
+// and refuses at once a body of thousands of names. Their reading is linear in any
+// case; the bound is what keeps a hostile body from costing more than a valid one.
+const maxBodyMembers = 16
 
-// objectMembers returns the members of the JSON object data, which must be valid JSON.
-// A value that is not an object, and a key given twice, are unprocessable; what names
-// the object in messages.
-func objectMembers(data []byte, what, code string) ([]member, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		got := "a JSON " + jsonKind(trimmed)
-		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: must be a JSON object, got %s", what, got)
-	}
-	dec := memberDecoders.Get().(*jsontext.Decoder)
-	defer memberDecoders.Put(dec)
-	// From a bytes.Buffer jsontext reads in place; a repeated key is let through to be
-	// named below.
-	dec.Reset(bytes.NewBuffer(trimmed), jsontext.AllowDuplicateNames(true))
-	defer dec.Reset(emptyInput)
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, invalidJSON(what, err)
-	}
-	var out []member
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, invalidJSON(what, err)
-		}
-		key := tok.String() // before the next read, which voids tok
-		val, err := dec.ReadValue()
-		if err != nil {
-			return nil, invalidJSON(join(what, key), err)
-		}
-		for _, m := range out {
-			if m.key == key {
-				return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: duplicate key", join(what, key))
-			}
-		}
-		out = append(out, member{key, json.RawMessage(val.Clone())})
-	}
-	return out, nil
-}
+// members are the members of an object of a body, at most maxBodyMembers of them, so
+// that looking one up by name is a short scan.
+type members []strictjson.Member
 
-// memberDecoders keeps jsontext decoders from one request to the next: every intent and
-// proposal body is read with one.
-var memberDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
-
-// emptyInput is what a pooled decoder is left reading, so that it holds on to no body.
-var emptyInput = bytes.NewReader(nil)
-
-func invalidJSON(where string, err error) error {
-	return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "%s: %s", where, strings.TrimPrefix(err.Error(), "jsontext: "))
-}
-
-// join builds a field path for messages; the body itself has the empty path.
-func join(path, key string) string {
-	if key == "" {
-		return path
-	}
-	if path == "" || path == "body" {
-		return key
-	}
-	return path + "." + key
-}
-
-// jsonKind names the kind of a valid JSON value from its first byte.
-func jsonKind(v []byte) string {
-	if len(v) == 0 {
-		return "nothing"
-	}
-	switch v[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	default:
-		return "number"
-	}
-}
-
-func lookup(ms []member, key string) (json.RawMessage, bool) {
+// get is the value of the member name, or nil.
+func (ms members) get(name string) jsontext.Value {
 	for _, m := range ms {
-		if m.key == key {
-			return m.val, true
+		if m.Name == name {
+			return m.Value
 		}
 	}
-	return nil, false
+	return nil
+}
+
+// other is the name of the first member not among names, or "".
+func (ms members) other(names ...string) string {
+	for _, m := range ms {
+		if !slices.Contains(names, m.Name) {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// bodyMembers reads the members of the object data, what names it in messages ("body"
+// for the body itself), and refuses the members past maxBodyMembers with the shape
+// the object should have.
+func bodyMembers(data []byte, what, code, shape string) (members, error) {
+	path := what
+	if what == "body" {
+		path = "" // the body's members are named alone: intent, authorship
+	}
+	var ms members
+	err := strictjson.Members(data, path, maxBodyMembers, func(m strictjson.Member) error {
+		ms = append(ms, m)
+		return nil
+	})
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return ms, err
+	}
+	where := e.Path
+	if where == "" {
+		where = "body"
+	}
+	switch e.Fault {
+	case strictjson.InvalidUTF8:
+		return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid UTF-8")
+	case strictjson.LoneSurrogate:
+		return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (%s)", e.Escape)
+	case strictjson.NotObject:
+		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: must be a JSON object, got a JSON %s", where, strictjson.KindName(e.Kind))
+	case strictjson.Duplicate:
+		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: duplicate key", where)
+	case strictjson.TooMany:
+		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: more than %d members (%s)", where, e.Limit, shape)
+	}
+	// Any other fault is of text that does not parse, named as a whole.
+	return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
 }
 
 // The superseded shapes of spec part 9, refused with a message that says where they
@@ -174,48 +144,41 @@ const (
 
 // DecodeAuthoredIntent decodes the body of POST /intents strictly: a JSON object with
 // exactly the members "intent" (decoded by intentd.DecodeIntent, and returned raw as
-// well, since the signature covers its canonical form) and "authorship" (decoded by
-// crypto.DecodeAuthorship). Text that is not JSON is a KindInvalid error; everything
+// well, a slice of body, since the signature covers its canonical form) and
+// "authorship" (decoded by crypto.DecodeAuthorship). Text that is not JSON is a KindInvalid error; everything
 // else it refuses is KindUnprocessable with a message naming the field, including the
 // superseded shapes of spec part 9, whose message says which versions used them.
 func DecodeAuthoredIntent(body []byte) (in intentd.Intent, raw json.RawMessage, auth crypto.Authorship, err error) {
-	if err := validJSON(body); err != nil {
-		return in, nil, auth, err
-	}
-	ms, err := objectMembers(body, "body", intentd.CodeInvalidIntent)
+	ms, err := bodyMembers(body, "body", intentd.CodeInvalidIntent, `an AuthoredIntent has exactly "intent" and "authorship"`)
 	if err != nil {
 		return in, nil, auth, err
 	}
 	superseded := func(field, msg string) error {
 		return intentd.Errorf(intentd.KindUnprocessable, CodeSupersededShape, "%s: %s", field, msg)
 	}
-	if _, ok := lookup(ms, "payload"); ok {
+	intent, rawAuth, unknown := ms.get("intent"), ms.get("authorship"), ms.other("intent", "authorship")
+	switch {
+	case ms.get("payload") != nil:
 		return in, nil, auth, superseded("payload", supersededPayload)
-	}
-	if _, ok := lookup(ms, "signature"); ok {
+	case ms.get("signature") != nil:
 		return in, nil, auth, superseded("signature", supersededSignature)
-	}
-	for _, m := range ms {
-		if m.key != "intent" && m.key != "authorship" {
-			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent,
-				"%s: unknown field (an AuthoredIntent has exactly \"intent\" and \"authorship\")", m.key)
-		}
-	}
-	intent, ok := lookup(ms, "intent")
-	if !ok {
+	case unknown != "":
+		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent,
+			"%s: unknown field (an AuthoredIntent has exactly \"intent\" and \"authorship\")", unknown)
+	case intent == nil:
 		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent, "intent: missing")
-	}
-	rawAuth, ok := lookup(ms, "authorship")
-	if !ok {
+	case rawAuth == nil:
 		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
 	}
 	// The intent is decoded before the authorship, whose errors come first, so that
 	// a superseded intent is named as such whatever its authorship holds.
 	in, inErr := intentd.DecodeIntent(intent)
 	if inErr != nil {
-		if fields, err := objectMembers(intent, "intent", intentd.CodeInvalidIntent); err != nil {
+		fields, err := bodyMembers(intent, "intent", intentd.CodeInvalidIntent, "an intent has id, policy_id and attrs")
+		if err != nil {
 			return in, nil, auth, err
-		} else if _, ok := lookup(fields, "template_id"); ok {
+		}
+		if fields.get("template_id") != nil {
 			return in, nil, auth, superseded("intent.template_id", supersededTemplateID)
 		}
 	}
@@ -223,14 +186,18 @@ func DecodeAuthoredIntent(body []byte) (in intentd.Intent, raw json.RawMessage, 
 	if err != nil {
 		var fe *crypto.FieldError
 		if errors.As(err, &fe) {
-			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", join("authorship", fe.Field), fe.Reason)
+			where := "authorship"
+			if fe.Field != "" {
+				where += "." + fe.Field
+			}
+			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", where, fe.Reason)
 		}
 		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
 	}
 	if inErr != nil {
 		return in, nil, auth, inErr
 	}
-	return in, intent, auth, nil
+	return in, json.RawMessage(intent), auth, nil
 }
 
 // DecodeProposal decodes the body of POST /intents/{id}/proposal strictly: exactly
@@ -239,35 +206,28 @@ func DecodeAuthoredIntent(body []byte) (in intentd.Intent, raw json.RawMessage, 
 // duplicate key are KindUnprocessable. Whether the solution is empty or too long is the
 // engine's to say.
 func DecodeProposal(body []byte) (intentd.Proposal, error) {
-	if err := validJSON(body); err != nil {
-		return intentd.Proposal{}, err
-	}
-	ms, err := objectMembers(body, "body", intentd.CodeInvalidProposal)
+	ms, err := bodyMembers(body, "body", intentd.CodeInvalidProposal, `a proposal has exactly "solution"`)
 	if err != nil {
 		return intentd.Proposal{}, err
 	}
-	if _, ok := lookup(ms, "metadata"); ok {
+	raw, unknown := ms.get("solution"), ms.other("solution")
+	switch {
+	case ms.get("metadata") != nil:
 		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, CodeSupersededShape, "metadata: %s", supersededMetadata)
-	}
-	for _, m := range ms {
-		if m.key != "solution" {
-			return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal,
-				"%s: unknown field (a proposal has exactly \"solution\")", m.key)
-		}
-	}
-	raw, ok := lookup(ms, "solution")
-	if !ok {
+	case unknown != "":
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal,
+			"%s: unknown field (a proposal has exactly \"solution\")", unknown)
+	case raw == nil:
 		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: missing")
+	case raw.Kind() != '"':
+		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal,
+			"solution: must be a string, got a JSON %s", strictjson.KindName(raw.Kind()))
 	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must be a string, got a JSON %s", jsonKind(raw))
-	}
-	var p intentd.Proposal
-	if err := json.Unmarshal(raw, &p.Solution); err != nil {
+	s, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
 		return intentd.Proposal{}, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %v", err)
 	}
-	return p, nil
+	return intentd.Proposal{Solution: string(s)}, nil
 }
 
 // ParseLastEventID reads a last-event-id value: an integer from 0 to 2^63-1 written in
@@ -299,59 +259,4 @@ func clip(s string) string {
 		return s
 	}
 	return s[:max] + "..."
-}
-
-// validJSON refuses, as not JSON, text that json.Valid lets through but RFC 8259 does
-// not: bytes that are not UTF-8, and \u escapes of lone surrogates. encoding/json would
-// quietly turn either into U+FFFD, so the value stored or signed would not be the one
-// sent.
-func validJSON(body []byte) error {
-	if !json.Valid(body) {
-		return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
-	}
-	if !utf8.Valid(body) {
-		return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid UTF-8")
-	}
-	// In valid JSON a backslash only ever starts an escape inside a string.
-	for i := 0; i < len(body); i++ {
-		if body[i] != '\\' {
-			continue
-		}
-		if body[i+1] != 'u' {
-			i++
-			continue
-		}
-		r := hex4(body[i+2 : i+6])
-		switch {
-		case utf16.IsSurrogate(r) && r < 0xdc00:
-			if i+12 > len(body) || body[i+6] != '\\' || body[i+7] != 'u' || !isLowSurrogate(hex4(body[i+8:i+12])) {
-				return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
-			}
-			i += 11
-		case isLowSurrogate(r):
-			return intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body escapes a lone surrogate (\\u%s)", body[i+2:i+6])
-		default:
-			i += 5
-		}
-	}
-	return nil
-}
-
-func isLowSurrogate(r rune) bool { return r >= 0xdc00 && r <= 0xdfff }
-
-// hex4 reads four hexadecimal digits, which valid JSON guarantees after \u.
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		}
-	}
-	return r
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 )
@@ -143,6 +145,48 @@ func TestDecodeProposal(t *testing.T) {
 	}
 }
 
+// TestManyKeys: a body of a hundred thousand names is refused with the code of its
+// shape, at whatever level of the body the names are; one at the bound of members is
+// read whole, each of its members named as before.
+func TestManyKeys(t *testing.T) {
+	keys := manyKeys(100_000, "0")
+	fields := strings.ReplaceAll(manyKeys(100_000, `{"Int":1}`), `"k`, `"f`)
+	intent := func(extra string) string {
+		return `{"intent":{"id":"` + testIntentID + `","policy_id":"11111111111111111111111111111111"` + extra + `},"authorship":"Unsigned"}`
+	}
+	tests := []struct {
+		name, body string
+		decode     func([]byte) error
+		code       string
+		inMessage  string
+	}{
+		{"authored intent", keys, decodeAuthored, intentd.CodeInvalidIntent, "body: more than 16 members"},
+		{"proposal", keys, decodeProposal, intentd.CodeInvalidProposal, "body: more than 16 members"},
+		{"intent", `{"intent":` + keys + `,"authorship":"Unsigned"}`, decodeAuthored, intentd.CodeInvalidIntent, "intent: more than 16 members"},
+		{"attrs", intent(`,"attrs":{"fields":` + fields + `}`), decodeAuthored, intentd.CodeInvalidIntent, "intent.attrs.fields: more than 1024 fields"},
+		{"at the bound", `{"intent":{},"authorship":"Unsigned",` + strings.Trim(manyKeys(14, "0"), "{}") + `}`, decodeAuthored, intentd.CodeInvalidIntent, "k0: unknown field"},
+		{"proposal at the bound", `{"solution":"x",` + strings.Trim(manyKeys(15, "0"), "{}") + `}`, decodeProposal, intentd.CodeInvalidProposal, "k0: unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantError(t, tt.decode([]byte(tt.body)), intentd.KindUnprocessable, tt.code, tt.inMessage)
+		})
+	}
+	// Text that is not JSON is a 400 however many names come before the fault.
+	wantError(t, decodeAuthored([]byte(keys[:len(keys)-1])), intentd.KindInvalid, CodeInvalidJSON, "not valid JSON")
+	wantError(t, decodeProposal([]byte(keys[:len(keys)-1]+`,"x":"\udc00"}`)), intentd.KindInvalid, CodeInvalidJSON, `lone surrogate (\udc00)`)
+}
+
+func decodeAuthored(body []byte) error {
+	_, _, _, err := DecodeAuthoredIntent(body)
+	return err
+}
+
+func decodeProposal(body []byte) error {
+	_, err := DecodeProposal(body)
+	return err
+}
+
 func TestParseLastEventID(t *testing.T) {
 	tests := []struct {
 		in   string
@@ -242,15 +286,15 @@ func TestReadBody(t *testing.T) {
 
 // checkDecodeError holds for every error of the body decoders: an *intentd.Error that
 // is a 400 exactly when the text is not JSON (does not parse, is not UTF-8, or escapes
-// a lone surrogate: validJSON, whose cases are in the decoder tables) and a 422
-// otherwise.
+// a lone surrogate, as jsontext judges it; the cases are in the decoder tables) and a
+// 422 otherwise.
 func checkDecodeError(t *testing.T, body []byte, err error) {
 	var e *intentd.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v is not an *intentd.Error", err)
 	}
 	want := intentd.KindUnprocessable
-	if !json.Valid(body) || validJSON(body) != nil {
+	if !jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true)) {
 		want = intentd.KindInvalid
 	}
 	if e.Kind != want || e.Message == "" || e.Code == "" {

@@ -1,19 +1,17 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // Value is one attribute value: an int, a string, a bool or a set. The zero Value is
@@ -211,14 +209,14 @@ func (v Value) appendJSON(b []byte) ([]byte, error) {
 
 // UnmarshalJSON reads one wire value, as strictly as DecodeAttrs.
 func (v *Value) UnmarshalJSON(data []byte) error {
-	d := newJSONReader(data)
-	defer d.release()
-	val, err := d.value("")
+	d := strictjson.NewDecoder(data)
+	defer d.Release()
+	val, err := readValue(d, "")
 	if err == nil {
-		err = d.end("")
+		err = d.End("")
 	}
 	if err != nil {
-		return err
+		return fieldError(err)
 	}
 	*v = val
 	return nil
@@ -272,266 +270,192 @@ func (a *Attrs) UnmarshalJSON(data []byte) error {
 
 // DecodeAttrs reads the wire form of attrs strictly: an object with exactly the key
 // "fields", each field one variant object (Int, String, Bool or Set) with a value of its
-// type; no null, no unknown key, no repeated key, integers written as integers in the
-// int64 range. Errors are *FieldError values naming the offending field.
+// type; no null, no unknown key, no repeated key, no more than MaxAttrFields fields,
+// integers written as integers in the int64 range. Errors are *FieldError values naming
+// the offending field.
 func DecodeAttrs(data []byte) (Attrs, error) {
-	d := newJSONReader(data)
-	defer d.release()
-	if err := d.open("", "attrs"); err != nil {
+	d := strictjson.NewDecoder(data)
+	defer d.Release()
+	attrs, err := readAttrs(d)
+	if err == nil {
+		err = d.End("")
+	}
+	if err != nil {
+		return nil, fieldError(err)
+	}
+	return attrs, nil
+}
+
+// MaxAttrFields bounds the fields DecodeAttrs reads. A policy declares at most
+// MaxParameters, so attrs with more fields match none; the bound is well above that,
+// so that a server's own limit on attrs (which may be set higher than MaxParameters)
+// still answers for any attrs a client could mean to send, and an object of a hundred
+// thousand names is refused after a thousand of them rather than read into a map.
+const MaxAttrFields = 8 * MaxParameters
+
+// The objects of the wire with fixed keys are read with a bound of one member more than
+// they may hold, so that the member too many is named by the check that refuses it
+// (unknown key, two variants) rather than by a count.
+const (
+	maxAttrsKeys   = 2 // fields
+	maxVariantKeys = 2 // one of Int, String, Bool, Set
+)
+
+// Attrs are read for every intent submitted, so they are read as a stream of tokens,
+// each checked as it comes, rather than value by value.
+
+func readAttrs(d *strictjson.Decoder) (Attrs, error) {
+	if err := open(d, "", "attrs"); err != nil {
 		return nil, err
 	}
 	var attrs Attrs
-	seen := map[string]bool{}
-	for d.more() {
-		key, err := d.key("", seen)
-		if err != nil {
-			return nil, err
-		}
+	err := d.Object("", maxAttrsKeys, func(key string) error {
 		if key != "fields" {
-			return nil, &FieldError{Field: key, Reason: "unknown key (an ObjectValue has only fields)"}
+			return &FieldError{Field: key, Reason: "unknown key (an ObjectValue has only fields)"}
 		}
-		if attrs, err = d.fields(); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.close(""); err != nil {
+		var err error
+		attrs, err = readFields(d)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	if attrs == nil {
 		return nil, &FieldError{Field: "fields", Reason: "missing (want an object of attribute values)"}
 	}
-	if err := d.end(""); err != nil {
-		return nil, err
-	}
 	return attrs, nil
 }
 
-// jsonReader walks JSON tokens with the path of where it is, for error messages. It
-// reads with jsontext, which does not allocate for each token as encoding/json does
-// (attrs are read for every intent submitted), and hands the tokens on in encoding/json's
-// types.
-type jsonReader struct {
-	dec jsontext.Decoder
-	bad bool // the input is not valid UTF-8
-}
-
-// readers keeps decoders, and their buffers, from one read to the next.
-var readers = sync.Pool{New: func() any { return new(jsonReader) }}
-
-// newJSONReader returns a reader of data, to be released when done.
-func newJSONReader(data []byte) *jsonReader {
-	d := readers.Get().(*jsonReader)
-	// From a bytes.Buffer jsontext reads in place instead of copying. Repeated keys are
-	// let through so that the reader can name them with their path.
-	d.dec.Reset(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
-	// Attrs are signed, so a value that would not marshal back to the bytes it came from
-	// is refused: invalid UTF-8 here, lone surrogate escapes by jsontext.
-	d.bad = !utf8.Valid(data)
-	return d
-}
-
-// release returns the reader to the pool, holding on to nothing of its input.
-func (d *jsonReader) release() {
-	d.dec.Reset(emptyInput)
-	readers.Put(d)
-}
-
-var emptyInput = bytes.NewReader(nil)
-
-// token reads the next token as encoding/json's Token would have it: a json.Delim, a
-// string, a json.Number, a bool or nil.
-func (d *jsonReader) token(path string) (json.Token, error) {
-	if d.bad {
-		return nil, &FieldError{Field: path, Reason: "invalid UTF-8 in the JSON text"}
-	}
-	t, err := d.dec.ReadToken()
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, &FieldError{Field: path, Reason: "unexpected end of JSON"}
-	}
-	if err != nil {
-		return nil, &FieldError{Field: path, Reason: "invalid JSON: " + strings.TrimPrefix(err.Error(), "jsontext: ")}
-	}
-	switch k := t.Kind(); k {
-	case '{', '}', '[', ']':
-		return json.Delim(k), nil
-	case '"':
-		return t.String(), nil
-	case '0':
-		return json.Number(t.String()), nil
-	case 't', 'f':
-		return t.Bool(), nil
-	}
-	return nil, nil
-}
-
-func (d *jsonReader) open(path, what string) error {
-	t, err := d.token(path)
-	if err != nil {
-		return err
-	}
-	if t != json.Delim('{') {
-		return &FieldError{Field: path, Reason: "want " + what + " as a JSON object, got " + jsonKind(t)}
-	}
-	return nil
-}
-
-// more reports whether the array or object being read has another element. At a fault
-// it says yes, so that the caller's next read reports it.
-func (d *jsonReader) more() bool {
-	k := d.dec.PeekKind()
-	return k != '}' && k != ']'
-}
-
-func (d *jsonReader) close(path string) error {
-	t, err := d.token(path)
-	if err != nil {
-		return err
-	}
-	if t != json.Delim('}') {
-		return &FieldError{Field: path, Reason: "want the end of the object, got " + jsonKind(t)}
-	}
-	return nil
-}
-
-func (d *jsonReader) key(path string, seen map[string]bool) (string, error) {
-	t, err := d.token(path)
-	if err != nil {
-		return "", err
-	}
-	k, ok := t.(string)
-	if !ok {
-		return "", &FieldError{Field: path, Reason: "want an object key, got " + jsonKind(t)}
-	}
-	if seen[k] {
-		return "", &FieldError{Field: join(path, k), Reason: "repeated key"}
-	}
-	seen[k] = true
-	return k, nil
-}
-
-func (d *jsonReader) end(path string) error {
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
-	}
-	return nil
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func jsonKind(t json.Token) string {
-	switch t := t.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "the number " + t.String()
-	case string:
-		return "a string"
-	case json.Delim:
-		switch t {
-		case '{':
-			return "an object"
-		case '[':
-			return "an array"
-		}
-		return "'" + t.String() + "'"
-	}
-	return fmt.Sprintf("%T", t)
-}
-
-func (d *jsonReader) fields() (Attrs, error) {
-	if err := d.open("fields", "fields"); err != nil {
+func readFields(d *strictjson.Decoder) (Attrs, error) {
+	if err := open(d, "fields", "fields"); err != nil {
 		return nil, err
 	}
 	attrs := Attrs{}
-	seen := map[string]bool{}
-	for d.more() {
-		name, err := d.key("fields", seen)
+	err := d.Object("fields", MaxAttrFields, func(name string) error {
+		v, err := readValue(d, strictjson.Join("fields", name))
 		if err != nil {
-			return nil, err
-		}
-		v, err := d.value("fields." + name)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		attrs[name] = v
+		return nil
+	})
+	return attrs, err
+}
+
+// open checks that the next value is an object, and otherwise says what it is instead.
+func open(d *strictjson.Decoder, path, what string) error {
+	if d.PeekKind() == '{' {
+		return nil
 	}
-	return attrs, d.close("fields")
+	t, err := d.Token(path)
+	if err != nil {
+		return err
+	}
+	return &FieldError{Field: path, Reason: "want " + what + " as a JSON object, got " + gotToken(t)}
+}
+
+// gotToken names a token for a "got ..." message.
+func gotToken(t jsontext.Token) string {
+	switch t.Kind() {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '0':
+		return "the number " + t.String()
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "'" + t.String() + "'"
+}
+
+// fieldError words a refusal of the reader as a FieldError.
+func fieldError(err error) error {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Fault {
+	case strictjson.InvalidUTF8:
+		// The text as a whole is at fault, wherever the bytes are.
+		return &FieldError{Reason: "invalid UTF-8 in the JSON text"}
+	case strictjson.Truncated:
+		return &FieldError{Field: e.Path, Reason: "unexpected end of JSON"}
+	case strictjson.Trailing:
+		return &FieldError{Field: e.Path, Reason: "unexpected data after the JSON value"}
+	case strictjson.Syntax, strictjson.LoneSurrogate:
+		return &FieldError{Field: e.Path, Reason: "invalid JSON: " + e.Detail}
+	case strictjson.Duplicate:
+		return &FieldError{Field: e.Path, Reason: "repeated key"}
+	case strictjson.TooMany:
+		return &FieldError{Field: e.Path, Reason: fmt.Sprintf(
+			"more than %d fields (a policy declares at most %d parameters)", e.Limit, MaxParameters)}
+	}
+	return &FieldError{Field: e.Path, Reason: e.Reason()}
 }
 
 const variants = "Int, String, Bool or Set"
 
-// value reads one variant object at path.
-func (d *jsonReader) value(path string) (Value, error) {
-	if err := d.open(path, "a value ({\"Int\": ...}, {\"String\": ...}, {\"Bool\": ...} or {\"Set\": ...})"); err != nil {
+// readValue reads one variant object at path.
+func readValue(d *strictjson.Decoder, path string) (Value, error) {
+	if err := open(d, path, "a value ({\"Int\": ...}, {\"String\": ...}, {\"Bool\": ...} or {\"Set\": ...})"); err != nil {
 		return Value{}, err
 	}
 	var v Value
 	var first string
-	seen := map[string]bool{}
-	for d.more() {
-		k, err := d.key(path, seen)
-		if err != nil {
-			return Value{}, err
-		}
+	err := d.Object(path, maxVariantKeys, func(k string) error {
 		if first != "" {
-			return Value{}, &FieldError{Field: path, Reason: fmt.Sprintf("two variants, %s and %s (want exactly one of %s)", first, k, variants)}
+			return &FieldError{Field: path, Reason: fmt.Sprintf("two variants, %s and %s (want exactly one of %s)", first, k, variants)}
 		}
 		first = k
-		p := join(path, k)
+		p := strictjson.Join(path, k)
+		var err error
 		switch k {
 		case "Int":
-			n, err := d.int(p)
-			if err != nil {
-				return Value{}, err
-			}
+			var n int64
+			n, err = readInt(d, p)
 			v = IntValue(n)
 		case "String":
-			s, err := d.str(p)
-			if err != nil {
-				return Value{}, err
-			}
+			var s string
+			s, err = readString(d, p)
 			v = StringValue(s)
 		case "Bool":
-			t, err := d.token(p)
-			if err != nil {
-				return Value{}, err
+			var t jsontext.Token
+			if t, err = d.Token(p); err == nil {
+				if kind := t.Kind(); kind != 't' && kind != 'f' {
+					return &FieldError{Field: p, Reason: "want true or false, got " + gotToken(t)}
+				}
+				v = BoolValue(t.Bool())
 			}
-			b, ok := t.(bool)
-			if !ok {
-				return Value{}, &FieldError{Field: p, Reason: "want true or false, got " + jsonKind(t)}
-			}
-			v = BoolValue(b)
 		case "Set":
-			if v, err = d.set(p); err != nil {
-				return Value{}, err
-			}
+			v, err = readSet(d, p)
 		default:
-			return Value{}, &FieldError{Field: p, Reason: "unknown variant (want " + variants + ")"}
+			return &FieldError{Field: p, Reason: "unknown variant (want " + variants + ")"}
 		}
+		return err
+	})
+	if err != nil {
+		return Value{}, err
 	}
 	if first == "" {
 		return Value{}, &FieldError{Field: path, Reason: "empty object (want exactly one of " + variants + ")"}
 	}
-	return v, d.close(path)
+	return v, nil
 }
 
-func (d *jsonReader) int(path string) (int64, error) {
-	t, err := d.token(path)
+func readInt(d *strictjson.Decoder, path string) (int64, error) {
+	t, err := d.Token(path)
 	if err != nil {
 		return 0, err
 	}
-	num, ok := t.(json.Number)
-	if !ok {
-		return 0, &FieldError{Field: path, Reason: "want an integer, got " + jsonKind(t)}
+	if t.Kind() != '0' {
+		return 0, &FieldError{Field: path, Reason: "want an integer, got " + gotToken(t)}
 	}
-	n, bad := parseInteger(string(num))
+	n, bad := parseInteger(t.String())
 	if bad != "" {
 		return 0, &FieldError{Field: path, Reason: "want an integer, got " + bad}
 	}
@@ -552,76 +476,69 @@ func parseInteger(s string) (int64, string) {
 	return n, ""
 }
 
-func (d *jsonReader) str(path string) (string, error) {
-	t, err := d.token(path)
+func readString(d *strictjson.Decoder, path string) (string, error) {
+	t, err := d.Token(path)
 	if err != nil {
 		return "", err
 	}
-	s, ok := t.(string)
-	if !ok {
-		return "", &FieldError{Field: path, Reason: "want a string, got " + jsonKind(t)}
+	if t.Kind() != '"' {
+		return "", &FieldError{Field: path, Reason: "want a string, got " + gotToken(t)}
 	}
-	return s, nil
+	return t.String(), nil
 }
 
-func (d *jsonReader) set(path string) (Value, error) {
-	if err := d.open(path, `a set ({"String": [...]} or {"Int": [...]})`); err != nil {
+func readSet(d *strictjson.Decoder, path string) (Value, error) {
+	if err := open(d, path, `a set ({"String": [...]} or {"Int": [...]})`); err != nil {
 		return Value{}, err
 	}
 	var v Value
 	var first string
-	seen := map[string]bool{}
-	for d.more() {
-		k, err := d.key(path, seen)
-		if err != nil {
-			return Value{}, err
-		}
+	err := d.Object(path, maxVariantKeys, func(k string) error {
 		if first != "" {
-			return Value{}, &FieldError{Field: path, Reason: fmt.Sprintf("two element types, %s and %s (want exactly one of String or Int)", first, k)}
+			return &FieldError{Field: path, Reason: fmt.Sprintf("two element types, %s and %s (want exactly one of String or Int)", first, k)}
 		}
 		first = k
-		p := join(path, k)
+		p := strictjson.Join(path, k)
 		if k != "String" && k != "Int" {
-			return Value{}, &FieldError{Field: p, Reason: "unknown set element type (want String or Int)"}
+			return &FieldError{Field: p, Reason: "unknown set element type (want String or Int)"}
 		}
-		t, err := d.token(p)
-		if err != nil {
-			return Value{}, err
-		}
-		if t != json.Delim('[') {
-			return Value{}, &FieldError{Field: p, Reason: "want an array, got " + jsonKind(t)}
+		if d.PeekKind() != '[' {
+			t, err := d.Token(p)
+			if err != nil {
+				return err
+			}
+			return &FieldError{Field: p, Reason: "want an array, got " + gotToken(t)}
 		}
 		var strs []string
 		var ints []int64
-		for i := 0; d.more(); i++ {
-			ep := p + "[" + strconv.Itoa(i) + "]"
+		err := d.Array(p, func(i int) error {
+			ep := strictjson.Index(p, i)
 			if k == "String" {
-				s, err := d.str(ep)
-				if err != nil {
-					return Value{}, err
-				}
+				s, err := readString(d, ep)
 				strs = append(strs, s)
-			} else {
-				n, err := d.int(ep)
-				if err != nil {
-					return Value{}, err
-				}
-				ints = append(ints, n)
+				return err
 			}
-		}
-		if _, err := d.token(p); err != nil { // ']'
-			return Value{}, err
+			n, err := readInt(d, ep)
+			ints = append(ints, n)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if k == "String" {
 			v = StringSetValue(strs...)
 		} else {
 			v = IntSetValue(ints...)
 		}
+		return nil
+	})
+	if err != nil {
+		return Value{}, err
 	}
 	if first == "" {
 		return Value{}, &FieldError{Field: path, Reason: "empty object (want exactly one of String or Int)"}
 	}
-	return v, d.close(path)
+	return v, nil
 }
 
 // CheckAttrs checks attrs against the declared parameters: each required one present,

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -75,6 +77,63 @@ func TestDecodeAttrsStrict(t *testing.T) {
 			if fe.Field != tc.field || fe.Reason != tc.reason {
 				t.Fatalf("got %q: %q\nwant %q: %q", fe.Field, fe.Reason, tc.field, tc.reason)
 			}
+		})
+	}
+}
+
+// manyFields is attrs of n fields, each an int.
+func manyFields(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"fields":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"f` + strconv.Itoa(i) + `":{"Int":` + strconv.Itoa(i) + `}`)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
+// TestDecodeAttrsBound: attrs of MaxAttrFields fields are read; one more is refused
+// before its value is read.
+func TestDecodeAttrsBound(t *testing.T) {
+	a, err := DecodeAttrs([]byte(manyFields(MaxAttrFields)))
+	if err != nil || len(a) != MaxAttrFields {
+		t.Fatalf("%d fields: %d read, %v", MaxAttrFields, len(a), err)
+	}
+	for _, n := range []int{MaxAttrFields + 1, 100_000} {
+		_, err := DecodeAttrs([]byte(manyFields(n)))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "fields" || fe.Reason != "more than 1024 fields (a policy declares at most 128 parameters)" {
+			t.Fatalf("%d fields: %v", n, err)
+		}
+	}
+}
+
+func BenchmarkDecodeAttrs(b *testing.B) {
+	data := []byte(bench25Attrs)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeAttrs(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeAttrsManyFields decodes attrs of a thousand, ten thousand and a
+// hundred thousand fields. ns/key is the time per field of the text: it must not grow
+// with the number of fields.
+func BenchmarkDecodeAttrsManyFields(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		data := []byte(manyFields(n))
+		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				DecodeAttrs(data)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
 		})
 	}
 }

@@ -5,13 +5,12 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/strictjson"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -261,15 +260,8 @@ func describeAuthorship(a crypto.Authorship) (form, key string) {
 	}
 }
 
-// decodeStrict decodes one JSON value into v, refusing unknown fields and trailing data.
+// decodeStrict decodes one JSON value into v, refusing unknown fields, repeated names
+// and trailing data.
 func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the value")
-	}
-	return nil
+	return strictjson.Unmarshal(data, v)
 }
