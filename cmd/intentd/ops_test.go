@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,45 +362,37 @@ func TestMetrics(t *testing.T) {
 		}
 		return string(r.body)
 	}
-	during := scrape()
+	// Counters are bumped just after the answer or the event the test waits for, so
+	// each exposition is read again until it has settled.
+	settled(t, scrape, map[string]float64{
+		`intentd_proving_running`:                  1,
+		`intentd_proving_queued`:                   0,
+		`intentd_event_subscribers`:                1,
+		`intentd_proposals_refused_capacity_total`: 1,
+		`intentd_http_errors_total{code="capacity_exceeded",route="/intents/:id/proposal"}`: 1,
+	})
 	es.free()
 	s.waitStatus(first, "success")
 	if ev, err := st.next(); err != nil || ev.event != "success" {
 		t.Fatalf("event: %+v %v", ev, err)
 	}
-	after := scrape()
-
-	tests := []struct {
-		exposition, series string
-		want               float64
-	}{
-		{during, `intentd_proving_running`, 1},
-		{during, `intentd_proving_queued`, 0},
-		{during, `intentd_event_subscribers`, 1},
-		{during, `intentd_proposals_refused_capacity_total`, 1},
-		{during, `intentd_http_errors_total{code="capacity_exceeded",route="/intents/:id/proposal"}`, 1},
-		{after, `intentd_proving_running`, 0},
-		{after, `intentd_http_requests_total{method="POST",route="/intents",status="200"}`, 2},
-		{after, `intentd_http_requests_total{method="POST",route="/intents/:id/proposal",status="503"}`, 1},
-		{after, `intentd_http_requests_total{method="POST",route="/policies",status="200"}`, 1},
-		{after, `intentd_http_request_duration_seconds_count{method="POST",route="/intents"}`, 2},
-		{after, `intentd_intent_transitions_total{failure_kind="",state="open"}`, 2},
-		{after, `intentd_intent_transitions_total{failure_kind="",state="processing"}`, 1},
-		{after, `intentd_intent_transitions_total{failure_kind="",state="success"}`, 1},
-		{after, `intentd_extraction_duration_seconds_count{result="ok"}`, 1},
-		{after, `intentd_proving_duration_seconds_count{failure_kind="",outcome="success"}`, 1},
-		{after, `intentd_events_published_total`, 1},
-		{after, `intentd_store_write_duration_seconds_count{op="create_intent"}`, 2},
-		{after, `intentd_store_write_duration_seconds_count{op="begin_processing"}`, 1},
-		{after, `intentd_store_write_duration_seconds_count{op="finish"}`, 1},
-		{after, `intentd_store_write_duration_seconds_count{op="put_policy"}`, 1},
-	}
-	for _, tt := range tests {
-		got, ok := metricValue(t, tt.exposition, tt.series)
-		if !ok || got != tt.want {
-			t.Errorf("%s = %v (found: %v), want %v", tt.series, got, ok, tt.want)
-		}
-	}
+	after := settled(t, scrape, map[string]float64{
+		`intentd_proving_running`: 0,
+		`intentd_http_requests_total{method="POST",route="/intents",status="200"}`:              2,
+		`intentd_http_requests_total{method="POST",route="/intents/:id/proposal",status="503"}`: 1,
+		`intentd_http_requests_total{method="POST",route="/policies",status="200"}`:             1,
+		`intentd_http_request_duration_seconds_count{method="POST",route="/intents"}`:           2,
+		`intentd_intent_transitions_total{failure_kind="",state="open"}`:                        2,
+		`intentd_intent_transitions_total{failure_kind="",state="processing"}`:                  1,
+		`intentd_intent_transitions_total{failure_kind="",state="success"}`:                     1,
+		`intentd_extraction_duration_seconds_count{result="ok"}`:                                1,
+		`intentd_proving_duration_seconds_count{failure_kind="",outcome="success"}`:             1,
+		`intentd_events_published_total`:                                                        1,
+		`intentd_store_write_duration_seconds_count{op="create_intent"}`:                        2,
+		`intentd_store_write_duration_seconds_count{op="begin_processing"}`:                     1,
+		`intentd_store_write_duration_seconds_count{op="finish"}`:                               1,
+		`intentd_store_write_duration_seconds_count{op="put_policy"}`:                           1,
+	})
 	if _, ok := metricValue(t, after, `go_goroutines`); !ok {
 		t.Error("no Go runtime metrics")
 	}
@@ -415,16 +408,35 @@ func TestMetrics(t *testing.T) {
 	s2.propose(b, solutionUnknown)
 	s2.waitStatus(a, "failure")
 	s2.waitStatus(b, "failure")
-	exp := string(s2.do("GET", "/metrics", "", nil).body)
-	for series, want := range map[string]float64{
+	settled(t, func() string { return string(s2.do("GET", "/metrics", "", nil).body) }, map[string]float64{
 		`intentd_intent_transitions_total{failure_kind="constraints",state="failure"}`:        1,
 		`intentd_intent_transitions_total{failure_kind="extraction",state="failure"}`:         1,
 		`intentd_extraction_duration_seconds_count{result="error"}`:                           1,
 		`intentd_proving_duration_seconds_count{failure_kind="extraction",outcome="failure"}`: 1,
-	} {
-		if got, ok := metricValue(t, exp, series); !ok || got != want {
-			t.Errorf("%s = %v (found: %v), want %v", series, got, ok, want)
+	})
+}
+
+// settled scrapes until every series has its wanted value, and fails the test with
+// what differs if that takes more than 5 s. It returns the last exposition.
+func settled(t *testing.T, scrape func() string, want map[string]float64) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		exp := scrape()
+		var off []string
+		for series, w := range want {
+			if got, ok := metricValue(t, exp, series); !ok || got != w {
+				off = append(off, fmt.Sprintf("%s = %v (found: %v), want %v", series, got, ok, w))
+			}
 		}
+		if len(off) == 0 {
+			return exp
+		}
+		if time.Now().After(deadline) {
+			slices.Sort(off)
+			t.Fatalf("metrics not as wanted after 5 s:\n%s", strings.Join(off, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
