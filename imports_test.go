@@ -21,7 +21,8 @@ var rules = map[string][]string{
 	"policy":      {"internal"},
 	"crypto":      {"internal"},
 	"internal":    nil,
-	"persistence": {".", "policy", "crypto", "internal"},
+	"persistence": {".", "policy", "crypto", "internal", "storetest"},
+	"storetest":   {".", "internal"},
 	"evidence":    {"policy", "internal"},
 	"proof":       {".", "policy", "crypto", "internal"},
 }
