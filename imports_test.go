@@ -22,6 +22,7 @@ var rules = map[string][]string{
 	"crypto":      {"internal"},
 	"internal":    nil,
 	"persistence": {".", "policy", "crypto", "internal", "storetest"},
+	"natsstore":   {".", "internal", "storetest"},
 	"storetest":   {".", "internal"},
 	"evidence":    {"policy", "internal"},
 	"proof":       {".", "policy", "crypto", "internal"},

@@ -1,0 +1,971 @@
+package natsstore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Options configure Open.
+type Options struct {
+	// URLs are the NATS servers to connect to; the client finds the rest of a cluster
+	// from them.
+	URLs []string
+	// Creds is a credentials file (JWT and seed); Token is a plain token. At most one.
+	Creds string
+	Token string
+	// TLSCA is a PEM file of the certificate authorities that sign the servers'
+	// certificates; empty means the system's.
+	TLSCA string
+	// Prefix starts every subject and names the stream (upper-cased); "intentd" when
+	// empty. Two services with different prefixes share a NATS account without meeting.
+	Prefix string
+	// Replicas is the stream's replication factor; 0 means 3 when the client knows of
+	// three servers or more, else 1.
+	Replicas int
+	// Logger hears of disconnections and reconnections; nil discards them.
+	Logger *slog.Logger
+	// Timeout bounds a call whose context has no deadline; 0 means 10 s.
+	Timeout time.Duration
+}
+
+// Headers the store writes beside a record. The snapshot's headers carry what the
+// indexes need, so that a node builds them from headers alone.
+const (
+	hdrPhase   = "Intentd-Phase"   // open, processing or done, on an intent snapshot
+	hdrPolicy  = "Intentd-Policy"  // the policy id an intent names
+	hdrExpires = "Intentd-Expires" // an intent's deadline, Unix nanoseconds
+	hdrOp      = "Intentd-Op"      // "del" on a policy tombstone
+	hdrFloor   = "Intentd-Floor"   // on the floor record: events below it are pruned
+
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+	hdrRollup      = "Nats-Rollup"
+)
+
+const (
+	phaseOpen       = "open"
+	phaseProcessing = "processing"
+	phaseDone       = "done"
+)
+
+// Store is the JetStream-backed store. Its methods are safe for concurrent use.
+type Store struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	name    string
+	prefix  string
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu       sync.Mutex
+	closed   bool
+	intents  map[string]*entry
+	policies map[string]policyState
+	floor    uint64 // events with lower ids are pruned
+	applied  uint64 // the last sequence the watcher applied
+	advanced chan struct{}
+
+	watch  jetstream.ConsumeContext
+	events jetstream.ConsumeContext
+	sinkMu sync.RWMutex
+	sink   func(intentd.Event)
+}
+
+// entry is what the store knows of an intent: the sequence of its last snapshot, which
+// a writer must name to write the next one, and what the indexes need.
+type entry struct {
+	seq     uint64
+	phase   string
+	policy  string
+	expires time.Time
+}
+
+type policyState struct {
+	seq  uint64 // of the last record on the policy's subject, 0 for none
+	live bool
+}
+
+var _ intentd.Store = (*Store)(nil)
+
+// Open connects to NATS, creates the stream or checks the one there, loads the indexes
+// and starts following the stream. It fails at once, naming the URLs, when no server
+// answers.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if len(opts.URLs) == 0 {
+		return nil, errors.New("nats store: no server URL")
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = "intentd"
+	}
+	if !validPrefix(prefix) {
+		return nil, fmt.Errorf("nats store: prefix %q is not a subject of plain tokens", prefix)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	urls := strings.Join(opts.URLs, ",")
+	nopts := []nats.Option{
+		nats.Name("intentd"),
+		// Once connected, keep trying for ever: a NATS restart must not end the service.
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("nats disconnected", "error", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+		}),
+	}
+	if opts.Creds != "" && opts.Token != "" {
+		return nil, errors.New("nats store: give credentials or a token, not both")
+	}
+	if opts.Creds != "" {
+		nopts = append(nopts, nats.UserCredentials(opts.Creds))
+	}
+	if opts.Token != "" {
+		nopts = append(nopts, nats.Token(opts.Token))
+	}
+	if opts.TLSCA != "" {
+		nopts = append(nopts, nats.RootCAs(opts.TLSCA))
+	}
+	nc, err := nats.Connect(urls, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
+	}
+	s := &Store{
+		nc:       nc,
+		name:     strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
+		prefix:   prefix,
+		log:      log,
+		timeout:  opts.Timeout,
+		intents:  make(map[string]*entry),
+		policies: make(map[string]policyState),
+		advanced: make(chan struct{}),
+	}
+	if s.timeout == 0 {
+		s.timeout = 10 * time.Second
+	}
+	if err := s.start(ctx, opts.Replicas); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) start(ctx context.Context, replicas int) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return err
+	}
+	s.js = js
+	if replicas == 0 {
+		replicas = 1
+		if len(s.nc.Servers()) >= 3 {
+			replicas = 3
+		}
+	}
+	want := s.streamConfig(replicas)
+	stream, err := js.Stream(ctx, s.name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		stream, err = js.CreateStream(ctx, want)
+		if err != nil {
+			return fmt.Errorf("nats store: create stream %s: %w", s.name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+	default:
+		if diff := layoutDiff(stream.CachedInfo().Config, want); diff != "" {
+			return fmt.Errorf("nats store: stream %s exists with another layout: %s", s.name, diff)
+		}
+	}
+	s.stream = stream
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+	}
+	if err := s.follow(ctx); err != nil {
+		return err
+	}
+	return s.followEvents(info.State.LastSeq)
+}
+
+// streamConfig is the one stream's layout. Rollups keep one snapshot per intent; atomic
+// publish makes a terminal snapshot and its event one write; direct gets let any replica
+// answer a read of the last snapshot.
+func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               s.name,
+		Description:        "intentd: intent snapshots, policies and the event log",
+		Subjects:           []string{s.prefix + ".>"},
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Replicas:           replicas,
+		AllowAtomicPublish: true,
+		AllowRollup:        true,
+		AllowDirect:        true,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxAge:             0,
+		MaxMsgsPerSubject:  -1,
+		Discard:            jetstream.DiscardNew,
+	}
+}
+
+// layoutDiff names what differs between a stream found and the layout the store needs,
+// or is empty. Replicas are not compared: an operator may change them.
+func layoutDiff(got, want jetstream.StreamConfig) string {
+	var d []string
+	if strings.Join(got.Subjects, ",") != strings.Join(want.Subjects, ",") {
+		d = append(d, fmt.Sprintf("subjects %v, want %v", got.Subjects, want.Subjects))
+	}
+	if got.Storage != want.Storage {
+		d = append(d, fmt.Sprintf("storage %v, want %v", got.Storage, want.Storage))
+	}
+	if got.Retention != want.Retention {
+		d = append(d, fmt.Sprintf("retention %v, want %v", got.Retention, want.Retention))
+	}
+	for _, f := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"allow_atomic", got.AllowAtomicPublish, want.AllowAtomicPublish},
+		{"allow_rollup_hdrs", got.AllowRollup, want.AllowRollup},
+		{"allow_direct", got.AllowDirect, want.AllowDirect},
+		{"deny_purge", got.DenyPurge, false},
+		{"deny_delete", got.DenyDelete, false},
+	} {
+		if f.got != f.want {
+			d = append(d, fmt.Sprintf("%s %v, want %v", f.name, f.got, f.want))
+		}
+	}
+	if got.MaxMsgs > 0 || got.MaxBytes > 0 || got.MaxAge > 0 || got.MaxMsgsPerSubject > 0 {
+		d = append(d, "limits that drop records (max_msgs, max_bytes, max_age or max_msgs_per_subject)")
+	}
+	return strings.Join(d, "; ")
+}
+
+// Close stops following the stream and closes the connection. Calls after it fail with
+// intentd.ErrStoreClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch.Stop()
+	}
+	if s.events != nil {
+		s.events.Stop()
+	}
+	s.nc.Close()
+	return nil
+}
+
+// bound gives a call the store's time-out when its context has no deadline: a request
+// to a server that is gone would otherwise wait for ever.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// begin starts a call: ErrStoreClosed after Close, else the bounded context.
+func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, nil, intentd.ErrStoreClosed
+	}
+	ctx, cancel := s.bound(ctx)
+	return ctx, cancel, nil
+}
+
+// fail translates an error of the NATS client: after Close, ErrStoreClosed.
+func (s *Store) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || errors.Is(err, nats.ErrConnectionClosed) {
+		return intentd.ErrStoreClosed
+	}
+	return err
+}
+
+// Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,
+// so this is for tests and the unexpected) is written base64url after a '='.
+func (s *Store) subject(kind, id string) string { return s.prefix + "." + kind + "." + token(id) }
+func (s *Store) eventSubject() string           { return s.prefix + ".event" }
+func (s *Store) floorSubject() string           { return s.prefix + ".meta.floor" }
+
+func token(id string) string {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "=" + base64.RawURLEncoding.EncodeToString([]byte(id))
+		}
+	}
+	if id == "" {
+		return "="
+	}
+	return id
+}
+
+func untoken(t string) string {
+	if strings.HasPrefix(t, "=") {
+		b, err := base64.RawURLEncoding.DecodeString(t[1:])
+		if err == nil {
+			return string(b)
+		}
+	}
+	return t
+}
+
+func validPrefix(p string) bool {
+	for _, t := range strings.Split(p, ".") {
+		if t == "" || token(t) != t {
+			return false
+		}
+	}
+	return true
+}
+
+func isWrongSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// publish writes one message and returns its sequence once the stream has it (synced on
+// a server with sync_interval always; on a quorum of replicas for R3).
+func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
+	ack, err := s.js.PublishMsg(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// publishBatch writes messages as one atomic batch: all are stored, with consecutive
+// sequences, or none. It returns the last one's sequence. The messages before the commit
+// go without a reply: one connection keeps their order, and a lost one makes the commit
+// fail as an incomplete batch.
+func (s *Store) publishBatch(ctx context.Context, msgs ...*nats.Msg) (uint64, error) {
+	id := nuid.Next()
+	for i, m := range msgs {
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := s.nc.PublishMsg(m); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		m.Header.Set(hdrBatchCommit, "1")
+	}
+	return s.publish(ctx, msgs[len(msgs)-1])
+}
+
+func (s *Store) last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, intentd.ErrNotFound
+	}
+	return m, err
+}
+
+func snapshotMsg(subject, phase, policy string, expires time.Time, snapshot []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = snapshot
+	m.Header.Set(hdrPhase, phase)
+	m.Header.Set(hdrPolicy, policy)
+	m.Header.Set(hdrExpires, strconv.FormatInt(expires.UnixNano(), 10))
+	return m
+}
+
+// PutPolicy stores a compiled policy. The bytecode goes first, on a subject of its own
+// that deletes never touch, so that a stored policy always has its bytecode; the record
+// is then written against the sequence read, so that of two racing writers one stores it
+// and the other finds it stored.
+func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byte) (bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	for range 5 {
+		ps, err := s.policyState(ctx, id, false)
+		if err != nil {
+			return false, s.fail(err)
+		}
+		if ps.live {
+			return false, nil
+		}
+		bm := nats.NewMsg(s.subject("bytecode", id))
+		bm.Data = bytecode
+		bm.Header.Set(hdrRollup, "sub")
+		if _, err := s.publish(ctx, bm); err != nil {
+			return false, s.fail(err)
+		}
+		seq, err := s.publish(ctx, policyMsg(s.subject("policy", id), ps.seq, bytecode, source))
+		if isWrongSeq(err) {
+			if _, err := s.policyState(ctx, id, true); err != nil {
+				return false, s.fail(err)
+			}
+			continue
+		}
+		if err != nil {
+			return false, s.fail(err)
+		}
+		s.setPolicy(id, policyState{seq: seq, live: true})
+		return true, nil
+	}
+	return false, fmt.Errorf("put policy %s: too many concurrent writers", id)
+}
+
+func policyMsg(subject string, after uint64, bytecode, source []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
+	rec = append(rec, bytecode...)
+	m.Data = append(rec, source...)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
+	m.Header.Set(hdrRollup, "sub")
+	return m
+}
+
+// policyState reports a policy's last record, from memory unless asked to read it.
+func (s *Store) policyState(ctx context.Context, id string, fresh bool) (policyState, error) {
+	if !fresh {
+		s.mu.Lock()
+		ps, ok := s.policies[id]
+		s.mu.Unlock()
+		if ok {
+			return ps, nil
+		}
+	}
+	m, err := s.last(ctx, s.subject("policy", id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return policyState{}, nil
+	}
+	if err != nil {
+		return policyState{}, err
+	}
+	ps := policyState{seq: m.Sequence, live: m.Header.Get(hdrOp) != "del"}
+	s.setPolicy(id, ps)
+	return ps, nil
+}
+
+// setPolicy records a policy's state unless a newer one is known.
+func (s *Store) setPolicy(id string, ps policyState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.policies[id]; ok && cur.seq >= ps.seq {
+		return
+	}
+	s.policies[id] = ps
+}
+
+// Policy returns a stored policy's bytecode and source.
+func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte, err error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("policy", id))
+	if err != nil {
+		return nil, nil, s.fail(err)
+	}
+	if m.Header.Get(hdrOp) == "del" {
+		return nil, nil, intentd.ErrNotFound
+	}
+	return decodePolicy(id, m.Data)
+}
+
+func decodePolicy(id string, rec []byte) (bytecode, source []byte, err error) {
+	n, w := binary.Uvarint(rec)
+	if w <= 0 || n > uint64(len(rec)-w) {
+		return nil, nil, fmt.Errorf("policy record %s is corrupt", id)
+	}
+	return rec[w : w+int(n)], rec[w+int(n):], nil
+}
+
+// PolicyBytecode returns the bytecode of a policy that is or once was stored; deletes
+// leave it, for the proofs of the intents that named the policy.
+func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("bytecode", id))
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return m.Data, nil
+}
+
+// DeletePolicy removes a policy unless an open or processing intent names it.
+//
+// A create writes its intent in one batch with a check that the policy's subject is
+// still at the sequence it read. The delete first writes a tombstone on that subject, so
+// every create that has not yet committed now fails its check and finds the policy gone;
+// then it waits until this store has followed the stream up to the tombstone, so every
+// create that did commit is in the index; only then does it look for references. If it
+// finds one, it writes the policy back and reports ErrPolicyInUse: a create that ran in
+// that window was refused with ErrPolicyNotFound, never stored against a deleted policy.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for range 5 {
+		m, err := s.last(ctx, s.subject("policy", id))
+		if err != nil {
+			return s.fail(err)
+		}
+		if m.Header.Get(hdrOp) == "del" {
+			return intentd.ErrNotFound
+		}
+		tomb := nats.NewMsg(s.subject("policy", id))
+		tomb.Header.Set(hdrOp, "del")
+		tomb.Header.Set(hdrRollup, "sub")
+		tomb.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
+		seq, err := s.publish(ctx, tomb)
+		if isWrongSeq(err) {
+			continue
+		}
+		if err != nil {
+			return s.fail(err)
+		}
+		s.setPolicy(id, policyState{seq: seq})
+		if err := s.waitApplied(ctx, seq); err != nil {
+			return s.fail(err)
+		}
+		if !s.inUse(id) {
+			return nil
+		}
+		bytecode, source, err := decodePolicy(id, m.Data)
+		if err != nil {
+			return err
+		}
+		back, err := s.publish(ctx, policyMsg(s.subject("policy", id), seq, bytecode, source))
+		if err != nil {
+			return s.fail(fmt.Errorf("restore policy %s after a refused delete: %w", id, err))
+		}
+		s.setPolicy(id, policyState{seq: back, live: true})
+		return intentd.ErrPolicyInUse
+	}
+	return fmt.Errorf("delete policy %s: too many concurrent writers", id)
+}
+
+func (s *Store) inUse(policy string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.intents {
+		if e.policy == policy && e.phase != phaseDone {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateIntent stores a new open intent. Its snapshot is written expecting no record on
+// its subject, so of racing creates of one id, on any node, one wins; in the same atomic
+// batch a reference record checks that the policy's subject is where it was read live
+// (see DeletePolicy).
+func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	fresh := false
+	for range 5 {
+		ps, err := s.policyState(ctx, policyID, fresh)
+		if err != nil {
+			return s.fail(err)
+		}
+		if !ps.live {
+			if !fresh {
+				// The policy may have been stored by another node since we looked.
+				fresh = true
+				continue
+			}
+			return intentd.ErrPolicyNotFound
+		}
+		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, expiresAt, snapshot)
+		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		ref := nats.NewMsg(s.subject("ref", id))
+		ref.Data = []byte(policyID)
+		ref.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(ps.seq, 10))
+		ref.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, s.subject("policy", policyID))
+		seq, err := s.publishBatch(ctx, snap, ref)
+		if isWrongSeq(err) {
+			if _, err := s.last(ctx, s.subject("intent", id)); err == nil {
+				return intentd.ErrExists
+			} else if !errors.Is(err, intentd.ErrNotFound) {
+				return s.fail(err)
+			}
+			fresh = true
+			continue
+		}
+		if err != nil {
+			return s.fail(err)
+		}
+		s.apply(id, &entry{seq: seq - 1, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		return nil
+	}
+	return fmt.Errorf("create intent %s: the policy %s keeps changing", id, policyID)
+}
+
+// Intent returns an intent's snapshot.
+func (s *Store) Intent(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("intent", id))
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return m.Data, nil
+}
+
+// current returns what is known of an intent, reading its last snapshot's headers when
+// this store has not seen it.
+func (s *Store) current(ctx context.Context, id string) (entry, error) {
+	s.mu.Lock()
+	e, ok := s.intents[id]
+	s.mu.Unlock()
+	if ok {
+		return *e, nil
+	}
+	m, err := s.last(ctx, s.subject("intent", id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	return entryOf(m.Sequence, m.Header), nil
+}
+
+func entryOf(seq uint64, h nats.Header) entry {
+	e := entry{seq: seq, phase: h.Get(hdrPhase), policy: h.Get(hdrPolicy)}
+	if ns, err := strconv.ParseInt(h.Get(hdrExpires), 10, 64); err == nil {
+		e.expires = time.Unix(0, ns)
+	}
+	return e
+}
+
+// errStale is the error of a write refused because the intent was written since this
+// store last saw it: another writer holds the intent.
+var errStale = errors.New("the intent was written by another writer")
+
+// BeginProcessing writes an intent's processing snapshot against the sequence of its
+// last one, so that a stale writer is refused.
+func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	cur, err := s.current(ctx, id)
+	if err != nil {
+		return s.fail(err)
+	}
+	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, expiresAt, snapshot)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
+	m.Header.Set(hdrRollup, "sub")
+	seq, err := s.publish(ctx, m)
+	if isWrongSeq(err) {
+		return fmt.Errorf("begin processing %s: %w", id, errStale)
+	}
+	if err != nil {
+		return s.fail(err)
+	}
+	s.apply(id, &entry{seq: seq, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
+	return nil
+}
+
+// Finish writes the terminal snapshot and its event in one atomic batch, the snapshot
+// against the sequence of the intent's last one. The event's id is its stream sequence:
+// ids increase in the one order every node reads, and skip the numbers of the other
+// records. The sink hears of the event from the stream, like every other node's.
+func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	cur, err := s.current(ctx, id)
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
+	m.Header.Set(hdrRollup, "sub")
+	em := nats.NewMsg(s.eventSubject())
+	em.Data = ev.Data
+	seq, err := s.publishBatch(ctx, m, em)
+	if isWrongSeq(err) {
+		return 0, fmt.Errorf("finish %s: %w", id, errStale)
+	}
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	s.apply(id, &entry{seq: seq - 1, phase: phaseDone, policy: policyID, expires: expiresAt})
+	return seq, nil
+}
+
+// apply records this store's own write in the index, unless the watcher is already past
+// it (it then applied the write itself, or a newer one).
+func (s *Store) apply(id string, e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.seq <= s.applied {
+		return
+	}
+	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
+		return
+	}
+	s.intents[id] = e
+}
+
+// Processing lists the intents that are processing.
+func (s *Store) Processing(ctx context.Context) ([]string, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return nil, err
+	} else {
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, e := range s.intents {
+		if e.phase == phaseProcessing {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// DueExpiries lists up to limit open intents whose deadline is at or before now,
+// earliest first. The index is in memory, built from the snapshots' headers; a scan of
+// it is a pass over the open intents.
+func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return nil, err
+	} else {
+		cancel()
+	}
+	type due struct {
+		id string
+		at time.Time
+	}
+	var list []due
+	s.mu.Lock()
+	for id, e := range s.intents {
+		if e.phase == phaseOpen && !e.expires.After(now) {
+			list = append(list, due{id, e.expires})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b due) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if len(list) > limit {
+		list = list[:limit]
+	}
+	ids := make([]string, len(list))
+	for i, d := range list {
+		ids[i] = d.id
+	}
+	return ids, nil
+}
+
+// NextExpiry reports the earliest deadline of an open intent.
+func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return time.Time{}, false, err
+	} else {
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	found := false
+	for _, e := range s.intents {
+		if e.phase == phaseOpen && (!found || e.expires.Before(at)) {
+			at, found = e.expires, true
+		}
+	}
+	return at, found, nil
+}
+
+// SetEventSink names the function that hears of every event once it is durable, in id
+// order, from the goroutine that follows the event subject.
+func (s *Store) SetEventSink(fn func(intentd.Event)) {
+	s.sinkMu.Lock()
+	s.sink = fn
+	s.sinkMu.Unlock()
+}
+
+// Events calls fn for up to limit events with ids greater than after, in id order.
+func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	next := max(after+1, floor)
+	for n := 0; n < limit; n++ {
+		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return s.fail(err)
+		}
+		ev, err := intentd.DecodeEvent(m.Sequence, m.Time, m.Data)
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		next = m.Sequence + 1
+	}
+	return nil
+}
+
+// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
+// The newest event is never deleted, only hidden below the floor, so that the last id
+// survives a prune of everything.
+func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.eventSubject())
+	if errors.Is(err, intentd.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, s.fail(err)
+	}
+	last = m.Sequence
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	fm, err := s.stream.GetMsg(ctx, max(floor, 1), jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, last, nil
+	}
+	if err != nil {
+		return 0, 0, s.fail(err)
+	}
+	return fm.Sequence, last, nil
+}
+
+// PruneEvents keeps the newest keep events and none older than olderThan. The events
+// are purged from the stream, all but the newest, which is hidden by raising the floor
+// when it is pruned too.
+func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
+	first, last, err := s.EventBounds(ctx)
+	if err != nil || first == 0 {
+		return 0, err
+	}
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	// Walk the retained events from the oldest: those beyond keep from the newest, or
+	// older than olderThan, go; events are written in time order, so both are a prefix.
+	var ids []uint64
+	var times []time.Time
+	err = s.Events(ctx, first-1, int(^uint(0)>>1), func(e intentd.Event) error {
+		ids = append(ids, e.ID)
+		times = append(times, e.At)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	if uint64(len(ids)) > keep {
+		n = len(ids) - int(keep)
+	}
+	for n < len(ids) && times[n].Before(olderThan) {
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	cut := last + 1 // events below cut are pruned
+	if n < len(ids) {
+		cut = ids[n]
+	}
+	fm := nats.NewMsg(s.floorSubject())
+	fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
+	fm.Header.Set(hdrRollup, "sub")
+	if _, err := s.publish(ctx, fm); err != nil {
+		return 0, s.fail(err)
+	}
+	s.setFloor(cut)
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
+		return 0, s.fail(err)
+	}
+	return n, nil
+}
+
+func (s *Store) setFloor(f uint64) {
+	s.mu.Lock()
+	if f > s.floor {
+		s.floor = f
+	}
+	s.mu.Unlock()
+}
+
+var _ = untoken
