@@ -359,7 +359,7 @@ func testFinishOrder(t *testing.T, s Store) {
 		heard = append(heard, e)
 		mu.Unlock()
 	})
-	const n = 200
+	const n = 100
 	var wg sync.WaitGroup
 	ids := make([]uint64, n)
 	for i := range n {
