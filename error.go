@@ -111,6 +111,10 @@ const (
 	// CodeCanceled: the caller gave up (hung up, or its deadline passed) before the
 	// engine answered. What the engine did meanwhile stays done; the status tells.
 	CodeCanceled = "canceled"
+	// CodeStoreUnavailable: the store did not answer (its servers are unreachable or
+	// have no quorum). A write that got this may or may not have been made: read the
+	// intent's status before sending it again.
+	CodeStoreUnavailable = "store_unavailable"
 	// CodeProofNotReady: the intent is open or processing; a proof may come.
 	CodeProofNotReady = "proof_not_ready"
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it

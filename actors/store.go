@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -28,4 +29,15 @@ type ProofInput struct {
 	Outcome  intentd.State
 	Failures []policy.Failure
 	At       time.Time
+}
+
+// storeFailed is the error a caller sees of a failed store call: the store's own when it
+// says to retry later (a store on the network whose servers did not answer: a 503 with
+// Retry-After), else an internal error.
+func storeFailed(format string, err error) *intentd.Error {
+	var e *intentd.Error
+	if errors.As(err, &e) && e.Kind == intentd.KindBusy {
+		return e
+	}
+	return intentd.Internal(format, err)
 }

@@ -80,6 +80,9 @@ type Store struct {
 	floor    uint64 // events with lower ids are pruned
 	applied  uint64 // the last sequence the watcher applied
 	advanced chan struct{}
+	// down is closed when the connection drops, and replaced when it is back: calls
+	// waiting on the servers then end at once instead of at their time-out.
+	down chan struct{}
 
 	watch  jetstream.ConsumeContext
 	events jetstream.ConsumeContext
@@ -122,15 +125,30 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	urls := strings.Join(opts.URLs, ",")
+	s := &Store{
+		name:     strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
+		prefix:   prefix,
+		log:      log,
+		timeout:  opts.Timeout,
+		intents:  make(map[string]*entry),
+		policies: make(map[string]policyState),
+		advanced: make(chan struct{}),
+		down:     make(chan struct{}),
+	}
 	nopts := []nats.Option{
 		nats.Name("intentd"),
 		// Once connected, keep trying for ever: a NATS restart must not end the service.
 		nats.MaxReconnects(-1),
+		// No buffering while reconnecting: a write fails at once with a 503 to retry,
+		// instead of being sent minutes later, after its caller was told it failed.
+		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("nats disconnected", "error", err)
+			s.setDown(true)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+			s.setDown(false)
 		}),
 	}
 	if opts.Creds != "" && opts.Token != "" {
@@ -149,16 +167,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
 	}
-	s := &Store{
-		nc:       nc,
-		name:     strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
-		prefix:   prefix,
-		log:      log,
-		timeout:  opts.Timeout,
-		intents:  make(map[string]*entry),
-		policies: make(map[string]policyState),
-		advanced: make(chan struct{}),
-	}
+	s.nc = nc
 	if s.timeout == 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -293,7 +302,9 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// begin starts a call: ErrStoreClosed after Close, else the bounded context.
+// begin starts a call: ErrStoreClosed after Close; at once the unavailable error while
+// the connection is down, rather than a wait for the whole time-out; else the bounded
+// context.
 func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	s.mu.Lock()
 	closed := s.closed
@@ -301,14 +312,51 @@ func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc,
 	if closed {
 		return nil, nil, intentd.ErrStoreClosed
 	}
-	ctx, cancel := s.bound(ctx)
-	return ctx, cancel, nil
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return nil, nil, unavailable(fmt.Errorf("nats connection is %v", st))
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancelTimeout := s.bound(ctx)
+	go func() {
+		select {
+		case <-down:
+			cancelCause(errDisconnected)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancelTimeout(); cancelCause(nil) }, nil
 }
 
-// fail translates an error of the NATS client: after Close, ErrStoreClosed.
-func (s *Store) fail(err error) error {
+var errDisconnected = errors.New("the connection to nats dropped")
+
+// setDown records that the connection dropped or is back.
+func (s *Store) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.down:
+		if !down {
+			s.down = make(chan struct{})
+		}
+	default:
+		if down {
+			close(s.down)
+		}
+	}
+}
+
+// fail translates an error of the NATS client: after Close, ErrStoreClosed; when the
+// servers did not answer, an *intentd.Error of kind busy that the caller sees as a 503
+// to retry; anything else as it is.
+func (s *Store) fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(context.Cause(ctx), errDisconnected) {
+		return unavailable(err)
 	}
 	s.mu.Lock()
 	closed := s.closed
@@ -316,7 +364,29 @@ func (s *Store) fail(err error) error {
 	if closed || errors.Is(err, nats.ErrConnectionClosed) {
 		return intentd.ErrStoreClosed
 	}
+	if unreachable(err) {
+		return unavailable(err)
+	}
 	return err
+}
+
+// unreachable reports whether err says that no server answered, rather than that one
+// refused: the connection is down or reconnecting, the request timed out, or the stream
+// has no leader.
+func unreachable(err error) bool {
+	for _, e := range []error{nats.ErrConnectionReconnecting, nats.ErrReconnectBufExceeded, nats.ErrDisconnected,
+		nats.ErrNoResponders, nats.ErrTimeout, jetstream.ErrNoStreamResponse, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == 503
+}
+
+func unavailable(err error) error {
+	return &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeStoreUnavailable,
+		Message: "the store is unreachable; retry later", Err: err}
 }
 
 // Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,
@@ -426,7 +496,7 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 	for range 5 {
 		ps, err := s.policyState(ctx, id, false)
 		if err != nil {
-			return false, s.fail(err)
+			return false, s.fail(ctx, err)
 		}
 		if ps.live {
 			return false, nil
@@ -435,17 +505,17 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 		bm.Data = bytecode
 		bm.Header.Set(hdrRollup, "sub")
 		if _, err := s.publish(ctx, bm); err != nil {
-			return false, s.fail(err)
+			return false, s.fail(ctx, err)
 		}
 		seq, err := s.publish(ctx, policyMsg(s.subject("policy", id), ps.seq, bytecode, source))
 		if isWrongSeq(err) {
 			if _, err := s.policyState(ctx, id, true); err != nil {
-				return false, s.fail(err)
+				return false, s.fail(ctx, err)
 			}
 			continue
 		}
 		if err != nil {
-			return false, s.fail(err)
+			return false, s.fail(ctx, err)
 		}
 		s.setPolicy(id, policyState{seq: seq, live: true})
 		return true, nil
@@ -504,7 +574,7 @@ func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte,
 	defer cancel()
 	m, err := s.last(ctx, s.subject("policy", id))
 	if err != nil {
-		return nil, nil, s.fail(err)
+		return nil, nil, s.fail(ctx, err)
 	}
 	if m.Header.Get(hdrOp) == "del" {
 		return nil, nil, intentd.ErrNotFound
@@ -530,7 +600,7 @@ func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
 	defer cancel()
 	m, err := s.last(ctx, s.subject("bytecode", id))
 	if err != nil {
-		return nil, s.fail(err)
+		return nil, s.fail(ctx, err)
 	}
 	return m.Data, nil
 }
@@ -553,7 +623,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	for range 5 {
 		m, err := s.last(ctx, s.subject("policy", id))
 		if err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		if m.Header.Get(hdrOp) == "del" {
 			return intentd.ErrNotFound
@@ -567,11 +637,11 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 			continue
 		}
 		if err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		s.setPolicy(id, policyState{seq: seq})
 		if err := s.waitApplied(ctx, seq); err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		if !s.inUse(id) {
 			return nil
@@ -582,7 +652,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 		}
 		back, err := s.publish(ctx, policyMsg(s.subject("policy", id), seq, bytecode, source))
 		if err != nil {
-			return s.fail(fmt.Errorf("restore policy %s after a refused delete: %w", id, err))
+			return s.fail(ctx, fmt.Errorf("restore policy %s after a refused delete: %w", id, err))
 		}
 		s.setPolicy(id, policyState{seq: back, live: true})
 		return intentd.ErrPolicyInUse
@@ -615,7 +685,7 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 	for range 5 {
 		ps, err := s.policyState(ctx, policyID, fresh)
 		if err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		if !ps.live {
 			if !fresh {
@@ -636,13 +706,13 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 			if _, err := s.last(ctx, s.subject("intent", id)); err == nil {
 				return intentd.ErrExists
 			} else if !errors.Is(err, intentd.ErrNotFound) {
-				return s.fail(err)
+				return s.fail(ctx, err)
 			}
 			fresh = true
 			continue
 		}
 		if err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		s.apply(id, &entry{seq: seq - 1, phase: phaseOpen, policy: policyID, expires: expiresAt})
 		return nil
@@ -659,7 +729,7 @@ func (s *Store) Intent(ctx context.Context, id string) ([]byte, error) {
 	defer cancel()
 	m, err := s.last(ctx, s.subject("intent", id))
 	if err != nil {
-		return nil, s.fail(err)
+		return nil, s.fail(ctx, err)
 	}
 	return m.Data, nil
 }
@@ -705,7 +775,7 @@ func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte,
 	defer cancel()
 	cur, err := s.current(ctx, id)
 	if err != nil {
-		return s.fail(err)
+		return s.fail(ctx, err)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
@@ -715,7 +785,7 @@ func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte,
 		return fmt.Errorf("begin processing %s: %w", id, errStale)
 	}
 	if err != nil {
-		return s.fail(err)
+		return s.fail(ctx, err)
 	}
 	s.apply(id, &entry{seq: seq, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
 	return nil
@@ -733,7 +803,7 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 	defer cancel()
 	cur, err := s.current(ctx, id)
 	if err != nil {
-		return 0, s.fail(err)
+		return 0, s.fail(ctx, err)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
@@ -745,7 +815,7 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		return 0, fmt.Errorf("finish %s: %w", id, errStale)
 	}
 	if err != nil {
-		return 0, s.fail(err)
+		return 0, s.fail(ctx, err)
 	}
 	s.apply(id, &entry{seq: seq - 1, phase: phaseDone, policy: policyID, expires: expiresAt})
 	return seq, nil
@@ -864,7 +934,7 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 			return nil
 		}
 		if err != nil {
-			return s.fail(err)
+			return s.fail(ctx, err)
 		}
 		ev, err := intentd.DecodeEvent(m.Sequence, m.Time, m.Data)
 		if err != nil {
@@ -892,7 +962,7 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, s.fail(err)
+		return 0, 0, s.fail(ctx, err)
 	}
 	last = m.Sequence
 	s.mu.Lock()
@@ -903,7 +973,7 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 		return 0, last, nil
 	}
 	if err != nil {
-		return 0, 0, s.fail(err)
+		return 0, 0, s.fail(ctx, err)
 	}
 	return fm.Sequence, last, nil
 }
@@ -951,11 +1021,11 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
 	fm.Header.Set(hdrRollup, "sub")
 	if _, err := s.publish(ctx, fm); err != nil {
-		return 0, s.fail(err)
+		return 0, s.fail(ctx, err)
 	}
 	s.setFloor(cut)
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
-		return 0, s.fail(err)
+		return 0, s.fail(ctx, err)
 	}
 	return n, nil
 }
