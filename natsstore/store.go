@@ -980,7 +980,9 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 
 // PruneEvents keeps the newest keep events and none older than olderThan. The events
 // are purged from the stream, all but the newest, which is hidden by raising the floor
-// when it is pruned too.
+// when it is pruned too. Its cost does not grow with the events kept: the count comes
+// from the stream's state, the purge by count is the server's, and the walk by age reads
+// only the events it prunes.
 func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
 	first, last, err := s.EventBounds(ctx)
 	if err != nil || first == 0 {
@@ -991,43 +993,95 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		return 0, err
 	}
 	defer cancel()
-	// Walk the retained events from the oldest: those beyond keep from the newest, or
-	// older than olderThan, go; events are written in time order, so both are a prefix.
-	var ids []uint64
-	var times []time.Time
-	err = s.Events(ctx, first-1, int(^uint(0)>>1), func(e intentd.Event) error {
-		ids = append(ids, e.ID)
-		times = append(times, e.At)
-		return nil
-	})
+	before, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	cut := first // events below cut are pruned
+	switch {
+	case keep == 0:
+		cut = last + 1
+	case before > keep:
+		// The server keeps the newest keep; the walk below starts after them.
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep)); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		if cut, err = s.firstEventFrom(ctx, first); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+	}
+	// Events are written in time order, so the old ones are a prefix of the log.
+	for cut <= last {
+		m, err := s.stream.GetMsg(ctx, cut, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			cut = last + 1
+			break
+		}
+		if err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		if !m.Time.Before(olderThan) {
+			cut = m.Sequence
+			break
+		}
+		cut = m.Sequence + 1
+	}
+	if cut > first {
+		fm := nats.NewMsg(s.floorSubject())
+		fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
+		fm.Header.Set(hdrRollup, "sub")
+		if _, err := s.publish(ctx, fm); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		s.setFloor(cut)
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+	}
+	after, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	return int(before - min(after, before)), nil
+}
+
+// eventCount is the number of retained events: those stored, less the one kept below
+// the floor only for its id, if any.
+func (s *Store) eventCount(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.eventSubject()))
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	if uint64(len(ids)) > keep {
-		n = len(ids) - int(keep)
-	}
-	for n < len(ids) && times[n].Before(olderThan) {
-		n++
-	}
+	n := info.State.Subjects[s.eventSubject()]
 	if n == 0 {
 		return 0, nil
 	}
-	cut := last + 1 // events below cut are pruned
-	if n < len(ids) {
-		cut = ids[n]
-	}
-	fm := nats.NewMsg(s.floorSubject())
-	fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
-	fm.Header.Set(hdrRollup, "sub")
-	if _, err := s.publish(ctx, fm); err != nil {
-		return 0, s.fail(ctx, err)
-	}
-	s.setFloor(cut)
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
-		return 0, s.fail(ctx, err)
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	if floor > 0 {
+		// At most one event is below the floor, and it is the oldest stored.
+		m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, err
+		}
+		if err == nil && m.Sequence < floor {
+			n--
+		}
 	}
 	return n, nil
+}
+
+// firstEventFrom is the id of the first event at or after seq, or one past the last.
+func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) {
+	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return seq, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 func (s *Store) setFloor(f uint64) {

@@ -80,3 +80,38 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatalf("Open took %v to fail", d)
 	}
 }
+
+// TestPruneAllThenCount prunes everything by count, then by count again after new events:
+// the event kept only for its id is never counted as retained.
+func TestPruneAllThenCount(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embed(t).URL())
+	defer s.Close()
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
+	finish := func(id string) uint64 {
+		if err := s.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := s.Finish(ctx, id, "P", nil, time.Now(), storetest.Event(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	finish("a")
+	last := finish("b")
+	if n, err := s.PruneEvents(ctx, 0, time.Time{}); err != nil || n != 2 {
+		t.Fatalf("prune all = %d, %v; want 2", n, err)
+	}
+	if n, err := s.PruneEvents(ctx, 0, time.Time{}); err != nil || n != 0 {
+		t.Fatalf("prune of nothing = %d, %v; want 0", n, err)
+	}
+	c := finish("c")
+	d := finish("d")
+	if n, err := s.PruneEvents(ctx, 1, time.Time{}); err != nil || n != 1 {
+		t.Fatalf("prune to 1 = %d, %v; want 1", n, err)
+	}
+	if first, l, _ := s.EventBounds(ctx); first != d || l != d || c <= last {
+		t.Fatalf("bounds = %d..%d, want %d..%d", first, l, d, d)
+	}
+}
