@@ -762,8 +762,14 @@ func entryOf(seq uint64, h nats.Header) entry {
 }
 
 // errStale is the error of a write refused because the intent was written since this
-// store last saw it: another writer holds the intent.
+// store last saw it, or has moved past the state the write starts from: another writer
+// holds the intent.
 var errStale = errors.New("the intent was written by another writer")
+
+// The interface carries no revision from the engine, so the fence is the intent's last
+// known record: a transition is written only from the phase it starts from (processing
+// from open; a terminal state from open or processing), against that record's sequence.
+// Of two writers, on any nodes, one terminal write succeeds, and nothing follows it.
 
 // BeginProcessing writes an intent's processing snapshot against the sequence of its
 // last one, so that a stale writer is refused.
@@ -776,6 +782,9 @@ func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte,
 	cur, err := s.current(ctx, id)
 	if err != nil {
 		return s.fail(ctx, err)
+	}
+	if cur.phase != phaseOpen {
+		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
@@ -804,6 +813,9 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 	cur, err := s.current(ctx, id)
 	if err != nil {
 		return 0, s.fail(ctx, err)
+	}
+	if cur.phase == phaseDone {
+		return 0, fmt.Errorf("finish %s, which is finished: %w", id, errStale)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
