@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +84,8 @@ type Store struct {
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}
+	// batches holds a place for each atomic batch in flight; see maxBatches.
+	batches chan struct{}
 
 	watch  jetstream.ConsumeContext
 	events jetstream.ConsumeContext
@@ -134,6 +137,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		policies: make(map[string]policyState),
 		advanced: make(chan struct{}),
 		down:     make(chan struct{}),
+		batches:  make(chan struct{}, maxBatches),
 	}
 	nopts := []nats.Option{
 		nats.Name("intentd"),
@@ -429,18 +433,46 @@ func validPrefix(p string) bool {
 
 func isWrongSeq(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// isCheckBusy reports a refusal of a replicated stream that says nothing of the record:
+// another write checking the same subject is still being replicated, and the leader
+// lets only one such check be in flight per subject. The write is to be tried again.
+func isCheckBusy(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// retryBusy waits a little before a write refused by isCheckBusy is tried again; the
+// wait grows with the attempts and is jittered, so that the writers queued on one
+// subject do not all come back at once.
+func retryBusy(ctx context.Context, attempt int) error {
+	d := time.Duration(100+rand.IntN(400)) * time.Microsecond << min(attempt, 6)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // publish writes one message and returns its sequence once the stream has it (synced on
 // a server with sync_interval always; on a quorum of replicas for R3).
 func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
-	ack, err := s.js.PublishMsg(ctx, m)
-	if err != nil {
-		return 0, err
+	for attempt := 0; ; attempt++ {
+		ack, err := s.js.PublishMsg(ctx, m)
+		if isCheckBusy(err) {
+			if err := retryBusy(ctx, attempt); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
 	}
-	return ack.Sequence, nil
 }
 
 // publishBatch writes messages as one atomic batch: all are stored, with consecutive
@@ -448,6 +480,36 @@ func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
 // go without a reply: one connection keeps their order, and a lost one makes the commit
 // fail as an incomplete batch.
 func (s *Store) publishBatch(ctx context.Context, msgs ...*nats.Msg) (uint64, error) {
+	select {
+	case s.batches <- struct{}{}:
+		defer func() { <-s.batches }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	for attempt := 0; ; attempt++ {
+		seq, err := s.publishBatchOnce(ctx, msgs)
+		if !isCheckBusy(err) && !isBatchRefused(err) {
+			return seq, err
+		}
+		if err := retryBusy(ctx, attempt); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// maxBatches bounds this store's atomic batches in flight. A server takes 50 per stream
+// and drops the first message of one more, which then fails as incomplete; other nodes'
+// batches count too, so a refused batch is also tried again.
+const maxBatches = 32
+
+// isBatchRefused reports an atomic batch that the server refused whole, nothing of it
+// stored: too many were in flight, or its first message was dropped for that reason.
+func isBatchRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10176 || apiErr.ErrorCode == 10210)
+}
+
+func (s *Store) publishBatchOnce(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
 	id := nuid.Next()
 	for i, m := range msgs {
 		if m.Header == nil {
