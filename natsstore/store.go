@@ -322,6 +322,13 @@ func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc,
 	if st := s.nc.Status(); st != nats.CONNECTED {
 		return nil, nil, unavailable(fmt.Errorf("nats connection is %v", st))
 	}
+	select {
+	case <-down:
+		// Reconnected, but the handler that says so has not run: a call started now
+		// would be cut off by the drop already past, after its write was sent.
+		return nil, nil, unavailable(errors.New("nats connection is reconnecting"))
+	default:
+	}
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	ctx, cancelTimeout := s.bound(ctx)
 	go func() {
