@@ -1210,5 +1210,3 @@ func (s *Store) setFloor(f uint64) {
 	}
 	s.mu.Unlock()
 }
-
-var _ = untoken
