@@ -114,6 +114,10 @@ const (
 	// CodeStorageFull: the store's disk is (nearly) full, so writes are refused until
 	// space returns; reads go on.
 	CodeStorageFull = "storage_full"
+	// CodeStoreUnavailable: the store did not answer (its servers are unreachable or
+	// have no quorum). A write that got this may or may not have been made: read the
+	// intent's status before sending it again.
+	CodeStoreUnavailable = "store_unavailable"
 	// CodeProofNotReady: the intent is open or processing; a proof may come.
 	CodeProofNotReady = "proof_not_ready"
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it

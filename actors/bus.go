@@ -137,7 +137,7 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	first, _, err := e.store.EventBounds(ctx)
 	if err != nil {
 		sub.Close()
-		return nil, intentd.Internal("read event bounds: %w", err)
+		return nil, storeFailed("read event bounds: %w", err)
 	}
 	if first > 0 && from+1 < first && from < sub.replayTo {
 		sub.truncated = true
@@ -203,7 +203,7 @@ func (s *Subscription) fill(ctx context.Context) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopReplay) {
-		return intentd.Internal("replay events: %w", err)
+		return storeFailed("replay events: %w", err)
 	}
 	if len(s.replay) == 0 {
 		// Nothing retained up to replayTo (pruned meanwhile): the replay is over.

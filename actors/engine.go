@@ -199,7 +199,7 @@ func Open(cfg Config) (*Engine, error) {
 	}))
 	_, last, err := e.store.EventBounds(e.ctx)
 	if err != nil {
-		return nil, intentd.Internal("read event bounds: %w", err)
+		return nil, storeFailed("read event bounds: %w", err)
 	}
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return newBus(last, cfg.MaxSubscribers)
@@ -288,7 +288,7 @@ func (e *Engine) PutPolicy(ctx context.Context, source string) (string, error) {
 	}
 	id := p.ID()
 	if _, err := e.store.PutPolicy(ctx, id, p.Bytecode(), []byte(source)); err != nil {
-		return "", writeFailed("store policy", err)
+		return "", storeFailed("store policy: %w", err)
 	}
 	e.cachePolicy(id, p)
 	return id, nil
@@ -307,7 +307,7 @@ func (e *Engine) Policy(ctx context.Context, id string) (*policy.Policy, error) 
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodePolicyNotFound, "policy %s not found", id)
 	}
 	if err != nil {
-		return nil, intentd.Internal("read policy: %w", err)
+		return nil, storeFailed("read policy: %w", err)
 	}
 	p, err = policy.Decode(bytecode)
 	if err != nil {
@@ -339,7 +339,7 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 	case errors.Is(err, intentd.ErrPolicyInUse):
 		return intentd.Errorf(intentd.KindConflict, intentd.CodePolicyInUse, "policy %s is named by an open or processing intent", id)
 	case err != nil:
-		return writeFailed("delete policy", err)
+		return storeFailed("delete policy: %w", err)
 	}
 	e.policiesMu.Lock()
 	delete(e.policies, id)
@@ -440,7 +440,7 @@ func (e *Engine) loadSnapshot(ctx context.Context, rawID string) (*snapshot, err
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", id)
 	}
 	if err != nil {
-		return nil, intentd.Internal("read intent: %w", err)
+		return nil, storeFailed("read intent: %w", err)
 	}
 	return decodeSnapshot(data)
 }

@@ -17,7 +17,9 @@ import (
 
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/storetest"
 )
 
 const testPolicy = `
@@ -85,14 +87,14 @@ func (f *fakeExtractor) Extract(ctx context.Context, req evidence.Request) (evid
 }
 
 type harness struct {
-	t      *testing.T
-	fs     persistence.FS
-	store  *persistence.Store
-	e      *Engine
-	ext    *fakeExtractor
-	cfg    Config
-	key    ed25519.PrivateKey
-	policy string
+	t         *testing.T
+	openStore func(t *testing.T) storetest.Store
+	store     storetest.Store
+	e         *Engine
+	ext       *fakeExtractor
+	cfg       Config
+	key       ed25519.PrivateKey
+	policy    string
 }
 
 // submitRaw submits the JSON of an intent as the HTTP layer does: decoded, then
@@ -109,10 +111,55 @@ func submitRaw(ctx context.Context, e *Engine, raw []byte, auth crypto.Authorshi
 	return e.SubmitIntent(ctx, sub)
 }
 
+// stores are the stores that the tests of what the engine asks of a store run on: each
+// makes a fresh backing place and returns how to open a store on it.
+var stores = []struct {
+	name    string
+	backend storetest.Backend
+}{
+	{"pebble", func(*testing.T) func(*testing.T) storetest.Store {
+		fs := persistence.NewMemFS()
+		return func(t *testing.T) storetest.Store {
+			s, err := persistence.Open("db", persistence.Options{FS: fs})
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			return s
+		}
+	}},
+	{"nats", func(t *testing.T) func(*testing.T) storetest.Store {
+		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown)
+		return func(t *testing.T) storetest.Store {
+			s, err := natsstore.Open(context.Background(), natsstore.Options{URLs: []string{srv.URL()}})
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			return s
+		}
+	}},
+}
+
+// eachStore runs a test once on every store, as a subtest named for it.
+func eachStore(t *testing.T, run func(t *testing.T, backend storetest.Backend)) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) { run(t, s.backend) })
+	}
+}
+
 func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, stores[0].backend, tweak)
+}
+
+// newHarnessOn opens an engine on a store of the given backend.
+func newHarnessOn(t *testing.T, backend storetest.Backend, tweak func(*Config)) *harness {
+	t.Helper()
 	_, key, _ := ed25519.GenerateKey(nil)
-	h := &harness{t: t, fs: persistence.NewMemFS(), ext: newFakeExtractor(), key: key}
+	h := &harness{t: t, openStore: backend(t), ext: newFakeExtractor(), key: key}
 	h.cfg = DefaultConfig()
 	h.cfg.ExpiryInterval = 10 * time.Millisecond
 	if tweak != nil {
@@ -130,10 +177,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 
 func (h *harness) open() {
 	h.t.Helper()
-	store, err := persistence.Open("db", persistence.Options{FS: h.fs})
-	if err != nil {
-		h.t.Fatalf("open store: %v", err)
-	}
+	store := h.openStore(h.t)
 	cfg := h.cfg
 	cfg.Store = store
 	cfg.Extractor = h.ext
@@ -353,7 +397,7 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("success status = %+v", s)
 			}
 			evs := h.events(0, 1)
-			if evs[0].Type != intentd.StateSuccess || evs[0].IntentID != id || evs[0].ID != 1 {
+			if evs[0].Type != intentd.StateSuccess || evs[0].IntentID != id || evs[0].ID == 0 {
 				t.Fatalf("event = %+v", evs[0])
 			}
 		}},
@@ -484,17 +528,21 @@ func TestTransitions(t *testing.T) {
 			}
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.run(t, newHarness(t, tt.cfg))
-		})
-	}
+	eachStore(t, func(t *testing.T, backend storetest.Backend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				tt.run(t, newHarnessOn(t, backend, tt.cfg))
+			})
+		}
+	})
 }
 
 // TestRestartMidProcessing closes the engine while proposals are being proved and checks
 // that, re-opened on the same store, each reaches a terminal state with exactly one event.
-func TestRestartMidProcessing(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxProving = 4 })
+func TestRestartMidProcessing(t *testing.T) { eachStore(t, testRestartMidProcessing) }
+
+func testRestartMidProcessing(t *testing.T, backend storetest.Backend) {
+	h := newHarnessOn(t, backend, func(c *Config) { c.MaxProving = 4 })
 	const n = 20
 	ids := make([]string, n)
 	for i := range ids {
@@ -512,11 +560,9 @@ func TestRestartMidProcessing(t *testing.T) {
 		h.waitState(id, intentd.StateSuccess)
 	}
 	evs := h.events(0, n)
+	wantIncreasing(t, evs)
 	seen := map[string]int{}
-	for i, ev := range evs {
-		if ev.ID != uint64(i+1) {
-			t.Fatalf("event ids %d at %d: not gapless", ev.ID, i)
-		}
+	for _, ev := range evs {
 		seen[ev.IntentID]++
 	}
 	for _, id := range ids {
@@ -528,8 +574,10 @@ func TestRestartMidProcessing(t *testing.T) {
 
 // TestExpiryWhileDown expires, at start-up, intents whose time passed while the engine
 // was closed.
-func TestExpiryWhileDown(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.IntentTTL = 100 * time.Millisecond; c.ExpiryInterval = time.Hour })
+func TestExpiryWhileDown(t *testing.T) { eachStore(t, testExpiryWhileDown) }
+
+func testExpiryWhileDown(t *testing.T, backend storetest.Backend) {
+	h := newHarnessOn(t, backend, func(c *Config) { c.IntentTTL = 100 * time.Millisecond; c.ExpiryInterval = time.Hour })
 	id := h.submit("M", 2500)
 	h.close()
 	time.Sleep(150 * time.Millisecond)
@@ -570,8 +618,10 @@ func TestPassivation(t *testing.T) {
 
 // TestSubscribeNoGapNoDuplicate subscribes while events are being produced and checks the
 // subscriber sees every event once, in order.
-func TestSubscribeNoGapNoDuplicate(t *testing.T) {
-	h := newHarness(t, nil)
+func TestSubscribeNoGapNoDuplicate(t *testing.T) { eachStore(t, testSubscribeNoGapNoDuplicate) }
+
+func testSubscribeNoGapNoDuplicate(t *testing.T, backend storetest.Backend) {
+	h := newHarnessOn(t, backend, nil)
 	const n = 60
 	ids := make([]string, n)
 	for i := range ids {
@@ -588,14 +638,41 @@ func TestSubscribeNoGapNoDuplicate(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	evs := h.events(0, n)
 	wg.Wait()
+	wantIncreasing(t, evs)
+	// The event log holds exactly what the subscriber saw.
+	var logged []uint64
+	h.store.Events(context.Background(), 0, 2*n, func(ev intentd.Event) error {
+		logged = append(logged, ev.ID)
+		return nil
+	})
+	if len(logged) != n {
+		t.Fatalf("the log holds %d events, the subscriber saw %d", len(logged), n)
+	}
 	for i, ev := range evs {
-		if ev.ID != uint64(i+1) {
-			t.Fatalf("event %d has id %d", i, ev.ID)
+		if logged[i] != ev.ID {
+			t.Fatalf("event %d: the subscriber saw id %d, the log holds %d", i, ev.ID, logged[i])
 		}
 	}
-	// Resuming from the middle gives the rest.
-	if rest := h.events(uint64(n/2), n/2); rest[0].ID != n/2+1 {
-		t.Fatalf("resume from %d starts at %d", n/2, rest[0].ID)
+	// Resuming from the middle gives the rest, and so does resuming from an id between
+	// two events on a store whose ids skip numbers.
+	if rest := h.events(evs[n/2-1].ID, n/2); rest[0].ID != evs[n/2].ID {
+		t.Fatalf("resume from %d starts at %d", evs[n/2-1].ID, rest[0].ID)
+	}
+	if evs[n/2].ID > evs[n/2-1].ID+1 {
+		if rest := h.events(evs[n/2].ID-1, n/2); rest[0].ID != evs[n/2].ID {
+			t.Fatalf("resume from %d starts at %d", evs[n/2].ID-1, rest[0].ID)
+		}
+	}
+}
+
+// wantIncreasing fails unless event ids strictly increase: the order every store
+// promises; Pebble's are also gapless, NATS's skip numbers.
+func wantIncreasing(t *testing.T, evs []intentd.Event) {
+	t.Helper()
+	for i := 1; i < len(evs); i++ {
+		if evs[i].ID <= evs[i-1].ID {
+			t.Fatalf("event %d has id %d after %d", i, evs[i].ID, evs[i-1].ID)
+		}
 	}
 }
 

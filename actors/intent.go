@@ -161,7 +161,7 @@ func (a *intentActor) create(m create) reply {
 		}
 		return reply{err: intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
 	case err != nil:
-		return reply{err: writeFailed("store intent", err)}
+		return reply{err: storeFailed("store intent: %w", err)}
 	}
 	a.snap, a.loaded = m.snap, true
 	a.e.scheduleExpiry(m.snap.ExpiresAt)
@@ -198,7 +198,7 @@ func (a *intentActor) propose(m propose) reply {
 	}
 	if err != nil {
 		a.e.releaseReservation()
-		return reply{err: writeFailed("store proposal", err)}
+		return reply{err: storeFailed("store proposal: %w", err)}
 	}
 	a.snap = next
 	a.e.obs.Transition(intentd.StateProcessing, "")
@@ -256,7 +256,7 @@ func (a *intentActor) finish(o outcome) reply {
 		return reply{err: intentd.Internal("encode snapshot: %w", err)}
 	}
 	if _, err := a.e.store.Finish(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
-		return reply{err: writeFailed("store outcome", err)}
+		return reply{err: storeFailed("store outcome: %w", err)}
 	}
 	a.snap = next
 	a.e.obs.Transition(next.State, next.FailureKind)

@@ -96,7 +96,7 @@ func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 	// The bytecode outlives a deleted policy, so that its proofs stay checkable.
 	bytecode, err := e.store.PolicyBytecode(ctx, snap.PolicyID)
 	if err != nil {
-		return nil, intentd.Internal("read policy bytecode: %w", fmt.Errorf("%s: %w", snap.PolicyID, err))
+		return nil, storeFailed("read policy bytecode: %w", fmt.Errorf("%s: %w", snap.PolicyID, err))
 	}
 	return &intentd.ProofBundle{
 		Receipt:        *receipt,

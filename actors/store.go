@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -28,4 +29,31 @@ type ProofInput struct {
 	Outcome  intentd.State
 	Failures []policy.Failure
 	At       time.Time
+}
+
+// storeFailed is the error a caller sees of a failed store call: the store's own when it
+// says to retry later (a store on the network whose servers did not answer: a 503 with
+// Retry-After), a 503 storage_full when the store refuses writes for want of space
+// (nothing was written), else an internal error.
+func storeFailed(format string, err error) *intentd.Error {
+	var e *intentd.Error
+	if errors.As(err, &e) && e.Kind == intentd.KindBusy {
+		return e
+	}
+	if errors.Is(err, intentd.ErrStorageFull) {
+		return &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeStorageFull,
+			Message: "the service's storage is full: writes are refused until space is freed, reads go on; retry later", Err: err}
+	}
+	return intentd.Internal(format, err)
+}
+
+// retryable reports whether a write that failed with err should be tried again by the
+// engine itself: an outcome must be written, however long the store refuses it, and a
+// store that is full or unreachable says so with a busy error.
+func retryable(err error) bool {
+	switch intentd.ErrorCode(err) {
+	case intentd.CodeStorageFull, intentd.CodeStoreUnavailable:
+		return true
+	}
+	return intentd.ErrorKind(err) == intentd.KindInternal
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,18 +12,25 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/storetest"
 )
 
 // TestRaceDeleteAgainstSubmit races the delete of a policy against the submission of an
 // intent naming it, many times: one of them wins, never both, so no open intent is ever
 // left without its policy.
 func TestRaceDeleteAgainstSubmit(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Verify.AllowUnsigned = true })
+	eachStore(t, func(t *testing.T, backend storetest.Backend) {
+		rounds := 1000
+		if testing.Short() || strings.HasSuffix(t.Name(), "/nats") {
+			rounds = 100
+		}
+		testRaceDeleteAgainstSubmit(t, backend, rounds)
+	})
+}
+
+func testRaceDeleteAgainstSubmit(t *testing.T, backend storetest.Backend, rounds int) {
+	h := newHarnessOn(t, backend, func(c *Config) { c.Verify.AllowUnsigned = true })
 	ctx := context.Background()
-	rounds := 1000
-	if testing.Short() {
-		rounds = 100
-	}
 	wins := map[string]int{}
 	for i := range rounds {
 		src := fmt.Sprintf("name race_%d\nparameters { size: string  max_price_cents: int }\nrequires { parameters.max_price_cents > 0; }\n", i)
@@ -64,11 +72,17 @@ func TestRaceDeleteAgainstSubmit(t *testing.T) {
 // TestRaceProposals sends two proposals for one intent at once, many times: exactly one
 // is accepted.
 func TestRaceProposals(t *testing.T) {
-	h := newHarness(t, nil)
-	rounds := 1000
-	if testing.Short() {
-		rounds = 100
-	}
+	eachStore(t, func(t *testing.T, backend storetest.Backend) {
+		rounds := 1000
+		if testing.Short() || strings.HasSuffix(t.Name(), "/nats") {
+			rounds = 100
+		}
+		testRaceProposals(t, backend, rounds)
+	})
+}
+
+func testRaceProposals(t *testing.T, backend storetest.Backend, rounds int) {
+	h := newHarnessOn(t, backend, nil)
 	for i := range rounds {
 		id := h.submit("M", 2500)
 		errs := make([]error, 2)

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -206,7 +207,7 @@ var errorCodes = map[string]bool{
 	intentd.CodePolicyInUse: true, intentd.CodePolicyInvalid: true, intentd.CodeInvalidIntent: true,
 	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
 	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
-	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true,
+	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
 	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,
@@ -278,7 +279,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 	if s.opts.Writable != nil {
 		if err := s.opts.Writable(); err != nil {
 			s.log.WarnContext(r.Context(), "not ready: writes are refused", "err", err)
-			Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStorageFull, "the data folder's disk is nearly full: writes are refused until space is freed; reads go on"))
+			if errors.Is(err, intentd.ErrStorageFull) {
+				Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStorageFull, "the data folder's disk is nearly full: writes are refused until space is freed; reads go on"))
+			} else {
+				Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStoreUnavailable, "the store's servers do not answer: writes are refused until they are back"))
+			}
 			return
 		}
 	}

@@ -53,8 +53,9 @@ type Options struct {
 	// Ready is closed once the service may take traffic (store open, start-up
 	// recovery over), as GET /readyz reports; nil: ready at once.
 	Ready <-chan struct{}
-	// Writable says why the store refuses writes (a full disk), or nil while it takes
-	// them, as GET /readyz reports; nil: always writable.
+	// Writable says why the store refuses writes (a full disk: an error wrapping
+	// intentd.ErrStorageFull; its servers gone: any other), or nil while it takes them,
+	// as GET /readyz reports; nil: always writable.
 	Writable func() error
 	// CORSOrigins are the origins (scheme://host[:port], as ParseCORSOrigin takes them)
 	// whose pages may call the API from a browser, or AnyOrigin for every origin on the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/storetest"
 )
 
 // event is the event of a success of intent id, as the engine makes it.
@@ -412,4 +413,12 @@ func TestSyncInterval(t *testing.T) {
 			t.Errorf("%d writers: pause %v, want %v", tc.writers, got, tc.want)
 		}
 	}
+}
+
+// TestConformance runs the behaviour every store must have on Pebble.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func(*testing.T) storetest.Store {
+		fs := NewMemFS()
+		return func(t *testing.T) storetest.Store { return openMem(t, fs) }
+	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
 )
@@ -113,6 +114,18 @@ type Config struct {
 	// CORSOrigins are the origins whose browser pages may call the API, in the form
 	// browsers send them; empty: CORS off.
 	CORSOrigins []string
+	// Store is "pebble" (in DataDir) or the NATS servers, nats://HOST:PORT[,nats://...].
+	Store string
+	// The NATS store's connection and layout (natsstore.Options).
+	NatsCreds    string
+	NatsToken    string
+	NatsTLSCA    string
+	NatsPrefix   string
+	NatsReplicas int
+	// NatsEmbed runs a NATS server with JetStream in DataDir inside intentd and keeps the
+	// store on it; NatsEmbedConfig is that server's configuration file (cluster, ports).
+	NatsEmbed       bool
+	NatsEmbedConfig string
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -133,7 +146,9 @@ type Main struct {
 
 	logger  *slog.Logger
 	catalog *evidence.Catalog
-	store   *persistence.Store
+	store   storeCloser
+	pebble  *persistence.Store // the store when it is Pebble: its digest and fsync metric
+	natsSrv *natsstore.Embedded
 	engine  *actors.Engine
 	server  *intenthttp.Server
 	ln      net.Listener
@@ -192,6 +207,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
 	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
 	fs.IntVar(&c.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
+	fs.StringVar(&c.Store, "store", "pebble", "where state is kept: pebble (in --data) or NATS JetStream servers, nats://HOST:PORT[,nats://...]")
+	fs.StringVar(&c.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and seed)")
+	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&c.NatsTLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
+	fs.StringVar(&c.NatsPrefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
+	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
+	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
+	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -301,6 +324,28 @@ func (c *Config) validate() error {
 		}
 		c.CORSOrigins[i] = norm
 	}
+	return c.validateStore()
+}
+
+func (c *Config) validateStore() error {
+	nats := c.Store != "pebble"
+	if nats {
+		for _, u := range strings.Split(c.Store, ",") {
+			if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+				return fmt.Errorf("--store %q: want pebble or nats://HOST:PORT[,nats://HOST:PORT...]", c.Store)
+			}
+		}
+	}
+	switch {
+	case nats && c.NatsEmbed:
+		return errors.New("--store names NATS servers and --nats-embed runs one: give one of them")
+	case c.NatsEmbedConfig != "" && !c.NatsEmbed:
+		return errors.New("--nats-embed-config without --nats-embed")
+	case c.NatsReplicas < 0:
+		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
+	case c.NatsCreds != "" && c.NatsToken != "":
+		return errors.New("--nats-creds and --nats-token: give one of them")
+	}
 	return nil
 }
 
@@ -338,8 +383,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, err = persistence.Open(c.DataDir, persistence.Options{Logger: m.logger.With("component", "store"), AcceptDataLoss: c.AcceptDataLoss, MinFreeBytes: c.MinFreeDisk})
-	if err != nil {
+	if err := m.openStore(ctx); err != nil {
 		return err
 	}
 	key, err := m.signingKey()
@@ -347,8 +391,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	metrics := intenthttp.NewMetrics()
-	if err := metrics.Registry().Register(m.store.FsyncCollector()); err != nil {
-		return fmt.Errorf("register the store's fsync metric: %w", err)
+	if m.pebble != nil {
+		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
+			return fmt.Errorf("register the store's fsync metric: %w", err)
+		}
 	}
 	ecfg := actors.DefaultConfig()
 	ecfg.Store, ecfg.Extractor = m.store, extractor
@@ -392,7 +438,9 @@ func (m *Main) Run(ctx context.Context) error {
 	opts.CORSOrigins = c.CORSOrigins
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()
-	opts.Writable = m.store.Writable
+	if w, ok := m.store.(interface{ Writable() error }); ok {
+		opts.Writable = w.Writable
+	}
 	opts.Info = intentd.Info{
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
@@ -561,8 +609,59 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("close the store: %w", err))
 		}
 	}
+	if m.natsSrv != nil {
+		m.natsSrv.Shutdown()
+	}
 	if m.logger != nil {
 		m.logger.Info("stopped")
 	}
 	return errors.Join(errs...)
+}
+
+// storeCloser is the store the engine runs on, closed after it.
+type storeCloser interface {
+	intentd.Store
+	Close() error
+}
+
+// openStore opens the store the flags name: Pebble in the data folder, NATS servers, or
+// a NATS server started here with its JetStream files in the data folder.
+func (m *Main) openStore(ctx context.Context) error {
+	c := m.Config
+	log := m.logger.With("component", "store")
+	if c.Store == "pebble" && !c.NatsEmbed {
+		s, err := persistence.Open(c.DataDir, persistence.Options{Logger: log, AcceptDataLoss: c.AcceptDataLoss, MinFreeBytes: c.MinFreeDisk})
+		if err != nil {
+			return err
+		}
+		m.store, m.pebble = s, s
+		return nil
+	}
+	urls := strings.Split(c.Store, ",")
+	if c.NatsEmbed {
+		srv, err := natsstore.Embed(natsstore.EmbedOptions{
+			Dir:        filepath.Join(c.DataDir, "nats"),
+			ConfigFile: c.NatsEmbedConfig,
+			Logger:     m.logger,
+		})
+		if err != nil {
+			return err
+		}
+		m.natsSrv = srv
+		urls = []string{srv.URL()}
+	}
+	s, err := natsstore.Open(ctx, natsstore.Options{
+		URLs:     urls,
+		Creds:    c.NatsCreds,
+		Token:    c.NatsToken,
+		TLSCA:    c.NatsTLSCA,
+		Prefix:   c.NatsPrefix,
+		Replicas: c.NatsReplicas,
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+	m.store = s
+	return nil
 }

@@ -89,6 +89,21 @@ func TestParseFlags(t *testing.T) {
 		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
 		{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
 		{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
+		{"nats store", []string{"--store", "nats://a:4222,nats://b:4222", "--nats-prefix", "shop", "--nats-replicas", "3"},
+			map[string]string{"INTENTD_NATS_TOKEN": "s3cret"}, func(t *testing.T, c Config) {
+				if c.Store != "nats://a:4222,nats://b:4222" || c.NatsPrefix != "shop" || c.NatsReplicas != 3 || c.NatsToken != "s3cret" {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"embedded nats from the environment", nil, map[string]string{"INTENTD_NATS_EMBED": "true"}, func(t *testing.T, c Config) {
+			if !c.NatsEmbed || c.Store != "pebble" {
+				t.Fatalf("config = %+v", c)
+			}
+		}, ""},
+		{"bad store", []string{"--store", "redis://x"}, nil, nil, "--store"},
+		{"two nats", []string{"--store", "nats://a:4222", "--nats-embed"}, nil, nil, "--nats-embed"},
+		{"embed config alone", []string{"--nats-embed-config", "n.conf"}, nil, nil, "--nats-embed-config"},
+		{"negative replicas", []string{"--store", "nats://a:4222", "--nats-replicas", "-1"}, nil, nil, "--nats-replicas"},
 		{"unknown flag", []string{"--color"}, nil, nil, "color"},
 		{"stray argument", []string{"serve"}, nil, nil, "serve"},
 	}

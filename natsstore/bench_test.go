@@ -1,0 +1,174 @@
+package natsstore
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd/storetest"
+)
+
+func benchStore(b *testing.B) *Store {
+	s := open(b, embed(b).URL())
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkCreateIntent measures one synced creation at a time: an atomic batch of two
+// messages on one server that syncs every write.
+func BenchmarkCreateIntent(b *testing.B) {
+	s := benchStore(b)
+	snap := make([]byte, 600)
+	for i := 0; b.Loop(); i++ {
+		if err := s.CreateIntent(context.Background(), fmt.Sprintf("%036d", i), "P", snap, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreateIntentParallel measures creations from 64 writers, the write path of
+// POST /intents under load.
+func BenchmarkCreateIntentParallel(b *testing.B) {
+	s := benchStore(b)
+	snap := make([]byte, 600)
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.CreateIntent(context.Background(), fmt.Sprintf("%036d", n.Add(1)), "P", snap, time.Now()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkFinishParallel measures terminal writes (snapshot and event, one batch) from
+// 64 writers.
+func BenchmarkFinishParallel(b *testing.B) {
+	s := benchStore(b)
+	snap := make([]byte, 800)
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprintf("%036d", n.Add(1))
+			if _, err := s.Finish(context.Background(), id, "P", snap, time.Now(), storetest.Event(id)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// embedCluster starts a JetStream cluster of n servers on loopback, each from a
+// configuration file as --nats-embed-config would give it, and returns their URLs.
+func embedCluster(b *testing.B, n int) []string {
+	ports := make([]int, 2*n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+	}
+	srvs := make([]*Embedded, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		dir := b.TempDir()
+		conf := filepath.Join(dir, "nats.conf")
+		text := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\ncluster { name: c\n listen: 127.0.0.1:%d\n routes: [%s] }\n",
+			i, ports[i], ports[n+i], strings.Join(routes, ", "))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			srv, err := Embed(EmbedOptions{Dir: dir, ConfigFile: conf})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			srvs[i] = srv
+		})
+	}
+	wg.Wait()
+	var urls []string
+	for _, srv := range srvs {
+		if srv == nil {
+			b.FailNow()
+		}
+		b.Cleanup(srv.Shutdown)
+		urls = append(urls, srv.URL())
+	}
+	return urls
+}
+
+// BenchmarkR3 measures creation and terminal writes on a three-server cluster on
+// loopback, where a batch is staged in memory and replicated to a quorum.
+func BenchmarkR3(b *testing.B) {
+	urls := embedCluster(b, 3)
+	var s *Store
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		s, err = Open(context.Background(), Options{URLs: urls, Replicas: 3})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal(err) // the cluster elects its JetStream leader first
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
+		b.Fatal(err)
+	}
+	snap := make([]byte, 600)
+	var n atomic.Int64
+	b.Run("CreateIntent", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.CreateIntent(context.Background(), fmt.Sprintf("%036d", n.Add(1)), "P", snap, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CreateIntentParallel", func(b *testing.B) {
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := s.CreateIntent(context.Background(), fmt.Sprintf("%036d", n.Add(1)), "P", snap, time.Now()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("FinishParallel", func(b *testing.B) {
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				id := fmt.Sprintf("%036d", n.Add(1))
+				if _, err := s.Finish(context.Background(), id, "P", snap, time.Now(), storetest.Event(id)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,64 @@
+// Package natsstore is the durable store of intentd on NATS JetStream, so that intents
+// outlive a machine and several nodes can share them. It keeps the promises of
+// intentd.Store that the Pebble store keeps, and no NATS type leaves the package.
+//
+// # Layout
+//
+// One stream, named for the prefix (INTENTD), holds everything under <prefix>.>:
+//
+//	<prefix>.intent.<id>    an intent's snapshot, the last one only (each write is a rollup),
+//	                        with its phase, policy and deadline in headers
+//	<prefix>.ref.<id>       the policy an intent named, written with its creation
+//	<prefix>.policy.<id>    a policy's bytecode and source, or a tombstone
+//	<prefix>.bytecode.<id>  a policy's bytecode, kept after a delete for proofs
+//	<prefix>.event          the event log: one message per outcome
+//	<prefix>.meta.floor     the lowest event id not pruned
+//
+// One stream rather than a stream and KV buckets, because JetStream's atomic batches and
+// its expected-sequence checks work within one stream: an intent's creation (snapshot
+// and policy reference, checked against the policy's subject) and its terminal write
+// (snapshot and event) are each one atomic batch, which several streams could not give.
+//
+// Every write names the sequence of the record it replaces (Nats-Expected-Last-Subject-
+// Sequence): a create expects none, so of racing creates of one id, on any node, one
+// wins and the others get intentd.ErrExists; a stale writer of an intent is refused.
+//
+// The interface carries no revision from the engine, so a transition is also written
+// only from the phase it starts from (processing from open, a terminal state from open
+// or processing): of two writers on two nodes one terminal write succeeds, and nothing
+// is written after it.
+//
+// A policy delete writes a tombstone first, so that every create not yet committed
+// fails its check, waits until the index has followed the stream up to it, and only then
+// looks for intents naming the policy; if it finds one it writes the policy back and
+// answers ErrPolicyInUse. A create that raced such a refused delete may have been told
+// ErrPolicyNotFound; none is ever stored against a deleted policy.
+//
+// An event's id is its stream sequence. Ids increase in the one order every node reads,
+// but skip the sequences of the other records: a reader resumes after any id, assigned
+// or not, and gets the next event.
+//
+// The expiry index, the processing set and the policies' states are in memory, built at
+// Open from the last record of each subject (an ordered consumer of headers only) and
+// kept by following the stream, so that another node's writes reach them too. A read of
+// them costs no round trip; a scan is a pass over the open intents.
+//
+// # Costs
+//
+// Measured on the development machine (2 cores, shared with other work, so the figures
+// spread): on one embedded server syncing every write, a creation took 6-12 ms and a
+// terminal write 7-25 ms under 64 writers; a single synced message takes 0.6 ms, and the
+// rest is the atomic batch, which one server stages in files of its own per batch. On a
+// three-server cluster on loopback (R3), where batches are staged in memory, a creation
+// took 1.6-3.9 ms alone and a terminal write 0.7-1.4 ms under 64 writers. Creations
+// naming one policy do not overlap on R3: the leader lets one check of a subject's
+// sequence be in flight at a time and refuses the others, which are tried again, so
+// they ran at about 160 a second. A later layout could check the policy on the delete's
+// side only (a delete that waits out the creates in flight) to lift that limit.
+//
+// # Durability
+//
+// A write returns once JetStream acknowledges it: on R3 once a quorum of replicas has
+// it. On one server it is on disk only if the server syncs every write (sync_interval:
+// always); Embed sets it, a server run elsewhere must be configured so.
+package natsstore

@@ -1,0 +1,112 @@
+package natsstore
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbedOptions configure an embedded NATS server.
+type EmbedOptions struct {
+	// Dir holds JetStream's files. Required unless ConfigFile names a store_dir.
+	Dir string
+	// ConfigFile is a nats-server configuration file read first; Dir and a non-zero
+	// Port override what it says. It is how clustering, accounts and TLS are set.
+	ConfigFile string
+	// Host and Port are where clients connect; the zero values mean loopback and a free
+	// port, so tests do not collide.
+	Host string
+	Port int
+	// Logger receives the server's messages at debug level (warnings and errors at their
+	// own); nil discards them.
+	Logger *slog.Logger
+}
+
+// Embedded is a NATS server running in this process.
+type Embedded struct {
+	srv *server.Server
+}
+
+// Embed starts a NATS server with JetStream in this process and waits until it takes
+// connections. Every JetStream write is synced to disk before it is acknowledged
+// (sync_interval always): the store promises that an answered write survives a power
+// cut, and the server's default syncs only every two minutes.
+func Embed(opts EmbedOptions) (*Embedded, error) {
+	so := &server.Options{}
+	if opts.ConfigFile != "" {
+		var err error
+		if so, err = server.ProcessConfigFile(opts.ConfigFile); err != nil {
+			return nil, fmt.Errorf("nats config %s: %w", opts.ConfigFile, err)
+		}
+	}
+	so.JetStream = true
+	so.SyncAlways = true
+	so.NoSigs = true
+	if opts.Dir != "" {
+		so.StoreDir = opts.Dir
+	}
+	if so.StoreDir == "" {
+		return nil, fmt.Errorf("embedded nats: no directory for JetStream")
+	}
+	if opts.Host != "" || so.Host == "" {
+		so.Host = opts.Host
+		if so.Host == "" {
+			so.Host = "127.0.0.1"
+		}
+	}
+	switch {
+	case opts.Port != 0:
+		so.Port = opts.Port
+	case so.Port == 0:
+		so.Port = server.RANDOM_PORT
+	}
+	srv, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if opts.Logger != nil {
+		srv.SetLoggerV2(serverLogger{opts.Logger}, false, false, false)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded nats on %s did not start in 10s", net.JoinHostPort(so.Host, strconv.Itoa(so.Port)))
+	}
+	return &Embedded{srv: srv}, nil
+}
+
+// URL is the address clients connect to, nats://host:port.
+func (e *Embedded) URL() string { return e.srv.ClientURL() }
+
+// Shutdown stops the server and waits until it is down.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// serverLogger sends the server's messages to slog. Its notices are many and routine, so
+// they go at debug level.
+type serverLogger struct{ l *slog.Logger }
+
+func (s serverLogger) Noticef(format string, v ...any) {
+	s.l.Debug(fmt.Sprintf(format, v...), "component", "nats")
+}
+func (s serverLogger) Warnf(format string, v ...any) {
+	s.l.Warn(fmt.Sprintf(format, v...), "component", "nats")
+}
+func (s serverLogger) Fatalf(format string, v ...any) {
+	s.l.Error(fmt.Sprintf(format, v...), "component", "nats")
+}
+func (s serverLogger) Errorf(format string, v ...any) {
+	s.l.Error(fmt.Sprintf(format, v...), "component", "nats")
+}
+func (s serverLogger) Debugf(format string, v ...any) {
+	s.l.Debug(fmt.Sprintf(format, v...), "component", "nats")
+}
+func (s serverLogger) Tracef(format string, v ...any) {
+	s.l.Debug(fmt.Sprintf(format, v...), "component", "nats")
+}

@@ -1,0 +1,147 @@
+package natsstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// follow starts the watcher that keeps the indexes: an ordered consumer of the headers of
+// the intent, policy and floor subjects, first the last record of each, then every new
+// one, in stream order. It returns once the first pass is applied. Writes of other nodes
+// reach the index only through it; this store's own writes are applied at once as well,
+// so that a read follows a write without waiting.
+func (s *Store) follow(ctx context.Context) error {
+	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return err
+	}
+	loaded := make(chan struct{})
+	var once bool
+	s.watch, err = cons.Consume(func(m jetstream.Msg) {
+		meta, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
+		if meta.NumPending == 0 && !once {
+			once = true
+			close(loaded)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	info, err := cons.Info(ctx)
+	if err == nil && info.NumPending == 0 && info.Delivered.Stream == 0 {
+		return nil
+	}
+	select {
+	case <-loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) {
+	get := func(k string) string {
+		if v := h[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	kind, id, _ := strings.Cut(strings.TrimPrefix(subject, s.prefix+"."), ".")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case "intent":
+		id = untoken(id)
+		cur, ok := s.intents[id]
+		if ok && cur.seq > seq {
+			break
+		}
+		phase := get(hdrPhase)
+		if phase == phaseDone || phase == "" {
+			// A finished intent leaves the indexes; nothing older than it can come.
+			delete(s.intents, id)
+			break
+		}
+		e := &entry{seq: seq, phase: phase, policy: get(hdrPolicy)}
+		if ns, err := strconv.ParseInt(get(hdrExpires), 10, 64); err == nil {
+			e.expires = time.Unix(0, ns)
+		}
+		s.intents[id] = e
+	case "policy":
+		id = untoken(id)
+		if cur, ok := s.policies[id]; !ok || cur.seq < seq {
+			s.policies[id] = policyState{seq: seq, live: get(hdrOp) != "del"}
+		}
+	case "meta":
+		if f, err := strconv.ParseUint(get(hdrFloor), 10, 64); err == nil && f > s.floor {
+			s.floor = f
+		}
+	}
+	if seq > s.applied {
+		s.applied = seq
+		close(s.advanced)
+		s.advanced = make(chan struct{})
+	}
+}
+
+// waitApplied waits until the watcher has applied the record at seq, and so every record
+// of its subjects before it.
+func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
+	for {
+		s.mu.Lock()
+		applied, advanced := s.applied, s.advanced
+		s.mu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// followEvents starts the consumer that tells the sink of each event after the stream's
+// last sequence at open, in stream order, once each.
+func (s *Store) followEvents(lastSeq uint64) error {
+	cons, err := s.js.OrderedConsumer(context.Background(), s.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.eventSubject()},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    lastSeq + 1,
+	})
+	if err != nil {
+		return err
+	}
+	s.events, err = cons.Consume(func(m jetstream.Msg) {
+		meta, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
+		if err != nil {
+			s.log.Error("skip a corrupt event", "error", err)
+			return
+		}
+		s.sinkMu.RLock()
+		sink := s.sink
+		s.sinkMu.RUnlock()
+		if sink != nil {
+			sink(ev)
+		}
+	})
+	return err
+}

@@ -1,0 +1,91 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/storetest"
+)
+
+// TestServerRestart stops the NATS server under an open store: calls fail at once with a
+// busy error to retry, and once the server is back on the same port and files, the store
+// works again by itself, its event sink included.
+func TestServerRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := Embed(EmbedOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL())
+	port, _ := strconv.Atoi(u.Port())
+	s := open(t, srv.URL())
+	defer s.Close()
+	var mu sync.Mutex
+	var heard []string
+	s.SetEventSink(func(e intentd.Event) {
+		mu.Lock()
+		heard = append(heard, e.IntentID)
+		mu.Unlock()
+	})
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIntent(ctx, "a", "P", []byte("o"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Shutdown()
+	start := time.Now()
+	err = s.CreateIntent(ctx, "b", "P", []byte("o"), time.Now())
+	var ie *intentd.Error
+	if !errors.As(err, &ie) || ie.Kind != intentd.KindBusy || ie.Code != intentd.CodeStoreUnavailable {
+		t.Fatalf("create with the server down: %v, want a busy %s error", err, intentd.CodeStoreUnavailable)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("create with the server down took %v to fail", d)
+	}
+
+	srv, err = Embed(EmbedOptions{Dir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := s.CreateIntent(ctx, "b", "P", []byte("o"), time.Now())
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ie) || ie.Code != intentd.CodeStoreUnavailable || time.Now().After(deadline) {
+			t.Fatalf("create after the server came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.Finish(ctx, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatalf("finish %s after the server came back: %v", id, err)
+		}
+	}
+	for {
+		mu.Lock()
+		n := len(heard)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink heard %v after the server came back, want a and b", heard)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ids, err := s.Processing(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("processing = %v, %v", ids, err)
+	}
+}

@@ -1,0 +1,90 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/storetest"
+)
+
+// TestTwoStoresShareOneStream opens two stores on one server, as two nodes would: each
+// sees the other's intents in its indexes, an id taken on one is refused on the other,
+// a policy in use through one cannot be deleted through the other, and a stale writer
+// is refused.
+func TestTwoStoresShareOneStream(t *testing.T) {
+	ctx := context.Background()
+	url := embed(t).URL()
+	a, b := open(t, url), open(t, url)
+	defer a.Close()
+	defer b.Close()
+	heard := make(chan intentd.Event, 10)
+	b.SetEventSink(func(e intentd.Event) { heard <- e })
+
+	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := b.PutPolicy(ctx, "P", []byte{1}, nil); err != nil || created {
+		t.Fatalf("PutPolicy through the other store = %v, %v; want it found stored", created, err)
+	}
+	if err := a.CreateIntent(ctx, "x", "P", []byte("o"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateIntent(ctx, "x", "P", []byte("o2"), time.Now()); !errors.Is(err, intentd.ErrExists) {
+		t.Fatalf("create of a taken id through the other store = %v, want intentd.ErrExists", err)
+	}
+	eventually(t, func() bool {
+		ids, _ := b.DueExpiries(ctx, time.Now(), 10)
+		return slices.Equal(ids, []string{"x"})
+	}, "the other store's expiry index lists x")
+	if err := b.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("delete through the other store = %v, want intentd.ErrPolicyInUse", err)
+	}
+	if err := a.BeginProcessing(ctx, "x", []byte("p"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		ids, _ := b.Processing(ctx)
+		return slices.Equal(ids, []string{"x"})
+	}, "the other store's processing set lists x")
+	// b saw a's write, so b may finish; a, which wrote before, is now stale.
+	id, err := b.Finish(ctx, "x", "P", []byte("done"), time.Now(), storetest.Event("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Finish(ctx, "x", "P", []byte("again"), time.Now(), storetest.Event("x")); err == nil {
+		t.Fatal("a second terminal write by a stale writer was accepted")
+	}
+	if got, _ := a.Intent(ctx, "x"); string(got) != "done" {
+		t.Fatalf("snapshot = %q, want the first terminal write", got)
+	}
+	select {
+	case e := <-heard:
+		if e.ID != id || e.IntentID != "x" {
+			t.Fatalf("sink heard %+v, want event %d of x", e, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sink did not hear the event")
+	}
+	eventually(t, func() bool {
+		ids, _ := a.Processing(ctx)
+		return len(ids) == 0
+	}, "the first store's processing set is empty")
+	if err := a.DeletePolicy(ctx, "P"); err != nil {
+		t.Fatalf("delete once the intent finished: %v", err)
+	}
+}
+
+func eventually(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s: not true that %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,1221 @@
+package natsstore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Options configure Open.
+type Options struct {
+	// URLs are the NATS servers to connect to; the client finds the rest of a cluster
+	// from them.
+	URLs []string
+	// Creds is a credentials file (JWT and seed); Token is a plain token. At most one.
+	Creds string
+	Token string
+	// TLSCA is a PEM file of the certificate authorities that sign the servers'
+	// certificates; empty means the system's.
+	TLSCA string
+	// Prefix starts every subject and names the stream (upper-cased); "intentd" when
+	// empty. Two services with different prefixes share a NATS account without meeting.
+	Prefix string
+	// Replicas is the stream's replication factor; 0 means 3 when the client knows of
+	// three servers or more, else 1.
+	Replicas int
+	// Logger hears of disconnections and reconnections; nil discards them.
+	Logger *slog.Logger
+	// Timeout bounds a call whose context has no deadline; 0 means 10 s.
+	Timeout time.Duration
+}
+
+// Headers the store writes beside a record. The snapshot's headers carry what the
+// indexes need, so that a node builds them from headers alone.
+const (
+	hdrPhase   = "Intentd-Phase"   // open, processing or done, on an intent snapshot
+	hdrPolicy  = "Intentd-Policy"  // the policy id an intent names
+	hdrExpires = "Intentd-Expires" // an intent's deadline, Unix nanoseconds
+	hdrOp      = "Intentd-Op"      // "del" on a policy tombstone
+	hdrFloor   = "Intentd-Floor"   // on the floor record: events below it are pruned
+
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+	hdrRollup      = "Nats-Rollup"
+)
+
+const (
+	phaseOpen       = "open"
+	phaseProcessing = "processing"
+	phaseDone       = "done"
+)
+
+// Store is the JetStream-backed store. Its methods are safe for concurrent use.
+type Store struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	name    string
+	prefix  string
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu       sync.Mutex
+	closed   bool
+	intents  map[string]*entry
+	policies map[string]policyState
+	floor    uint64 // events with lower ids are pruned
+	applied  uint64 // the last sequence the watcher applied
+	advanced chan struct{}
+	// down is closed when the connection drops, and replaced when it is back: calls
+	// waiting on the servers then end at once instead of at their time-out.
+	down chan struct{}
+	// batches holds a place for each atomic batch in flight; see maxBatches.
+	batches chan struct{}
+
+	watch  jetstream.ConsumeContext
+	events jetstream.ConsumeContext
+	sinkMu sync.RWMutex
+	sink   func(intentd.Event)
+}
+
+// entry is what the store knows of an intent: the sequence of its last snapshot, which
+// a writer must name to write the next one, and what the indexes need.
+type entry struct {
+	seq     uint64
+	phase   string
+	policy  string
+	expires time.Time
+}
+
+type policyState struct {
+	seq  uint64 // of the last record on the policy's subject, 0 for none
+	live bool
+}
+
+var _ intentd.Store = (*Store)(nil)
+
+// Open connects to NATS, creates the stream or checks the one there, loads the indexes
+// and starts following the stream. It fails at once, naming the URLs, when no server
+// answers.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if len(opts.URLs) == 0 {
+		return nil, errors.New("nats store: no server URL")
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = "intentd"
+	}
+	if !validPrefix(prefix) {
+		return nil, fmt.Errorf("nats store: prefix %q is not a subject of plain tokens", prefix)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	urls := strings.Join(opts.URLs, ",")
+	s := &Store{
+		name:     strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
+		prefix:   prefix,
+		log:      log,
+		timeout:  opts.Timeout,
+		intents:  make(map[string]*entry),
+		policies: make(map[string]policyState),
+		advanced: make(chan struct{}),
+		down:     make(chan struct{}),
+		batches:  make(chan struct{}, maxBatches),
+	}
+	nopts := []nats.Option{
+		nats.Name("intentd"),
+		// Once connected, keep trying for ever: a NATS restart must not end the service.
+		nats.MaxReconnects(-1),
+		// No buffering while reconnecting: a write fails at once with a 503 to retry,
+		// instead of being sent minutes later, after its caller was told it failed.
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("nats disconnected", "error", err)
+			s.setDown(true)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+			s.setDown(false)
+		}),
+	}
+	if opts.Creds != "" && opts.Token != "" {
+		return nil, errors.New("nats store: give credentials or a token, not both")
+	}
+	if opts.Creds != "" {
+		nopts = append(nopts, nats.UserCredentials(opts.Creds))
+	}
+	if opts.Token != "" {
+		nopts = append(nopts, nats.Token(opts.Token))
+	}
+	if opts.TLSCA != "" {
+		nopts = append(nopts, nats.RootCAs(opts.TLSCA))
+	}
+	nc, err := nats.Connect(urls, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
+	}
+	s.nc = nc
+	if s.timeout == 0 {
+		s.timeout = 10 * time.Second
+	}
+	if err := s.start(ctx, opts.Replicas); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) start(ctx context.Context, replicas int) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return err
+	}
+	s.js = js
+	if replicas == 0 {
+		replicas = 1
+		if len(s.nc.Servers()) >= 3 {
+			replicas = 3
+		}
+	}
+	want := s.streamConfig(replicas)
+	stream, err := js.Stream(ctx, s.name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		stream, err = js.CreateStream(ctx, want)
+		if err != nil {
+			return fmt.Errorf("nats store: create stream %s: %w", s.name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+	default:
+		if diff := layoutDiff(stream.CachedInfo().Config, want); diff != "" {
+			return fmt.Errorf("nats store: stream %s exists with another layout: %s", s.name, diff)
+		}
+	}
+	s.stream = stream
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+	}
+	if err := s.follow(ctx); err != nil {
+		return err
+	}
+	return s.followEvents(info.State.LastSeq)
+}
+
+// streamConfig is the one stream's layout. Rollups keep one snapshot per intent; atomic
+// publish makes a terminal snapshot and its event one write; direct gets let any replica
+// answer a read of the last snapshot.
+func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               s.name,
+		Description:        "intentd: intent snapshots, policies and the event log",
+		Subjects:           []string{s.prefix + ".>"},
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Replicas:           replicas,
+		AllowAtomicPublish: true,
+		AllowRollup:        true,
+		AllowDirect:        true,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxAge:             0,
+		MaxMsgsPerSubject:  -1,
+		Discard:            jetstream.DiscardNew,
+	}
+}
+
+// layoutDiff names what differs between a stream found and the layout the store needs,
+// or is empty. Replicas are not compared: an operator may change them.
+func layoutDiff(got, want jetstream.StreamConfig) string {
+	var d []string
+	if strings.Join(got.Subjects, ",") != strings.Join(want.Subjects, ",") {
+		d = append(d, fmt.Sprintf("subjects %v, want %v", got.Subjects, want.Subjects))
+	}
+	if got.Storage != want.Storage {
+		d = append(d, fmt.Sprintf("storage %v, want %v", got.Storage, want.Storage))
+	}
+	if got.Retention != want.Retention {
+		d = append(d, fmt.Sprintf("retention %v, want %v", got.Retention, want.Retention))
+	}
+	for _, f := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"allow_atomic", got.AllowAtomicPublish, want.AllowAtomicPublish},
+		{"allow_rollup_hdrs", got.AllowRollup, want.AllowRollup},
+		{"allow_direct", got.AllowDirect, want.AllowDirect},
+		{"deny_purge", got.DenyPurge, false},
+		{"deny_delete", got.DenyDelete, false},
+	} {
+		if f.got != f.want {
+			d = append(d, fmt.Sprintf("%s %v, want %v", f.name, f.got, f.want))
+		}
+	}
+	if got.MaxMsgs > 0 || got.MaxBytes > 0 || got.MaxAge > 0 || got.MaxMsgsPerSubject > 0 {
+		d = append(d, "limits that drop records (max_msgs, max_bytes, max_age or max_msgs_per_subject)")
+	}
+	return strings.Join(d, "; ")
+}
+
+// Close stops following the stream and closes the connection. Calls after it fail with
+// intentd.ErrStoreClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch.Stop()
+	}
+	if s.events != nil {
+		s.events.Stop()
+	}
+	s.nc.Close()
+	return nil
+}
+
+// bound gives a call the store's time-out when its context has no deadline: a request
+// to a server that is gone would otherwise wait for ever.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// begin starts a call: ErrStoreClosed after Close; at once the unavailable error while
+// the connection is down, rather than a wait for the whole time-out; else the bounded
+// context.
+func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, nil, intentd.ErrStoreClosed
+	}
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return nil, nil, unavailable(fmt.Errorf("nats connection is %v", st))
+	}
+	select {
+	case <-down:
+		// Reconnected, but the handler that says so has not run: a call started now
+		// would be cut off by the drop already past, after its write was sent.
+		return nil, nil, unavailable(errors.New("nats connection is reconnecting"))
+	default:
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancelTimeout := s.bound(ctx)
+	go func() {
+		select {
+		case <-down:
+			cancelCause(errDisconnected)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancelTimeout(); cancelCause(nil) }, nil
+}
+
+var errDisconnected = errors.New("the connection to nats dropped")
+
+// setDown records that the connection dropped or is back.
+func (s *Store) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.down:
+		if !down {
+			s.down = make(chan struct{})
+		}
+	default:
+		if down {
+			close(s.down)
+		}
+	}
+}
+
+// fail translates an error of the NATS client: after Close, ErrStoreClosed; when the
+// servers did not answer, an *intentd.Error of kind busy that the caller sees as a 503
+// to retry; anything else as it is.
+func (s *Store) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(context.Cause(ctx), errDisconnected) {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || errors.Is(err, nats.ErrConnectionClosed) {
+		return intentd.ErrStoreClosed
+	}
+	if unreachable(err) {
+		return unavailable(err)
+	}
+	return err
+}
+
+// unreachable reports whether err says that no server answered, rather than that one
+// refused: the connection is down or reconnecting, the request timed out, or the stream
+// has no leader.
+func unreachable(err error) bool {
+	for _, e := range []error{nats.ErrConnectionReconnecting, nats.ErrReconnectBufExceeded, nats.ErrDisconnected,
+		nats.ErrNoResponders, nats.ErrTimeout, jetstream.ErrNoStreamResponse, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == 503
+}
+
+func unavailable(err error) error {
+	return &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeStoreUnavailable,
+		Message: "the store is unreachable; retry later", Err: err}
+}
+
+// Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,
+// so this is for tests and the unexpected) is written base64url after a '='.
+func (s *Store) subject(kind, id string) string { return s.prefix + "." + kind + "." + token(id) }
+func (s *Store) eventSubject() string           { return s.prefix + ".event" }
+func (s *Store) floorSubject() string           { return s.prefix + ".meta.floor" }
+
+func token(id string) string {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "=" + base64.RawURLEncoding.EncodeToString([]byte(id))
+		}
+	}
+	if id == "" {
+		return "="
+	}
+	return id
+}
+
+func untoken(t string) string {
+	if strings.HasPrefix(t, "=") {
+		b, err := base64.RawURLEncoding.DecodeString(t[1:])
+		if err == nil {
+			return string(b)
+		}
+	}
+	return t
+}
+
+func validPrefix(p string) bool {
+	for _, t := range strings.Split(p, ".") {
+		if t == "" || token(t) != t {
+			return false
+		}
+	}
+	return true
+}
+
+func isWrongSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// isCheckBusy reports a refusal of a replicated stream that says nothing of the record:
+// another write checking the same subject is still being replicated, and the leader
+// lets only one such check be in flight per subject. The write is to be tried again.
+func isCheckBusy(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// retryBusy waits a little before a write refused by isCheckBusy is tried again; the
+// wait grows with the attempts and is jittered, so that the writers queued on one
+// subject do not all come back at once.
+func retryBusy(ctx context.Context, attempt int) error {
+	d := time.Duration(100+rand.IntN(400)) * time.Microsecond << min(attempt, 6)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// publish writes one message and returns its sequence once the stream has it (synced on
+// a server with sync_interval always; on a quorum of replicas for R3).
+func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		ack, err := s.js.PublishMsg(ctx, m)
+		if isCheckBusy(err) {
+			if err := retryBusy(ctx, attempt); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
+	}
+}
+
+// publishBatch writes messages as one atomic batch: all are stored, with consecutive
+// sequences, or none. It returns the last one's sequence. The messages before the commit
+// go without a reply: one connection keeps their order, and a lost one makes the commit
+// fail as an incomplete batch.
+func (s *Store) publishBatch(ctx context.Context, msgs ...*nats.Msg) (uint64, error) {
+	select {
+	case s.batches <- struct{}{}:
+		defer func() { <-s.batches }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	for attempt := 0; ; attempt++ {
+		seq, err := s.publishBatchOnce(ctx, msgs)
+		if !isCheckBusy(err) && !isBatchRefused(err) {
+			return seq, err
+		}
+		if err := retryBusy(ctx, attempt); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// maxBatches bounds this store's atomic batches in flight. A server takes 50 per stream
+// and drops the first message of one more, which then fails as incomplete; other nodes'
+// batches count too, so a refused batch is also tried again.
+const maxBatches = 32
+
+// isBatchRefused reports an atomic batch that the server refused whole, nothing of it
+// stored: too many were in flight, or its first message was dropped for that reason.
+func isBatchRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10176 || apiErr.ErrorCode == 10210)
+}
+
+func (s *Store) publishBatchOnce(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	id := nuid.Next()
+	for i, m := range msgs {
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := s.nc.PublishMsg(m); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		m.Header.Set(hdrBatchCommit, "1")
+	}
+	return s.publish(ctx, msgs[len(msgs)-1])
+}
+
+func (s *Store) last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, intentd.ErrNotFound
+	}
+	return m, err
+}
+
+func snapshotMsg(subject, phase, policy string, expires time.Time, snapshot []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = snapshot
+	m.Header.Set(hdrPhase, phase)
+	m.Header.Set(hdrPolicy, policy)
+	m.Header.Set(hdrExpires, strconv.FormatInt(expires.UnixNano(), 10))
+	return m
+}
+
+// PutPolicy stores a compiled policy. The bytecode goes first, on a subject of its own
+// that deletes never touch, so that a stored policy always has its bytecode; the record
+// is then written against the sequence read, so that of two racing writers one stores it
+// and the other finds it stored.
+func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byte) (bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	for range 5 {
+		ps, err := s.policyState(ctx, id, false)
+		if err != nil {
+			return false, s.fail(ctx, err)
+		}
+		if ps.live {
+			return false, nil
+		}
+		bm := nats.NewMsg(s.subject("bytecode", id))
+		bm.Data = bytecode
+		bm.Header.Set(hdrRollup, "sub")
+		if _, err := s.publish(ctx, bm); err != nil {
+			return false, s.fail(ctx, err)
+		}
+		seq, err := s.publish(ctx, policyMsg(s.subject("policy", id), ps.seq, bytecode, source))
+		if isWrongSeq(err) {
+			if _, err := s.policyState(ctx, id, true); err != nil {
+				return false, s.fail(ctx, err)
+			}
+			continue
+		}
+		if err != nil {
+			return false, s.fail(ctx, err)
+		}
+		s.setPolicy(id, policyState{seq: seq, live: true})
+		return true, nil
+	}
+	return false, fmt.Errorf("put policy %s: too many concurrent writers", id)
+}
+
+func policyMsg(subject string, after uint64, bytecode, source []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
+	rec = append(rec, bytecode...)
+	m.Data = append(rec, source...)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
+	m.Header.Set(hdrRollup, "sub")
+	return m
+}
+
+// policyState reports a policy's last record, from memory unless asked to read it.
+func (s *Store) policyState(ctx context.Context, id string, fresh bool) (policyState, error) {
+	if !fresh {
+		s.mu.Lock()
+		ps, ok := s.policies[id]
+		s.mu.Unlock()
+		if ok {
+			return ps, nil
+		}
+	}
+	m, err := s.last(ctx, s.subject("policy", id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return policyState{}, nil
+	}
+	if err != nil {
+		return policyState{}, err
+	}
+	ps := policyState{seq: m.Sequence, live: m.Header.Get(hdrOp) != "del"}
+	s.setPolicy(id, ps)
+	return ps, nil
+}
+
+// setPolicy records a policy's state unless a newer one is known.
+func (s *Store) setPolicy(id string, ps policyState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.policies[id]; ok && cur.seq >= ps.seq {
+		return
+	}
+	s.policies[id] = ps
+}
+
+// Policy returns a stored policy's bytecode and source.
+func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte, err error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("policy", id))
+	if err != nil {
+		return nil, nil, s.fail(ctx, err)
+	}
+	if m.Header.Get(hdrOp) == "del" {
+		return nil, nil, intentd.ErrNotFound
+	}
+	return decodePolicy(id, m.Data)
+}
+
+func decodePolicy(id string, rec []byte) (bytecode, source []byte, err error) {
+	n, w := binary.Uvarint(rec)
+	if w <= 0 || n > uint64(len(rec)-w) {
+		return nil, nil, fmt.Errorf("policy record %s is corrupt", id)
+	}
+	return rec[w : w+int(n)], rec[w+int(n):], nil
+}
+
+// PolicyBytecode returns the bytecode of a policy that is or once was stored; deletes
+// leave it, for the proofs of the intents that named the policy.
+func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("bytecode", id))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return m.Data, nil
+}
+
+// DeletePolicy removes a policy unless an open or processing intent names it.
+//
+// A create writes its intent in one batch with a check that the policy's subject is
+// still at the sequence it read. The delete first writes a tombstone on that subject, so
+// every create that has not yet committed now fails its check and finds the policy gone;
+// then it waits until this store has followed the stream up to the tombstone, so every
+// create that did commit is in the index; only then does it look for references. If it
+// finds one, it writes the policy back and reports ErrPolicyInUse: a create that ran in
+// that window was refused with ErrPolicyNotFound, never stored against a deleted policy.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for range 5 {
+		m, err := s.last(ctx, s.subject("policy", id))
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		if m.Header.Get(hdrOp) == "del" {
+			return intentd.ErrNotFound
+		}
+		tomb := nats.NewMsg(s.subject("policy", id))
+		tomb.Header.Set(hdrOp, "del")
+		tomb.Header.Set(hdrRollup, "sub")
+		tomb.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
+		seq, err := s.publish(ctx, tomb)
+		if isWrongSeq(err) {
+			continue
+		}
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		s.setPolicy(id, policyState{seq: seq})
+		if err := s.waitApplied(ctx, seq); err != nil {
+			return s.fail(ctx, err)
+		}
+		if !s.inUse(id) {
+			return nil
+		}
+		bytecode, source, err := decodePolicy(id, m.Data)
+		if err != nil {
+			return err
+		}
+		back, err := s.publish(ctx, policyMsg(s.subject("policy", id), seq, bytecode, source))
+		if err != nil {
+			return s.fail(ctx, fmt.Errorf("restore policy %s after a refused delete: %w", id, err))
+		}
+		s.setPolicy(id, policyState{seq: back, live: true})
+		return intentd.ErrPolicyInUse
+	}
+	return fmt.Errorf("delete policy %s: too many concurrent writers", id)
+}
+
+func (s *Store) inUse(policy string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.intents {
+		if e.policy == policy && e.phase != phaseDone {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateIntent stores a new open intent. Its snapshot is written expecting no record on
+// its subject, so of racing creates of one id, on any node, one wins; in the same atomic
+// batch a reference record checks that the policy's subject is where it was read live
+// (see DeletePolicy).
+func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	fresh := false
+	for range 5 {
+		ps, err := s.policyState(ctx, policyID, fresh)
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		if !ps.live {
+			if !fresh {
+				// The policy may have been stored by another node since we looked.
+				fresh = true
+				continue
+			}
+			return intentd.ErrPolicyNotFound
+		}
+		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, expiresAt, snapshot)
+		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		ref := nats.NewMsg(s.subject("ref", id))
+		ref.Data = []byte(policyID)
+		ref.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(ps.seq, 10))
+		ref.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, s.subject("policy", policyID))
+		seq, err := s.publishBatch(ctx, snap, ref)
+		if isWrongSeq(err) {
+			if _, err := s.last(ctx, s.subject("intent", id)); err == nil {
+				return intentd.ErrExists
+			} else if !errors.Is(err, intentd.ErrNotFound) {
+				return s.fail(ctx, err)
+			}
+			fresh = true
+			continue
+		}
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		s.apply(id, &entry{seq: seq - 1, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		return nil
+	}
+	return fmt.Errorf("create intent %s: the policy %s keeps changing", id, policyID)
+}
+
+// Intent returns an intent's snapshot.
+func (s *Store) Intent(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.subject("intent", id))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return m.Data, nil
+}
+
+// current returns what is known of an intent, reading its last snapshot's headers when
+// this store has not seen it.
+func (s *Store) current(ctx context.Context, id string) (entry, error) {
+	s.mu.Lock()
+	e, ok := s.intents[id]
+	s.mu.Unlock()
+	if ok {
+		return *e, nil
+	}
+	m, err := s.last(ctx, s.subject("intent", id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	return entryOf(m.Sequence, m.Header), nil
+}
+
+func entryOf(seq uint64, h nats.Header) entry {
+	e := entry{seq: seq, phase: h.Get(hdrPhase), policy: h.Get(hdrPolicy)}
+	if ns, err := strconv.ParseInt(h.Get(hdrExpires), 10, 64); err == nil {
+		e.expires = time.Unix(0, ns)
+	}
+	return e
+}
+
+// errStale is the error of a write refused because the intent was written since this
+// store last saw it, or has moved past the state the write starts from: another writer
+// holds the intent.
+var errStale = errors.New("the intent was written by another writer")
+
+// The interface carries no revision from the engine, so the fence is the intent's last
+// known record: a transition is written only from the phase it starts from (processing
+// from open; a terminal state from open or processing), against that record's sequence.
+// Of two writers, on any nodes, one terminal write succeeds, and nothing follows it.
+
+// BeginProcessing writes an intent's processing snapshot against the sequence of its
+// last one, so that a stale writer is refused.
+func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	cur, err := s.current(ctx, id)
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	if cur.phase != phaseOpen {
+		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
+	}
+	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, expiresAt, snapshot)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
+	m.Header.Set(hdrRollup, "sub")
+	seq, err := s.publish(ctx, m)
+	if isWrongSeq(err) {
+		return fmt.Errorf("begin processing %s: %w", id, errStale)
+	}
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	s.apply(id, &entry{seq: seq, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
+	return nil
+}
+
+// Finish writes the terminal snapshot and its event in one atomic batch, the snapshot
+// against the sequence of the intent's last one. The event's id is its stream sequence:
+// ids increase in the one order every node reads, and skip the numbers of the other
+// records. The sink hears of the event from the stream, like every other node's.
+func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	cur, err := s.current(ctx, id)
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	if cur.phase == phaseDone {
+		return 0, fmt.Errorf("finish %s, which is finished: %w", id, errStale)
+	}
+	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
+	m.Header.Set(hdrRollup, "sub")
+	em := nats.NewMsg(s.eventSubject())
+	em.Data = ev.Data
+	seq, err := s.publishBatch(ctx, m, em)
+	if isWrongSeq(err) {
+		return 0, fmt.Errorf("finish %s: %w", id, errStale)
+	}
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	s.apply(id, &entry{seq: seq - 1, phase: phaseDone, policy: policyID, expires: expiresAt})
+	return seq, nil
+}
+
+// apply records this store's own write in the index, unless the watcher is already past
+// it (it then applied the write itself, or a newer one).
+func (s *Store) apply(id string, e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.seq <= s.applied {
+		return
+	}
+	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
+		return
+	}
+	s.intents[id] = e
+}
+
+// Processing lists the intents that are processing.
+func (s *Store) Processing(ctx context.Context) ([]string, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return nil, err
+	} else {
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, e := range s.intents {
+		if e.phase == phaseProcessing {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// DueExpiries lists up to limit open intents whose deadline is at or before now,
+// earliest first. The index is in memory, built from the snapshots' headers; a scan of
+// it is a pass over the open intents.
+func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return nil, err
+	} else {
+		cancel()
+	}
+	type due struct {
+		id string
+		at time.Time
+	}
+	var list []due
+	s.mu.Lock()
+	for id, e := range s.intents {
+		if e.phase == phaseOpen && !e.expires.After(now) {
+			list = append(list, due{id, e.expires})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b due) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if len(list) > limit {
+		list = list[:limit]
+	}
+	ids := make([]string, len(list))
+	for i, d := range list {
+		ids[i] = d.id
+	}
+	return ids, nil
+}
+
+// NextExpiry reports the earliest deadline of an open intent.
+func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return time.Time{}, false, err
+	} else {
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	found := false
+	for _, e := range s.intents {
+		if e.phase == phaseOpen && (!found || e.expires.Before(at)) {
+			at, found = e.expires, true
+		}
+	}
+	return at, found, nil
+}
+
+// SetEventSink names the function that hears of every event once it is durable, in id
+// order, from the goroutine that follows the event subject.
+func (s *Store) SetEventSink(fn func(intentd.Event)) {
+	s.sinkMu.Lock()
+	s.sink = fn
+	s.sinkMu.Unlock()
+}
+
+// Events calls fn for up to limit events with ids greater than after, in id order.
+func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	next := max(after+1, floor)
+	if limit >= pageByConsumer {
+		return s.eventsByConsumer(ctx, next, limit, fn)
+	}
+	for n := 0; n < limit; n++ {
+		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		ev, err := intentd.DecodeEvent(m.Sequence, m.Time, m.Data)
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		next = m.Sequence + 1
+	}
+	return nil
+}
+
+// pageByConsumer is the page size from which Events reads through a consumer, which
+// streams the page after one round trip to create it, rather than one direct get per
+// event. On loopback a page of 256 took 2.9 ms through the consumer and 18 ms by direct
+// gets (BenchmarkEventsPage); a page of a few is quicker by direct gets.
+const pageByConsumer = 32
+
+func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) error {
+	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.eventSubject()},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    next,
+	})
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	batch, err := cons.FetchNoWait(limit)
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	for m := range batch.Messages() {
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return s.fail(ctx, batch.Error())
+}
+
+// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
+// The newest event is never deleted, only hidden below the floor, so that the last id
+// survives a prune of everything.
+func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cancel()
+	m, err := s.last(ctx, s.eventSubject())
+	if errors.Is(err, intentd.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, s.fail(ctx, err)
+	}
+	last = m.Sequence
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	fm, err := s.stream.GetMsg(ctx, max(floor, 1), jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, last, nil
+	}
+	if err != nil {
+		return 0, 0, s.fail(ctx, err)
+	}
+	return fm.Sequence, last, nil
+}
+
+// PruneEvents keeps the newest keep events and none older than olderThan. The events
+// are purged from the stream, all but the newest, which is hidden by raising the floor
+// when it is pruned too. Its cost does not grow with the events kept: the count comes
+// from the stream's state, the purge by count is the server's, and the walk by age reads
+// only the events it prunes.
+func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
+	first, last, err := s.EventBounds(ctx)
+	if err != nil || first == 0 {
+		return 0, err
+	}
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	before, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	cut := first // events below cut are pruned
+	switch {
+	case keep == 0:
+		cut = last + 1
+	case before > keep:
+		// The server keeps the newest keep; the walk below starts after them.
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep)); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		if cut, err = s.firstEventFrom(ctx, first); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+	}
+	// Events are written in time order, so the old ones are a prefix of the log.
+	for cut <= last {
+		m, err := s.stream.GetMsg(ctx, cut, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			cut = last + 1
+			break
+		}
+		if err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		if !m.Time.Before(olderThan) {
+			cut = m.Sequence
+			break
+		}
+		cut = m.Sequence + 1
+	}
+	if cut > first {
+		fm := nats.NewMsg(s.floorSubject())
+		fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
+		fm.Header.Set(hdrRollup, "sub")
+		if _, err := s.publish(ctx, fm); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+		s.setFloor(cut)
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
+			return 0, s.fail(ctx, err)
+		}
+	}
+	after, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, err)
+	}
+	return int(before - min(after, before)), nil
+}
+
+// eventCount is the number of retained events: those stored, less the one kept below
+// the floor only for its id, if any.
+func (s *Store) eventCount(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.eventSubject()))
+	if err != nil {
+		return 0, err
+	}
+	n := info.State.Subjects[s.eventSubject()]
+	if n == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	if floor > 0 {
+		// At most one event is below the floor, and it is the oldest stored.
+		m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, err
+		}
+		if err == nil && m.Sequence < floor {
+			n--
+		}
+	}
+	return n, nil
+}
+
+// firstEventFrom is the id of the first event at or after seq, or one past the last.
+func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) {
+	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return seq, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+func (s *Store) setFloor(f uint64) {
+	s.mu.Lock()
+	if f > s.floor {
+		s.floor = f
+	}
+	s.mu.Unlock()
+}
+
+// Writable reports why the store cannot take writes now (its connection to the NATS
+// servers is down), or nil: for a readiness check, which should say why.
+func (s *Store) Writable() error {
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return unavailable(fmt.Errorf("nats connection is %v", st))
+	}
+	return nil
+}

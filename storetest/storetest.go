@@ -1,0 +1,529 @@
+// Package storetest is the behaviour every intentd.Store must have, written once and run
+// against each implementation, so that the engine can rely on the interface and not on
+// one store.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+)
+
+// Store is a store under test: the interface, and Close, which the tests call to reopen.
+type Store interface {
+	intentd.Store
+	Close() error
+}
+
+// Backend makes the durable place a store lives in and returns a function that opens a
+// store on it. Each call opens the same data again; the test closes what it opens.
+type Backend func(t *testing.T) (open func(t *testing.T) Store)
+
+// Event is the event of a success of intent id, as the engine makes it.
+func Event(id string) intentd.Event {
+	ev, err := intentd.NewEvent(intentd.Status{State: intentd.StateSuccess, IntentID: id, Proposal: &intentd.Proposal{Solution: "s"}})
+	if err != nil {
+		panic(err)
+	}
+	return ev
+}
+
+var ctx = context.Background()
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// Run runs the whole suite against stores opened by backend.
+func Run(t *testing.T, backend Backend) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, open func(t *testing.T) Store)
+	}{
+		{"Policies", testPolicies},
+		{"PolicyMissing", withPolicy(testPolicyMissing)},
+		{"IDTaken", withPolicy(testIDTaken)},
+		{"DeleteRefusedWhileLive", withPolicy(testDeleteRefusedWhileLive)},
+		{"Indexes", withPolicy(testIndexes)},
+		{"CreateSameIDConcurrently", withPolicy(testCreateSameIDConcurrently)},
+		{"DeleteRacesCreate", withPolicy(testDeleteRacesCreate)},
+		{"NextExpiry", testNextExpiry},
+		{"Reopen", testReopen},
+		{"FinishOrder", withPolicy(testFinishOrder)},
+		{"EventsAfterAnyID", withPolicy(testEventsAfterAnyID)},
+		{"PruneEvents", withPolicy(testPruneEvents)},
+		{"Closed", testClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, backend(t))
+		})
+	}
+}
+
+// withPolicy runs a test on an open store holding policy "P".
+func withPolicy(fn func(t *testing.T, s Store)) func(*testing.T, func(*testing.T) Store) {
+	return func(t *testing.T, open func(*testing.T) Store) {
+		s := open(t)
+		defer s.Close()
+		if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s)
+	}
+}
+
+func mustCreate(t *testing.T, s Store, id, policy, snap string) {
+	t.Helper()
+	if err := s.CreateIntent(ctx, id, policy, []byte(snap), t0); err != nil {
+		t.Fatalf("CreateIntent(%s): %v", id, err)
+	}
+}
+
+func mustFinish(t *testing.T, s Store, id string) uint64 {
+	t.Helper()
+	ev, err := s.Finish(ctx, id, "P", []byte("done "+id), t0, Event(id))
+	if err != nil {
+		t.Fatalf("Finish(%s): %v", id, err)
+	}
+	return ev
+}
+
+func testPolicies(t *testing.T, open func(*testing.T) Store) {
+	s := open(t)
+	defer s.Close()
+	created, err := s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a"))
+	if err != nil || !created {
+		t.Fatalf("PutPolicy = %v, %v; want created", created, err)
+	}
+	created, err = s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a # again"))
+	if err != nil || created {
+		t.Fatalf("second PutPolicy = %v, %v; want not created", created, err)
+	}
+	bc, src, err := s.Policy(ctx, "P1")
+	if err != nil || string(bc) != "\x01\x02\x03" || string(src) != "name a" {
+		t.Fatalf("Policy = %q, %q, %v; the first write must stand", bc, src, err)
+	}
+	if _, _, err := s.Policy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("Policy(nope) error = %v, want intentd.ErrNotFound", err)
+	}
+	if err := s.DeletePolicy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("DeletePolicy(nope) error = %v, want intentd.ErrNotFound", err)
+	}
+	if err := s.DeletePolicy(ctx, "P1"); err != nil {
+		t.Fatalf("DeletePolicy: %v", err)
+	}
+	if _, _, err := s.Policy(ctx, "P1"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("Policy after delete error = %v, want intentd.ErrNotFound", err)
+	}
+	if err := s.DeletePolicy(ctx, "P1"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("second DeletePolicy error = %v, want intentd.ErrNotFound", err)
+	}
+	if bc, err := s.PolicyBytecode(ctx, "P1"); err != nil || string(bc) != "\x01\x02\x03" {
+		t.Fatalf("PolicyBytecode after delete = %q, %v; proofs need it kept", bc, err)
+	}
+	if _, err := s.PolicyBytecode(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("PolicyBytecode(nope) error = %v, want intentd.ErrNotFound", err)
+	}
+	if created, err := s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name b")); err != nil || !created {
+		t.Fatalf("PutPolicy after delete = %v, %v; want created", created, err)
+	}
+	if _, src, err := s.Policy(ctx, "P1"); err != nil || string(src) != "name b" {
+		t.Fatalf("Policy after put again = %q, %v", src, err)
+	}
+}
+
+func testPolicyMissing(t *testing.T, s Store) {
+	if err := s.CreateIntent(ctx, "i1", "missing", []byte("s"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
+		t.Fatalf("error = %v, want intentd.ErrPolicyNotFound", err)
+	}
+	if _, err := s.Intent(ctx, "i1"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("a refused intent was stored: %v", err)
+	}
+}
+
+func testIDTaken(t *testing.T, s Store) {
+	mustCreate(t, s, "i1", "P", "first")
+	if err := s.CreateIntent(ctx, "i1", "P", []byte("second"), t0); !errors.Is(err, intentd.ErrExists) {
+		t.Fatalf("error = %v, want intentd.ErrExists", err)
+	}
+	if got, _ := s.Intent(ctx, "i1"); string(got) != "first" {
+		t.Fatalf("snapshot = %q, the first write must stand", got)
+	}
+}
+
+func testDeleteRefusedWhileLive(t *testing.T, s Store) {
+	mustCreate(t, s, "i1", "P", "open")
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("delete with open intent: %v, want intentd.ErrPolicyInUse", err)
+	}
+	if _, _, err := s.Policy(ctx, "P"); err != nil {
+		t.Fatalf("policy after a refused delete: %v", err)
+	}
+	if err := s.BeginProcessing(ctx, "i1", []byte("processing"), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("delete with processing intent: %v, want intentd.ErrPolicyInUse", err)
+	}
+	mustFinish(t, s, "i1")
+	if err := s.DeletePolicy(ctx, "P"); err != nil {
+		t.Fatalf("delete after the intent finished: %v", err)
+	}
+	if got, _ := s.Intent(ctx, "i1"); string(got) != "done i1" {
+		t.Fatalf("intent after its policy was deleted = %q, want it readable", got)
+	}
+	if err := s.CreateIntent(ctx, "i2", "P", nil, t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
+		t.Fatalf("create naming the deleted policy: %v, want intentd.ErrPolicyNotFound", err)
+	}
+}
+
+func testIndexes(t *testing.T, s Store) {
+	mustCreate(t, s, "a", "P", "open")
+	mustCreate(t, s, "b", "P", "open")
+	if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 2 {
+		t.Fatalf("due = %v, want both", ids)
+	}
+	if ids, _ := s.DueExpiries(ctx, t0, 1); len(ids) != 1 {
+		t.Fatalf("due with limit 1 = %v, want one", ids)
+	}
+	if ids, _ := s.DueExpiries(ctx, t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
+		t.Fatalf("due before the deadline = %v, want none", ids)
+	}
+	if err := s.BeginProcessing(ctx, "a", []byte("processing"), t0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Intent(ctx, "a"); string(got) != "processing" {
+		t.Fatalf("snapshot after BeginProcessing = %q", got)
+	}
+	if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 1 || ids[0] != "b" {
+		t.Fatalf("due = %v, want [b]: a processing intent cannot expire", ids)
+	}
+	if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("processing = %v, want [a]", ids)
+	}
+	mustFinish(t, s, "a")
+	if ids, _ := s.Processing(ctx); len(ids) != 0 {
+		t.Fatalf("processing after finish = %v, want none", ids)
+	}
+	mustFinish(t, s, "b")
+	if ids, _ := s.DueExpiries(ctx, t0.Add(time.Hour), 10); len(ids) != 0 {
+		t.Fatalf("due after expiry = %v, want none", ids)
+	}
+	if _, ok, _ := s.NextExpiry(ctx); ok {
+		t.Fatal("NextExpiry reports a deadline with no open intent")
+	}
+}
+
+// testCreateSameIDConcurrently races creates of one id: exactly one wins.
+func testCreateSameIDConcurrently(t *testing.T, s Store) {
+	const n = 32
+	var wins, exists atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			err := s.CreateIntent(ctx, "same", "P", []byte(fmt.Sprint(i)), t0)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, intentd.ErrExists):
+				exists.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || exists.Load() != n-1 {
+		t.Fatalf("%d creates won and %d saw the id taken, want 1 and %d", wins.Load(), exists.Load(), n-1)
+	}
+}
+
+// testDeleteRacesCreate races a policy delete against creates naming it: either the
+// delete is refused or no create that succeeded names the deleted policy.
+func testDeleteRacesCreate(t *testing.T, s Store) {
+	for round := range 20 {
+		pid := fmt.Sprintf("R%d", round)
+		if _, err := s.PutPolicy(ctx, pid, []byte{2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var created atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				err := s.CreateIntent(ctx, fmt.Sprintf("%s-%d", pid, i), pid, nil, t0)
+				switch {
+				case err == nil:
+					created.Add(1)
+				case errors.Is(err, intentd.ErrPolicyNotFound):
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		var delErr error
+		wg.Go(func() { delErr = s.DeletePolicy(ctx, pid) })
+		wg.Wait()
+		_, _, getErr := s.Policy(ctx, pid)
+		switch {
+		case delErr == nil && created.Load() > 0:
+			t.Fatalf("round %d: the policy was deleted and %d intents naming it were created", round, created.Load())
+		case delErr == nil && !errors.Is(getErr, intentd.ErrNotFound):
+			t.Fatalf("round %d: the delete succeeded and the policy reads %v", round, getErr)
+		case errors.Is(delErr, intentd.ErrPolicyInUse) && getErr != nil:
+			t.Fatalf("round %d: the delete was refused and the policy reads %v", round, getErr)
+		case delErr != nil && !errors.Is(delErr, intentd.ErrPolicyInUse):
+			t.Fatalf("round %d: delete: %v", round, delErr)
+		}
+	}
+}
+
+func testNextExpiry(t *testing.T, open func(*testing.T) Store) {
+	s := open(t)
+	defer s.Close()
+	if _, ok, err := s.NextExpiry(ctx); ok || err != nil {
+		t.Fatalf("empty store NextExpiry ok=%v err=%v", ok, err)
+	}
+	s.PutPolicy(ctx, "P", []byte{1}, nil)
+	s.CreateIntent(ctx, "late", "P", nil, t0.Add(time.Hour))
+	s.CreateIntent(ctx, "early", "P", nil, t0.Add(time.Minute))
+	at, ok, err := s.NextExpiry(ctx)
+	if err != nil || !ok || !at.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("NextExpiry = %v, %v, %v; want %v", at, ok, err, t0.Add(time.Minute))
+	}
+}
+
+// testReopen writes every kind of record, closes the store and finds them all again.
+func testReopen(t *testing.T, open func(*testing.T) Store) {
+	s := open(t)
+	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
+	s.PutPolicy(ctx, "Q", []byte{8}, []byte("q"))
+	s.DeletePolicy(ctx, "Q")
+	mustCreate(t, s, "open", "P", "o")
+	mustCreate(t, s, "proc", "P", "p")
+	s.BeginProcessing(ctx, "proc", []byte("p2"), t0)
+	mustCreate(t, s, "done", "P", "d")
+	id := mustFinish(t, s, "done")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t)
+	defer s.Close()
+	if bc, src, err := s.Policy(ctx, "P"); err != nil || string(bc) != "\x07" || string(src) != "src" {
+		t.Fatalf("policy after reopen = %q %q %v", bc, src, err)
+	}
+	if _, _, err := s.Policy(ctx, "Q"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("deleted policy after reopen: %v", err)
+	}
+	if bc, err := s.PolicyBytecode(ctx, "Q"); err != nil || string(bc) != "\x08" {
+		t.Fatalf("deleted policy's bytecode after reopen = %q, %v", bc, err)
+	}
+	for id, want := range map[string]string{"open": "o", "proc": "p2", "done": "done done"} {
+		if got, err := s.Intent(ctx, id); err != nil || string(got) != want {
+			t.Errorf("intent %s after reopen = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "proc" {
+		t.Errorf("processing after reopen = %v", ids)
+	}
+	if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 1 || ids[0] != "open" {
+		t.Errorf("due after reopen = %v", ids)
+	}
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Errorf("references lost on reopen: delete = %v", err)
+	}
+	if err := s.CreateIntent(ctx, "open", "P", nil, t0); !errors.Is(err, intentd.ErrExists) {
+		t.Errorf("create of a stored id after reopen = %v, want intentd.ErrExists", err)
+	}
+	if first, last, err := s.EventBounds(ctx); err != nil || first != id || last != id {
+		t.Errorf("bounds after reopen = %d..%d, %v; want %d..%d", first, last, err, id, id)
+	}
+	mustCreate(t, s, "next", "P", "n")
+	if next := mustFinish(t, s, "next"); next <= id {
+		t.Fatalf("first event after reopen = %d, want more than %d", next, id)
+	}
+}
+
+// testFinishOrder checks that concurrent terminal writes get distinct increasing ids, that
+// the sink hears them in id order, each once, and that a replay reads them the same.
+func testFinishOrder(t *testing.T, s Store) {
+	var mu sync.Mutex
+	var heard []intentd.Event
+	s.SetEventSink(func(e intentd.Event) {
+		mu.Lock()
+		heard = append(heard, e)
+		mu.Unlock()
+	})
+	const n = 100
+	var wg sync.WaitGroup
+	ids := make([]uint64, n)
+	for i := range n {
+		id := fmt.Sprintf("i%03d", i)
+		mustCreate(t, s, id, "P", "o")
+		wg.Go(func() {
+			ev, err := s.Finish(ctx, id, "P", []byte("t"), t0, Event(id))
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = ev
+		})
+	}
+	wg.Wait()
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	if len(slices.Compact(slices.Clone(sorted))) != n || sorted[0] == 0 {
+		t.Fatalf("event ids %v are not %d distinct non-zero ids", sorted, n)
+	}
+	// The sink may hear of an event after Finish returned; it hears of all.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := len(heard)
+		mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	heardIDs := make([]uint64, len(heard))
+	for i, e := range heard {
+		heardIDs[i] = e.ID
+		if e.At.IsZero() || e.IntentID == "" || e.Type != intentd.StateSuccess {
+			t.Errorf("sink heard %+v: want its time, intent and type", e)
+		}
+	}
+	mu.Unlock()
+	if !slices.Equal(heardIDs, sorted) {
+		t.Fatalf("sink heard %v, want %v", heardIDs, sorted)
+	}
+	byID := make(map[uint64]string)
+	for i, id := range ids {
+		byID[id] = fmt.Sprintf("i%03d", i)
+	}
+	var replayed []uint64
+	err := s.Events(ctx, 0, n+10, func(e intentd.Event) error {
+		replayed = append(replayed, e.ID)
+		if e.IntentID != byID[e.ID] {
+			t.Errorf("event %d carries %q, want %s", e.ID, e.IntentID, byID[e.ID])
+		}
+		return nil
+	})
+	if err != nil || !slices.Equal(replayed, sorted) {
+		t.Fatalf("replayed %v, %v; want %v", replayed, err, sorted)
+	}
+	if first, last, err := s.EventBounds(ctx); err != nil || first != sorted[0] || last != sorted[n-1] {
+		t.Fatalf("bounds = %d..%d, %v; want %d..%d", first, last, err, sorted[0], sorted[n-1])
+	}
+}
+
+// testEventsAfterAnyID resumes a replay after every id, assigned or not, and after the
+// last: each resumes with the next event, none missed and none twice.
+func testEventsAfterAnyID(t *testing.T, s Store) {
+	var ids []uint64
+	for i := range 5 {
+		id := fmt.Sprint("e", i)
+		mustCreate(t, s, id, "P", "o")
+		ids = append(ids, mustFinish(t, s, id))
+	}
+	for after := uint64(0); after <= ids[len(ids)-1]+1; after++ {
+		var want []uint64
+		for _, id := range ids {
+			if id > after {
+				want = append(want, id)
+			}
+		}
+		var got []uint64
+		if err := s.Events(ctx, after, 100, func(e intentd.Event) error {
+			got = append(got, e.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("events after %d = %v, want %v", after, got, want)
+		}
+		got = got[:0]
+		s.Events(ctx, after, 2, func(e intentd.Event) error {
+			got = append(got, e.ID)
+			return nil
+		})
+		if len(want) > 2 {
+			want = want[:2]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("2 events after %d = %v, want %v", after, got, want)
+		}
+	}
+	stop := errors.New("stop")
+	if err := s.Events(ctx, 0, 10, func(intentd.Event) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("Events returned %v, want the callback's error", err)
+	}
+}
+
+func testPruneEvents(t *testing.T, s Store) {
+	if first, last, err := s.EventBounds(ctx); err != nil || first != 0 || last != 0 {
+		t.Fatalf("bounds of no events = %d..%d, %v", first, last, err)
+	}
+	if n, err := s.PruneEvents(ctx, 0, time.Now()); err != nil || n != 0 {
+		t.Fatalf("prune of no events = %d, %v", n, err)
+	}
+	var ids []uint64
+	for i := range 10 {
+		id := fmt.Sprint(i)
+		mustCreate(t, s, id, "P", "o")
+		ids = append(ids, mustFinish(t, s, id))
+	}
+	n, err := s.PruneEvents(ctx, 7, time.Time{})
+	if err != nil || n != 3 {
+		t.Fatalf("prune to 7 = %d, %v; want 3 deleted", n, err)
+	}
+	first, last, _ := s.EventBounds(ctx)
+	if first != ids[3] || last != ids[9] {
+		t.Fatalf("bounds = %d..%d, want %d..%d", first, last, ids[3], ids[9])
+	}
+	var got []uint64
+	s.Events(ctx, 0, 100, func(e intentd.Event) error {
+		got = append(got, e.ID)
+		return nil
+	})
+	if !slices.Equal(got, ids[3:]) {
+		t.Fatalf("events after prune = %v, want %v", got, ids[3:])
+	}
+	n, err = s.PruneEvents(ctx, 100, time.Now().Add(time.Hour))
+	if err != nil || n != 7 {
+		t.Fatalf("prune by age = %d, %v; want 7 deleted", n, err)
+	}
+	first, last, _ = s.EventBounds(ctx)
+	if first != 0 || last != ids[9] {
+		t.Fatalf("bounds after pruning all = %d..%d, want 0..%d: ids must not restart", first, last, ids[9])
+	}
+	got = got[:0]
+	s.Events(ctx, 0, 100, func(e intentd.Event) error {
+		got = append(got, e.ID)
+		return nil
+	})
+	if len(got) != 0 {
+		t.Fatalf("events after pruning all = %v", got)
+	}
+	mustCreate(t, s, "x", "P", "o")
+	if id := mustFinish(t, s, "x"); id <= ids[9] {
+		t.Fatalf("next id = %d, want more than %d", id, ids[9])
+	}
+}
+
+func testClosed(t *testing.T, open func(*testing.T) Store) {
+	s := open(t)
+	s.Close()
+	if _, err := s.Finish(ctx, "i", "P", nil, t0, Event("i")); !errors.Is(err, intentd.ErrStoreClosed) {
+		t.Fatalf("Finish after Close = %v, want intentd.ErrStoreClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
