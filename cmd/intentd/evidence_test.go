@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // TestHostileEvidence serves evidence that other JSON readers would quietly mend: a
@@ -45,4 +51,104 @@ func TestHostileEvidence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMissingEvidence runs proposals past an evidence service that leaves out a field
+// the policy reads, or sends one that breaks it: the first is a failure of kind
+// evidence naming the field, the second one of kind constraints, and both say so in the
+// status, the event and the signed receipt.
+func TestMissingEvidence(t *testing.T) {
+	const rest = `"category":"t-shirt","size":"M","brand":"Northwind","shipping_cents":499,"in_stock":true`
+	products := map[string]string{
+		"sku:NO-PRICE":       `{"color":"navy",` + rest + `}`,
+		"sku:BLACK":          `{"color":"black","price_cents":1999,` + rest + `}`,
+		"sku:BLACK-NO-PRICE": `{"color":"black",` + rest + `}`,
+	}
+	es := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Solution   string                    `json:"solution"`
+			Attributes map[string]map[string]any `json:"attributes"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Attributes["price_cents"]["type"] != "integer" {
+			http.Error(w, "not the request of the demo policy", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, products[req.Solution])
+	}))
+	defer es.Close()
+	s := startServer(t, []string{"--extractor-url", es.URL})
+
+	tests := []struct {
+		solution string
+		kind     string
+		missing  []string // nil: no evidence_missing is sent
+		reason   string   // the reason's start
+	}{
+		{"sku:NO-PRICE", "evidence", []string{"price_cents"}, "the evidence lacks what the policy reads (price_cents): 2 constraints could not be checked: "},
+		{"sku:BLACK", "constraints", nil, "2 constraints not satisfied: "},
+		{"sku:BLACK-NO-PRICE", "constraints", []string{"price_cents"}, "4 constraints not satisfied: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.solution, func(t *testing.T) {
+			id := s.submit()
+			if r := s.propose(id, tt.solution); r.status != http.StatusOK {
+				t.Fatalf("proposal: %s", r)
+			}
+			st := s.waitStatus(id, "failure")
+			reason, _ := st["reason"].(string)
+			if st["failure_kind"] != tt.kind || !strings.HasPrefix(reason, tt.reason) || !reflect.DeepEqual(names(st["evidence_missing"]), tt.missing) {
+				t.Fatalf("status %v, want failure_kind %s, evidence_missing %q and a reason starting %q", st, tt.kind, tt.missing, tt.reason)
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stream := s.openStream(ctx, "?intent_id="+id)
+			ev, err := stream.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var data map[string]any
+			if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
+				t.Fatal(err)
+			}
+			schema := apiCheck.doc.Components.Schemas["OrchestratorEvent"].Value
+			if err := apiCheck.doc.ValidateSchemaJSON(schema, data, openapi3.EnableJSONSchema2020()); err != nil {
+				t.Fatalf("event %s does not match the document: %v", ev.data, err)
+			}
+			if data["failure_kind"] != tt.kind || !reflect.DeepEqual(names(data["evidence_missing"]), tt.missing) {
+				t.Fatalf("event %s, want failure_kind %s and evidence_missing %q", ev.data, tt.kind, tt.missing)
+			}
+
+			r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+			if r.status != http.StatusOK {
+				t.Fatalf("proof: %s", r)
+			}
+			var bundle struct {
+				Receipt struct {
+					Receipt map[string]any `json:"receipt"`
+				} `json:"receipt"`
+			}
+			if err := json.Unmarshal(r.body, &bundle); err != nil {
+				t.Fatal(err)
+			}
+			rc := bundle.Receipt.Receipt
+			if rc["version"] != 2.0 || rc["outcome"] != "failure" || rc["failure_kind"] != tt.kind || !reflect.DeepEqual(names(rc["evidence_missing"]), tt.missing) {
+				t.Fatalf("receipt %v, want version 2 stating failure_kind %s and evidence_missing %q", rc, tt.kind, tt.missing)
+			}
+		})
+	}
+}
+
+// names is a JSON array of strings as decoded into any, or nil when absent.
+func names(v any) []string {
+	a, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(a))
+	for i, x := range a {
+		out[i], _ = x.(string)
+	}
+	return out
 }
