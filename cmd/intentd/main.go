@@ -78,6 +78,8 @@ type Config struct {
 	PasskeyRPID   string
 	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
 	PasskeyTopOrigins []string
+	// PasskeyRequireUV refuses passkey assertions made without user verification.
+	PasskeyRequireUV  bool
 	IntentTTL         time.Duration
 	MaxProving        int
 	ProvingQueue      int
@@ -165,6 +167,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
 	fs.Var(&listFlag{vals: &c.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
 	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
+	fs.BoolVar(&c.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
 	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
 	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
 	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
@@ -347,6 +350,7 @@ func (m *Main) Run(ctx context.Context) error {
 		PasskeyOrigin:     c.PasskeyOrigin,
 		PasskeyRPID:       c.PasskeyRPID,
 		PasskeyTopOrigins: c.PasskeyTopOrigins,
+		PasskeyRequireUV:  c.PasskeyRequireUV,
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge

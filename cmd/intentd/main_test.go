@@ -37,9 +37,10 @@ func TestParseFlags(t *testing.T) {
 			}, ""},
 		{"environment", nil, map[string]string{
 			"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
-			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10",
+			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10", "INTENTD_PASSKEY_REQUIRE_UV": "true",
 		}, func(t *testing.T, c Config) {
-			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 {
+			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 ||
+				!c.PasskeyRequireUV {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
