@@ -183,9 +183,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// MaxSolutionBytes is the longest solution a proposal may carry; a server may set a
-// lower limit of its own.
-const MaxSolutionBytes = 4096
+// DefaultSolutionBytes is the solution limit of a server that sets none: room for an
+// order or a cart proposed whole (decisions.md, 16 KiB), not just a URL.
+const DefaultSolutionBytes = 16 << 10
+
+// MaxSolutionBytes is the longest solution the engine takes, whatever the server in
+// front of it allows: 1 MiB, the default request body limit. A server's own limit
+// (--max-solution) is at most this and at most its body limit, which a solution has to
+// fit in anyway; the engine's cap keeps a server with a larger body limit, or a caller
+// that is not a server, from storing and extracting solutions of any size.
+const MaxSolutionBytes = 1 << 20
 
 // CanonicalIntentID checks that id is a UUID in its hyphenated 36-character form and
 // returns it in lower case, the form intents are stored and looked up under, so that

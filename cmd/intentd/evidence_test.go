@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,61 @@ func names(v any) []string {
 		out[i], _ = x.(string)
 	}
 	return out
+}
+
+// TestSolutionSize proposes solutions of the size of a real order: one at the limit is
+// accepted and reaches the evidence service as it was sent, one byte more is refused
+// with the limit named, by default (16 KiB) and with a raised --max-solution.
+func TestSolutionSize(t *testing.T) {
+	const passes = `{"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","price_cents":1999,"shipping_cents":499,"in_stock":true}`
+	tests := []struct {
+		name  string
+		args  []string
+		limit int
+	}{
+		{"default limit", nil, 16 << 10},
+		{"raised limit", []string{"--max-solution", "100000"}, 100000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make(chan string, 1)
+			es := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct {
+					Solution string `json:"solution"`
+				}
+				json.NewDecoder(r.Body).Decode(&req)
+				got <- req.Solution
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, passes)
+			}))
+			defer es.Close()
+			s := startServer(t, append([]string{"--extractor-url", es.URL}, tt.args...))
+			if r := s.do("GET", "/info", "", nil); !strings.Contains(string(r.body), `"max_solution_bytes":`+strconv.Itoa(tt.limit)+`,`) {
+				t.Fatalf("GET /info: %s, want max_solution_bytes %d", r, tt.limit)
+			}
+
+			// An order written out in full, as an integration proposes it, padded to the
+			// limit exactly.
+			solution := `{"order":[` + strings.Repeat(`{"sku":"TS-NAVY-M","qty":1},`, tt.limit/40) + `{"sku":"TS-NAVY-M","qty":1}]}`
+			solution += strings.Repeat(" ", tt.limit-len(solution))
+			id := s.submit()
+			if r := s.propose(id, solution); r.status != http.StatusOK {
+				t.Fatalf("proposal of %d bytes: %s", len(solution), r)
+			}
+			if sent := <-got; sent != solution {
+				t.Fatalf("the evidence service got a solution of %d bytes, want the %d proposed as they were", len(sent), len(solution))
+			}
+			st := s.waitStatus(id, "success")
+			if p, _ := st["proposal"].(map[string]any); p["solution"] != solution {
+				t.Fatalf("the status does not hold the solution as proposed")
+			}
+
+			over := s.submit()
+			r := s.propose(over, strings.Repeat("x", tt.limit+1))
+			if code, msg := r.errorBody(t); r.status != http.StatusUnprocessableEntity || code != "invalid_proposal" ||
+				!strings.Contains(msg, "over the limit of "+strconv.Itoa(tt.limit)) {
+				t.Fatalf("proposal one byte over the limit: %s, want 422 invalid_proposal naming %d", r, tt.limit)
+			}
+		})
+	}
 }

@@ -186,7 +186,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
 	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
-	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most 4096)")
+	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most --max-body, and at most 1048576); by default 16384, or --max-body when that is smaller")
 	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
 	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
 	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
@@ -221,6 +221,13 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
+	}
+	// The default solution limit yields to a smaller body limit, which would refuse a
+	// longer solution anyway; a limit the operator gives must fit in the body limit.
+	_, solutionGiven := m.LookupEnv(envName("max-solution"))
+	fs.Visit(func(f *flag.Flag) { solutionGiven = solutionGiven || f.Name == "max-solution" })
+	if !solutionGiven && c.MaxBody > 0 && int64(c.MaxSolution) > c.MaxBody {
+		c.MaxSolution = int(c.MaxBody)
 	}
 	return c.validate()
 }
@@ -277,8 +284,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
-	case c.MaxSolution < 1 || c.MaxSolution > intentd.MaxSolutionBytes:
-		return fmt.Errorf("--max-solution %d: want 1 to %d (the engine's limit)", c.MaxSolution, intentd.MaxSolutionBytes)
+	case c.MaxSolution < 1 || int64(c.MaxSolution) > c.MaxBody || c.MaxSolution > intentd.MaxSolutionBytes:
+		return fmt.Errorf("--max-solution %d: want 1 to %d (at most --max-body, %d, and at most the engine's limit, %d)",
+			c.MaxSolution, min(c.MaxBody, intentd.MaxSolutionBytes), c.MaxBody, intentd.MaxSolutionBytes)
 	case c.MaxAttrs < 1:
 		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
 	case c.MaxSet < 1:
