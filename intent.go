@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -34,16 +35,45 @@ func (s State) Terminal() bool {
 	return s == StateSuccess || s == StateFailure || s == StateExpired
 }
 
-// FailureKind tells a violated policy from evidence that could not be had and from a
-// proof that could not be made.
+// FailureKind tells a violated policy from evidence that did not say enough to decide,
+// from evidence that could not be had and from a proof that could not be made.
 type FailureKind string
 
 // The failure kinds.
 const (
+	// FailureConstraints: a constraint fails on evidence that is there; the solution
+	// breaks the policy.
 	FailureConstraints FailureKind = "constraints"
-	FailureExtraction  FailureKind = "extraction"
-	FailureProof       FailureKind = "proof"
+	// FailureEvidence: every failed constraint failed because evidence it reads is
+	// absent or of another type than the policy's; nothing was shown to break the
+	// policy, and a person may look at the solution.
+	FailureEvidence   FailureKind = "evidence"
+	FailureExtraction FailureKind = "extraction"
+	FailureProof      FailureKind = "proof"
 )
+
+// ClassifyFailures is the kind of failure an evaluation's failures make, and the
+// evidence fields they found missing or ill-typed, sorted and each once. The kind is
+// FailureEvidence when every failure names missing evidence, FailureConstraints when
+// at least one failed on evidence that was there: a violation is a violation whatever
+// else could not be checked, and the fields missing are named all the same. With no
+// failures the kind is "" (success). The engine and an offline verifier both decide
+// with it, so that they cannot disagree.
+func ClassifyFailures(failures []policy.Failure) (FailureKind, []string) {
+	if len(failures) == 0 {
+		return "", nil
+	}
+	kind := FailureEvidence
+	var missing []string
+	for _, f := range failures {
+		if len(f.MissingEvidence) == 0 {
+			kind = FailureConstraints
+		}
+		missing = append(missing, f.MissingEvidence...)
+	}
+	slices.Sort(missing)
+	return kind, slices.Compact(missing)
+}
 
 // Intent is the caller's intent as decoded (spec 2.2).
 type Intent struct {
@@ -76,6 +106,9 @@ type Status struct {
 	Reason      string
 	FailureKind FailureKind
 	Failures    []policy.Failure
+	// EvidenceMissing names the evidence fields the policy's evaluation found absent or
+	// ill-typed, sorted; written as evidence_missing on a failure when not empty.
+	EvidenceMissing []string
 }
 
 // MarshalJSON writes the form of spec 2.10 that the state selects.
@@ -115,6 +148,9 @@ func (s Status) marshal(discriminator, value string) ([]byte, error) {
 		}
 		err = firstErr(field("intent_id", s.IntentID), field("reason", s.Reason), field("failure_kind", s.FailureKind),
 			field("proposal", s.Proposal), field("constraint_failures", failures))
+		if err == nil && len(s.EvidenceMissing) > 0 {
+			err = field("evidence_missing", s.EvidenceMissing)
+		}
 		if err == nil && len(s.Evidence) > 0 {
 			err = field("evidence", s.Evidence)
 		}
@@ -146,9 +182,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// MaxSolutionBytes is the longest solution a proposal may carry; a server may set a
-// lower limit of its own.
-const MaxSolutionBytes = 4096
+// DefaultSolutionBytes is the solution limit of a server that sets none: room for an
+// order or a cart proposed whole (decisions.md, 16 KiB), not just a URL.
+const DefaultSolutionBytes = 16 << 10
+
+// MaxSolutionBytes is the longest solution the engine takes, whatever the server in
+// front of it allows: 1 MiB, the default request body limit. A server's own limit
+// (--max-solution) is at most this and at most its body limit, which a solution has to
+// fit in anyway; the engine's cap keeps a server with a larger body limit, or a caller
+// that is not a server, from storing and extracting solutions of any size.
+const MaxSolutionBytes = 1 << 20
 
 // CanonicalIntentID checks that id is a UUID in its hyphenated 36-character form and
 // returns it in lower case, the form intents are stored and looked up under, so that

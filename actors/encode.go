@@ -70,7 +70,7 @@ func (s *snapshot) encode() ([]byte, error) {
 // encode builds by hand; Authored must be the compact JSON encodeAuthored made.
 func (s *snapshot) isNew() bool {
 	return s.Proposal == nil && s.ProposedAt.IsZero() && len(s.Evidence) == 0 && s.Reason == "" &&
-		s.FailureKind == "" && len(s.Failures) == 0 && len(s.Receipt) == 0 && s.FinishedAt.IsZero()
+		s.FailureKind == "" && len(s.Failures) == 0 && len(s.EvidenceMissing) == 0 && len(s.Receipt) == 0 && s.FinishedAt.IsZero()
 }
 
 // appendPlainString quotes s when it needs no escaping (printable ASCII without quote or

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -45,11 +46,13 @@ type fakeExtractor struct {
 func newFakeExtractor() *fakeExtractor {
 	return &fakeExtractor{
 		catalog: map[string]evidence.Evidence{
-			"good":      {"size": json.Number("40"), "price_cents": json.Number("1999")},
-			"M-cheap":   {"size": "M", "price_cents": json.Number("1999")},
-			"M-dear":    {"size": "M", "price_cents": json.Number("9999")},
-			"L-dear":    {"size": "L", "price_cents": json.Number("9999")},
-			"M-no-size": {"price_cents": json.Number("100")},
+			"good":        {"size": json.Number("40"), "price_cents": json.Number("1999")},
+			"M-cheap":     {"size": "M", "price_cents": json.Number("1999")},
+			"M-dear":      {"size": "M", "price_cents": json.Number("9999")},
+			"L-dear":      {"size": "L", "price_cents": json.Number("9999")},
+			"M-no-size":   {"price_cents": json.Number("100")},
+			"L-no-price":  {"size": "L"},
+			"no-evidence": {},
 		},
 		release: make(chan struct{}),
 		calls:   make(map[string]int),
@@ -414,12 +417,46 @@ func TestTransitions(t *testing.T) {
 				t.Fatal("a constraint failure must carry the evidence")
 			}
 		}},
-		{"missing evidence fails closed", nil, func(t *testing.T, h *harness) {
+		{"missing evidence fails closed, of kind evidence", nil, func(t *testing.T, h *harness) {
 			id := h.submit("M", 2500)
 			proposeTo(h, id, "M-no-size")
 			s := h.waitState(id, intentd.StateFailure)
-			if s.FailureKind != intentd.FailureConstraints || len(s.Failures) != 1 || s.Failures[0].Index != 0 {
+			if s.FailureKind != intentd.FailureEvidence || len(s.Failures) != 1 || s.Failures[0].Index != 0 ||
+				!reflect.DeepEqual(s.EvidenceMissing, []string{"size"}) || !strings.HasPrefix(s.Reason, "the evidence lacks what the policy reads (size): ") {
 				t.Fatalf("failure status = %+v", s)
+			}
+			evs := h.events(0, 1)
+			if !strings.Contains(string(evs[0].Data), `"failure_kind":"evidence","proposal":{"solution":"M-no-size"},"constraint_failures":[{"index":0,`) ||
+				!strings.Contains(string(evs[0].Data), `"evidence_missing":["size"]`) {
+				t.Fatalf("event = %s", evs[0].Data)
+			}
+		}},
+		{"every field missing names each", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "no-evidence")
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureEvidence || len(s.Failures) != 2 || !reflect.DeepEqual(s.EvidenceMissing, []string{"price_cents", "size"}) {
+				t.Fatalf("failure status = %+v", s)
+			}
+		}},
+		{"a violation beside missing evidence is of kind constraints and names the missing field", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "L-no-price")
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureConstraints || len(s.Failures) != 2 || !reflect.DeepEqual(s.EvidenceMissing, []string{"price_cents"}) ||
+				!strings.HasPrefix(s.Reason, "2 constraints not satisfied: ") {
+				t.Fatalf("failure status = %+v", s)
+			}
+		}},
+		{"a violation names no missing evidence", nil, func(t *testing.T, h *harness) {
+			id := h.submit("M", 2500)
+			proposeTo(h, id, "L-dear")
+			s := h.waitState(id, intentd.StateFailure)
+			if s.FailureKind != intentd.FailureConstraints || s.EvidenceMissing != nil {
+				t.Fatalf("failure status = %+v", s)
+			}
+			if data, _ := json.Marshal(s); strings.Contains(string(data), "evidence_missing") {
+				t.Fatalf("status JSON %s names missing evidence", data)
 			}
 		}},
 		{"extraction failure", nil, func(t *testing.T, h *harness) {

@@ -33,8 +33,11 @@ type snapshot struct {
 	Reason      string              `json:"reason,omitempty"`
 	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
 	Failures    []policy.Failure    `json:"failures,omitempty"`
-	Receipt     json.RawMessage     `json:"receipt,omitempty"`
-	FinishedAt  time.Time           `json:"finished_at,omitzero"`
+	// EvidenceMissing is kept beside Failures because a Failure's own list of missing
+	// evidence is not part of its JSON.
+	EvidenceMissing []string        `json:"evidence_missing,omitempty"`
+	Receipt         json.RawMessage `json:"receipt,omitempty"`
+	FinishedAt      time.Time       `json:"finished_at,omitzero"`
 }
 
 func decodeSnapshot(data []byte) (*snapshot, error) {
@@ -63,6 +66,8 @@ func (s *snapshot) status() intentd.Status {
 		Reason:      s.Reason,
 		FailureKind: s.FailureKind,
 		Failures:    s.Failures,
+
+		EvidenceMissing: s.EvidenceMissing,
 	}
 }
 
@@ -245,6 +250,7 @@ func (a *intentActor) finish(o outcome) reply {
 	next.Reason = o.reason
 	next.FailureKind = o.kind
 	next.Failures = o.failures
+	next.EvidenceMissing = o.missing
 	next.Receipt = o.receipt
 	next.FinishedAt = a.e.cfg.Now()
 	event, err := intentd.NewEvent(next.status())
@@ -270,10 +276,14 @@ type outcome struct {
 	reason   string
 	kind     intentd.FailureKind
 	failures []policy.Failure
+	missing  []string // the evidence fields the evaluation found absent or ill-typed
 	receipt  json.RawMessage
 }
 
-func constraintsReason(failures []policy.Failure) string {
+// failureReason is the reason of a failure the policy decided. A failure of kind
+// evidence opens with the fields to look for, since that is what a person reviewing it
+// needs first; the constraints follow in both kinds.
+func failureReason(kind intentd.FailureKind, missing []string, failures []policy.Failure) string {
 	reasons := make([]string, len(failures))
 	for i, f := range failures {
 		reasons[i] = fmt.Sprintf("#%d %s: %s", f.Index, f.PrettyExpr, f.Reason)
@@ -281,6 +291,10 @@ func constraintsReason(failures []policy.Failure) string {
 	noun := "constraints"
 	if len(failures) == 1 {
 		noun = "constraint"
+	}
+	if kind == intentd.FailureEvidence {
+		return fmt.Sprintf("the evidence lacks what the policy reads (%s): %d %s could not be checked: %s",
+			strings.Join(missing, ", "), len(failures), noun, strings.Join(reasons, "; "))
 	}
 	return fmt.Sprintf("%d %s not satisfied: %s", len(failures), noun, strings.Join(reasons, "; "))
 }

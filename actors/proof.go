@@ -64,7 +64,11 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 	}
 	r.ConstraintFailures = make([]crypto.ConstraintFailure, len(in.Failures))
 	for i, f := range in.Failures {
-		r.ConstraintFailures[i] = crypto.ConstraintFailure(f)
+		r.ConstraintFailures[i] = crypto.ConstraintFailure{Index: f.Index, PrettyExpr: f.PrettyExpr, Reason: f.Reason}
+	}
+	if in.Outcome == intentd.StateFailure {
+		kind, missing := intentd.ClassifyFailures(in.Failures)
+		r.FailureKind, r.EvidenceMissing = string(kind), missing
 	}
 	return r, nil
 }
@@ -73,6 +77,8 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 // internal ones: CodeIntentNotFound when there is no such intent; CodeProofNotReady while
 // it is open or processing; CodeNoProof when it ended without a receipt (expired, failed
 // in extraction or in proving, or decided while the service ran without a signing key).
+// A failure of kind evidence has its receipt, as one of kind constraints: both are
+// decisions of the policy on extracted evidence.
 // An open intent past its deadline is expired first, as in Status.
 func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, error) {
 	snap, err := e.current(ctx, id)
@@ -84,7 +90,7 @@ func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeProofNotReady, "intent %s is %s: its proof is made when it reaches success or failure", snap.ID, snap.State)
 	case snap.State == intentd.StateExpired:
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s expired without a proposal: there is nothing to prove", snap.ID)
-	case snap.State == intentd.StateFailure && snap.FailureKind != intentd.FailureConstraints:
+	case snap.State == intentd.StateFailure && snap.FailureKind != intentd.FailureConstraints && snap.FailureKind != intentd.FailureEvidence:
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s failed in %s, before a decision: no receipt was made", snap.ID, snap.FailureKind)
 	case len(snap.Receipt) == 0:
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "intent %s was decided while the service had no signing key: no receipt was made", snap.ID)

@@ -100,8 +100,38 @@ func TestProof(t *testing.T) {
 			if err != nil {
 				t.Fatalf("VerifyProof: %v", err)
 			}
-			if s := h.status(id); rep.Outcome != intentd.StateFailure || !reflect.DeepEqual(rep.Failures, s.Failures) || len(s.Failures) != 2 {
+			if s := h.status(id); rep.Outcome != intentd.StateFailure || rep.FailureKind != intentd.FailureConstraints ||
+				!reflect.DeepEqual(rep.Failures, s.Failures) || len(s.Failures) != 2 {
 				t.Fatalf("report outcome %s failures %+v, want failure with the status's %+v", rep.Outcome, rep.Failures, s.Failures)
+			}
+		}},
+		{"evidence failure has a receipt that states its kind and verifies", withProver, func(t *testing.T, h *harness) {
+			id := h.decide("M", 2500, "M-no-size", intentd.StateFailure)
+			b, err := h.e.Proof(ctx, id)
+			if err != nil {
+				t.Fatalf("Proof: %v", err)
+			}
+			r := b.Receipt.Receipt
+			if r.Version != crypto.ReceiptVersion || r.Outcome != crypto.OutcomeFailure || r.FailureKind != crypto.FailureKindEvidence ||
+				!reflect.DeepEqual(r.EvidenceMissing, []string{"size"}) {
+				t.Fatalf("receipt %+v, want version %d, failure of kind evidence naming size", r, crypto.ReceiptVersion)
+			}
+			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
+			if err != nil {
+				t.Fatalf("VerifyProof: %v", err)
+			}
+			if rep.FailureKind != intentd.FailureEvidence || !reflect.DeepEqual(rep.EvidenceMissing, []string{"size"}) {
+				t.Fatalf("report kind %s missing %q, want evidence [size]", rep.FailureKind, rep.EvidenceMissing)
+			}
+		}},
+		{"a violation beside missing evidence has a receipt of kind constraints", withProver, func(t *testing.T, h *harness) {
+			id := h.decide("M", 2500, "L-no-price", intentd.StateFailure)
+			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
+			if err != nil {
+				t.Fatalf("VerifyProof: %v", err)
+			}
+			if rep.FailureKind != intentd.FailureConstraints || !reflect.DeepEqual(rep.EvidenceMissing, []string{"price_cents"}) {
+				t.Fatalf("report kind %s missing %q, want constraints [price_cents]", rep.FailureKind, rep.EvidenceMissing)
 			}
 		}},
 		{"the bundle carries the parts as stored", withProver, func(t *testing.T, h *harness) {
@@ -341,7 +371,7 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			if err := json.Unmarshal(p["receipt"], &s); err != nil {
 				t.Fatal(err)
 			}
-			s.Receipt.Outcome, s.Receipt.ConstraintFailures = crypto.OutcomeSuccess, []crypto.ConstraintFailure{}
+			s.Receipt.Outcome, s.Receipt.ConstraintFailures, s.Receipt.FailureKind = crypto.OutcomeSuccess, []crypto.ConstraintFailure{}, ""
 			p["receipt"], _ = s.MarshalJSON()
 		}, proof.CheckSignature, "signature does not verify under key " + testServiceKey.ID()},
 		{"the outcome alone", service, func(t *testing.T, p bundleParts) {
@@ -381,7 +411,7 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 		}, proof.CheckEvaluation, "re-evaluation gives success, the receipt says failure"},
 		{"receipt says success", service, func(t *testing.T, p bundleParts) {
 			p.resign(t, testServiceKey, func(r *crypto.Receipt) {
-				r.Outcome, r.ConstraintFailures = crypto.OutcomeSuccess, nil
+				r.Outcome, r.ConstraintFailures, r.FailureKind = crypto.OutcomeSuccess, nil, ""
 			})
 		}, proof.CheckEvaluation, "re-evaluation gives failure, the receipt says success"},
 		{"a failure's reason, signed", service, func(t *testing.T, p bundleParts) {

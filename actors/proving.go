@@ -221,7 +221,9 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	failures := p.Evaluate(attrs, recorded)
 	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures}
 	if len(failures) > 0 {
-		o.state, o.kind, o.reason = intentd.StateFailure, intentd.FailureConstraints, constraintsReason(failures)
+		o.state = intentd.StateFailure
+		o.kind, o.missing = intentd.ClassifyFailures(failures)
+		o.reason = failureReason(o.kind, o.missing, failures)
 	}
 	if e.cfg.Prover != nil {
 		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
@@ -234,7 +236,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 			}
 			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
-				reason: "the proof could not be made"}, false
+				missing: o.missing, reason: "the proof could not be made"}, false
 		}
 		o.receipt = receipt
 	}

@@ -27,6 +27,9 @@ type ProofInput struct {
 	// Evidence is the JSON of the evidence the policy was evaluated on.
 	Evidence json.RawMessage
 	Outcome  intentd.State
+	// Failures are the evaluation's, with their MissingEvidence: a receipt states the
+	// failure's kind from them, so they must come from Evaluate, not from a snapshot,
+	// whose JSON does not keep that field.
 	Failures []policy.Failure
 	At       time.Time
 }

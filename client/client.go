@@ -81,6 +81,9 @@ type IntentStatus struct {
 	Reason      string              `json:"reason,omitempty"`
 	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
 	Failures    []policy.Failure    `json:"constraint_failures,omitempty"`
+	// EvidenceMissing names, on a failure, the evidence fields the policy read and found
+	// absent or ill-typed; every one of them for failure_kind "evidence".
+	EvidenceMissing []string `json:"evidence_missing,omitempty"`
 }
 
 // Info calls GET /info: the server's version, settings and receipt key.

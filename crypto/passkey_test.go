@@ -84,6 +84,8 @@ func TestVerifyPasskey(t *testing.T) {
 	otherOrigin.Origin = "https://evil.example"
 
 	strict := VerifyOptions{PasskeyOrigin: "https://shop.example", PasskeyRPID: "shop.example"}
+	requireUV := strict
+	requireUV.PasskeyRequireUV = true
 	cases := []struct {
 		name    string
 		sig     Signature
@@ -116,6 +118,16 @@ func TestVerifyPasskey(t *testing.T) {
 		{"cross-origin with no top origin", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "")), strict, "which is not an allowed top origin"},
 		{"framed by an allowed site", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "https://wallet.example")),
 			VerifyOptions{PasskeyOrigin: "https://shop.example", PasskeyRPID: "shop.example", PasskeyTopOrigins: []string{"https://wallet.example"}}, ""},
+		{"user verified, required", assertion(form{}, p.AuthenticatorData(0x05), p.ClientData("webauthn.get", challenge)), requireUV, ""},
+		{"user verified among other flags, required", assertion(form{}, append(p.AuthenticatorData(0xc5), 0xa0), p.ClientData("webauthn.get", challenge)), requireUV, ""},
+		{"user not verified, required", good(form{}), requireUV,
+			"passkey: authenticator_data does not have the user-verified flag set, and this service requires user verification"},
+		{"other flags but not user verified, required", assertion(form{}, p.AuthenticatorData(0xc1), p.ClientData("webauthn.get", challenge)), requireUV,
+			"passkey: authenticator_data does not have the user-verified flag set"},
+		{"user verified without user present, required", assertion(form{}, p.AuthenticatorData(0x04), p.ClientData("webauthn.get", challenge)), requireUV,
+			"passkey: authenticator_data does not have the user-present flag set"},
+		{"user not verified, required, no origin checks", good(form{}), VerifyOptions{PasskeyRequireUV: true},
+			"passkey: authenticator_data does not have the user-verified flag set"},
 		{"cross-origin, origin not configured", assertion(form{}, p.AuthenticatorData(upFlag), crossOrigin(p, challenge, "https://evil.example")), VerifyOptions{}, ""},
 		{"signature over other authenticator data", modified(func(s *PasskeySignature) { s.AuthenticatorData = p.AuthenticatorData(0x05) }), strict, "passkey: signature does not verify"},
 		{"signature bit flipped", modified(func(s *PasskeySignature) { s.Signature = flipBit(s.Signature, 8*len(s.Signature)-3) }), strict, "passkey: signature does not verify"},

@@ -11,14 +11,28 @@ import (
 	"time"
 )
 
-// ReceiptVersion is the version of the receipt format this package writes and reads.
-const ReceiptVersion = 1
+// ReceiptVersion is the version of the receipt format this package writes. Version 2
+// states a failure's kind and the evidence fields its evaluation found missing, so that
+// "the evidence breaks the policy" and "the evidence did not say" are both signed.
+const ReceiptVersion = 2
+
+// ReceiptVersion1 is the earlier format, without failure_kind and evidence_missing. It
+// is still read and verified, so that receipts issued before version 2 stay checkable.
+const ReceiptVersion1 = 1
 
 // The outcomes a receipt can state. Expiry and failures of extraction or proof have no
 // receipt: nothing was evaluated.
 const (
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"
+)
+
+// The failure kinds a version 2 receipt of outcome failure states: a constraint failed
+// on evidence that was there, or every failed constraint failed on evidence that was
+// absent or ill-typed.
+const (
+	FailureKindConstraints = "constraints"
+	FailureKindEvidence    = "evidence"
 )
 
 // Receipt is what the service attests about one decided proposal. The parts it rests on
@@ -35,6 +49,13 @@ type Receipt struct {
 	Outcome string `json:"outcome"`
 	// ConstraintFailures is empty on success and lists the failed constraints otherwise.
 	ConstraintFailures []ConstraintFailure `json:"constraint_failures"`
+	// FailureKind is FailureKindConstraints or FailureKindEvidence on a failure of a
+	// version 2 receipt, and absent otherwise.
+	FailureKind string `json:"failure_kind,omitempty"`
+	// EvidenceMissing names the evidence fields the evaluation found absent or
+	// ill-typed, sorted and each once; absent when there are none, and always in a
+	// version 1 receipt. A failure of kind evidence names at least one.
+	EvidenceMissing []string `json:"evidence_missing,omitempty"`
 	// IssuedAt is written in RFC 3339 in UTC.
 	IssuedAt time.Time `json:"issued_at"`
 	// KeyID is KeyID of the key that signed the receipt.
@@ -135,8 +156,8 @@ func VerifyReceipt(s *SignedReceipt, pub ed25519.PublicKey) error {
 // an outcome that agrees with the failure list, an issue time, a key id. Errors are
 // *FieldError values naming the field.
 func (r *Receipt) Validate() error {
-	if r.Version != ReceiptVersion {
-		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d", r.Version, ReceiptVersion)}
+	if r.Version != ReceiptVersion && r.Version != ReceiptVersion1 {
+		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d (or %d)", r.Version, ReceiptVersion, ReceiptVersion1)}
 	}
 	if r.IntentID == "" {
 		return &FieldError{Field: "intent_id", Reason: "empty"}
@@ -167,11 +188,50 @@ func (r *Receipt) Validate() error {
 	if r.ConstraintFailures == nil {
 		return &FieldError{Field: "constraint_failures", Reason: "missing or null, want an array"}
 	}
+	if err := r.validateKind(); err != nil {
+		return err
+	}
 	if r.IssuedAt.IsZero() {
 		return &FieldError{Field: "issued_at", Reason: "missing"}
 	}
 	if _, offset := r.IssuedAt.Zone(); offset != 0 {
 		return &FieldError{Field: "issued_at", Reason: "not in UTC"}
+	}
+	return nil
+}
+
+// validateKind checks failure_kind and evidence_missing against the version and the
+// outcome. The list is held to one spelling (sorted, each once) because the signature
+// covers its order.
+func (r *Receipt) validateKind() error {
+	if r.Version == ReceiptVersion1 {
+		if r.FailureKind != "" {
+			return &FieldError{Field: "failure_kind", Reason: "present, but a version 1 receipt has none"}
+		}
+		if r.EvidenceMissing != nil {
+			return &FieldError{Field: "evidence_missing", Reason: "present, but a version 1 receipt has none"}
+		}
+		return nil
+	}
+	switch {
+	case r.Outcome == OutcomeSuccess && r.FailureKind != "":
+		return &FieldError{Field: "failure_kind", Reason: fmt.Sprintf("%q, want none for outcome success", r.FailureKind)}
+	case r.Outcome == OutcomeSuccess && r.EvidenceMissing != nil:
+		return &FieldError{Field: "evidence_missing", Reason: "present, want none for outcome success"}
+	case r.Outcome == OutcomeFailure && r.FailureKind != FailureKindConstraints && r.FailureKind != FailureKindEvidence:
+		return &FieldError{Field: "failure_kind", Reason: fmt.Sprintf("%q, want %q or %q for outcome failure", r.FailureKind, FailureKindConstraints, FailureKindEvidence)}
+	case r.FailureKind == FailureKindEvidence && len(r.EvidenceMissing) == 0:
+		return &FieldError{Field: "evidence_missing", Reason: "empty, want the missing fields for failure_kind evidence"}
+	case r.EvidenceMissing != nil && len(r.EvidenceMissing) == 0:
+		return &FieldError{Field: "evidence_missing", Reason: "empty, want it left out when no field is missing"}
+	}
+	for i, name := range r.EvidenceMissing {
+		if name == "" {
+			return &FieldError{Field: fmt.Sprintf("evidence_missing[%d]", i), Reason: "empty"}
+		}
+		if i > 0 && name <= r.EvidenceMissing[i-1] {
+			return &FieldError{Field: fmt.Sprintf("evidence_missing[%d]", i), Reason: fmt.Sprintf("%q is not after %q: want the names sorted, each once", name, r.EvidenceMissing[i-1])}
+		}
 	}
 	return nil
 }

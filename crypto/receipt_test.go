@@ -36,7 +36,8 @@ func typicalReceipt() Receipt {
 			{Index: 0, PrettyExpr: "evidence.size == parameters.size", Reason: `"L" != "M"`},
 			{Index: 1, PrettyExpr: "evidence.price_cents <= parameters.max_price_cents", Reason: "9999 > 2500"},
 		},
-		IssuedAt: time.Date(2025, 3, 1, 12, 30, 45, 123456789, time.FixedZone("CET", 3600)),
+		FailureKind: FailureKindConstraints,
+		IssuedAt:    time.Date(2025, 3, 1, 12, 30, 45, 123456789, time.FixedZone("CET", 3600)),
 	}
 }
 
@@ -56,8 +57,18 @@ func TestSignReceiptVerifies(t *testing.T) {
 		modify func(*Receipt)
 	}{
 		{"constraint failure", func(*Receipt) {}},
-		{"success", func(r *Receipt) { r.Outcome, r.ConstraintFailures = OutcomeSuccess, nil }},
-		{"success with an empty list", func(r *Receipt) { r.Outcome, r.ConstraintFailures = OutcomeSuccess, []ConstraintFailure{} }},
+		{"success", func(r *Receipt) { r.Outcome, r.ConstraintFailures, r.FailureKind = OutcomeSuccess, nil, "" }},
+		{"success with an empty list", func(r *Receipt) {
+			r.Outcome, r.ConstraintFailures, r.FailureKind = OutcomeSuccess, []ConstraintFailure{}, ""
+		}},
+		{"evidence failure", func(r *Receipt) {
+			r.FailureKind, r.EvidenceMissing = FailureKindEvidence, []string{"price_cents", "size"}
+		}},
+		{"constraint failure beside missing evidence", func(r *Receipt) { r.EvidenceMissing = []string{"price_cents"} }},
+		{"version 1 failure", func(r *Receipt) { r.Version, r.FailureKind = ReceiptVersion1, "" }},
+		{"version 1 success", func(r *Receipt) {
+			r.Version, r.Outcome, r.ConstraintFailures, r.FailureKind = ReceiptVersion1, OutcomeSuccess, nil, ""
+		}},
 		{"unicode in a reason", func(r *Receipt) { r.ConstraintFailures[0].Reason = "\u00e9t\u00e9 \u2260 hiver \U0001F600 <>&" }},
 	}
 	for _, tt := range tests {
@@ -119,7 +130,7 @@ func TestReceiptWireForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"version":                float64(1),
+		"version":                float64(2),
 		"intent_id":              "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a31",
 		"policy_id":              digestOf("policy"),
 		"authored_intent_digest": digestOf("authored"),
@@ -130,8 +141,9 @@ func TestReceiptWireForm(t *testing.T) {
 			map[string]any{"index": float64(0), "pretty_expr": "evidence.size == parameters.size", "reason": `"L" != "M"`},
 			map[string]any{"index": float64(1), "pretty_expr": "evidence.price_cents <= parameters.max_price_cents", "reason": "9999 > 2500"},
 		},
-		"issued_at": "2025-03-01T11:30:45.123456789Z",
-		"key_id":    s.Receipt.KeyID,
+		"failure_kind": "constraints",
+		"issued_at":    "2025-03-01T11:30:45.123456789Z",
+		"key_id":       s.Receipt.KeyID,
 	}
 	if !reflect.DeepEqual(got.Receipt, want) {
 		t.Errorf("receipt object:\n got %v\nwant %v", got.Receipt, want)
@@ -222,7 +234,22 @@ func TestSignReceiptRefuses(t *testing.T) {
 		modify    func(*Receipt)
 		wantField string
 	}{
-		{"version", func(r *Receipt) { r.Version = 2 }, "version"},
+		{"version", func(r *Receipt) { r.Version = 3 }, "version"},
+		{"kind in version 1", func(r *Receipt) { r.Version = ReceiptVersion1 }, "failure_kind"},
+		{"missing evidence in version 1", func(r *Receipt) {
+			r.Version, r.FailureKind, r.EvidenceMissing = ReceiptVersion1, "", []string{"size"}
+		}, "evidence_missing"},
+		{"failure without a kind", func(r *Receipt) { r.FailureKind = "" }, "failure_kind"},
+		{"unknown kind", func(r *Receipt) { r.FailureKind = "extraction" }, "failure_kind"},
+		{"success with a kind", func(r *Receipt) { r.Outcome, r.ConstraintFailures = OutcomeSuccess, nil }, "failure_kind"},
+		{"success with missing evidence", func(r *Receipt) {
+			r.Outcome, r.ConstraintFailures, r.FailureKind, r.EvidenceMissing = OutcomeSuccess, nil, "", []string{"size"}
+		}, "evidence_missing"},
+		{"evidence kind naming nothing", func(r *Receipt) { r.FailureKind = FailureKindEvidence }, "evidence_missing"},
+		{"an empty list of missing evidence", func(r *Receipt) { r.EvidenceMissing = []string{} }, "evidence_missing"},
+		{"missing evidence unsorted", func(r *Receipt) { r.EvidenceMissing = []string{"size", "price_cents"} }, "evidence_missing[1]"},
+		{"missing evidence repeated", func(r *Receipt) { r.EvidenceMissing = []string{"size", "size"} }, "evidence_missing[1]"},
+		{"missing evidence with an empty name", func(r *Receipt) { r.EvidenceMissing = []string{""} }, "evidence_missing[0]"},
 		{"no intent id", func(r *Receipt) { r.IntentID = "" }, "intent_id"},
 		{"policy id not Base58", func(r *Receipt) { r.PolicyID = "0OIl" }, "policy_id"},
 		{"digest of 31 bytes", func(r *Receipt) { r.EvidenceDigest = EncodeBase58(sha256Of("x")[:31]) }, "evidence_digest"},
@@ -282,11 +309,16 @@ func TestDecodeSignedReceiptErrors(t *testing.T) {
 		{name: "signature not Base58", modify: func(w, _ map[string]any) { w["signature"] = "0OIl" }, wantField: "signature", wantErr: "Base58"},
 		{name: "signature of 32 bytes", modify: func(w, _ map[string]any) { w["signature"] = digestOf("x") }, wantField: "signature", wantErr: "want 64"},
 		{name: "public key of 64 bytes", modify: func(w, _ map[string]any) { w["public_key"] = w["signature"] }, wantField: "public_key", wantErr: "want 32"},
-		{name: "no version", modify: func(_, r map[string]any) { delete(r, "version") }, wantField: "receipt.version", wantErr: "want 1"},
+		{name: "no version", modify: func(_, r map[string]any) { delete(r, "version") }, wantField: "receipt.version", wantErr: "want 2 (or 1)"},
+		{name: "version 1 with a kind", modify: func(_, r map[string]any) { r["version"] = 1 }, wantField: "receipt.failure_kind", wantErr: "version 1"},
+		{name: "an empty list of missing evidence", modify: func(_, r map[string]any) { r["evidence_missing"] = []any{} }, wantField: "receipt.evidence_missing", wantErr: "left out"},
 		{name: "version as a string", modify: func(_, r map[string]any) { r["version"] = "1" }, wantField: "receipt", wantErr: "cannot unmarshal"},
 		{name: "no key id", modify: func(_, r map[string]any) { delete(r, "key_id") }, wantField: "receipt.key_id", wantErr: "empty"},
 		{name: "unknown outcome", modify: func(_, r map[string]any) { r["outcome"] = "expired" }, wantField: "receipt.outcome", wantErr: `"expired"`},
-		{name: "null failures", modify: func(_, r map[string]any) { r["outcome"], r["constraint_failures"] = "success", nil }, wantField: "receipt.constraint_failures", wantErr: "null"},
+		{name: "null failures", modify: func(_, r map[string]any) {
+			r["outcome"], r["constraint_failures"] = "success", nil
+			delete(r, "failure_kind")
+		}, wantField: "receipt.constraint_failures", wantErr: "null"},
 		{name: "no time", modify: func(_, r map[string]any) { delete(r, "issued_at") }, wantField: "receipt.issued_at", wantErr: "missing"},
 		{name: "time not RFC 3339", modify: func(_, r map[string]any) { r["issued_at"] = "1 March 2025" }, wantField: "receipt", wantErr: "cannot parse"},
 		{name: "time with an offset", modify: func(_, r map[string]any) { r["issued_at"] = "2025-03-01T12:30:45.123456789+01:00" }, wantField: "receipt.issued_at", wantErr: "not in UTC"},
@@ -377,8 +409,9 @@ func FuzzDecodeSignedReceipt(f *testing.F) {
 	}
 	f.Add(wire)
 	f.Add(bytes.Replace(wire, []byte(`"failure"`), []byte(`"success"`), 1))
-	f.Add(bytes.Replace(wire, []byte(`"version":1`), []byte(`"version":1.0`), 1))
+	f.Add(bytes.Replace(wire, []byte(`"version":2`), []byte(`"version":2.0`), 1))
 	f.Add(bytes.Replace(wire, []byte(`Z"`), []byte(`+00:00"`), 1))
+	f.Add(bytes.Replace(wire, []byte(`"failure_kind":"constraints"`), []byte(`"evidence_missing":["size"],"failure_kind":"evidence"`), 1))
 	f.Add([]byte(`{"receipt":{},"signature":"","public_key":""}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {

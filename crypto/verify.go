@@ -26,6 +26,7 @@ const (
 	authDataMinLen     = 37
 	authDataFlagsIndex = 32
 	flagUserPresent    = 0x01
+	flagUserVerified   = 0x04
 )
 
 // VerifyOptions are the server's settings for Verify.
@@ -43,6 +44,11 @@ type VerifyOptions struct {
 	// for a signature: client data with crossOrigin true is refused unless its
 	// topOrigin is one of them. Checked only when PasskeyOrigin is set.
 	PasskeyTopOrigins []string
+	// PasskeyRequireUV refuses a passkey assertion whose authenticator data lacks the
+	// user-verified flag. The user-present flag only shows that someone touched the
+	// authenticator; user verification (a PIN, a fingerprint) shows it was its owner,
+	// which a service may want before it acts on an intent. Off: presence is enough.
+	PasskeyRequireUV bool
 }
 
 // Verify checks that a authorizes the intent whose raw JSON (the `intent` object as
@@ -153,6 +159,10 @@ func (v *verifier) passkey(s *PasskeySignature) error {
 	}
 	if ad[authDataFlagsIndex]&flagUserPresent == 0 {
 		return errors.New("passkey: authenticator_data does not have the user-present flag set")
+	}
+	if v.opts.PasskeyRequireUV && ad[authDataFlagsIndex]&flagUserVerified == 0 {
+		return errors.New("passkey: authenticator_data does not have the user-verified flag set, " +
+			"and this service requires user verification (a PIN or biometric on the authenticator)")
 	}
 	if v.opts.PasskeyRPID != "" {
 		want := sha256.Sum256([]byte(v.opts.PasskeyRPID))

@@ -10,7 +10,7 @@ import (
 
 // The defaults of the caller limits (decisions.md, "Caller authentication and limits").
 const (
-	DefaultMaxSolutionBytes     = intentd.MaxSolutionBytes
+	DefaultMaxSolutionBytes     = intentd.DefaultSolutionBytes
 	DefaultMaxAttrs             = 128
 	DefaultMaxSetElements       = 1024
 	DefaultMaxStringBytes       = 4 << 10
@@ -32,6 +32,8 @@ const (
 // would refuse the request anyway (see each field).
 type Limits struct {
 	// MaxSolutionBytes bounds a proposal's solution; at most intentd.MaxSolutionBytes.
+	// A limit above the body limit is not lowered here, but a solution over the body
+	// limit meets that first (413); intentd refuses such a setting at start.
 	MaxSolutionBytes int `json:"max_solution_bytes"`
 	// MaxAttrs bounds the fields of an intent's attrs.
 	MaxAttrs int `json:"max_attrs"`

@@ -11,14 +11,19 @@ import (
 func TestLimitsDefaults(t *testing.T) {
 	var l Limits
 	l.setDefaults()
-	want := Limits{MaxSolutionBytes: 4096, MaxAttrs: 128, MaxSetElements: 1024, MaxStringBytes: 4096, MaxSubscribers: 10_000, MaxPolicySourceBytes: 64 << 10}
+	want := Limits{MaxSolutionBytes: 16 << 10, MaxAttrs: 128, MaxSetElements: 1024, MaxStringBytes: 4096, MaxSubscribers: 10_000, MaxPolicySourceBytes: 64 << 10}
 	if l != want {
 		t.Fatalf("defaults = %+v, want %+v", l, want)
 	}
-	big := Limits{MaxSolutionBytes: 1 << 20, MaxPolicySourceBytes: 1 << 20}
+	big := Limits{MaxSolutionBytes: 1 << 21, MaxPolicySourceBytes: 1 << 20}
 	big.setDefaults()
 	if big.MaxSolutionBytes != intentd.MaxSolutionBytes || big.MaxPolicySourceBytes != 64<<10 {
 		t.Fatalf("limits over the core's = %+v, want them lowered to it", big)
+	}
+	// The engine's cap is the default body limit: a server that keeps its body limit
+	// can raise the solution limit to it and no further.
+	if intentd.MaxSolutionBytes != DefaultMaxBodyBytes {
+		t.Fatalf("intentd.MaxSolutionBytes = %d, want the default body limit %d", intentd.MaxSolutionBytes, DefaultMaxBodyBytes)
 	}
 }
 

@@ -200,11 +200,11 @@ func TestEvaluateReportsEveryFailure(t *testing.T) {
 	ev := mustEvidence(t, `{"category": "dress", "size": "M", "color": "black", "price_cents": 2999, "shipping_cents": 500}`)
 	got := p.Evaluate(attrs, ev)
 	want := []Failure{
-		{0, `evidence.category in {"polo", "t-shirt"}`, `evidence.category = "dress", which is not in {"polo", "t-shirt"}`},
-		{2, `evidence.color in parameters.colors`, `evidence.color = "black", which is not in parameters.colors = {"navy", "red"}`},
-		{3, `evidence.color not in {"black"}`, `evidence.color = "black", which is in {"black"}`},
-		{4, `evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents`, `evidence.price_cents + evidence.shipping_cents = 3499, which is not <= parameters.max_price_cents = 3000`},
-		{5, `evidence.in_stock`, `evidence.in_stock is missing from the evidence`},
+		{0, `evidence.category in {"polo", "t-shirt"}`, `evidence.category = "dress", which is not in {"polo", "t-shirt"}`, nil},
+		{2, `evidence.color in parameters.colors`, `evidence.color = "black", which is not in parameters.colors = {"navy", "red"}`, nil},
+		{3, `evidence.color not in {"black"}`, `evidence.color = "black", which is in {"black"}`, nil},
+		{4, `evidence.price_cents + evidence.shipping_cents <= parameters.max_price_cents`, `evidence.price_cents + evidence.shipping_cents = 3499, which is not <= parameters.max_price_cents = 3000`, nil},
+		{5, `evidence.in_stock`, `evidence.in_stock is missing from the evidence`, []string{"in_stock"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", got, want)
@@ -219,6 +219,56 @@ func TestEvaluateReportsEveryFailure(t *testing.T) {
 	got = p.Evaluate(withBrands, mustEvidence(t, examplePassing))
 	if len(got) != 1 || got[0].Index != 6 || got[0].Reason != `evidence.brand = "acme", which is not in parameters.brands = {"other"}` {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// A failure names the evidence fields it could not use, and only those: a field the
+// evaluation stopped at, absent or of another type than declared. A failure on evidence
+// that is there names none, whatever else the evidence lacks.
+func TestEvaluateMissingEvidence(t *testing.T) {
+	tests := []struct {
+		name       string
+		constraint string
+		evidence   string
+		want       []string // nil: the failure is a violation; the constraint never holds here
+	}{
+		{"absent", `evidence.n == 1`, `{}`, []string{"n"}},
+		{"null", `evidence.s == "x"`, `{"s": null}`, []string{"s"}},
+		{"wrong type", `evidence.n == 1`, `{"n": "1"}`, []string{"n"}},
+		{"fraction for int", `evidence.n > 0`, `{"n": 0.5}`, []string{"n"}},
+		{"bad set element", `"a" in evidence.ss`, `{"ss": ["a", 1]}`, []string{"ss"}},
+		{"present and violating", `evidence.n == 1`, `{"n": 2}`, nil},
+		{"first of two absent fields stops the evaluation", `evidence.n + evidence.m == 1`, `{}`, []string{"n"}},
+		{"second field absent", `evidence.n + evidence.m == 1`, `{"n": 0}`, []string{"m"}},
+		{"and decided before the absent field", `evidence.b and evidence.n == 1`, `{"b": false}`, nil},
+		{"and reaches the absent field", `evidence.b and evidence.n == 1`, `{"b": true}`, []string{"n"}},
+		{"or reaches the absent field", `evidence.b or evidence.n == 1`, `{"b": false}`, []string{"n"}},
+		{"chain decided before the absent field", `evidence.n < 0 < evidence.m`, `{"n": 5}`, nil},
+		{"chain reaches the absent field", `evidence.n < 0 < evidence.m`, `{"n": -1}`, []string{"m"}},
+		{"function argument", `contains(evidence.s, "x")`, `{}`, []string{"s"}},
+		{"overflow is not missing evidence", `evidence.n + 1 > 0`, `{"n": 9223372036854775807}`, nil},
+		{"absent parameter is not missing evidence", `parameters.o > 0`, `{}`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustCompile(t, evalHeader+"  "+tc.constraint+";\n}\n")
+			fails := p.Evaluate(mustAttrs(t, evalAttrs), mustEvidence(t, tc.evidence))
+			if len(fails) != 1 {
+				t.Fatalf("got %d failures, want 1: %+v", len(fails), fails)
+			}
+			if !reflect.DeepEqual(fails[0].MissingEvidence, tc.want) {
+				t.Fatalf("MissingEvidence = %q, want %q (reason %q)", fails[0].MissingEvidence, tc.want, fails[0].Reason)
+			}
+			// The wire form is the spec's ConstraintFailure: three fields, no more.
+			b, err := json.Marshal(fails[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil || len(m) != 3 {
+				t.Fatalf("wire form %s", b)
+			}
+		})
 	}
 }
 

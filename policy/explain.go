@@ -14,12 +14,21 @@ type explainer struct {
 	fr       *frame
 	attrs    Attrs
 	evidence map[string]any
+	// missing is the evidence field whose absence or type stopped the evaluation, if
+	// one did. The evaluation stops at the first value it cannot use, as the machine
+	// does, so there is at most one; it is a slice because that is the Failure's form.
+	missing []string
 }
 
 const valueLimit = 16 // elements of a set, or about 4x that many bytes of a string
 
 func (x *explainer) reason(e expr) string {
 	v, fault := x.eval(e)
+	if fault == "" {
+		// Only a value the evaluation stopped at counts; the sentence-making below
+		// reads values again, and what it meets is not a cause.
+		defer func() { x.missing = nil }()
+	}
 	switch {
 	case fault != "":
 		return fault
@@ -144,8 +153,10 @@ func (x *explainer) ref(e *ref) (Value, string) {
 	v := x.fr.ev[e.slot]
 	switch v.t {
 	case typeAbsent:
+		x.missing = []string{e.name}
 		return v, fmt.Sprintf("evidence.%s is missing from the evidence", e.name)
 	case typeBad:
+		x.missing = []string{e.name}
 		_, why := convert(x.evidence[e.name], x.p.evidence[e.slot].Type, true)
 		return v, fmt.Sprintf("evidence.%s: %s", e.name, why)
 	}

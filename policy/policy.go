@@ -36,6 +36,13 @@ type Failure struct {
 	Index      int    `json:"index"`
 	PrettyExpr string `json:"pretty_expr"`
 	Reason     string `json:"reason"`
+	// MissingEvidence names the evidence fields the constraint read and found absent
+	// or of another type than the policy's, when that is what kept it from holding; it
+	// is empty when the constraint failed on evidence that was there. A caller tells
+	// "the evidence breaks the rule" from "the rule could not be checked" by it, not by
+	// reading Reason. It is not part of the wire's ConstraintFailure, whose fields the
+	// spec fixes; the service states it beside the failures instead.
+	MissingEvidence []string `json:"-"`
 }
 
 // Compile compiles policy source. A compile error is an ErrorList, sorted by position;
@@ -166,7 +173,9 @@ func (p *Policy) NumConstraints() int { return len(p.cons) }
 // JSON object decoded with UseNumber (see convert for the Go values accepted). A
 // constraint that reads an absent evidence field, a value of the wrong type or an
 // overflowing computation fails; an optional: constraint holds when an optional
-// parameter it reads is absent. The result depends on nothing but the arguments.
+// parameter it reads is absent. A failure that came of an absent or wrongly typed
+// evidence field names it in MissingEvidence. The result depends on nothing but the
+// arguments.
 func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 	fr := frames.Get().(*frame)
 	fr.stack = grow(fr.stack, p.maxStack)
@@ -200,7 +209,8 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 			continue
 		}
 		x := &explainer{p: p, fr: fr, attrs: a, evidence: evidence}
-		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, Reason: x.reason(c.x)})
+		reason := x.reason(c.x)
+		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, Reason: reason, MissingEvidence: x.missing})
 	}
 	fr.release()
 	return fails

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -47,7 +48,13 @@ type VerifyReport struct {
 	PolicyID string           `json:"policy_id"`
 	Outcome  intentd.State    `json:"outcome"`
 	Failures []policy.Failure `json:"constraint_failures"`
-	IssuedAt time.Time        `json:"issued_at"`
+	// FailureKind is "constraints" or "evidence" on a failure, as the re-evaluation
+	// decides it (intentd.ClassifyFailures); empty on success.
+	FailureKind intentd.FailureKind `json:"failure_kind,omitempty"`
+	// EvidenceMissing names the evidence fields the re-evaluation found absent or
+	// ill-typed; absent when none.
+	EvidenceMissing []string  `json:"evidence_missing,omitempty"`
+	IssuedAt        time.Time `json:"issued_at"`
 	// KeyID and PublicKey (Base58) are the service key the receipt verified under.
 	KeyID     string `json:"key_id"`
 	PublicKey string `json:"public_key"`
@@ -80,7 +87,8 @@ type bundleWire struct {
 // the proposal and the evidence; that the bytecode hashes to the policy id; the intent's
 // id, policy id and authorship (an unsigned intent passes, and the report says so); and
 // that the policy, run again on the evidence with the intent's attrs, gives the
-// receipt's outcome and exactly its constraint failures. The first check that fails is
+// receipt's outcome and exactly its constraint failures, and, for a receipt of version
+// 2, its failure kind and missing evidence fields. The first check that fails is
 // returned as a *VerifyError naming it.
 func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
 	// Canonicalize refuses duplicate keys, which encoding/json would let through with
@@ -215,9 +223,18 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	if err := sameFailures(failures, r.ConstraintFailures); err != nil {
 		return nil, err
 	}
+	kind, missing := intentd.ClassifyFailures(failures)
+	if r.Version == crypto.ReceiptVersion1 {
+		if outcome == intentd.StateFailure {
+			report.Notes = append(report.Notes, fmt.Sprintf("a version %d receipt does not state the failure's kind: "+
+				"%s is the re-evaluation's, not signed", crypto.ReceiptVersion1, kind))
+		}
+	} else if err := sameKind(kind, missing, r); err != nil {
+		return nil, err
+	}
 
 	report.IntentID, report.PolicyID, report.Outcome = r.IntentID, r.PolicyID, outcome
-	report.Failures = failures
+	report.Failures, report.FailureKind, report.EvidenceMissing = failures, kind, missing
 	if report.Failures == nil {
 		report.Failures = []policy.Failure{}
 	}
@@ -243,6 +260,18 @@ func sameFailures(got []policy.Failure, want []crypto.ConstraintFailure) error {
 		case g.Reason != w.Reason:
 			return verifyErr(CheckEvaluation, "constraint failure %d: re-evaluation gives reason %q, the receipt says %q", i, g.Reason, w.Reason)
 		}
+	}
+	return nil
+}
+
+// sameKind compares the kind and the missing evidence of a re-evaluation with what a
+// version 2 receipt states.
+func sameKind(kind intentd.FailureKind, missing []string, r *crypto.Receipt) error {
+	if string(kind) != r.FailureKind {
+		return verifyErr(CheckEvaluation, "re-evaluation gives failure kind %q, the receipt says %q", kind, r.FailureKind)
+	}
+	if !slices.Equal(missing, r.EvidenceMissing) {
+		return verifyErr(CheckEvaluation, "re-evaluation finds evidence missing %q, the receipt says %q", missing, r.EvidenceMissing)
 	}
 	return nil
 }

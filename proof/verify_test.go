@@ -106,10 +106,14 @@ func newBundleFor(tb testing.TB, evidence string) *bundle {
 		Outcome:  crypto.OutcomeSuccess,
 		IssuedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
-	for _, f := range p.Evaluate(*in.Attrs, ev) {
+	failures := p.Evaluate(*in.Attrs, ev)
+	for _, f := range failures {
 		b.receipt.Outcome = crypto.OutcomeFailure
-		b.receipt.ConstraintFailures = append(b.receipt.ConstraintFailures, crypto.ConstraintFailure(f))
+		b.receipt.ConstraintFailures = append(b.receipt.ConstraintFailures,
+			crypto.ConstraintFailure{Index: f.Index, PrettyExpr: f.PrettyExpr, Reason: f.Reason})
 	}
+	kind, missing := intentd.ClassifyFailures(failures)
+	b.receipt.FailureKind, b.receipt.EvidenceMissing = string(kind), missing
 	b.redigest(tb)
 	return b
 }
@@ -183,6 +187,8 @@ func TestVerify(t *testing.T) {
 		{Index: 0, PrettyExpr: "evidence.size == parameters.size", Reason: `evidence.size = "L", which is not == parameters.size = "M"`},
 		{Index: 1, PrettyExpr: "evidence.price_cents <= parameters.max_price_cents", Reason: "evidence.price_cents = 9999, which is not <= parameters.max_price_cents = 2500"},
 	}
+	priceMissing := policy.Failure{Index: 1, PrettyExpr: "evidence.price_cents <= parameters.max_price_cents",
+		Reason: "evidence.price_cents is missing from the evidence", MissingEvidence: []string{"price_cents"}}
 	tests := []struct {
 		name    string
 		bundle  func(tb testing.TB) *bundle
@@ -191,13 +197,30 @@ func TestVerify(t *testing.T) {
 		notes   []string // each is in one of the report's notes
 	}{
 		{"a constraint failure", newBundle, serviceKey.PublicKey(), proof.VerifyReport{
-			Outcome: intentd.StateFailure, Failures: failures, KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
+			Outcome: intentd.StateFailure, Failures: failures, FailureKind: intentd.FailureConstraints,
+			KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
 		}, []string{"evidence is the extractor's account"}},
+		{"an evidence failure", func(tb testing.TB) *bundle { return newBundleFor(tb, `{"size":"M"}`) }, serviceKey.PublicKey(), proof.VerifyReport{
+			Outcome: intentd.StateFailure, Failures: []policy.Failure{priceMissing}, FailureKind: intentd.FailureEvidence,
+			EvidenceMissing: []string{"price_cents"}, KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
+		}, nil},
+		{"a violation beside missing evidence", func(tb testing.TB) *bundle { return newBundleFor(tb, `{"size":"L"}`) }, serviceKey.PublicKey(), proof.VerifyReport{
+			Outcome: intentd.StateFailure, Failures: []policy.Failure{failures[0], priceMissing}, FailureKind: intentd.FailureConstraints,
+			EvidenceMissing: []string{"price_cents"}, KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
+		}, nil},
+		{"a version 1 receipt", func(tb testing.TB) *bundle {
+			b := newBundleFor(tb, `{"size":"M"}`)
+			b.receipt.Version, b.receipt.FailureKind, b.receipt.EvidenceMissing = crypto.ReceiptVersion1, "", nil
+			return b
+		}, serviceKey.PublicKey(), proof.VerifyReport{
+			Outcome: intentd.StateFailure, Failures: []policy.Failure{priceMissing}, FailureKind: intentd.FailureEvidence,
+			EvidenceMissing: []string{"price_cents"}, KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
+		}, []string{"a version 1 receipt does not state the failure's kind: evidence is the re-evaluation's"}},
 		{"a success", func(tb testing.TB) *bundle { return newBundleFor(tb, `{"size":"M","price_cents":1999}`) }, serviceKey.PublicKey(), proof.VerifyReport{
 			Outcome: intentd.StateSuccess, Failures: []policy.Failure{}, KeyTrusted: true, Authorship: "Ed25519", AuthorKey: authorPub,
 		}, nil},
 		{"no trusted key", newBundle, nil, proof.VerifyReport{
-			Outcome: intentd.StateFailure, Failures: failures, KeyTrusted: false, Authorship: "Ed25519", AuthorKey: authorPub,
+			Outcome: intentd.StateFailure, Failures: failures, FailureKind: intentd.FailureConstraints, KeyTrusted: false, Authorship: "Ed25519", AuthorKey: authorPub,
 		}, []string{"no trusted key was given"}},
 		{"an unsigned intent", func(tb testing.TB) *bundle {
 			b := newBundle(tb)
@@ -209,7 +232,7 @@ func TestVerify(t *testing.T) {
 			b.redigest(tb)
 			return b
 		}, serviceKey.PublicKey(), proof.VerifyReport{
-			Outcome: intentd.StateFailure, Failures: failures, KeyTrusted: true, Authorship: "Unsigned",
+			Outcome: intentd.StateFailure, Failures: failures, FailureKind: intentd.FailureConstraints, KeyTrusted: true, Authorship: "Unsigned",
 		}, []string{"the intent is unsigned"}},
 	}
 	for _, tt := range tests {
@@ -341,7 +364,7 @@ func TestVerifyTampering(t *testing.T) {
 			b.redigest(t)
 		}, proof.CheckAuthorship, "intent authorship does not verify"},
 		{"success, signed", service, func(t *testing.T, b *bundle) {
-			b.receipt.Outcome, b.receipt.ConstraintFailures = crypto.OutcomeSuccess, nil
+			b.receipt.Outcome, b.receipt.ConstraintFailures, b.receipt.FailureKind = crypto.OutcomeSuccess, nil, ""
 		}, proof.CheckEvaluation, "re-evaluation gives failure, the receipt says success"},
 		{"a failure's reason, signed", service, func(t *testing.T, b *bundle) {
 			b.receipt.ConstraintFailures[1].Reason = "too dear"
@@ -349,6 +372,17 @@ func TestVerifyTampering(t *testing.T) {
 		{"a failure dropped, signed", service, func(t *testing.T, b *bundle) {
 			b.receipt.ConstraintFailures = b.receipt.ConstraintFailures[:1]
 		}, proof.CheckEvaluation, "re-evaluation gives 2 constraint failures, the receipt lists 1"},
+		{"the failure kind, signed", service, func(t *testing.T, b *bundle) {
+			b.receipt.FailureKind, b.receipt.EvidenceMissing = crypto.FailureKindEvidence, []string{"size"}
+		}, proof.CheckEvaluation, `re-evaluation gives failure kind "constraints", the receipt says "evidence"`},
+		{"evidence called missing, signed", service, func(t *testing.T, b *bundle) {
+			b.receipt.EvidenceMissing = []string{"price_cents"}
+		}, proof.CheckEvaluation, `re-evaluation finds evidence missing [], the receipt says ["price_cents"]`},
+		{"missing evidence left unsaid, signed", service, func(t *testing.T, b *bundle) {
+			b.evidence = json.RawMessage(`{"size":"L"}`)
+			b.receipt.ConstraintFailures[1].Reason = "evidence.price_cents is missing from the evidence"
+			b.redigest(t)
+		}, proof.CheckEvaluation, `re-evaluation finds evidence missing ["price_cents"], the receipt says []`},
 		{"evidence that is not an object, signed", service, func(t *testing.T, b *bundle) {
 			b.evidence = json.RawMessage(`["L",9999]`)
 			b.redigest(t)
@@ -388,6 +422,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(bytes.Replace(good, []byte(`9999`), []byte(`9998`), 1))
 	f.Add(bytes.Replace(good, []byte(`"failure"`), []byte(`"success"`), 1))
 	f.Add(newBundleFor(f, `{"size":"M","price_cents":1999}`).encode(f))
+	f.Add(newBundleFor(f, `{"size":"M"}`).encode(f))
 	f.Add([]byte(`{"receipt":null,"authored_intent":{},"proposal":{},"evidence":{},"policy_bytecode":""}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {

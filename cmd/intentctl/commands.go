@@ -203,6 +203,11 @@ func printOutcome(w io.Writer, prefix string, st *client.IntentStatus) {
 	if st.Reason != "" && len(st.Failures) == 0 {
 		fmt.Fprintf(w, "    reason: %s\n", st.Reason)
 	}
+	// Said before the constraints: of a failure of kind evidence it is what a person
+	// reviewing the solution looks for.
+	if len(st.EvidenceMissing) > 0 {
+		fmt.Fprintf(w, "    evidence missing or ill-typed: %s\n", strings.Join(st.EvidenceMissing, ", "))
+	}
 	for _, f := range st.Failures {
 		fmt.Fprintf(w, "    constraint %d  %s\n      %s\n", f.Index, f.PrettyExpr, f.Reason)
 	}
@@ -304,6 +309,12 @@ func (c *cli) verify(args []string) error {
 		outcome += fmt.Sprintf(" (%d constraint failure(s))", n)
 	}
 	fmt.Fprintf(w, "  outcome    %s\n", outcome)
+	if rep.FailureKind != "" {
+		fmt.Fprintf(w, "  kind       %s\n", rep.FailureKind)
+	}
+	if len(rep.EvidenceMissing) > 0 {
+		fmt.Fprintf(w, "  missing    %s (absent or ill-typed in the evidence)\n", strings.Join(rep.EvidenceMissing, ", "))
+	}
 	for _, f := range rep.Failures {
 		fmt.Fprintf(w, "    constraint %d  %s\n      %s\n", f.Index, f.PrettyExpr, f.Reason)
 	}

@@ -316,6 +316,9 @@ func (dc *demoCase) print(p *policy.Policy, say func(string, ...any)) {
 		}
 		say("     evidence: %s", strings.Join(parts, " "))
 	}
+	if len(st.EvidenceMissing) > 0 {
+		say("     evidence missing or ill-typed: %s", strings.Join(st.EvidenceMissing, ", "))
+	}
 	if st.Reason != "" && len(st.Failures) == 0 {
 		say("     reason: %s", st.Reason)
 	}

@@ -15,7 +15,7 @@ import (
 // 500, which the http package's tests cause, and 503, in TestCapacity): status, code,
 // the message naming what is wrong, and the headers that go with some statuses.
 func TestErrors(t *testing.T) {
-	s := startServer(t, []string{"--max-body", "8192"})
+	s := startServer(t, []string{"--max-body", "8192", "--max-solution", "4096"})
 
 	open := s.submit()
 	proposed := s.submit()
@@ -115,7 +115,7 @@ func TestErrors(t *testing.T) {
 		{"proposal: missing solution", "POST", "/intents/" + open + "/proposal", json, []byte(`{}`), nil, 422, "invalid_proposal", "solution: missing"},
 		{"proposal: null solution", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":null}`), nil, 422, "invalid_proposal", "solution: must be a string"},
 		{"proposal: empty solution", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":""}`), nil, 422, "invalid_proposal", "solution"},
-		{"proposal: solution over 4 KiB", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":"` + strings.Repeat("x", 4097) + `"}`), nil, 422, "invalid_proposal", "4096"},
+		{"proposal: solution over --max-solution", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":"` + strings.Repeat("x", 4097) + `"}`), nil, 422, "invalid_proposal", "4096"},
 		{"proposal: unknown field", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":"x","price":1}`), nil, 422, "invalid_proposal", "price: unknown field"},
 		{"proposal: superseded metadata", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":"x","metadata":{}}`), nil, 422, "superseded_shape", "metadata"},
 		{"proposal: over the body limit", "POST", "/intents/" + open + "/proposal", json, []byte(`{"solution":"` + strings.Repeat("x", 9000) + `"}`), nil, 413, "body_too_large", ""},

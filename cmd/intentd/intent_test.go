@@ -192,6 +192,18 @@ func TestAuthorship(t *testing.T) {
 		}
 	}
 	signers := []ed25519.PrivateKey{k1, k2, k3}
+	// verifiedPasskey signs as an authenticator that verified its user (flags UP and UV).
+	verifiedPasskey := func(t *testing.T, intent []byte) crypto.Authorship {
+		challenge, err := crypto.PasskeyChallenge(intent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := passkey.AssertRaw(passkey.AuthenticatorData(0x05), passkey.ClientData("webauthn.get", challenge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crypto.Authorship{Signature: &crypto.Signature{Passkey: s}}
+	}
 
 	tests := []struct {
 		name     string
@@ -208,6 +220,12 @@ func TestAuthorship(t *testing.T) {
 			func(t *testing.T, in []byte) crypto.Authorship { a, _ := passkey.Sign(in); return a }, ""},
 		{"passkey from another origin", []string{"--passkey-origin", "https://shop.example"},
 			func(t *testing.T, in []byte) crypto.Authorship { a, _ := otherOrigin.Sign(in); return a }, "authorship_invalid"},
+		{"passkey without user verification, not required", nil,
+			func(t *testing.T, in []byte) crypto.Authorship { a, _ := passkey.Sign(in); return a }, ""},
+		{"passkey without user verification, required", []string{"--passkey-require-uv"},
+			func(t *testing.T, in []byte) crypto.Authorship { a, _ := passkey.Sign(in); return a }, "authorship_invalid"},
+		{"passkey with user verification, required", []string{"--passkey-require-uv"}, verifiedPasskey, ""},
+		{"multisig with a passkey without user verification, required", []string{"--passkey-require-uv"}, withPasskey(multisig(3, signers, k2)), "authorship_invalid"},
 		{"multisig two of three", nil, multisig(2, signers, k1, k3), ""},
 		{"multisig with a passkey", nil, withPasskey(multisig(3, signers, k2)), ""},
 		{"multisig under its threshold", nil, multisig(3, signers, k1, k2), "authorship_invalid"},

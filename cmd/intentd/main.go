@@ -79,6 +79,8 @@ type Config struct {
 	PasskeyRPID   string
 	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
 	PasskeyTopOrigins []string
+	// PasskeyRequireUV refuses passkey assertions made without user verification.
+	PasskeyRequireUV  bool
 	IntentTTL         time.Duration
 	MaxProving        int
 	ProvingQueue      int
@@ -183,6 +185,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
 	fs.Var(&listFlag{vals: &c.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
 	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
+	fs.BoolVar(&c.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
 	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
 	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
 	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
@@ -202,7 +205,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
 	fs.Var(&listFlag{vals: &c.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
 	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
-	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most 4096)")
+	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most --max-body, and at most 1048576); by default 16384, or --max-body when that is smaller")
 	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
 	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
 	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
@@ -245,6 +248,13 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
+	}
+	// The default solution limit yields to a smaller body limit, which would refuse a
+	// longer solution anyway; a limit the operator gives must fit in the body limit.
+	_, solutionGiven := m.LookupEnv(envName("max-solution"))
+	fs.Visit(func(f *flag.Flag) { solutionGiven = solutionGiven || f.Name == "max-solution" })
+	if !solutionGiven && c.MaxBody > 0 && int64(c.MaxSolution) > c.MaxBody {
+		c.MaxSolution = int(c.MaxBody)
 	}
 	return c.validate()
 }
@@ -301,8 +311,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
-	case c.MaxSolution < 1 || c.MaxSolution > intentd.MaxSolutionBytes:
-		return fmt.Errorf("--max-solution %d: want 1 to %d (the engine's limit)", c.MaxSolution, intentd.MaxSolutionBytes)
+	case c.MaxSolution < 1 || int64(c.MaxSolution) > c.MaxBody || c.MaxSolution > intentd.MaxSolutionBytes:
+		return fmt.Errorf("--max-solution %d: want 1 to %d (at most --max-body, %d, and at most the engine's limit, %d)",
+			c.MaxSolution, min(c.MaxBody, intentd.MaxSolutionBytes), c.MaxBody, intentd.MaxSolutionBytes)
 	case c.MaxAttrs < 1:
 		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
 	case c.MaxSet < 1:
@@ -404,6 +415,7 @@ func (m *Main) Run(ctx context.Context) error {
 		PasskeyOrigin:     c.PasskeyOrigin,
 		PasskeyRPID:       c.PasskeyRPID,
 		PasskeyTopOrigins: c.PasskeyTopOrigins,
+		PasskeyRequireUV:  c.PasskeyRequireUV,
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge

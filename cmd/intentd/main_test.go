@@ -37,9 +37,10 @@ func TestParseFlags(t *testing.T) {
 			}, ""},
 		{"environment", nil, map[string]string{
 			"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
-			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10",
+			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10", "INTENTD_PASSKEY_REQUIRE_UV": "true",
 		}, func(t *testing.T, c Config) {
-			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 {
+			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 ||
+				!c.PasskeyRequireUV {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
@@ -86,6 +87,24 @@ func TestParseFlags(t *testing.T) {
 		{"CORS origin without a scheme", nil, map[string]string{"INTENTD_CORS_ORIGIN": "shop.example"}, nil, "--cors-origin"},
 		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
 		{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
+		{"default solution limit", nil, nil, func(t *testing.T, c Config) {
+			if c.MaxSolution != 16<<10 {
+				t.Fatalf("max solution = %d, want 16384", c.MaxSolution)
+			}
+		}, ""},
+		{"solution limit up to the body limit", []string{"--max-solution", "1048576"}, nil, func(t *testing.T, c Config) {
+			if c.MaxSolution != 1<<20 {
+				t.Fatalf("max solution = %d, want 1048576", c.MaxSolution)
+			}
+		}, ""},
+		{"default solution limit lowered to a smaller body limit", []string{"--max-body", "2048"}, nil, func(t *testing.T, c Config) {
+			if c.MaxSolution != 2048 {
+				t.Fatalf("max solution = %d, want the body limit 2048", c.MaxSolution)
+			}
+		}, ""},
+		{"solution limit over the body limit", []string{"--max-body", "2048", "--max-solution", "2049"}, nil, nil, "--max-solution 2049: want 1 to 2048"},
+		{"solution limit variable over the body limit", []string{"--max-body", "2048"}, map[string]string{"INTENTD_MAX_SOLUTION": "4096"}, nil, "--max-solution 4096"},
+		{"solution limit over the engine's", []string{"--max-body", "4194304", "--max-solution", "1048577"}, nil, nil, "the engine's limit, 1048576"},
 		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
 		{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
 		{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
@@ -257,7 +276,7 @@ func TestInfo(t *testing.T) {
 		t.Fatalf("GET /info: %s", r)
 	}
 	want := map[string]any{"api_version": "0.10.0", "unsigned_permitted": true, "intent_ttl_seconds": 7200.0,
-		"max_body_bytes": 2048.0, "max_solution_bytes": 4096.0, "event_retention": 99.0}
+		"max_body_bytes": 2048.0, "max_solution_bytes": 2048.0, "event_retention": 99.0}
 	for k, v := range want {
 		if info[k] != v {
 			t.Errorf("info %s = %v, want %v", k, info[k], v)

@@ -307,7 +307,7 @@ func TestLimits(t *testing.T) {
 // TestLimitFlags checks that each limit flag refuses what cannot be enforced.
 func TestLimitFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--max-solution", "0"}, {"--max-solution", "4097"}, {"--max-attrs", "0"}, {"--max-set", "0"},
+		{"--max-solution", "0"}, {"--max-solution", "1048577"}, {"--max-solution", "2049", "--max-body", "2048"}, {"--max-attrs", "0"}, {"--max-set", "0"},
 		{"--max-string", "0"}, {"--max-subscribers", "0"}, {"--max-policy-source", "65537"}, {"--shutdown-delay", "-1s"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
