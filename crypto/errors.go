@@ -1,6 +1,10 @@
 package crypto
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/intentd/intentd/internal/strictjson"
+)
 
 // ErrUnsignedNotPermitted is returned by Verify for an Unsigned authorship when
 // VerifyOptions.AllowUnsigned is false. It is kept apart from ErrAuthorshipInvalid
@@ -18,15 +22,4 @@ var ErrAuthorshipInvalid = errors.New("authorship invalid")
 // "Signed.Ed25519.pub_key" or "Signed.Multisig.signatures[1].Passkey.signature"); it is
 // empty when the Authorship value itself is at fault. The HTTP layer turns a FieldError
 // into a 422 that names the field, prefixing the path of the authorship in the body.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-// Error returns "field: reason", or the reason alone for the top-level value.
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return e.Reason
-	}
-	return e.Field + ": " + e.Reason
-}
+type FieldError = strictjson.FieldError

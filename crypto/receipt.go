@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
+
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // ReceiptVersion is the version of the receipt format this package writes. Version 2
@@ -293,7 +294,7 @@ func DecodeSignedReceipt(data []byte) (*SignedReceipt, error) {
 		return nil, &FieldError{Reason: "not valid JSON: " + err.Error()}
 	}
 	var w signedReceiptWire
-	if err := strictUnmarshal(data, &w); err != nil {
+	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return nil, &FieldError{Reason: err.Error()}
 	}
 	switch {
@@ -305,7 +306,7 @@ func DecodeSignedReceipt(data []byte) (*SignedReceipt, error) {
 		return nil, &FieldError{Field: "public_key", Reason: "missing"}
 	}
 	var s SignedReceipt
-	if err := strictUnmarshal(w.Receipt, &s.Receipt); err != nil {
+	if err := strictjson.Unmarshal(w.Receipt, &s.Receipt); err != nil {
 		return nil, &FieldError{Field: "receipt", Reason: err.Error()}
 	}
 	if err := s.Receipt.Validate(); err != nil {
@@ -336,17 +337,4 @@ func DecodeSignedReceipt(data []byte) (*SignedReceipt, error) {
 	}
 	s.Signature, s.PublicKey = sig, pub
 	return &s, nil
-}
-
-// strictUnmarshal decodes one JSON value into v, refusing unknown fields and trailing data.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the value")
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // Type is the type of a value in the language. The zero value is not a type: it
@@ -235,15 +237,4 @@ func (l *errList) err() error {
 
 // FieldError says which field of an input (attrs, evidence) is wrong and why. Field is a
 // path such as "fields.colors.Set.String[2]".
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-// Error is "field: reason".
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return e.Reason
-	}
-	return e.Field + ": " + e.Reason
-}
+type FieldError = strictjson.FieldError

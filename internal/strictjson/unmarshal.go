@@ -31,6 +31,15 @@ func Unmarshal(data []byte, v any) error {
 		}
 		return errors.New(name)
 	}
+	// Worded as encoding/json words it, which the callers' messages were written for:
+	// the value, the Go type it would not go into, and why.
+	if se.GoType != nil {
+		why := ""
+		if se.Err != nil {
+			why = ": " + se.Err.Error()
+		}
+		return fmt.Errorf("cannot unmarshal JSON %s into Go value of type %s%s", KindName(se.JSONKind), se.GoType, why)
+	}
 	if se.Err != nil {
 		return se.Err
 	}
