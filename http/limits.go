@@ -14,7 +14,6 @@ const (
 	DefaultMaxAttrs             = 128
 	DefaultMaxSetElements       = 1024
 	DefaultMaxStringBytes       = 4 << 10
-	DefaultMaxSubscribers       = 10_000
 	DefaultMaxPolicySourceBytes = policy.MaxSourceBytes
 )
 
@@ -41,9 +40,6 @@ type Limits struct {
 	MaxSetElements int `json:"max_set_elements"`
 	// MaxStringBytes bounds one string value, alone or in a set, in UTF-8 bytes.
 	MaxStringBytes int `json:"max_string_bytes"`
-	// MaxSubscribers bounds the event stream's subscribers. The engine enforces it
-	// (actors.Config.MaxSubscribers); it is here so that GET /info reports it.
-	MaxSubscribers int `json:"max_subscribers"`
 	// MaxPolicySourceBytes bounds a policy source; at most policy.MaxSourceBytes.
 	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
 }
@@ -61,7 +57,6 @@ func (l *Limits) setDefaults() {
 	def(&l.MaxAttrs, DefaultMaxAttrs, 0)
 	def(&l.MaxSetElements, DefaultMaxSetElements, 0)
 	def(&l.MaxStringBytes, DefaultMaxStringBytes, 0)
-	def(&l.MaxSubscribers, DefaultMaxSubscribers, 0)
 	def(&l.MaxPolicySourceBytes, DefaultMaxPolicySourceBytes, policy.MaxSourceBytes)
 }
 

@@ -11,7 +11,7 @@ import (
 func TestLimitsDefaults(t *testing.T) {
 	var l Limits
 	l.setDefaults()
-	want := Limits{MaxSolutionBytes: 16 << 10, MaxAttrs: 128, MaxSetElements: 1024, MaxStringBytes: 4096, MaxSubscribers: 10_000, MaxPolicySourceBytes: 64 << 10}
+	want := Limits{MaxSolutionBytes: 16 << 10, MaxAttrs: 128, MaxSetElements: 1024, MaxStringBytes: 4096, MaxPolicySourceBytes: 64 << 10}
 	if l != want {
 		t.Fatalf("defaults = %+v, want %+v", l, want)
 	}

@@ -196,7 +196,7 @@ func (s *Server) newInfo() intentd.Info {
 	l := s.opts.Limits
 	info.MaxSolutionBytes = l.MaxSolutionBytes
 	info.MaxAttrs, info.MaxSetElements, info.MaxStringBytes = l.MaxAttrs, l.MaxSetElements, l.MaxStringBytes
-	info.MaxSubscribers, info.MaxPolicySourceBytes = l.MaxSubscribers, l.MaxPolicySourceBytes
+	info.MaxPolicySourceBytes = l.MaxPolicySourceBytes
 	info.AuthRequired = s.opts.Tokens != nil
 	return info
 }

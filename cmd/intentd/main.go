@@ -443,7 +443,6 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxAttrs:             c.MaxAttrs,
 		MaxSetElements:       c.MaxSet,
 		MaxStringBytes:       c.MaxString,
-		MaxSubscribers:       c.MaxSubscribers,
 		MaxPolicySourceBytes: c.MaxPolicySource,
 	}
 	opts.Tokens = tokens
@@ -457,8 +456,10 @@ func (m *Main) Run(ctx context.Context) error {
 		UnsignedPermitted: c.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
 		EventRetention:    c.EventRetention,
-		PublicKey:         crypto.EncodeBase58(key.PublicKey()),
-		KeyID:             key.ID(),
+		// The engine enforces it; its default is the engine's (actors.DefaultConfig).
+		MaxSubscribers: c.MaxSubscribers,
+		PublicKey:      crypto.EncodeBase58(key.PublicKey()),
+		KeyID:          key.ID(),
 	}
 	m.server = intenthttp.NewServer(m.engine, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)
