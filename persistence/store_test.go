@@ -36,177 +36,10 @@ func openMem(t testing.TB, fs FS) *Store {
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func TestPolicies(t *testing.T) {
-	s := openMem(t, NewMemFS())
-	defer s.Close()
-
-	created, err := s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a"))
-	if err != nil || !created {
-		t.Fatalf("PutPolicy = %v, %v; want created", created, err)
-	}
-	created, err = s.PutPolicy(ctx, "P1", []byte{1, 2, 3}, []byte("name a # again"))
-	if err != nil || created {
-		t.Fatalf("second PutPolicy = %v, %v; want not created", created, err)
-	}
-	bc, src, err := s.Policy(ctx, "P1")
-	if err != nil || string(bc) != "\x01\x02\x03" || string(src) != "name a" {
-		t.Fatalf("Policy = %q, %q, %v; the first write must stand", bc, src, err)
-	}
-	if _, _, err := s.Policy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
-		t.Fatalf("Policy(nope) error = %v, want intentd.ErrNotFound", err)
-	}
-	if err := s.DeletePolicy(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
-		t.Fatalf("DeletePolicy(nope) error = %v, want intentd.ErrNotFound", err)
-	}
-	if err := s.DeletePolicy(ctx, "P1"); err != nil {
-		t.Fatalf("DeletePolicy: %v", err)
-	}
-	if _, _, err := s.Policy(ctx, "P1"); !errors.Is(err, intentd.ErrNotFound) {
-		t.Fatalf("Policy after delete error = %v, want intentd.ErrNotFound", err)
-	}
-	if bc, err := s.PolicyBytecode(ctx, "P1"); err != nil || string(bc) != "\x01\x02\x03" {
-		t.Fatalf("PolicyBytecode after delete = %q, %v; proofs need it kept", bc, err)
-	}
-	if _, err := s.PolicyBytecode(ctx, "nope"); !errors.Is(err, intentd.ErrNotFound) {
-		t.Fatalf("PolicyBytecode(nope) error = %v, want intentd.ErrNotFound", err)
-	}
-}
-
-func TestIntentLifecycle(t *testing.T) {
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s *Store)
-	}{
-		{"policy missing", func(t *testing.T, s *Store) {
-			if err := s.CreateIntent(ctx, "i1", "missing", []byte("s"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
-				t.Fatalf("error = %v, want intentd.ErrPolicyNotFound", err)
-			}
-			if _, err := s.Intent(ctx, "i1"); !errors.Is(err, intentd.ErrNotFound) {
-				t.Fatalf("a refused intent was stored: %v", err)
-			}
-		}},
-		{"id taken", func(t *testing.T, s *Store) {
-			mustCreate(t, s, "i1", "P", "first")
-			if err := s.CreateIntent(ctx, "i1", "P", []byte("second"), t0); !errors.Is(err, intentd.ErrExists) {
-				t.Fatalf("error = %v, want intentd.ErrExists", err)
-			}
-			if got, _ := s.Intent(ctx, "i1"); string(got) != "first" {
-				t.Fatalf("snapshot = %q, the first write must stand", got)
-			}
-		}},
-		{"delete refused while open or processing", func(t *testing.T, s *Store) {
-			mustCreate(t, s, "i1", "P", "open")
-			if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
-				t.Fatalf("delete with open intent: %v, want intentd.ErrPolicyInUse", err)
-			}
-			if err := s.BeginProcessing(ctx, "i1", []byte("processing"), t0); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
-				t.Fatalf("delete with processing intent: %v, want intentd.ErrPolicyInUse", err)
-			}
-			if _, err := s.Finish(ctx, "i1", "P", []byte("done"), t0, event("i1")); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.DeletePolicy(ctx, "P"); err != nil {
-				t.Fatalf("delete after the intent finished: %v", err)
-			}
-			if got, _ := s.Intent(ctx, "i1"); string(got) != "done" {
-				t.Fatalf("intent after its policy was deleted = %q, want it readable", got)
-			}
-		}},
-		{"processing set and expiry index follow the state", func(t *testing.T, s *Store) {
-			mustCreate(t, s, "a", "P", "open")
-			mustCreate(t, s, "b", "P", "open")
-			if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 2 {
-				t.Fatalf("due = %v, want both", ids)
-			}
-			if ids, _ := s.DueExpiries(ctx, t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
-				t.Fatalf("due before the deadline = %v, want none", ids)
-			}
-			if err := s.BeginProcessing(ctx, "a", []byte("processing"), t0); err != nil {
-				t.Fatal(err)
-			}
-			if ids, _ := s.DueExpiries(ctx, t0, 10); len(ids) != 1 || ids[0] != "b" {
-				t.Fatalf("due = %v, want [b]: a processing intent cannot expire", ids)
-			}
-			if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "a" {
-				t.Fatalf("processing = %v, want [a]", ids)
-			}
-			if _, err := s.Finish(ctx, "a", "P", []byte("done"), t0, event("a")); err != nil {
-				t.Fatal(err)
-			}
-			if ids, _ := s.Processing(ctx); len(ids) != 0 {
-				t.Fatalf("processing after finish = %v, want none", ids)
-			}
-			if _, err := s.Finish(ctx, "b", "P", []byte("expired"), t0, event("b")); err != nil {
-				t.Fatal(err)
-			}
-			if ids, _ := s.DueExpiries(ctx, t0.Add(time.Hour), 10); len(ids) != 0 {
-				t.Fatalf("due after expiry = %v, want none", ids)
-			}
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := openMem(t, NewMemFS())
-			defer s.Close()
-			if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-				t.Fatal(err)
-			}
-			tt.run(t, s)
-		})
-	}
-}
-
-// TestCreateSameIDConcurrently races creates of one id: exactly one wins.
-func TestCreateSameIDConcurrently(t *testing.T) {
-	s := openMem(t, NewMemFS())
-	defer s.Close()
-	s.PutPolicy(ctx, "P", []byte{1}, nil)
-	const n = 32
-	var wins, exists atomic.Int32
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := s.CreateIntent(ctx, "same", "P", []byte(fmt.Sprint(i)), t0)
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case errors.Is(err, intentd.ErrExists):
-				exists.Add(1)
-			default:
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if wins.Load() != 1 || exists.Load() != n-1 {
-		t.Fatalf("%d creates won and %d saw the id taken, want 1 and %d", wins.Load(), exists.Load(), n-1)
-	}
-}
-
 func mustCreate(t *testing.T, s *Store, id, policy, snap string) {
 	t.Helper()
 	if err := s.CreateIntent(ctx, id, policy, []byte(snap), t0); err != nil {
 		t.Fatalf("CreateIntent(%s): %v", id, err)
-	}
-}
-
-func TestNextExpiry(t *testing.T) {
-	s := openMem(t, NewMemFS())
-	defer s.Close()
-	if _, ok, err := s.NextExpiry(ctx); ok || err != nil {
-		t.Fatalf("empty store NextExpiry ok=%v err=%v", ok, err)
-	}
-	s.PutPolicy(ctx, "P", []byte{1}, nil)
-	s.CreateIntent(ctx, "late", "P", nil, t0.Add(time.Hour))
-	s.CreateIntent(ctx, "early", "P", nil, t0.Add(time.Minute))
-	at, ok, err := s.NextExpiry(ctx)
-	if err != nil || !ok || !at.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("NextExpiry = %v, %v, %v; want %v", at, ok, err, t0.Add(time.Minute))
 	}
 }
 
@@ -342,17 +175,6 @@ func TestPruneEvents(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	s := openMem(t, NewMemFS())
-	s.Close()
-	if _, err := s.Finish(ctx, "i", "P", nil, t0, event("i")); !errors.Is(err, intentd.ErrStoreClosed) {
-		t.Fatalf("Finish after Close = %v, want intentd.ErrStoreClosed", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-}
-
 // BenchmarkCreateIntentParallel measures synced intent creation from 64 writers on the
 // real file system, the write path of POST /intents.
 func BenchmarkCreateIntentParallel(b *testing.B) {
@@ -415,7 +237,9 @@ func TestSyncInterval(t *testing.T) {
 	}
 }
 
-// TestConformance runs the behaviour every store must have on Pebble.
+// TestConformance runs the behaviour every store must have on Pebble: policies, the
+// intent lifecycle and its indexes, racing creates, expiry, reopening, closing. The tests
+// below are what Pebble promises beyond it: gapless event ids, exact pruning.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func(*testing.T) storetest.Store {
 		fs := NewMemFS()
