@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/google/uuid"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/persistence"
 )

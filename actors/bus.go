@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/intentd/intentd"
-
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd"
 )
 
 // The event bus's messages.
@@ -42,12 +42,11 @@ func (b *bus) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case publish:
 		b.last = m.ev.ID
-		decoded := m.ev
 		// One event, shared by every subscriber's buffer: a buffer of pointers costs
 		// 8 bytes a place, so ten thousand subscribers do not reserve a gigabyte.
-		ev := &decoded
+		ev := &m.ev
 		for sub := range b.subs {
-			if !sub.filter.Match(decoded) {
+			if !sub.filter.Match(*ev) {
 				continue
 			}
 			select {

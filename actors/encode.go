@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/crypto"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/crypto"
 )
 

@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/google/uuid"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/natsstore"

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/policy"
 )
 

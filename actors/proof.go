@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/crypto"
 )
 

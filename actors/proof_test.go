@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/google/uuid"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"

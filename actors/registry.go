@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentd/intentd"
-
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd"
 )
 
 // registryShards spread the live-actor table over locks so that callers of different

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/policy"
 )
 

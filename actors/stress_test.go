@@ -7,10 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/intentd/intentd"
-
 	"github.com/google/uuid"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/storetest"
 )

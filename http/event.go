@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd"
 )
 
 // eventTypes are the values the type filter accepts: the event types of spec part 6.

@@ -3,8 +3,9 @@ package http
 import (
 	"net/http"
 
-	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd"
 )
 
 // handlePostIntent stores a new intent once the engine has verified its authorship and

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/policy"
 )
 

@@ -4,8 +4,9 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/intentd/intentd"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd"
 )
 
 // handlePostPolicy compiles and stores a policy source (text/plain) and answers its id

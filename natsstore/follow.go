@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentd/intentd"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd"
 )
 
 // follow starts the watcher that keeps the indexes: an ordered consumer of the headers of

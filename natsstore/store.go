@@ -14,10 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentd/intentd"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/intentd/intentd"
 )
 
 // Options configure Open.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+
 	"github.com/intentd/intentd"
 )
 

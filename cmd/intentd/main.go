@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
-
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
