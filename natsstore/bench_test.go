@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/intentd/intentd/storetest"
 )
 
@@ -24,8 +26,8 @@ func benchStore(b *testing.B) *Store {
 	return s
 }
 
-// BenchmarkCreateIntent measures one synced creation at a time: an atomic batch of two
-// messages on one server that syncs every write.
+// BenchmarkCreateIntent measures one synced creation at a time: one message on one
+// server that syncs every write, then the wait for this store's watcher to pass it.
 func BenchmarkCreateIntent(b *testing.B) {
 	s := benchStore(b)
 	snap := make([]byte, 600)
@@ -58,17 +60,41 @@ func BenchmarkCreateIntentParallel(b *testing.B) {
 func BenchmarkFinishParallel(b *testing.B) {
 	s := benchStore(b)
 	snap := make([]byte, 800)
-	var n atomic.Int64
+	ids := createOpen(b, s, b.N, snap)
+	var next atomic.Int64
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			id := fmt.Sprintf("%036d", n.Add(1))
+			id := ids[next.Add(1)-1]
 			if _, err := s.Finish(context.Background(), id, "P", snap, time.Now(), storetest.Event(id)); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
+}
+
+// createOpen creates n open intents, from 32 writers, before the timer starts: a
+// terminal write is fenced on the intent's open snapshot.
+func createOpen(b *testing.B, s *Store, n int, snap []byte) []string {
+	b.StopTimer()
+	defer b.StartTimer()
+	ids := make([]string, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				ids[i] = fmt.Sprintf("%036d", i) + nuid.Next()
+				if err := s.CreateIntent(context.Background(), ids[i], "P", snap, time.Now()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ids
 }
 
 // embedCluster starts a JetStream cluster of n servers on loopback, each from a
@@ -160,10 +186,12 @@ func BenchmarkR3(b *testing.B) {
 		})
 	})
 	b.Run("FinishParallel", func(b *testing.B) {
+		ids := createOpen(b, s, b.N, snap)
+		var next atomic.Int64
 		b.SetParallelism(32)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				id := fmt.Sprintf("%036d", n.Add(1))
+				id := ids[next.Add(1)-1]
 				if _, err := s.Finish(context.Background(), id, "P", snap, time.Now(), storetest.Event(id)); err != nil {
 					b.Error(err)
 					return

@@ -84,7 +84,7 @@ func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) 
 	case "policy":
 		id = untoken(id)
 		if cur, ok := s.policies[id]; !ok || cur.seq < seq {
-			s.policies[id] = policyState{seq: seq, live: get(hdrOp) != "del"}
+			s.policies[id] = policyState{seq: seq, live: get(hdrOp) != opDelete}
 		}
 	case "meta":
 		if f, err := strconv.ParseUint(get(hdrFloor), 10, 64); err == nil && f > s.floor {

@@ -88,3 +88,53 @@ func eventually(t *testing.T, ok func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestCreateAfterDeleteIsWithdrawn puts a delete, through another store, in the window
+// between a create's look at its policy and its write: the delete finds no reference,
+// so the create's intent comes after the tombstone and must be withdrawn. The id can
+// then be created once the policy is stored again.
+func TestCreateAfterDeleteIsWithdrawn(t *testing.T) {
+	ctx := context.Background()
+	url := embed(t).URL()
+	a, b := open(t, url), open(t, url)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		ps, err := b.policyState(ctx, "P", false)
+		return err == nil && ps.live
+	}, "the other store sees the policy")
+	testHookBeforeCreate = func() {
+		if err := a.DeletePolicy(ctx, "P"); err != nil {
+			t.Errorf("delete in the window: %v", err)
+		}
+	}
+	err := b.CreateIntent(ctx, "late", "P", []byte("o"), time.Now().Add(time.Hour))
+	testHookBeforeCreate = nil
+	if !errors.Is(err, intentd.ErrPolicyNotFound) {
+		t.Fatalf("create after the tombstone = %v, want intentd.ErrPolicyNotFound", err)
+	}
+	for name, s := range map[string]*Store{"creator": b, "deleter": a} {
+		if _, err := s.Intent(ctx, "late"); !errors.Is(err, intentd.ErrNotFound) {
+			t.Errorf("%s: withdrawn intent reads %v, want intentd.ErrNotFound", name, err)
+		}
+		eventually(t, func() bool {
+			at, found, err := s.NextExpiry(ctx)
+			return err == nil && !found && at.IsZero()
+		}, name+"'s expiry index is empty")
+	}
+	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateIntent(ctx, "late", "P", []byte("o2"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("create of the withdrawn id once the policy is back: %v", err)
+	}
+	if got, err := a.Intent(ctx, "late"); err != nil || string(got) != "o2" {
+		t.Fatalf("recreated intent reads %q, %v; want o2", got, err)
+	}
+	if err := a.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("delete with the recreated intent open = %v, want intentd.ErrPolicyInUse", err)
+	}
+}

@@ -50,13 +50,19 @@ const (
 	hdrPhase   = "Intentd-Phase"   // open, processing or done, on an intent snapshot
 	hdrPolicy  = "Intentd-Policy"  // the policy id an intent names
 	hdrExpires = "Intentd-Expires" // an intent's deadline, Unix nanoseconds
-	hdrOp      = "Intentd-Op"      // "del" on a policy tombstone
+	hdrOp      = "Intentd-Op"      // opDelete on a policy tombstone, opWithdrawn on an intent
 	hdrFloor   = "Intentd-Floor"   // on the floor record: events below it are pruned
 
 	hdrBatchID     = "Nats-Batch-Id"
 	hdrBatchSeq    = "Nats-Batch-Sequence"
 	hdrBatchCommit = "Nats-Batch-Commit"
 	hdrRollup      = "Nats-Rollup"
+)
+
+// Operations a record may carry in hdrOp.
+const (
+	opDelete    = "del"       // a policy's tombstone
+	opWithdrawn = "withdrawn" // an intent created against a policy deleted first: as if never stored
 )
 
 const (
@@ -620,7 +626,7 @@ func (s *Store) policyState(ctx context.Context, id string, fresh bool) (policyS
 	if err != nil {
 		return policyState{}, err
 	}
-	ps := policyState{seq: m.Sequence, live: m.Header.Get(hdrOp) != "del"}
+	ps := policyState{seq: m.Sequence, live: m.Header.Get(hdrOp) != opDelete}
 	s.setPolicy(id, ps)
 	return ps, nil
 }
@@ -646,7 +652,7 @@ func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte,
 	if err != nil {
 		return nil, nil, s.fail(ctx, err)
 	}
-	if m.Header.Get(hdrOp) == "del" {
+	if m.Header.Get(hdrOp) == opDelete {
 		return nil, nil, intentd.ErrNotFound
 	}
 	return decodePolicy(id, m.Data)
@@ -677,13 +683,12 @@ func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
 
 // DeletePolicy removes a policy unless an open or processing intent names it.
 //
-// A create writes its intent in one batch with a check that the policy's subject is
-// still at the sequence it read. The delete first writes a tombstone on that subject, so
-// every create that has not yet committed now fails its check and finds the policy gone;
-// then it waits until this store has followed the stream up to the tombstone, so every
-// create that did commit is in the index; only then does it look for references. If it
-// finds one, it writes the policy back and reports ErrPolicyInUse: a create that ran in
-// that window was refused with ErrPolicyNotFound, never stored against a deleted policy.
+// Creates and deletes meet in the stream's one order. The delete writes a tombstone on
+// the policy's subject, waits until this store has followed the stream up to it, so that
+// every intent written before it is in the index, and then looks for references. If it
+// finds one, it writes the policy back and reports ErrPolicyInUse. A create that comes
+// after the tombstone in the stream finds it when it checks (see CreateIntent) and
+// withdraws its intent, so no intent is ever kept against a deleted policy.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
@@ -695,11 +700,11 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 		if err != nil {
 			return s.fail(ctx, err)
 		}
-		if m.Header.Get(hdrOp) == "del" {
+		if m.Header.Get(hdrOp) == opDelete {
 			return intentd.ErrNotFound
 		}
 		tomb := nats.NewMsg(s.subject("policy", id))
-		tomb.Header.Set(hdrOp, "del")
+		tomb.Header.Set(hdrOp, opDelete)
 		tomb.Header.Set(hdrRollup, "sub")
 		tomb.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
 		seq, err := s.publish(ctx, tomb)
@@ -742,52 +747,96 @@ func (s *Store) inUse(policy string) bool {
 }
 
 // CreateIntent stores a new open intent. Its snapshot is written expecting no record on
-// its subject, so of racing creates of one id, on any node, one wins; in the same atomic
-// batch a reference record checks that the policy's subject is where it was read live
-// (see DeletePolicy).
+// its subject (or only the record of a withdrawn create), so of racing creates of one
+// id, on any node, one wins.
+//
+// The policy is checked twice: live before the write, and after it, once this store has
+// followed the stream past the intent, that no tombstone came before the intent in the
+// stream. A delete whose tombstone comes after the intent sees the intent and refuses;
+// a create whose intent comes after the tombstone withdraws it here and reports
+// ErrPolicyNotFound. Nothing in this serialises the creates naming one policy: each
+// writes only its own subject.
 func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	fresh := false
+	ps, err := s.policyState(ctx, policyID, false)
+	if err == nil && !ps.live {
+		// The policy may have been stored by another node since this one looked.
+		ps, err = s.policyState(ctx, policyID, true)
+	}
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	if !ps.live {
+		return intentd.ErrPolicyNotFound
+	}
+	if testHookBeforeCreate != nil {
+		testHookBeforeCreate()
+	}
+	var after uint64 // the sequence of a withdrawn create's record, if any
 	for range 5 {
-		ps, err := s.policyState(ctx, policyID, fresh)
-		if err != nil {
-			return s.fail(ctx, err)
-		}
-		if !ps.live {
-			if !fresh {
-				// The policy may have been stored by another node since we looked.
-				fresh = true
-				continue
-			}
-			return intentd.ErrPolicyNotFound
-		}
 		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, expiresAt, snapshot)
-		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		ref := nats.NewMsg(s.subject("ref", id))
-		ref.Data = []byte(policyID)
-		ref.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(ps.seq, 10))
-		ref.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, s.subject("policy", policyID))
-		seq, err := s.publishBatch(ctx, snap, ref)
+		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
+		if after != 0 {
+			snap.Header.Set(hdrRollup, "sub") // the withdrawn record goes
+		}
+		seq, err := s.publish(ctx, snap)
 		if isWrongSeq(err) {
-			if _, err := s.last(ctx, s.subject("intent", id)); err == nil {
+			m, err := s.last(ctx, s.subject("intent", id))
+			switch {
+			case err == nil && m.Header.Get(hdrOp) != opWithdrawn:
 				return intentd.ErrExists
-			} else if !errors.Is(err, intentd.ErrNotFound) {
+			case err == nil:
+				after = m.Sequence
+			case !errors.Is(err, intentd.ErrNotFound):
 				return s.fail(ctx, err)
 			}
-			fresh = true
 			continue
 		}
 		if err != nil {
 			return s.fail(ctx, err)
 		}
-		s.apply(id, &entry{seq: seq - 1, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		s.apply(id, &entry{seq: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		return s.checkPolicyAfter(ctx, id, policyID, seq)
+	}
+	return fmt.Errorf("create intent %s: its subject keeps changing", id)
+}
+
+// testHookBeforeCreate, when set by a test, runs between a create's first look at its
+// policy and its write: the window a racing delete falls into.
+var testHookBeforeCreate func()
+
+// checkPolicyAfter is a create's second look at its policy, once the intent is written
+// at seq: when the policy's last record is a tombstone older than the intent, the delete
+// did not see the intent, so the intent is withdrawn. A tombstone newer than the intent
+// belongs to a delete that sees it and puts the policy back.
+func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq uint64) error {
+	if err := s.waitApplied(ctx, seq); err != nil {
+		return s.fail(ctx, err)
+	}
+	s.mu.Lock()
+	ps := s.policies[policyID]
+	s.mu.Unlock()
+	if ps.live || ps.seq > seq {
 		return nil
 	}
-	return fmt.Errorf("create intent %s: the policy %s keeps changing", id, policyID)
+	w := nats.NewMsg(s.subject("intent", id))
+	w.Header.Set(hdrOp, opWithdrawn)
+	w.Header.Set(hdrRollup, "sub")
+	w.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
+	wseq, err := s.publish(ctx, w)
+	if err != nil {
+		return s.fail(ctx, fmt.Errorf("withdraw intent %s, created against a deleted policy: %w", id, err))
+	}
+	s.mu.Lock()
+	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
+		delete(s.intents, id)
+	}
+	s.mu.Unlock()
+	return intentd.ErrPolicyNotFound
 }
 
 // Intent returns an intent's snapshot.
@@ -800,6 +849,9 @@ func (s *Store) Intent(ctx context.Context, id string) ([]byte, error) {
 	m, err := s.last(ctx, s.subject("intent", id))
 	if err != nil {
 		return nil, s.fail(ctx, err)
+	}
+	if m.Header.Get(hdrOp) == opWithdrawn {
+		return nil, intentd.ErrNotFound
 	}
 	return m.Data, nil
 }
@@ -884,8 +936,8 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 	if err != nil {
 		return 0, s.fail(ctx, err)
 	}
-	if cur.phase == phaseDone {
-		return 0, fmt.Errorf("finish %s, which is finished: %w", id, errStale)
+	if cur.phase != phaseOpen && cur.phase != phaseProcessing {
+		return 0, fmt.Errorf("finish %s, which is %q: %w", id, cur.phase, errStale)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
