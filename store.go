@@ -22,6 +22,11 @@ var (
 	// that what it acknowledged stays whole; reads go on, and writes resume on their
 	// own once space returns.
 	ErrStorageFull = errors.New("storage full")
+	// ErrStale: a transition was refused because the intent was written by another
+	// writer since the caller read it (another node, or an activation that outlived its
+	// move). Nothing was written; the caller reads the intent again before it decides
+	// anything.
+	ErrStale = errors.New("stale intent")
 )
 
 // Store is the durable state an engine persists through. persistence.Store is the one on

@@ -160,8 +160,15 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 // newHarnessOn opens an engine on a store of the given backend.
 func newHarnessOn(t *testing.T, backend storetest.Backend, tweak func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, backend(t), tweak)
+}
+
+// newHarnessWith opens an engine on a store opened by openStore: two harnesses given
+// one opener of a shared store are two nodes.
+func newHarnessWith(t *testing.T, openStore func(*testing.T) storetest.Store, tweak func(*Config)) *harness {
+	t.Helper()
 	_, key, _ := ed25519.GenerateKey(nil)
-	h := &harness{t: t, openStore: backend(t), ext: newFakeExtractor(), key: key}
+	h := &harness{t: t, openStore: openStore, ext: newFakeExtractor(), key: key}
 	h.cfg = DefaultConfig()
 	h.cfg.ExpiryInterval = 10 * time.Millisecond
 	if tweak != nil {

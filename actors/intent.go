@@ -73,10 +73,13 @@ func (s *snapshot) status() intentd.Status {
 // The messages of an intent actor. Each is a request: the actor answers with a reply.
 type (
 	create  struct{ snap *snapshot }
-	propose struct{ proposal intentd.Proposal }
-	expire  struct{}
-	resume  struct{}
-	proved  struct{ outcome outcome }
+	propose struct {
+		proposal intentd.Proposal
+		reread   bool // the intent was read again after a stale write
+	}
+	expire struct{}
+	resume struct{}
+	proved struct{ outcome outcome }
 )
 
 // reply is an intent actor's answer: a value or an error.
@@ -202,6 +205,12 @@ func (a *intentActor) propose(m propose) reply {
 	}
 	if err != nil {
 		a.e.releaseReservation()
+		if errors.Is(err, intentd.ErrStale) && !m.reread {
+			// Another writer moved the intent on: answer from what it wrote.
+			a.load()
+			m.reread = true
+			return a.propose(m)
+		}
 		return reply{err: storeFailed("store proposal: %w", err)}
 	}
 	a.snap = next
@@ -261,6 +270,18 @@ func (a *intentActor) finish(o outcome) reply {
 		return reply{err: intentd.Internal("encode snapshot: %w", err)}
 	}
 	if _, err := a.e.store.Finish(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
+		if errors.Is(err, intentd.ErrStale) {
+			// Another writer finished the intent or moved it on; its record stands, and
+			// this outcome is dropped rather than tried again for ever.
+			a.load()
+			if a.snap == nil {
+				return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
+			}
+			if a.snap.State != want {
+				a.e.log.Warn("outcome dropped: the intent was written by another writer", "intent_id", a.id)
+				return reply{value: a.snap.clone()}
+			}
+		}
 		return reply{err: storeFailed("store outcome: %w", err)}
 	}
 	a.snap = next

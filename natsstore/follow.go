@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
@@ -76,11 +76,8 @@ func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) 
 			delete(s.intents, id)
 			break
 		}
-		e := &entry{seq: seq, phase: phase, policy: get(hdrPolicy)}
-		if ns, err := strconv.ParseInt(get(hdrExpires), 10, 64); err == nil {
-			e.expires = time.Unix(0, ns)
-		}
-		s.intents[id] = e
+		e := entryOf(seq, nats.Header(h))
+		s.intents[id] = &e
 	case "policy":
 		id = untoken(id)
 		if cur, ok := s.policies[id]; !ok || cur.seq < seq {

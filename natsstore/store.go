@@ -52,6 +52,9 @@ const (
 	hdrExpires = "Intentd-Expires" // an intent's deadline, Unix nanoseconds
 	hdrOp      = "Intentd-Op"      // opDelete on a policy tombstone, opWithdrawn on an intent
 	hdrFloor   = "Intentd-Floor"   // on the floor record: events below it are pruned
+	// hdrCreated is the sequence of an intent's open snapshot, on its later ones: a
+	// policy delete looks for intents created before its tombstone (see DeletePolicy).
+	hdrCreated = "Intentd-Created"
 
 	hdrBatchID     = "Nats-Batch-Id"
 	hdrBatchSeq    = "Nats-Batch-Sequence"
@@ -104,6 +107,7 @@ type Store struct {
 // a writer must name to write the next one, and what the indexes need.
 type entry struct {
 	seq     uint64
+	created uint64 // the sequence of the open snapshot
 	phase   string
 	policy  string
 	expires time.Time
@@ -550,10 +554,15 @@ func (s *Store) last(ctx context.Context, subject string) (*jetstream.RawStreamM
 	return m, err
 }
 
-func snapshotMsg(subject, phase, policy string, expires time.Time, snapshot []byte) *nats.Msg {
+// snapshotMsg is an intent's snapshot record; created is 0 for the open snapshot, whose
+// own sequence it is.
+func snapshotMsg(subject, phase, policy string, created uint64, expires time.Time, snapshot []byte) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = snapshot
 	m.Header.Set(hdrPhase, phase)
+	if created != 0 {
+		m.Header.Set(hdrCreated, strconv.FormatUint(created, 10))
+	}
 	m.Header.Set(hdrPolicy, policy)
 	m.Header.Set(hdrExpires, strconv.FormatInt(expires.UnixNano(), 10))
 	return m
@@ -718,7 +727,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 		if err := s.waitApplied(ctx, seq); err != nil {
 			return s.fail(ctx, err)
 		}
-		if !s.inUse(id) {
+		if !s.inUse(id, seq) {
 			return nil
 		}
 		bytecode, source, err := decodePolicy(id, m.Data)
@@ -735,11 +744,13 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	return fmt.Errorf("delete policy %s: too many concurrent writers", id)
 }
 
-func (s *Store) inUse(policy string) bool {
+// inUse reports whether an open or processing intent created before the tombstone at
+// seq names the policy. One created after it is the create's to withdraw.
+func (s *Store) inUse(policy string, tombstone uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.intents {
-		if e.policy == policy && e.phase != phaseDone {
+		if e.policy == policy && e.phase != phaseDone && e.created < tombstone {
 			return true
 		}
 	}
@@ -778,7 +789,7 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 	}
 	var after uint64 // the sequence of a withdrawn create's record, if any
 	for range 5 {
-		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, expiresAt, snapshot)
+		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, 0, expiresAt, snapshot)
 		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
 		if after != 0 {
 			snap.Header.Set(hdrRollup, "sub") // the withdrawn record goes
@@ -799,7 +810,7 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 		if err != nil {
 			return s.fail(ctx, err)
 		}
-		s.apply(id, &entry{seq: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		s.apply(id, &entry{seq: seq, created: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
 		return s.checkPolicyAfter(ctx, id, policyID, seq)
 	}
 	return fmt.Errorf("create intent %s: its subject keeps changing", id)
@@ -876,9 +887,12 @@ func (s *Store) current(ctx context.Context, id string) (entry, error) {
 }
 
 func entryOf(seq uint64, h nats.Header) entry {
-	e := entry{seq: seq, phase: h.Get(hdrPhase), policy: h.Get(hdrPolicy)}
+	e := entry{seq: seq, created: seq, phase: h.Get(hdrPhase), policy: h.Get(hdrPolicy)}
 	if ns, err := strconv.ParseInt(h.Get(hdrExpires), 10, 64); err == nil {
 		e.expires = time.Unix(0, ns)
+	}
+	if c, err := strconv.ParseUint(h.Get(hdrCreated), 10, 64); err == nil {
+		e.created = c
 	}
 	return e
 }
@@ -886,7 +900,7 @@ func entryOf(seq uint64, h nats.Header) entry {
 // errStale is the error of a write refused because the intent was written since this
 // store last saw it, or has moved past the state the write starts from: another writer
 // holds the intent.
-var errStale = errors.New("the intent was written by another writer")
+var errStale = intentd.ErrStale
 
 // The interface carries no revision from the engine, so the fence is the intent's last
 // known record: a transition is written only from the phase it starts from (processing
@@ -908,17 +922,18 @@ func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte,
 	if cur.phase != phaseOpen {
 		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
 	}
-	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, expiresAt, snapshot)
+	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, cur.created, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
 	m.Header.Set(hdrRollup, "sub")
 	seq, err := s.publish(ctx, m)
 	if isWrongSeq(err) {
+		s.refresh(ctx, id)
 		return fmt.Errorf("begin processing %s: %w", id, errStale)
 	}
 	if err != nil {
 		return s.fail(ctx, err)
 	}
-	s.apply(id, &entry{seq: seq, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
+	s.apply(id, &entry{seq: seq, created: cur.created, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
 	return nil
 }
 
@@ -939,20 +954,41 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 	if cur.phase != phaseOpen && cur.phase != phaseProcessing {
 		return 0, fmt.Errorf("finish %s, which is %q: %w", id, cur.phase, errStale)
 	}
-	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, expiresAt, snapshot)
+	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, cur.created, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
 	m.Header.Set(hdrRollup, "sub")
 	em := nats.NewMsg(s.eventSubject())
 	em.Data = ev.Data
 	seq, err := s.publishBatch(ctx, m, em)
 	if isWrongSeq(err) {
+		s.refresh(ctx, id)
 		return 0, fmt.Errorf("finish %s: %w", id, errStale)
 	}
 	if err != nil {
 		return 0, s.fail(ctx, err)
 	}
-	s.apply(id, &entry{seq: seq - 1, phase: phaseDone, policy: policyID, expires: expiresAt})
+	s.apply(id, &entry{seq: seq - 1, created: cur.created, phase: phaseDone, policy: policyID, expires: expiresAt})
 	return seq, nil
+}
+
+// refresh reads an intent's last record after a write was refused as stale, so that the
+// caller's next try does not meet the same stale entry while the watcher catches up.
+func (s *Store) refresh(ctx context.Context, id string) {
+	m, err := s.last(ctx, s.subject("intent", id))
+	if err != nil {
+		return
+	}
+	e := entryOf(m.Sequence, m.Header)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
+		return
+	}
+	if e.phase != phaseOpen && e.phase != phaseProcessing {
+		delete(s.intents, id)
+		return
+	}
+	s.intents[id] = &e
 }
 
 // apply records this store's own write in the index, unless the watcher is already past

@@ -1,0 +1,70 @@
+package actors
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/storetest"
+)
+
+// TestStaleWriter runs two engines on one NATS stream, as two nodes of a cluster, and
+// lets the one whose view of an intent is old write to it: the store refuses the write,
+// and the engine answers from what the other wrote instead of failing or retrying.
+func TestStaleWriter(t *testing.T) {
+	var openNATS func(*testing.T) func(*testing.T) storetest.Store
+	for _, s := range stores {
+		if s.name == "nats" {
+			openNATS = s.backend
+		}
+	}
+	t.Run("proposal", func(t *testing.T) {
+		shared := openNATS(t)
+		a, b := newHarnessWith(t, shared, nil), newHarnessWith(t, shared, nil)
+		id := a.submit("M", 2500)
+		a.status(id) // a's actor now holds the open intent
+		if err := proposeTo(b, id, "M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+		b.waitState(id, intentd.StateSuccess)
+		err := proposeTo(a, id, "M-dear")
+		if intentd.ErrorCode(err) != intentd.CodeProposalExists {
+			t.Fatalf("second proposal through the stale node = %v, want %s", err, intentd.CodeProposalExists)
+		}
+		if got := a.status(id); got.State != intentd.StateSuccess || got.Proposal.Solution != "M-cheap" {
+			t.Fatalf("stale node reports %s of %+v, want the other node's success", got.State, got.Proposal)
+		}
+	})
+	t.Run("outcome", func(t *testing.T) {
+		shared := openNATS(t)
+		var finishes atomic.Int32
+		a := newHarnessWith(t, shared, func(c *Config) {
+			c.Observer = &intentd.Observer{StoreCall: func(op string, _ bool, _ time.Duration) {
+				if op == "finish" {
+					finishes.Add(1)
+				}
+			}}
+		})
+		id := a.submit("M", 2500)
+		if err := proposeTo(a, id, "block:M-dear"); err != nil {
+			t.Fatal(err)
+		}
+		<-a.ext.started
+		// b starts while the intent is processing and proves it again, as a node that
+		// takes over would; its extractor does not block.
+		b := newHarnessWith(t, shared, nil)
+		close(b.ext.release)
+		b.waitState(id, intentd.StateFailure)
+		close(a.ext.release) // a's proof now ends, and its terminal write is stale
+		a.waitState(id, intentd.StateFailure)
+		// An engine that took the refusal for a passing fault would write again and again.
+		time.Sleep(100 * time.Millisecond)
+		if n := finishes.Load(); n != 1 {
+			t.Fatalf("the stale node tried its terminal write %d times, want 1", n)
+		}
+		if evs := a.events(0, 1); evs[0].IntentID != id {
+			t.Fatalf("event of %s, want the one of %s", evs[0].IntentID, id)
+		}
+	})
+}
