@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -94,6 +95,9 @@ type Store struct {
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}
+	// fullAt is when a write was last refused for want of space (Unix nanoseconds), 0
+	// once one has succeeded since.
+	fullAt atomic.Int64
 	// batches holds a place for each atomic batch in flight; see maxBatches.
 	batches chan struct{}
 
@@ -386,10 +390,31 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	if closed || errors.Is(err, nats.ErrConnectionClosed) {
 		return intentd.ErrStoreClosed
 	}
+	if outOfSpace(err) {
+		s.fullAt.Store(time.Now().UnixNano())
+		return fmt.Errorf("%w: %w", intentd.ErrStorageFull, err)
+	}
 	if unreachable(err) {
 		return unavailable(err)
 	}
 	return err
+}
+
+// outOfSpace reports a write refused for want of storage: JetStream's limit for the
+// account or the server is reached, or the server's disk is full. Nothing of the write
+// was stored.
+func outOfSpace(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case 10002, 10023, 10047: // account resources exceeded, insufficient resources, storage resources exceeded
+		return true
+	case 10077: // the store failed to save the message
+		return strings.Contains(apiErr.Description, "no space")
+	}
+	return false
 }
 
 // unreachable reports whether err says that no server answered, rather than that one
@@ -489,6 +514,7 @@ func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		s.fullAt.Store(0)
 		return ack.Sequence, nil
 	}
 }
@@ -1300,11 +1326,20 @@ func (s *Store) setFloor(f uint64) {
 	s.mu.Unlock()
 }
 
-// Writable reports why the store cannot take writes now (its connection to the NATS
-// servers is down), or nil: for a readiness check, which should say why.
+// Writable reports why the store cannot take writes now, or nil: for a readiness check,
+// which should say why. The connection to the NATS servers is down; or the last write
+// was refused for want of space less than fullFor ago, and none has succeeded since.
 func (s *Store) Writable() error {
 	if st := s.nc.Status(); st != nats.CONNECTED {
 		return unavailable(fmt.Errorf("nats connection is %v", st))
 	}
+	if at := s.fullAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < fullFor {
+		return fmt.Errorf("%w: JetStream refused the last write for want of space", intentd.ErrStorageFull)
+	}
 	return nil
 }
+
+// fullFor is how long a refusal for want of space makes the store report itself full.
+// Space comes back without a write to say so (a purge, a bigger limit), so the report
+// ends on its own rather than keep a readiness check failing with no traffic to clear it.
+const fullFor = 10 * time.Second

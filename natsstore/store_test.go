@@ -2,7 +2,11 @@ package natsstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/storetest"
 )
 
@@ -113,5 +118,59 @@ func TestPruneAllThenCount(t *testing.T) {
 	}
 	if first, l, _ := s.EventBounds(ctx); first != d || l != d || c <= last {
 		t.Fatalf("bounds = %d..%d, want %d..%d", first, l, d, d)
+	}
+}
+
+// TestStorageFull fills a server whose JetStream may hold little: a write past it is
+// refused with intentd.ErrStorageFull, whatever it is, and what was stored before stays
+// readable.
+func TestStorageFull(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, []byte("jetstream { max_file_store: 64KB }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Embed(EmbedOptions{Dir: dir, ConfigFile: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	s := open(t, srv.URL())
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap := make([]byte, 4096)
+	var stored []string
+	var full error
+	for i := 0; i < 100 && full == nil; i++ {
+		id := fmt.Sprintf("i%d", i)
+		switch err := s.CreateIntent(ctx, id, "P", snap, time.Now().Add(time.Hour)); {
+		case err == nil:
+			stored = append(stored, id)
+		case errors.Is(err, intentd.ErrStorageFull):
+			full = err
+		default:
+			t.Fatalf("create %s: %v, want nil or intentd.ErrStorageFull", id, err)
+		}
+	}
+	if full == nil {
+		t.Fatal("100 intents of 4 KiB fitted in 64 KiB")
+	}
+	if len(stored) == 0 {
+		t.Fatalf("the first write was refused: %v", full)
+	}
+	t.Logf("after %d intents: %v", len(stored), full)
+	for _, id := range stored {
+		if got, err := s.Intent(ctx, id); err != nil || len(got) != len(snap) {
+			t.Fatalf("intent %s stored before the store was full reads %d bytes, %v", id, len(got), err)
+		}
+	}
+	if _, err := s.Finish(ctx, stored[0], "P", snap, time.Now(), storetest.Event(stored[0])); !errors.Is(err, intentd.ErrStorageFull) {
+		t.Fatalf("terminal write when full = %v, want intentd.ErrStorageFull", err)
+	}
+	if err := s.Writable(); !errors.Is(err, intentd.ErrStorageFull) {
+		t.Fatalf("Writable when full = %v, want intentd.ErrStorageFull", err)
 	}
 }
