@@ -99,7 +99,7 @@ func createOpen(b *testing.B, s *Store, n int, snap []byte) []string {
 
 // embedCluster starts a JetStream cluster of n servers on loopback, each from a
 // configuration file as --nats-embed-config would give it, and returns their URLs.
-func embedCluster(b *testing.B, n int) []string {
+func embedCluster(b testing.TB, n int) []string {
 	ports := make([]int, 2*n)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,18 +148,9 @@ func embedCluster(b *testing.B, n int) []string {
 // loopback, where a batch is staged in memory and replicated to a quorum.
 func BenchmarkR3(b *testing.B) {
 	urls := embedCluster(b, 3)
-	var s *Store
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var err error
-		s, err = Open(context.Background(), Options{URLs: urls, Replicas: 3})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal(err) // the cluster elects its JetStream leader first
-		}
-		time.Sleep(200 * time.Millisecond)
+	s, err := Open(context.Background(), Options{URLs: urls, Replicas: 3})
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
 	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {

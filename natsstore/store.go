@@ -198,8 +198,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 func (s *Store) start(ctx context.Context, replicas int) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(s.timeout, startTimeout))
+		defer cancel()
+	}
 	js, err := jetstream.New(s.nc)
 	if err != nil {
 		return err
@@ -212,7 +215,7 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		}
 	}
 	want := s.streamConfig(replicas)
-	stream, err := js.Stream(ctx, s.name)
+	stream, err := s.awaitStream(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		stream, err = js.CreateStream(ctx, want)
@@ -235,6 +238,43 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		return err
 	}
 	return s.followEvents(info.State.LastSeq)
+}
+
+// startTimeout bounds Open when its context has no deadline: long enough for a cluster
+// started at the same moment to elect its leaders.
+const startTimeout = 30 * time.Second
+
+// awaitStream looks the stream up, waiting while JetStream cannot answer yet: servers
+// started together take a few seconds to elect the leader of their cluster, and a node
+// started beside them should wait for it rather than fail.
+func (s *Store) awaitStream(ctx context.Context) (jetstream.Stream, error) {
+	start := time.Now()
+	for {
+		// A server with no leader may not answer at all: each try has its own short
+		// time-out, so that the next one goes out.
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		stream, err := s.js.Stream(try, s.name)
+		cancel()
+		if err == nil || ctx.Err() == nil && !unreachable(err) && !jetStreamNotReady(err) {
+			return stream, err
+		}
+		if time.Since(start) > 2*time.Second {
+			s.log.Info("waiting for JetStream to answer", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("nats store: JetStream did not answer in %v (a cluster still electing its leader, or JetStream not enabled): %w",
+				time.Since(start).Round(time.Second), err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// jetStreamNotReady reports the answer of a server whose JetStream is not ready to
+// serve its API: it has no cluster leader yet.
+func jetStreamNotReady(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 // JetStream system temporarily unavailable
 }
 
 // streamConfig is the one stream's layout. Rollups keep one snapshot per intent; atomic

@@ -174,3 +174,22 @@ func TestStorageFull(t *testing.T) {
 		t.Fatalf("Writable when full = %v, want intentd.ErrStorageFull", err)
 	}
 }
+
+// TestOpenWaitsForClusterLeader opens the store on a three-server cluster at the moment
+// its servers take connections, before they have elected their leader: Open waits for
+// JetStream to answer instead of failing, as a node started beside its servers must.
+func TestOpenWaitsForClusterLeader(t *testing.T) {
+	urls := embedCluster(t, 3)
+	s, err := Open(context.Background(), Options{URLs: urls})
+	if err != nil {
+		t.Fatalf("Open on a cluster still electing: %v", err)
+	}
+	defer s.Close()
+	info, err := s.stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.Replicas != 3 {
+		t.Fatalf("replicas %d, want 3 by default on three servers", info.Config.Replicas)
+	}
+}
