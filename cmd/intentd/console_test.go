@@ -126,6 +126,8 @@ func (b *consoleBrowser) screenshot(name, ready string) {
 	}{{"wide", 1280}, {"narrow", 375}} {
 		b.run(chromedp.EmulateViewport(size.width, 800))
 		b.wait("the page at "+size.suffix+" width", ready, 5*time.Second)
+		// What the page is about, in view: the element ready found.
+		b.eval("("+ready+").scrollIntoView({block: \"center\"})", nil)
 		// Layout settles within a frame of the resize.
 		time.Sleep(150 * time.Millisecond)
 		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
@@ -176,7 +178,7 @@ func TestConsole(t *testing.T) {
 	if got := b.text(`#events tr[data-type="failure"] .badge`); got != "failure: constraints" {
 		t.Errorf("the failure's badge says %q, want %q", got, "failure: constraints")
 	}
-	b.screenshot("live", row(failed, "failure"))
+	b.screenshot("live", `document.querySelector("h1")`)
 
 	// The Intent page of the failed intent: constraint 5 (in stock) is marked, with
 	// the reason the status gives.
@@ -202,7 +204,7 @@ func TestConsole(t *testing.T) {
 	b.open("#/intent/" + open)
 	countdown := `/^\d{2}:\d{2}:\d{2}$/.test((document.getElementById("countdown") || {}).textContent)`
 	b.wait("the countdown", countdown, 5*time.Second)
-	b.screenshot("intent-open", countdown)
+	b.screenshot("intent-open", `document.querySelector("h1")`)
 
 	// The Proof page verifies a real bundle, success and failure alike, against the
 	// server's key.
@@ -218,7 +220,7 @@ func TestConsole(t *testing.T) {
 			}
 		}
 	}
-	b.screenshot("proof-verified", `document.getElementById("verdict")`)
+	b.screenshot("proof-verified", `document.querySelector("h1")`)
 
 	// A bundle with one byte changed, dropped in with the server's key typed in: the
 	// page names the check that fails, as intentctl verify does.
@@ -263,7 +265,7 @@ func TestConsole(t *testing.T) {
 		if st := b.attr(fmt.Sprintf(`li[data-check=%q]`, c.check), "data-status"); st != "fail" {
 			t.Errorf("the %s file: check %s is %q, want fail", c.name, c.check, st)
 		}
-		b.screenshot("proof-tampered", `document.getElementById("verdict")`)
+		b.screenshot("proof-tampered", `document.querySelector('li[data-check="evidence_digest"]')`)
 	}
 
 	// The Policy page: the canonical text, the parameters and the evidence read.
@@ -275,7 +277,7 @@ func TestConsole(t *testing.T) {
 			t.Errorf("the Policy page lacks %q", want)
 		}
 	}
-	b.screenshot("policy", `document.getElementById("policy-text")`)
+	b.screenshot("policy", `document.querySelector("h1")`)
 }
 
 // count is the number of elements a selector finds.

@@ -73,7 +73,7 @@ export function livePage(main) {
 
   function drawChart() {
     const now = Math.floor(Date.now() / 60000);
-    const W = 600, H = 100, pad = 16, bw = (W - 2) / 60;
+    const W = 600, H = 100, pad = 1, bw = (W - 2) / 60;
     let max = 1;
     for (let m = now - 59; m <= now; m++) {
       const v = live.minutes.get(m);
@@ -94,13 +94,10 @@ export function livePage(main) {
           svg("title", {}, `${v[t]} ${t}, ${59 - i} min ago`)));
       }
     }
-    chart.replaceChildren(svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
+    chart.replaceChildren(h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, `max ${max}/min`)), svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
       "aria-label": `${total} outcomes in the last hour, at most ${max === 1 && total === 0 ? 0 : max} in one minute` },
     svg("line", { x1: 0, x2: W, y1: H - pad, y2: H - pad, stroke: "#c4c8cc" }),
-    ...bars,
-    svg("text", { class: "axis", x: 2, y: H - 3 }, "60 min ago"),
-    svg("text", { class: "axis", x: W - 2, y: H - 3, "text-anchor": "end" }, "now"),
-    svg("text", { class: "axis", x: 2, y: 10 }, `max ${max}/min`)));
+    ...bars), h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, "60 min ago"), h("span", {}, "now")));
   }
 
   const redraw = () => { drawRows(); drawCounts(); drawChart(); };
