@@ -25,6 +25,11 @@
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.
 //
+// With Options.Console, the browser console (package console, docs/console.md) is served
+// under /ui/, beside the routes rather than in their table: its files are no part of the
+// API and need no token, and the one call it adds, the times of an intent, needs the read
+// role as a status does.
+//
 // The Go client of this API is package client, kept apart so that a program that only
 // talks to a server does not link one.
 package http

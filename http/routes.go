@@ -75,6 +75,9 @@ func (s *Server) newRouter() *httprouter.Router {
 			h(w, req, ps)
 		})
 	}
+	if s.opts.Console {
+		s.routeConsole(r)
+	}
 	// httprouter sets Allow before calling this.
 	r.MethodNotAllowed = s.unmatched(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		Error(w, r, s.log, intentd.Errorf(intentd.KindMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)",

@@ -96,6 +96,33 @@ func chromiumPath() string {
 	return ""
 }
 
+// startChromium starts a headless Chromium for the test's life and returns its first
+// tab; ctx bounds the whole session.
+func startChromium(t *testing.T, ctx context.Context, chromium string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		// The machine may have no network: without these Chromium keeps dialling
+		// Google's services.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	browser, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	return browser
+}
+
 // pageState is what the page saw of the event stream.
 type pageState struct {
 	State  int `json:"state"` // EventSource.readyState: 0 connecting, 1 open, 2 closed
@@ -152,24 +179,7 @@ func TestBrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		// The machine may have no network: without these Chromium keeps dialling
-		// Google's services.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
+	browser := startChromium(t, ctx, chromium)
 
 	err := chromedp.Do(browser,
 		chromedp.Navigate(origin+"/"),

@@ -127,6 +127,8 @@ type Config struct {
 	// store on it; NatsEmbedConfig is that server's configuration file (cluster, ports).
 	NatsEmbed       bool
 	NatsEmbedConfig string
+	// UI serves the browser console under /ui/.
+	UI bool
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -217,6 +219,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
 	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
 	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
+	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -446,6 +449,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	opts.Tokens = tokens
 	opts.CORSOrigins = c.CORSOrigins
+	opts.Console = c.UI
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()
 	if w, ok := m.store.(interface{ Writable() error }); ok {

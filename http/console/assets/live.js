@@ -1,0 +1,117 @@
+// The Live page: the outcome stream as it arrives, filtered by type and intent id, with
+// counts per minute over the last hour.
+
+import { h, badge, intentLink } from "./dom.js";
+import { live, subscribe } from "./events.js";
+
+const SHOWN = 200; // rows drawn at most; the newest first
+
+const NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  for (const c of children) el.append(c);
+  return el;
+}
+
+export function livePage(main) {
+  const type = h("select", { id: "f-type" },
+    h("option", { value: "" }, "all types"),
+    ["success", "failure", "expired"].map(t => h("option", { value: t }, t)));
+  const intent = h("input", { type: "text", id: "f-intent", placeholder: "part of an intent id", autocomplete: "off", spellcheck: "false" });
+  const counts = h("p", { class: "counts", "aria-live": "polite" });
+  const chart = h("div", { class: "chart" });
+  const tbody = h("tbody", { id: "events" });
+  const summary = h("p", { class: "muted" });
+
+  main.append(
+    h("h1", {}, "Live outcomes"),
+    h("form", { class: "filters", role: "search", onsubmit: e => e.preventDefault() },
+      h("label", { for: "f-type" }, "Type", type),
+      h("label", { for: "f-intent" }, "Intent id", intent)),
+    counts,
+    h("section", { class: "card", "aria-labelledby": "chart-h" },
+      h("h2", { id: "chart-h" }, "Outcomes per minute, last hour"),
+      chart,
+      h("p", { class: "legend" }, h("span", { class: "success" }, "success"), h("span", { class: "failure" }, "failure"), h("span", { class: "expired" }, "expired"),
+        h("span", { class: "muted" }, "counted when they reached this page"))),
+    h("section", { "aria-labelledby": "ev-h" },
+      h("h2", { id: "ev-h" }, "Events, newest first"),
+      summary,
+      h("div", { class: "table-wrap" }, h("table", { class: "events" },
+        h("thead", {}, h("tr", {},
+          h("th", { scope: "col" }, "id"), h("th", { scope: "col" }, "outcome"), h("th", { scope: "col" }, "intent"),
+          h("th", { scope: "col", class: "hide-narrow" }, "solution"), h("th", { scope: "col", class: "hide-narrow" }, "reason"))),
+        tbody))));
+
+  const matches = e => (!type.value || e.type === type.value) &&
+    (!intent.value.trim() || (e.data.intent_id || "").includes(intent.value.trim().toLowerCase()));
+
+  const row = e => h("tr", { "data-id": e.id, "data-type": e.type },
+    h("td", { class: "id" }, e.id),
+    h("td", {}, badge(e.type, e.type === "failure" && e.data.failure_kind ? `failure: ${e.data.failure_kind}` : e.type)),
+    h("td", {}, intentLink(e.data.intent_id)),
+    h("td", { class: "hide-narrow mono" }, e.data.proposal ? e.data.proposal.solution : ""),
+    h("td", { class: "hide-narrow" }, e.data.reason || ""));
+
+  function drawRows() {
+    const shown = live.events.filter(matches);
+    tbody.replaceChildren(...shown.slice(-SHOWN).reverse().map(row));
+    summary.textContent = shown.length
+      ? `${shown.length} of the ${live.events.length} events this page holds` + (shown.length > SHOWN ? `; the newest ${SHOWN} shown` : "")
+      : live.events.length ? "No event matches the filters." : "No event yet: outcomes appear here as intents are decided or expire.";
+  }
+
+  function drawCounts() {
+    const c = live.counts;
+    counts.replaceChildren(
+      h("span", {}, badge("success"), " ", c.success),
+      h("span", {}, badge("failure"), " ", c.failure),
+      h("span", {}, badge("expired"), " ", c.expired),
+      h("span", { class: "muted" }, `last id ${live.lastId}`));
+  }
+
+  function drawChart() {
+    const now = Math.floor(Date.now() / 60000);
+    const W = 600, H = 100, pad = 1, bw = (W - 2) / 60;
+    let max = 1;
+    for (let m = now - 59; m <= now; m++) {
+      const v = live.minutes.get(m);
+      if (v) max = Math.max(max, v.success + v.failure + v.expired);
+    }
+    const bars = [];
+    let total = 0;
+    for (let i = 0; i < 60; i++) {
+      const v = live.minutes.get(now - 59 + i);
+      if (!v) continue;
+      let y = H - pad;
+      for (const t of ["success", "failure", "expired"]) {
+        if (!v[t]) continue;
+        total += v[t];
+        const bh = v[t] / max * (H - pad - 4);
+        y -= bh;
+        bars.push(svg("rect", { class: t, x: 1 + i * bw, y, width: Math.max(bw - 1, 1), height: bh },
+          svg("title", {}, `${v[t]} ${t}, ${59 - i} min ago`)));
+      }
+    }
+    chart.replaceChildren(h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, `max ${max}/min`)), svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
+      "aria-label": `${total} outcomes in the last hour, at most ${max === 1 && total === 0 ? 0 : max} in one minute` },
+    svg("line", { x1: 0, x2: W, y1: H - pad, y2: H - pad, stroke: "#c4c8cc" }),
+    ...bars), h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, "60 min ago"), h("span", {}, "now")));
+  }
+
+  const redraw = () => { drawRows(); drawCounts(); drawChart(); };
+  type.addEventListener("change", drawRows);
+  intent.addEventListener("input", drawRows);
+  redraw();
+
+  // Redraws are batched, one per 100 ms: a replay sends thousands of events at once.
+  let pending = false;
+  const off = subscribe(w => {
+    if (!w.event || pending) return;
+    pending = true;
+    setTimeout(() => { pending = false; redraw(); }, 100);
+  });
+  const tick = setInterval(drawChart, 15000);
+  return () => { off(); clearInterval(tick); };
+}

@@ -1,0 +1,98 @@
+// The Proof page: a decided intent's bundle, fetched and checked here against the key
+// the server gives in /info; or a bundle file from elsewhere, dropped or chosen, checked
+// against a key typed in.
+
+import { call, info } from "./api.js";
+import { h, errorBox, intentLink } from "./dom.js";
+import { lookupForm } from "./intent.js";
+import { CHECKS, verifyBundle } from "./verify.js";
+
+export function proofPage(main, id) {
+  main.append(h("h1", {}, "Proof"), lookupForm("proof", "Intent id", id));
+  const out = h("div", { id: "proof-result", "aria-live": "polite" });
+  main.append(out);
+  if (id) fromServer(id, out);
+  main.append(dropZone(out));
+}
+
+async function fromServer(id, out) {
+  out.replaceChildren(h("p", { class: "muted" }, "Fetching the bundle…"));
+  try {
+    const [i, text] = await Promise.all([info(), call("/intents/" + encodeURIComponent(id) + "/proof").then(r => r.text())]);
+    if (!i.public_key) throw new Error("this server reports no signing key (GET /info has no public_key)");
+    const v = await verifyBundle(text, i.public_key);
+    out.replaceChildren(h("p", { class: "muted" }, "The bundle of intent ", intentLink(id), ", checked against this server's key from GET /info, ",
+      h("span", { class: "mono" }, i.public_key), "."), show(v));
+  } catch (e) {
+    out.replaceChildren(errorBox(e));
+  }
+}
+
+function dropZone(out) {
+  const file = h("input", { type: "file", id: "bundle-file", accept: "application/json,.json" });
+  const key = h("input", { type: "text", id: "trusted-key", autocomplete: "off", spellcheck: "false", placeholder: "Base58 Ed25519 public key" });
+  const status = h("p", { class: "muted", id: "drop-status" }, "No file chosen.");
+  let text = null, name = "";
+  const check = async () => {
+    if (text === null) { status.textContent = "Choose or drop a bundle file first."; return; }
+    out.replaceChildren(h("p", { class: "muted" }, `Checking ${name}…`));
+    const v = await verifyBundle(text, key.value.trim());
+    out.replaceChildren(h("p", { class: "muted" }, `The file ${name}, checked against `, key.value.trim()
+      ? h("span", { class: "mono" }, key.value.trim()) : "the key inside it (no key typed in: not trusted)", "."), show(v));
+    out.scrollIntoView({ block: "start" });
+  };
+  const load = async f => {
+    if (!f) return;
+    if (f.size > 16 << 20) { status.textContent = `${f.name} is ${f.size} bytes: not a proof bundle.`; return; }
+    text = await f.text();
+    name = f.name;
+    status.textContent = `${f.name}, ${f.size} bytes.`;
+    check();
+  };
+  file.addEventListener("change", () => load(file.files[0]));
+  const zone = h("div", { class: "drop", id: "drop" },
+    h("p", {}, "Drop a bundle file here, or ", h("label", { for: "bundle-file", class: "inline" }, "choose one: ", file)), status);
+  zone.addEventListener("dragover", e => { e.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", e => { e.preventDefault(); zone.classList.remove("over"); load(e.dataTransfer.files[0]); });
+  const useServer = h("button", { type: "button", class: "secondary", onclick: async () => {
+    try { key.value = (await info()).public_key || ""; } catch (e) { status.textContent = e.message; }
+  } }, "Use this server's key");
+  return h("section", { class: "card", "aria-labelledby": "drop-h" },
+    h("h2", { id: "drop-h" }, "Check a bundle file"),
+    h("form", { class: "row", onsubmit: e => { e.preventDefault(); check(); } },
+      h("label", { for: "trusted-key" }, "Key to trust (Base58; empty: the bundle's own, which proves less)", key),
+      useServer, h("button", { type: "submit" }, "Check")),
+    zone);
+}
+
+// show draws the verdict as `intentctl verify` words it, then each check.
+function show({ results, report, error }) {
+  const verdict = error
+    ? h("p", { class: "verdict bad", id: "verdict", role: "alert" }, `verification FAILED: check ${error.check}: ${error.message}`)
+    : h("p", { class: "verdict ok", id: "verdict" }, `verified: the proof of intent ${report.intentID} holds`,
+      report.keyTrusted ? "" : " (against the bundle's own key: not trusted)",
+      h("span", { class: "sub" }, "Every check the browser can run passed; the re-evaluation of the policy is left to intentctl verify."));
+  const names = new Map(CHECKS);
+  const list = h("ol", { class: "checks", "aria-label": "Checks" }, results.map(r => h("li", { class: r.status === "fail" ? "fail" : "", "data-check": r.check, "data-status": r.status },
+    h("span", { class: "badge " + { pass: "success", fail: "failure", "not run": "skipped", skipped: "skipped" }[r.status] }, r.status),
+    h("span", { class: "name" }, h("strong", { class: "mono" }, r.check), " ", names.get(r.check) || ""),
+    h("span", { class: "msg" }, r.message))));
+  const parts = [verdict];
+  if (!error) {
+    const kv = h("dl", { class: "kv" },
+      h("dt", {}, "outcome"), h("dd", {}, report.outcome + (report.failures.length ? ` (${report.failures.length} constraint failure(s))` : "")));
+    if (report.failureKind) kv.append(h("dt", {}, "kind"), h("dd", {}, report.failureKind));
+    if (report.evidenceMissing.length) kv.append(h("dt", {}, "missing"), h("dd", { class: "mono" }, report.evidenceMissing.join(", ")));
+    for (const f of report.failures) kv.append(h("dt", {}, `constraint ${f.index}`), h("dd", {}, h("span", { class: "mono" }, f.pretty_expr), h("br"), f.reason));
+    kv.append(h("dt", {}, "intent"), h("dd", {}, intentLink(report.intentID)),
+      h("dt", {}, "policy"), h("dd", {}, h("a", { class: "mono", href: "#/policy/" + report.policyID }, report.policyID)),
+      h("dt", {}, "author"), h("dd", { class: "mono" }, report.authorship),
+      h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? " trusted (given)" : " NOT trusted: the key inside the bundle"),
+      h("dt", {}, "issued"), h("dd", { class: "mono" }, report.issuedAt));
+    parts.push(h("section", { class: "card" }, kv));
+  }
+  parts.push(h("section", { class: "card", "aria-labelledby": "checks-h" }, h("h2", { id: "checks-h" }, "Checks"), list));
+  if (report.notes && report.notes.length) parts.push(h("ul", { class: "muted" }, report.notes.map(n => h("li", {}, n))));
+  return h("div", {}, parts);
+}

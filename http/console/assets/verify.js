@@ -1,0 +1,228 @@
+// Checking a proof bundle in the browser, check by check in the order and under the
+// names of `intentctl verify` (docs/proofs.md, "Checking a bundle offline"), so that a
+// failure here names the check the command line would name. Two parts cannot run here:
+// loading the bytecode and re-running the policy need the policy VM, which lives in
+// the Go code; the page says so and points to `intentctl verify` for them.
+
+import { base58Decode, base58Encode, base64Decode, base64urlEncode, bytesEqual, digest, jcs, parseStrict, sha256, utf8 } from "./codec.js";
+
+export const CHECKS = [
+  ["bundle", "Shape: the five parts, the receipt decoded strictly"],
+  ["key", "Key: the receipt names the key checked against"],
+  ["signature", "Signature: Ed25519 over the receipt's JCS bytes"],
+  ["authored_intent_digest", "Digest of the authored intent"],
+  ["proposal_digest", "Digest of the proposal"],
+  ["evidence_digest", "Digest of the evidence"],
+  ["policy", "Policy: the bytecode hashes to the policy id"],
+  ["intent", "Intent: its id and policy are the receipt's"],
+  ["authorship", "Authorship: the intent's signature"],
+  ["evaluation", "Re-evaluation: the policy run again on the evidence"],
+];
+
+class CheckError extends Error {
+  constructor(check, message) { super(message); this.check = check; }
+}
+const fail = (check, message) => { throw new CheckError(check, message); };
+
+const RECEIPT_FIELDS = ["version", "intent_id", "policy_id", "authored_intent_digest", "proposal_digest", "evidence_digest",
+  "outcome", "constraint_failures", "issued_at", "key_id"];
+const RECEIPT_V2_FIELDS = ["failure_kind", "evidence_missing"];
+
+function exactKeys(obj, want, optional, what) {
+  if (!obj || typeof obj !== "object" || Array.isArray(obj)) fail("bundle", `proof bundle: ${what} is not an object`);
+  for (const k of Object.keys(obj)) {
+    if (!want.includes(k) && !optional.includes(k)) fail("bundle", `proof bundle: ${what}: unknown field ${JSON.stringify(k)}`);
+  }
+  for (const k of want) if (!(k in obj)) fail("bundle", `proof bundle: ${what}: ${k} is missing`);
+}
+
+function checkReceiptShape(r) {
+  exactKeys(r, RECEIPT_FIELDS, RECEIPT_V2_FIELDS, "receipt");
+  if (r.version !== 1 && r.version !== 2) fail("bundle", `proof bundle: receipt: version ${JSON.stringify(r.version)}, want 1 or 2`);
+  for (const k of ["intent_id", "policy_id", "authored_intent_digest", "proposal_digest", "evidence_digest", "issued_at", "key_id"]) {
+    if (typeof r[k] !== "string" || r[k] === "") fail("bundle", `proof bundle: receipt: ${k} is not a non-empty string`);
+  }
+  if (!Array.isArray(r.constraint_failures)) fail("bundle", "proof bundle: receipt: constraint_failures is not an array");
+  if (r.outcome === "success" && r.constraint_failures.length) fail("bundle", "proof bundle: receipt: outcome success with constraint failures");
+  if (r.outcome === "failure" && !r.constraint_failures.length) fail("bundle", "proof bundle: receipt: outcome failure without constraint failures");
+  if (r.outcome !== "success" && r.outcome !== "failure") fail("bundle", `proof bundle: receipt: outcome ${JSON.stringify(r.outcome)}, want success or failure`);
+  if (r.version === 1 && ("failure_kind" in r || "evidence_missing" in r)) fail("bundle", "proof bundle: receipt: a version 1 receipt has no failure_kind or evidence_missing");
+  if (r.version === 2) {
+    if (r.outcome === "success" && "failure_kind" in r) fail("bundle", "proof bundle: receipt: failure_kind on a success");
+    if (r.outcome === "failure" && r.failure_kind !== "constraints" && r.failure_kind !== "evidence") {
+      fail("bundle", `proof bundle: receipt: failure_kind ${JSON.stringify(r.failure_kind)}, want constraints or evidence`);
+    }
+  }
+  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?Z$/.test(r.issued_at)) fail("bundle", `proof bundle: receipt: issued_at ${JSON.stringify(r.issued_at)} is not RFC 3339 in UTC`);
+}
+
+function decodeKey(s, what) {
+  let k;
+  try { k = base58Decode(s); } catch (e) { fail("bundle", `proof bundle: ${what}: ${e.message}`); }
+  return k;
+}
+
+async function ed25519Verify(pub, sig, msg) {
+  const key = await crypto.subtle.importKey("raw", pub, { name: "Ed25519" }, false, ["verify"]);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg);
+}
+
+// derToRaw turns an ASN.1 DER ECDSA signature into the r||s WebCrypto verifies.
+function derToRaw(der) {
+  if (der.length === 64) return der;
+  const fix = (b) => { while (b.length > 32 && b[0] === 0) b = b.slice(1); if (b.length > 32) throw new Error("integer too long"); const o = new Uint8Array(32); o.set(b, 32 - b.length); return o; };
+  let i = 0;
+  if (der[i++] !== 0x30) throw new Error("not a DER sequence");
+  if (der[i] & 0x80) i += 1 + (der[i] & 0x7f); else i++;
+  if (der[i++] !== 0x02) throw new Error("no r");
+  const rl = der[i++]; const r = der.slice(i, i + rl); i += rl;
+  if (der[i++] !== 0x02) throw new Error("no s");
+  const sl = der[i++]; const s = der.slice(i, i + sl);
+  const out = new Uint8Array(64); out.set(fix(r), 0); out.set(fix(s), 32);
+  return out;
+}
+
+async function verifyOne(sig, canon) {
+  if (sig.Ed25519) {
+    const pub = base58Decode(sig.Ed25519.pub_key), s = base58Decode(sig.Ed25519.signature);
+    if (pub.length !== 32 || s.length !== 64) throw new Error("ed25519: a key of 32 bytes and a signature of 64 are wanted");
+    if (!await ed25519Verify(pub, s, canon)) throw new Error(`ed25519: signature does not verify under ${sig.Ed25519.pub_key}`);
+    return { form: "Ed25519", key: sig.Ed25519.pub_key };
+  }
+  if (sig.Passkey) {
+    const p = sig.Passkey;
+    const cd = JSON.parse(p.client_data);
+    const want = base64urlEncode(await sha256(canon));
+    if (cd.type !== "webauthn.get") throw new Error(`passkey: client data type ${JSON.stringify(cd.type)}, want "webauthn.get"`);
+    if (cd.challenge !== want) throw new Error("passkey: the client data's challenge is not the intent's");
+    const auth = base58Decode(p.authenticator_data);
+    const msg = new Uint8Array([...auth, ...await sha256(utf8(p.client_data))]);
+    const key = await crypto.subtle.importKey("raw", base58Decode(p.pub_key), { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+    if (!await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, derToRaw(base58Decode(p.signature)), msg)) {
+      throw new Error(`passkey: signature does not verify under ${p.pub_key}`);
+    }
+    return { form: "Passkey", key: p.pub_key };
+  }
+  throw new Error("signature has none of Ed25519, Passkey");
+}
+
+async function verifyAuthorship(authorship, canon) {
+  if (authorship === "Unsigned") return { form: "Unsigned", key: "" };
+  const sig = authorship && authorship.Signed;
+  if (!sig) throw new Error("authorship is neither \"Unsigned\" nor {\"Signed\": ...}");
+  if (!sig.Multisig) return verifyOne(sig, canon);
+  const m = sig.Multisig;
+  if (!(m.pub_key.threshold >= 1)) throw new Error("multisig: threshold must be at least 1");
+  const weights = new Map(Object.entries(m.pub_key.signers));
+  let total = 0;
+  const seen = new Set();
+  for (const [i, s] of m.signatures.entries()) {
+    if (s.Multisig) throw new Error(`multisig: signatures[${i}]: nested multisig refused`);
+    const { key } = await verifyOne(s, canon);
+    if (!weights.has(key)) throw new Error(`multisig: signatures[${i}]: ${key} is not a signer`);
+    if (seen.has(key)) throw new Error(`multisig: signer ${key} signed twice`);
+    seen.add(key);
+    total += weights.get(key);
+  }
+  if (total < m.pub_key.threshold) throw new Error(`multisig: the signers' weights add up to ${total}, below the threshold ${m.pub_key.threshold}`);
+  return { form: "Multisig", key: "" };
+}
+
+// verifyBundle checks a bundle's text against trustedKey (Base58, or "" to use the
+// bundle's own key). It answers {results, report, error}: results has one entry per
+// check ({check, status: "pass"|"fail"|"not run"|"skipped", message}).
+export async function verifyBundle(text, trustedKey) {
+  const results = [];
+  const report = { notes: [] };
+  let current = "bundle";
+  const pass = (check, message) => results.push({ check, status: "pass", message });
+  try {
+    if (!crypto.subtle) fail("bundle", "this page is not a secure context (https or localhost), so the browser offers no WebCrypto to check with");
+    let b;
+    try { b = parseStrict(text); } catch (e) { fail("bundle", `proof bundle is not valid JSON: ${e.message}`); }
+    exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], [], "the bundle");
+    exactKeys(b.receipt, ["receipt", "signature", "public_key"], [], "receipt");
+    const r = b.receipt.receipt;
+    checkReceiptShape(r);
+    if (!b.evidence || typeof b.evidence !== "object" || Array.isArray(b.evidence)) fail("bundle", "proof bundle: evidence is not a JSON object");
+    if (!b.proposal || typeof b.proposal.solution !== "string" || !b.proposal.solution || Object.keys(b.proposal).length !== 1) {
+      fail("bundle", "proof bundle: proposal is not {\"solution\": non-empty string}");
+    }
+    let bytecode;
+    try { bytecode = base64Decode(b.policy_bytecode); } catch (e) { fail("bundle", `proof bundle: policy_bytecode: ${e.message}`); }
+    if (!bytecode.length) fail("bundle", "proof bundle: policy_bytecode is missing");
+    const sig = decodeKey(b.receipt.signature, "receipt signature");
+    const bundleKey = decodeKey(b.receipt.public_key, "receipt public_key");
+    pass("bundle", "the five parts are there and the receipt decodes");
+
+    current = "key";
+    let key = bundleKey;
+    report.keyTrusted = !!trustedKey;
+    if (trustedKey) {
+      try { key = base58Decode(trustedKey.trim()); } catch (e) { fail("key", `trusted key: ${e.message}`); }
+    } else {
+      report.notes.push("no trusted key was given: the receipt was checked against the key in the bundle, which shows the bundle is consistent, not who made it; compare the key id with the service's (GET /info)");
+    }
+    if (key.length !== 32) fail("key", `trusted key is ${key.length} bytes, want a 32-byte Ed25519 public key`);
+    const keyID = base58Encode(await sha256(key));
+    if (r.key_id !== keyID) {
+      fail("key", trustedKey ? `receipt is signed by key ${r.key_id}, not by the trusted key ${keyID}`
+        : `receipt names key ${r.key_id}, but the bundle's public key is ${keyID}`);
+    }
+    pass("key", `key id ${keyID}` + (trustedKey ? " (the key given)" : " (the bundle's own key: not trusted)"));
+    report.keyID = keyID;
+    report.publicKey = base58Encode(key);
+
+    current = "signature";
+    if (sig.length !== 64) fail("signature", `receipt signature is ${sig.length} bytes, want 64`);
+    if (!await ed25519Verify(key, sig, utf8(jcs(r)))) fail("signature", `receipt signature does not verify under key ${base58Encode(key)}`);
+    pass("signature", "Ed25519 signature verified (WebCrypto)");
+
+    for (const [check, what, value, want] of [
+      ["authored_intent_digest", "authored intent", b.authored_intent, r.authored_intent_digest],
+      ["proposal_digest", "proposal", b.proposal, r.proposal_digest],
+      ["evidence_digest", "evidence", b.evidence, r.evidence_digest],
+    ]) {
+      current = check;
+      const got = await digest(value);
+      if (got !== want) fail(check, `${what} digest does not match: the bundle's ${what} digests to ${got}, the receipt says ${want}`);
+      pass(check, got);
+    }
+
+    current = "policy";
+    const pid = base58Encode(await sha256(bytecode));
+    if (pid !== r.policy_id) fail("policy", `policy bytecode hashes to ${pid}, the receipt names policy ${r.policy_id}`);
+    pass("policy", `bytecode hashes to ${pid}; whether it loads is checked by intentctl verify`);
+
+    current = "intent";
+    const a = b.authored_intent;
+    if (!a || typeof a !== "object" || !a.intent || !("authorship" in a) || Object.keys(a).length !== 2) {
+      fail("intent", "authored intent is not valid: want exactly {\"intent\", \"authorship\"}");
+    }
+    const in_ = a.intent;
+    if (typeof in_.id !== "string" || in_.id.toLowerCase() !== r.intent_id) fail("intent", `the authored intent's id is ${in_.id}, the receipt's intent_id is ${r.intent_id}`);
+    if (in_.policy_id !== r.policy_id) fail("intent", `the authored intent names policy ${in_.policy_id}, the receipt names ${r.policy_id}`);
+    pass("intent", `intent ${r.intent_id}, policy ${r.policy_id}`);
+
+    current = "authorship";
+    let author;
+    try { author = await verifyAuthorship(a.authorship, utf8(jcs(in_))); } catch (e) { fail("authorship", `intent authorship does not verify: ${e.message}`); }
+    report.authorship = author.form + (author.key ? " " + author.key : "");
+    if (author.form === "Unsigned") report.notes.push("the intent is unsigned: nobody is shown to have authorized it");
+    if (author.form === "Passkey" || author.form === "Multisig") report.notes.push("passkey signatures were checked over the intent; their origin and relying party were checked by the service at submission, not here");
+    pass("authorship", report.authorship);
+
+    results.push({ check: "evaluation", status: "not run",
+      message: "the policy VM is not in the browser: `intentctl verify FILE --key KEY` re-runs the policy on the evidence and compares the outcome and each constraint failure" });
+    report.notes.push("the evidence is the extractor's account of the solution: the receipt shows the policy holds (or fails) on it, not that it is true");
+    Object.assign(report, { intentID: r.intent_id, policyID: r.policy_id, outcome: r.outcome, failures: r.constraint_failures,
+      failureKind: r.failure_kind || "", evidenceMissing: r.evidence_missing || [], issuedAt: r.issued_at, version: r.version });
+    return { results, report, error: null };
+  } catch (e) {
+    const check = e instanceof CheckError ? e.check : current;
+    results.push({ check, status: "fail", message: e.message });
+    const done = new Set(results.map(x => x.check));
+    for (const [name] of CHECKS) if (!done.has(name)) results.push({ check: name, status: "skipped", message: "not reached" });
+    return { results, report, error: { check, message: e.message } };
+  }
+}
