@@ -70,6 +70,9 @@ type Store interface {
 	Events(ctx context.Context, after uint64, limit int, fn func(Event) error) error
 	// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
 	EventBounds(ctx context.Context) (first, last uint64, err error)
+	// PrunedThrough reports the id of the newest event pruned, 0 when none was: a
+	// reader who resumes after an older id has missed events.
+	PrunedThrough(ctx context.Context) (uint64, error)
 	// PruneEvents keeps the newest keep events and none older than olderThan.
 	PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error)
 }

@@ -133,14 +133,12 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	case uint64:
 		sub.replayTo = v
 	}
-	first, _, err := e.store.EventBounds(ctx)
+	pruned, err := e.store.PrunedThrough(ctx)
 	if err != nil {
 		sub.Close()
 		return nil, storeFailed("read event bounds: %w", err)
 	}
-	if first > 0 && from+1 < first && from < sub.replayTo {
-		sub.truncated = true
-	}
+	sub.truncated = from < pruned && from < sub.replayTo
 	return sub, nil
 }
 

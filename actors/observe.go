@@ -109,6 +109,11 @@ func (t timedStore) EventBounds(ctx context.Context) (uint64, uint64, error) {
 	return t.s.EventBounds(ctx)
 }
 
+func (t timedStore) PrunedThrough(ctx context.Context) (uint64, error) {
+	defer t.read("pruned_through", time.Now())
+	return t.s.PrunedThrough(ctx)
+}
+
 func (t timedStore) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
 	defer t.write("prune_events", time.Now())
 	return t.s.PruneEvents(ctx, keep, olderThan)

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,6 +66,49 @@ func TestStaleWriter(t *testing.T) {
 		}
 		if evs := a.events(0, 1); evs[0].IntentID != id {
 			t.Fatalf("event of %s, want the one of %s", evs[0].IntentID, id)
+		}
+	})
+}
+
+// TestTruncatedOnlyWhenEventsWereMissed prunes the event log and resumes from several
+// ids: the stream says events are no longer retained only to a reader who missed one.
+// On NATS ids skip the sequences of other records, so the oldest retained id alone
+// would also flag a reader who saw the newest pruned event.
+func TestTruncatedOnlyWhenEventsWereMissed(t *testing.T) {
+	eachStore(t, func(t *testing.T, backend storetest.Backend) {
+		h := newHarnessOn(t, backend, nil)
+		var ids []uint64
+		for range 3 {
+			id := h.submit("M", 2500)
+			if err := proposeTo(h, id, "M-cheap"); err != nil {
+				t.Fatal(err)
+			}
+			h.waitState(id, intentd.StateSuccess)
+		}
+		for _, ev := range h.events(0, 3) {
+			ids = append(ids, ev.ID)
+		}
+		if _, err := h.store.PruneEvents(context.Background(), 1, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			from uint64
+			want bool
+		}{
+			{0, true},
+			{ids[0], true},
+			{ids[1] - 1, true},
+			{ids[1], false}, // saw the newest pruned event
+			{ids[2], false},
+		} {
+			sub, err := h.e.Subscribe(context.Background(), tc.from, intentd.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sub.(*Subscription).Truncated(); got != tc.want {
+				t.Errorf("resume after %d (events %v, %d kept): truncated %v, want %v", tc.from, ids, ids[2], got, tc.want)
+			}
+			sub.Close()
 		}
 	})
 }

@@ -85,7 +85,10 @@ func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) 
 		}
 	case "meta":
 		if f, err := strconv.ParseUint(get(hdrFloor), 10, 64); err == nil && f > s.floor {
-			s.floor = f
+			s.floor, s.pruned = f, f-1 // a floor record older than hdrPruned
+			if p, err := strconv.ParseUint(get(hdrPruned), 10, 64); err == nil {
+				s.pruned = p
+			}
 		}
 	}
 	if seq > s.applied {

@@ -53,6 +53,7 @@ const (
 	hdrExpires = "Intentd-Expires" // an intent's deadline, Unix nanoseconds
 	hdrOp      = "Intentd-Op"      // opDelete on a policy tombstone, opWithdrawn on an intent
 	hdrFloor   = "Intentd-Floor"   // on the floor record: events below it are pruned
+	hdrPruned  = "Intentd-Pruned"  // on the floor record: the newest pruned event's id
 	// hdrCreated is the sequence of an intent's open snapshot, on its later ones: a
 	// policy delete looks for intents created before its tombstone (see DeletePolicy).
 	hdrCreated = "Intentd-Created"
@@ -90,6 +91,7 @@ type Store struct {
 	intents  map[string]*entry
 	policies map[string]policyState
 	floor    uint64 // events with lower ids are pruned
+	pruned   uint64 // the id of the newest pruned event
 	applied  uint64 // the last sequence the watcher applied
 	advanced chan struct{}
 	// down is closed when the connection drops, and replaced when it is back: calls
@@ -1271,18 +1273,21 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	if err != nil {
 		return 0, s.fail(ctx, err)
 	}
-	cut := first // events below cut are pruned
+	cut := first      // events below cut are pruned
+	var pruned uint64 // the newest event below cut
 	switch {
 	case keep == 0:
-		cut = last + 1
+		cut, pruned = last+1, last
 	case before > keep:
-		// The server keeps the newest keep; the walk below starts after them.
-		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep)); err != nil {
+		// The server keeps the newest keep and one more, the newest of those to go,
+		// whose id is what a reader must have seen to have missed nothing.
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep+1)); err != nil {
 			return 0, s.fail(ctx, err)
 		}
-		if cut, err = s.firstEventFrom(ctx, first); err != nil {
+		if pruned, err = s.firstEventFrom(ctx, first); err != nil {
 			return 0, s.fail(ctx, err)
 		}
+		cut = pruned + 1
 	}
 	// Events are written in time order, so the old ones are a prefix of the log.
 	for cut <= last {
@@ -1298,16 +1303,17 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 			cut = m.Sequence
 			break
 		}
-		cut = m.Sequence + 1
+		cut, pruned = m.Sequence+1, m.Sequence
 	}
 	if cut > first {
 		fm := nats.NewMsg(s.floorSubject())
 		fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
+		fm.Header.Set(hdrPruned, strconv.FormatUint(pruned, 10))
 		fm.Header.Set(hdrRollup, "sub")
 		if _, err := s.publish(ctx, fm); err != nil {
 			return 0, s.fail(ctx, err)
 		}
-		s.setFloor(cut)
+		s.setFloor(cut, pruned)
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
 			return 0, s.fail(ctx, err)
 		}
@@ -1358,12 +1364,26 @@ func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) 
 	return m.Sequence, nil
 }
 
-func (s *Store) setFloor(f uint64) {
+func (s *Store) setFloor(f, pruned uint64) {
 	s.mu.Lock()
 	if f > s.floor {
-		s.floor = f
+		s.floor, s.pruned = f, pruned
 	}
 	s.mu.Unlock()
+}
+
+// PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids skip
+// the sequences of other records, so the oldest retained id does not tell whether a
+// reader who saw event N missed any: one did only when N is older than this.
+func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
+	if _, cancel, err := s.begin(ctx); err != nil {
+		return 0, err
+	} else {
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pruned, nil
 }
 
 // Writable reports why the store cannot take writes now, or nil: for a readiness check,

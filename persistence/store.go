@@ -782,6 +782,19 @@ func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
 	return first, last, it.Close()
 }
 
+// PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids have no
+// gaps here, so it is the one before the oldest retained, or the last when none is.
+func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
+	first, last, err := s.EventBounds(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if first == 0 {
+		return last, nil
+	}
+	return first - 1, nil
+}
+
 // PruneEvents deletes the oldest events beyond keep and those written before olderThan,
 // and reports how many it deleted. The sequence record is kept, so ids never restart.
 func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {

@@ -470,6 +470,9 @@ func testPruneEvents(t *testing.T, s Store) {
 	if first, last, err := s.EventBounds(ctx); err != nil || first != 0 || last != 0 {
 		t.Fatalf("bounds of no events = %d..%d, %v", first, last, err)
 	}
+	if p, err := s.PrunedThrough(ctx); err != nil || p != 0 {
+		t.Fatalf("pruned through %d, %v with no events; want 0", p, err)
+	}
 	if n, err := s.PruneEvents(ctx, 0, time.Now()); err != nil || n != 0 {
 		t.Fatalf("prune of no events = %d, %v", n, err)
 	}
@@ -487,6 +490,9 @@ func testPruneEvents(t *testing.T, s Store) {
 	if first != ids[3] || last != ids[9] {
 		t.Fatalf("bounds = %d..%d, want %d..%d", first, last, ids[3], ids[9])
 	}
+	if p, err := s.PrunedThrough(ctx); err != nil || p != ids[2] {
+		t.Fatalf("pruned through %d, %v; want %d, the newest pruned event", p, err, ids[2])
+	}
 	var got []uint64
 	s.Events(ctx, 0, 100, func(e intentd.Event) error {
 		got = append(got, e.ID)
@@ -502,6 +508,9 @@ func testPruneEvents(t *testing.T, s Store) {
 	first, last, _ = s.EventBounds(ctx)
 	if first != 0 || last != ids[9] {
 		t.Fatalf("bounds after pruning all = %d..%d, want 0..%d: ids must not restart", first, last, ids[9])
+	}
+	if p, err := s.PrunedThrough(ctx); err != nil || p != ids[9] {
+		t.Fatalf("pruned through %d, %v; want %d after pruning all", p, err, ids[9])
 	}
 	got = got[:0]
 	s.Events(ctx, 0, 100, func(e intentd.Event) error {
