@@ -70,18 +70,18 @@ type Config struct {
 // with when no flag says otherwise (docs/operating.md).
 func DefaultConfig() Config {
 	return Config{
-		IntentTTL:         24 * time.Hour,
-		MaxProving:        64,
-		ProvingQueue:      1024,
+		IntentTTL:    24 * time.Hour,
+		MaxProving:   64,
+		ProvingQueue: 1024,
 		// A quarter of the proposals' share: enough for agents to compare a few
 		// candidates at once, little enough that previews never crowd out proving.
 		MaxPreviewing:        16,
 		MaxPreviewsPerIntent: 20,
-		ProvingTimeout:    30 * time.Second,
-		EventRetention:    1_000_000,
-		EventRetentionAge: 7 * 24 * time.Hour,
-		MaxSubscribers:    10_000,
-		SubscriberBuffer:  1024,
+		ProvingTimeout:       30 * time.Second,
+		EventRetention:       1_000_000,
+		EventRetentionAge:    7 * 24 * time.Hour,
+		MaxSubscribers:       10_000,
+		SubscriberBuffer:     1024,
 		// A burst of submissions should not keep its actors for long.
 		PassivateAfter: 10 * time.Second,
 		ExpiryInterval: time.Second,
