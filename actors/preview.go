@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/intentd/intentd"
 )
@@ -77,6 +78,16 @@ func (e *Engine) previewOutcome(caller, ctx context.Context, snap *snapshot, p i
 		return outcome{}, intentd.Canceled(caller.Err())
 	}
 	return o, nil
+}
+
+// Deadline returns when intent id expires if it has no proposal by then, for agents
+// deciding how long they may search (the MCP tool get_intent).
+func (e *Engine) Deadline(ctx context.Context, id string) (time.Time, error) {
+	snap, err := e.loadSnapshot(ctx, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return snap.ExpiresAt, nil
 }
 
 // reservePreview asks the limiter for a preview's place.

@@ -39,6 +39,7 @@ var routes = []route{
 	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},
 	{"GET", "/events", RoleRead, (*Server).handleEvents},
+	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
 }
 
 // unmatchedRoute is the route label of every request no route serves: a path that is
