@@ -34,6 +34,14 @@ type Engine interface {
 	// processing, durably, and proving follows. KindBusy (CodeCapacityExceeded) when
 	// proving is at capacity.
 	Propose(ctx context.Context, id string, p Proposal) error
+	// Preview decides what a proposal of p would decide for an open intent, without
+	// making it: nothing is stored, no event is sent, no receipt is signed, and the
+	// intent stays open with its one proposal unspent. KindNotFound
+	// (CodeIntentNotFound); KindConflict (CodeProposalExists, CodeIntentExpired) when
+	// a proposal could not be made either; KindBusy (CodeCapacityExceeded) when the
+	// previews' share of proving is full; KindTooMany (CodePreviewLimit) past the
+	// previews one intent may have.
+	Preview(ctx context.Context, id string, p Proposal) (Preview, error)
 	// Proof returns the proof bundle of a decided intent: KindNotFound with
 	// CodeIntentNotFound, CodeProofNotReady or CodeNoProof.
 	Proof(ctx context.Context, id string) (*ProofBundle, error)
@@ -41,6 +49,12 @@ type Engine interface {
 	// oldest retained). KindBusy when the subscribers are at their limit.
 	Subscribe(ctx context.Context, from uint64, f Filter) (Subscription, error)
 }
+
+// SubscribeLive, given to Engine.Subscribe as the starting id, replays nothing: the
+// subscription starts with the next event published. A caller waiting for one intent's
+// outcome reads its status after subscribing, and so misses nothing, without the
+// replay of every retained event a start from 0 would cost.
+const SubscribeLive = ^uint64(0)
 
 // Subscription is one reader of the event stream: the retained events after its
 // starting id, then live ones, with no gap and no duplicate.
@@ -154,4 +168,6 @@ func checkExactInts(in Intent) error {
 // LimiterStats are the proving limiter's counts.
 type LimiterStats struct {
 	Running, Queued, Reserved int
+	// Previews is the number of previews running, beside the proposals.
+	Previews int
 }

@@ -22,10 +22,11 @@ const (
 	KindUnauthorized                 // the caller is not authenticated (HTTP 401)
 	KindForbidden                    // the caller may not do this (HTTP 403)
 	KindMethodNotAllowed             // the resource does not take this method (HTTP 405)
+	KindTooMany                      // the caller used up an allowance; waiting does not restore it (HTTP 429)
 )
 
 var kindNames = [...]string{"internal", "invalid", "unprocessable", "not_found", "conflict", "busy", "too_large",
-	"unauthorized", "forbidden", "method_not_allowed"}
+	"unauthorized", "forbidden", "method_not_allowed", "too_many"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -123,6 +124,9 @@ const (
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it
 	// expired, its evidence could not be had, or its proof could not be made).
 	CodeNoProof = "no_proof"
+	// CodePreviewLimit: the intent has had all the previews a server allows one
+	// intent; its one proposal is still there to make.
+	CodePreviewLimit = "preview_limit"
 )
 
 // The codes of the errors the HTTP layer finds itself, before an engine is asked. They

@@ -27,6 +27,7 @@ var rules = map[string][]string{
 	"evidence":    {"policy", "internal"},
 	"proof":       {".", "policy", "crypto", "internal"},
 	"client":      {".", "policy", "crypto", "internal"},
+	"mcpserver":   {".", "policy", "crypto", "internal", "client", "proof"},
 }
 
 // externalTestRules name, for a package whose external tests (package x_test) may
@@ -34,7 +35,8 @@ var rules = map[string][]string{
 // besides its rules: the client's run it against a real server, which only a test may
 // link. Its in-package tests keep to the package's rules.
 var externalTestRules = map[string][]string{
-	"client": {"http", "actors", "persistence", "evidence", "proof"},
+	"client":    {"http", "actors", "persistence", "evidence", "proof"},
+	"mcpserver": {"http", "actors", "persistence", "evidence"},
 }
 
 type listedPackage struct {

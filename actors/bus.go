@@ -132,6 +132,10 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 		return nil, v
 	case uint64:
 		sub.replayTo = v
+		if from == intentd.SubscribeLive {
+			sub.after = v
+			return sub, nil
+		}
 	}
 	pruned, err := e.store.PrunedThrough(ctx)
 	if err != nil {

@@ -35,6 +35,14 @@ type Config struct {
 	// ProvingQueue is the number of accepted proposals that may wait for a proving slot;
 	// 0: none wait, and a proposal that finds every slot taken is refused at once.
 	ProvingQueue int
+	// MaxPreviewing is the number of previews decided at once, a share of proving of
+	// their own beside MaxProving; at least 1. Previews are refused while proposals
+	// wait for a proving slot.
+	MaxPreviewing int
+	// MaxPreviewsPerIntent is how many previews one intent may have; 0: no bound. The
+	// count is kept in memory, not in the store (a preview writes nothing), so it
+	// starts again when the service restarts; it ends with the intent.
+	MaxPreviewsPerIntent int
 	// ProvingTimeout bounds one proposal's extraction and proof. The extractors keep
 	// their own, shorter, limits.
 	ProvingTimeout time.Duration
@@ -62,14 +70,18 @@ type Config struct {
 // with when no flag says otherwise (docs/operating.md).
 func DefaultConfig() Config {
 	return Config{
-		IntentTTL:         24 * time.Hour,
-		MaxProving:        64,
-		ProvingQueue:      1024,
-		ProvingTimeout:    30 * time.Second,
-		EventRetention:    1_000_000,
-		EventRetentionAge: 7 * 24 * time.Hour,
-		MaxSubscribers:    10_000,
-		SubscriberBuffer:  1024,
+		IntentTTL:    24 * time.Hour,
+		MaxProving:   64,
+		ProvingQueue: 1024,
+		// A quarter of the proposals' share: enough for agents to compare a few
+		// candidates at once, little enough that previews never crowd out proving.
+		MaxPreviewing:        16,
+		MaxPreviewsPerIntent: 20,
+		ProvingTimeout:       30 * time.Second,
+		EventRetention:       1_000_000,
+		EventRetentionAge:    7 * 24 * time.Hour,
+		MaxSubscribers:       10_000,
+		SubscriberBuffer:     1024,
 		// A burst of submissions should not keep its actors for long.
 		PassivateAfter: 10 * time.Second,
 		ExpiryInterval: time.Second,
@@ -81,6 +93,9 @@ func (c *Config) validate() error {
 	switch {
 	case c.Store == nil || c.Extractor == nil:
 		return errors.New("actors: Config.Store and Config.Extractor are required")
+	case c.MaxPreviewing < 1 || c.MaxPreviewsPerIntent < 0:
+		return fmt.Errorf("actors: Config preview counts out of range (MaxPreviewing %d, MaxPreviewsPerIntent %d): start from DefaultConfig",
+			c.MaxPreviewing, c.MaxPreviewsPerIntent)
 	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
 		return fmt.Errorf("actors: Config counts out of range (MaxProving %d, ProvingQueue %d, MaxSubscribers %d, SubscriberBuffer %d, EventRetention %d): start from DefaultConfig",
 			c.MaxProving, c.ProvingQueue, c.MaxSubscribers, c.SubscriberBuffer, c.EventRetention)
@@ -114,6 +129,10 @@ type Engine struct {
 
 	policiesMu sync.RWMutex
 	policies   map[string]*policy.Policy
+
+	// previewed counts the previews of each intent that had one, until it ends.
+	previewMu sync.Mutex
+	previewed map[string]int
 
 	ctx    context.Context // cancelled by Close: ends proving and background loops
 	cancel context.CancelFunc
@@ -186,6 +205,7 @@ func Open(cfg Config) (*Engine, error) {
 		obs:        observer(cfg.Observer),
 		log:        cfg.Logger,
 		policies:   make(map[string]*policy.Policy),
+		previewed:  make(map[string]int),
 		ready:      make(chan struct{}),
 		expiryWake: make(chan struct{}, 1),
 	}
@@ -208,7 +228,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.system.Root.Send(e.bus, publish{ev})
 	})
 	e.limiter = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newLimiter(cfg.MaxProving, cfg.ProvingQueue)
+		return newLimiter(cfg.MaxProving, cfg.ProvingQueue, cfg.MaxPreviewing)
 	}))
 	e.dispatcher = newWarmDispatcher(300) // protoactor's default throughput
 	e.registry = newRegistry(e)
@@ -451,12 +471,21 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 	if !ok {
 		return intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
 	}
+	if err := checkSolution(p); err != nil {
+		return err
+	}
+	_, err := e.registry.call(ctx, id, propose{proposal: p})
+	return err
+}
+
+// checkSolution refuses a solution the engine takes from no caller, whatever the
+// server in front of it allows.
+func checkSolution(p intentd.Proposal) error {
 	if p.Solution == "" {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must not be empty")
 	}
 	if len(p.Solution) > intentd.MaxSolutionBytes {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), intentd.MaxSolutionBytes)
 	}
-	_, err := e.registry.call(ctx, id, propose{proposal: p})
-	return err
+	return nil
 }

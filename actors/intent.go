@@ -285,6 +285,7 @@ func (a *intentActor) finish(o outcome) reply {
 		return reply{err: storeFailed("store outcome: %w", err)}
 	}
 	a.snap = next
+	a.e.forgetPreviews(a.id)
 	a.e.obs.Transition(next.State, next.FailureKind)
 	return reply{value: next.clone()}
 }

@@ -32,20 +32,31 @@ type (
 	jobDone struct{}
 	// limiterStats asks for the counts, for metrics and tests.
 	limiterStats struct{}
+	// reservePreview asks for a preview's place; the answer is a bool. previewDone
+	// gives it back.
+	reservePreview struct{}
+	previewDone    struct{}
 )
 
 // limiter counts proving work. Places are reserved before a proposal is written, so a
 // proposal that would not fit is refused before anything changes; bounded mailboxes
 // would block the sender instead, and routers cannot refuse, hence an actor of our own.
+//
+// Previews have a share of their own, maxPreviews places beside the proposals' max, and
+// are refused while any proposal waits in the queue: a preview never takes a proposal's
+// place nor runs ahead of one, so previews cannot starve proposals however many agents
+// ask for them, and they stop as soon as proving is saturated.
 type limiter struct {
 	max, queueCap int
 	running       int
 	reserved      int
 	queue         []func(release func())
+	maxPreviews   int
+	previews      int
 }
 
-func newLimiter(max, queueCap int) *limiter {
-	return &limiter{max: max, queueCap: queueCap}
+func newLimiter(max, queueCap, maxPreviews int) *limiter {
+	return &limiter{max: max, queueCap: queueCap, maxPreviews: maxPreviews}
 }
 
 func (l *limiter) Receive(ctx actor.Context) {
@@ -76,7 +87,15 @@ func (l *limiter) Receive(ctx actor.Context) {
 			l.start(ctx, job)
 		}
 	case limiterStats:
-		ctx.Respond(intentd.LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved})
+		ctx.Respond(intentd.LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved, Previews: l.previews})
+	case reservePreview:
+		ok := l.previews < l.maxPreviews && len(l.queue) == 0
+		if ok {
+			l.previews++
+		}
+		ctx.Respond(ok)
+	case previewDone:
+		l.previews--
 	}
 }
 
@@ -170,9 +189,39 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ProvingTimeout)
 	defer cancel()
 
+	o, abandoned = e.decide(ctx, snap, *snap.Proposal, e.closed)
+	if abandoned || o.kind == intentd.FailureProof || o.kind == intentd.FailureExtraction {
+		return o, abandoned
+	}
+	failures := o.failures
+	evJSON := o.evidence
+	if e.cfg.Prover != nil {
+		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
+			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
+			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(),
+		})
+		if err != nil {
+			if e.closed() {
+				return outcome{}, true
+			}
+			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
+			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
+				missing: o.missing, reason: "the proof could not be made"}, false
+		}
+		o.receipt = receipt
+	}
+	return o, false
+}
+
+// decide extracts the evidence of proposal p for the intent of snap and evaluates the
+// policy on it: the outcome a proposal gets, without its receipt. It is what proving
+// and previews share, so that a preview cannot decide otherwise than the proposal it
+// stands for. stopped says whether a failure is the engine's or the caller's giving
+// up rather than the solution's; the outcome is then abandoned.
+func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Proposal, stopped func() bool) (o outcome, abandoned bool) {
 	p, err := e.Policy(ctx, snap.PolicyID)
 	if err != nil {
-		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, e.closed()
+		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, stopped()
 	}
 	var authored intentd.AuthoredIntent
 	if err := json.Unmarshal(snap.Authored, &authored); err != nil {
@@ -188,7 +237,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	}
 
 	req := evidence.Request{
-		Solution:   snap.Proposal.Solution,
+		Solution:   prop.Solution,
 		Attributes: make(map[string]evidence.Attribute),
 		IntentID:   snap.ID,
 		PolicyID:   snap.PolicyID,
@@ -201,7 +250,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	ev, err := e.cfg.Extractor.Extract(ctx, req)
 	e.obs.Extraction(time.Since(extractStart), err)
 	if err != nil {
-		if e.closed() {
+		if stopped() {
 			return outcome{}, true
 		}
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
@@ -223,21 +272,6 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 		o.state = intentd.StateFailure
 		o.kind, o.missing = intentd.ClassifyFailures(failures)
 		o.reason = failureReason(o.kind, o.missing, failures)
-	}
-	if e.cfg.Prover != nil {
-		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
-			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
-			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(),
-		})
-		if err != nil {
-			if e.closed() {
-				return outcome{}, true
-			}
-			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
-			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
-				missing: o.missing, reason: "the proof could not be made"}, false
-		}
-		o.receipt = receipt
 	}
 	return o, false
 }

@@ -190,6 +190,54 @@ func (c *Client) Propose(ctx context.Context, id, solution string) error {
 	return c.do(ctx, "POST", "/intents/"+url.PathEscape(id)+"/proposal", "application/json", body, nil)
 }
 
+// Preview is the answer of POST /intents/{id}/preview: what a proposal of the solution
+// would decide, with nothing stored, sent or signed.
+type Preview struct {
+	// Outcome has the fields of a terminal status; its State is success or failure.
+	Outcome IntentStatus
+	// Note says in words that the preview is not a proof.
+	Note string
+	// PreviewsLeft is how many more previews the intent may have; nil when the server
+	// sets no bound.
+	PreviewsLeft *int
+}
+
+// UnmarshalJSON reads the preview's body, whose outcome is under "outcome" where a
+// status has "status".
+func (p *Preview) UnmarshalJSON(data []byte) error {
+	var w struct {
+		IntentStatus
+		Outcome      intentd.State `json:"outcome"`
+		Note         string        `json:"note"`
+		PreviewsLeft *int          `json:"previews_left"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if w.Outcome != intentd.StateSuccess && w.Outcome != intentd.StateFailure {
+		return fmt.Errorf("preview: outcome %q, want success or failure", w.Outcome)
+	}
+	w.IntentStatus.State = w.Outcome
+	*p = Preview{Outcome: w.IntentStatus, Note: w.Note, PreviewsLeft: w.PreviewsLeft}
+	return nil
+}
+
+// Preview calls POST /intents/{id}/preview: the outcome a proposal of solution would
+// get, decided now and changing nothing; the intent's one proposal stays unspent. Codes
+// of note: preview_limit (429) when the intent has had all its previews,
+// capacity_exceeded (503, with RetryAfter) when the previews' share of proving is full.
+func (c *Client) Preview(ctx context.Context, id, solution string) (*Preview, error) {
+	body, err := json.Marshal(intentd.Proposal{Solution: solution})
+	if err != nil {
+		return nil, err
+	}
+	var p Preview
+	if err := c.do(ctx, "POST", "/intents/"+url.PathEscape(id)+"/preview", "application/json", body, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // Status calls GET /intents/{id}/status.
 func (c *Client) Status(ctx context.Context, id string) (*IntentStatus, error) {
 	var st IntentStatus

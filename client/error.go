@@ -43,6 +43,7 @@ var kindOf = map[int]intentd.Kind{
 	http.StatusMethodNotAllowed:      intentd.KindMethodNotAllowed,
 	http.StatusUnauthorized:          intentd.KindUnauthorized,
 	http.StatusForbidden:             intentd.KindForbidden,
+	http.StatusTooManyRequests:       intentd.KindTooMany,
 }
 
 // Kind is the core's error kind that the status stands for: the inverse of the

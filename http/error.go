@@ -23,6 +23,7 @@ var statusOf = map[intentd.Kind]int{
 	intentd.KindMethodNotAllowed: http.StatusMethodNotAllowed,
 	intentd.KindUnauthorized:     http.StatusUnauthorized,
 	intentd.KindForbidden:        http.StatusForbidden,
+	intentd.KindTooMany:          http.StatusTooManyRequests,
 }
 
 // The codes of the errors the HTTP layer finds itself, before the core is asked, under

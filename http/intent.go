@@ -58,32 +58,52 @@ func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps http
 	writeJSON(w, http.StatusOK, st)
 }
 
-// handlePostProposal accepts the one proposal of an open intent. The id is checked
-// before the body, so that a malformed path is a 400 whatever the body holds.
+// handlePostProposal accepts the one proposal of an open intent.
 func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id := ps.ByName("id")
-	if _, ok := intentd.CanonicalIntentID(id); !ok {
-		Error(w, r, s.log, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id)))
-		return
+	id, p, err := s.proposalRequest(w, r, ps)
+	if err == nil {
+		err = s.engine.Propose(r.Context(), id, p)
 	}
-	body, err := s.jsonBody(w, r)
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handlePostPreview answers what a proposal of the body would decide, and changes
+// nothing. It takes the body of a proposal, checked the same way, so that a preview
+// that passes is a proposal that will be accepted.
+func (s *Server) handlePostPreview(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, p, err := s.proposalRequest(w, r, ps)
+	var pv intentd.Preview
+	if err == nil {
+		pv, err = s.engine.Preview(r.Context(), id, p)
+	}
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pv)
+}
+
+// proposalRequest reads the intent id and the Proposal body of a proposal or a
+// preview. The id is checked before the body, so that a malformed path is a 400
+// whatever the body holds.
+func (s *Server) proposalRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (string, intentd.Proposal, error) {
+	id := ps.ByName("id")
+	if _, ok := intentd.CanonicalIntentID(id); !ok {
+		return "", intentd.Proposal{}, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id))
+	}
+	body, err := s.jsonBody(w, r)
+	if err != nil {
+		return "", intentd.Proposal{}, err
 	}
 	p, err := DecodeProposal(body)
 	if err == nil {
 		err = s.opts.Limits.CheckSolution(p)
 	}
-	if err != nil {
-		Error(w, r, s.log, err)
-		return
-	}
-	if err := s.engine.Propose(r.Context(), id, p); err != nil {
-		Error(w, r, s.log, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	return id, p, err
 }
 
 // jsonBody checks the content type and reads the body within the limit.

@@ -36,8 +36,10 @@ var routes = []route{
 	{"GET", "/intents/:id", RoleRead, (*Server).handleGetIntent},
 	{"GET", "/intents/:id/status", RoleRead, (*Server).handleGetStatus},
 	{"POST", "/intents/:id/proposal", RolePropose, (*Server).handlePostProposal},
+	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},
 	{"GET", "/events", RoleRead, (*Server).handleEvents},
+	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
 }
 
 // unmatchedRoute is the route label of every request no route serves: a path that is

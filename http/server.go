@@ -103,6 +103,8 @@ type Server struct {
 	// info is the body of GET /info, and exposition the handler of GET /metrics.
 	info       intentd.Info
 	exposition http.Handler
+	// mcp serves POST /mcp, the Model Context Protocol endpoint for agents.
+	mcp http.Handler
 	// draining makes GET /readyz answer 503; set by Drain and Shutdown.
 	draining atomic.Bool
 
@@ -128,6 +130,7 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 
 	s.info = s.newInfo()
 	s.exposition = s.metrics.newExposition(s.log)
+	s.mcp = s.newMCPHandler()
 	s.router = s.newRouter()
 	s.srv = &http.Server{
 		Handler:           s,

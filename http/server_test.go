@@ -116,6 +116,7 @@ func TestStatusTable(t *testing.T) {
 		intentd.KindInternal: 500, intentd.KindInvalid: 400, intentd.KindUnprocessable: 422, intentd.KindNotFound: 404,
 		intentd.KindConflict: 409, intentd.KindBusy: 503, intentd.KindTooLarge: 413,
 		intentd.KindUnauthorized: 401, intentd.KindForbidden: 403, intentd.KindMethodNotAllowed: 405,
+		intentd.KindTooMany: 429,
 	}
 	for k := intentd.Kind(0); !strings.HasPrefix(k.String(), "kind("); k++ {
 		if statusOf[k] != want[k] || want[k] == 0 {

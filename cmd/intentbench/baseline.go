@@ -94,6 +94,10 @@ func (e *bareEngine) Propose(context.Context, string, intentd.Proposal) error {
 	return errBare
 }
 
+func (e *bareEngine) Preview(context.Context, string, intentd.Proposal) (intentd.Preview, error) {
+	return intentd.Preview{}, errBare
+}
+
 func (e *bareEngine) Subscribe(context.Context, uint64, intentd.Filter) (intentd.Subscription, error) {
 	return nil, errBare
 }

@@ -98,12 +98,14 @@ func init() {
 		{"info", "", "show the server's version, settings and receipt key", (*cli).info},
 		{"policy", "push FILE | get ID | delete ID | check FILE", "store, read, delete or locally check a policy", (*cli).policy},
 		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
+		{"preview", "ID SOLUTION", "what a proposal of SOLUTION would decide, spending nothing", (*cli).preview},
 		{"propose", "ID SOLUTION", "propose a solution for an open intent", (*cli).propose},
 		{"status", "ID", "show an intent's status", (*cli).status},
 		{"get", "ID", "print an intent as stored, with its authorship", (*cli).get},
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
+		{"mcp", "", "serve the agent tools (MCP) on stdin and stdout, over this server", (*cli).mcp},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
 }

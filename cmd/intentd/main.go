@@ -79,10 +79,13 @@ type Config struct {
 	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
 	PasskeyTopOrigins []string
 	// PasskeyRequireUV refuses passkey assertions made without user verification.
-	PasskeyRequireUV  bool
-	IntentTTL         time.Duration
-	MaxProving        int
-	ProvingQueue      int
+	PasskeyRequireUV bool
+	IntentTTL        time.Duration
+	MaxProving       int
+	ProvingQueue     int
+	// MaxPreviewing and MaxPreviews bound previews: at once, and per intent.
+	MaxPreviewing     int
+	MaxPreviews       int
 	Catalog           string
 	ExtractorURL      string
 	ExtractorConfig   string
@@ -189,6 +192,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
 	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
 	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
+	fs.IntVar(&c.MaxPreviewing, "max-previewing", def.MaxPreviewing, "previews decided at once, a share beside --max-proving; previews are refused (503) while proposals wait")
+	fs.IntVar(&c.MaxPreviews, "max-previews", def.MaxPreviewsPerIntent, "previews one intent may have (429 past it), counted in memory until the intent ends or the service restarts; 0: no bound")
 	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
 	fs.StringVar(&c.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
 	fs.StringVar(&c.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
@@ -295,6 +300,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
 	case c.MaxProving < 1:
 		return fmt.Errorf("--max-proving %d: want at least 1", c.MaxProving)
+	case c.MaxPreviewing < 1:
+		return fmt.Errorf("--max-previewing %d: want at least 1", c.MaxPreviewing)
+	case c.MaxPreviews < 0:
+		return fmt.Errorf("--max-previews %d: want 0 (no bound) or more", c.MaxPreviews)
 	case c.ProvingQueue < 0:
 		return fmt.Errorf("--proving-queue %d: want 0 or more", c.ProvingQueue)
 	case c.IntentTTL <= 0:
@@ -420,6 +429,7 @@ func (m *Main) Run(ctx context.Context) error {
 		PasskeyRequireUV:  c.PasskeyRequireUV,
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
+	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
 	ecfg.MaxSubscribers = c.MaxSubscribers
 	ecfg.Logger = m.logger.With("component", "engine")
@@ -460,9 +470,10 @@ func (m *Main) Run(ctx context.Context) error {
 		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
 		EventRetention:    c.EventRetention,
 		// The engine enforces it; its default is the engine's (actors.DefaultConfig).
-		MaxSubscribers: c.MaxSubscribers,
-		PublicKey:      crypto.EncodeBase58(key.PublicKey()),
-		KeyID:          key.ID(),
+		MaxSubscribers:       c.MaxSubscribers,
+		MaxPreviewsPerIntent: c.MaxPreviews,
+		PublicKey:            crypto.EncodeBase58(key.PublicKey()),
+		KeyID:                key.ID(),
 	}
 	m.server = intenthttp.NewServer(m.engine, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)

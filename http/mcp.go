@@ -1,0 +1,54 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/intentd/intentd/mcpserver"
+)
+
+// mcpMaxWait bounds the MCP tool await_outcome on this server.
+const mcpMaxWait = 60 * time.Second
+
+// newMCPHandler is the MCP endpoint over the server's engine (docs/agents.md). The
+// route's chain has checked the token and the read role already; with tokens, the
+// SDK's bearer middleware then hands the token's roles to the tools, each of which
+// checks its own (propose for preview_solution and propose_solution). Tokens carry no
+// expiry here, hence AllowMissingExpiration.
+func (s *Server) newMCPHandler() http.Handler {
+	srv := mcpserver.New(mcpserver.LocalFromInfo(s.engine, s.opts.Info), mcpserver.Options{
+		Version:      APIVersion,
+		Logger:       s.log.With("component", "mcp"),
+		RequireRoles: s.opts.Tokens != nil,
+		MaxWait:      mcpMaxWait,
+	})
+	h := srv.HTTPHandler(s.opts.MaxBodyBytes)
+	if s.opts.Tokens == nil {
+		return h
+	}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		c, ok := s.opts.Tokens.authenticate("Bearer " + token)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		scopes := make([]string, len(c.roles))
+		for i, r := range c.roles {
+			scopes[i] = string(r)
+		}
+		// UserID makes the SDK refuse a session's requests from another token.
+		return &auth.TokenInfo{Scopes: scopes, UserID: c.name}, nil
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// handleMCP serves one request of the MCP streamable HTTP transport. await_outcome
+// may hold its answer for up to mcpMaxWait, beyond the server's write time-out, so
+// the deadline of this one answer is moved past it.
+func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpMaxWait + s.opts.WriteTimeout))
+	s.mcp.ServeHTTP(w, r)
+}

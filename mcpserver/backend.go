@@ -1,0 +1,228 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/crypto"
+)
+
+// Backend is what the tools call. Its errors are *intentd.Error values (or convert
+// to them through errors.As, as the client's do); any other error is internal.
+type Backend interface {
+	// Intent returns the stored intent with its authorship.
+	Intent(ctx context.Context, id string) (*intentd.AuthoredIntent, error)
+	// Policy returns a policy's canonical text.
+	Policy(ctx context.Context, id string) (string, error)
+	// Status returns an intent's status.
+	Status(ctx context.Context, id string) (*client.IntentStatus, error)
+	// Deadline returns when an open intent expires; false when the backend cannot
+	// tell.
+	Deadline(ctx context.Context, id string) (time.Time, bool, error)
+	// Preview returns what a proposal of solution would decide.
+	Preview(ctx context.Context, id, solution string) (*client.Preview, error)
+	// Propose makes the intent's one proposal.
+	Propose(ctx context.Context, id, solution string) error
+	// Await returns the intent's status once it is terminal, or the context's error.
+	Await(ctx context.Context, id string) (*client.IntentStatus, error)
+	// Proof returns the intent's proof bundle as JSON.
+	Proof(ctx context.Context, id string) (json.RawMessage, error)
+	// PublicKey returns the key the server signs receipts with.
+	PublicKey(ctx context.Context) (ed25519.PublicKey, error)
+}
+
+// deadliner is what an engine offers when it can tell an intent's deadline, which the
+// Engine interface and the HTTP API do not carry.
+type deadliner interface {
+	Deadline(ctx context.Context, id string) (time.Time, error)
+}
+
+// local is the Backend of an engine in the same process.
+type local struct {
+	e   intentd.Engine
+	pub ed25519.PublicKey
+}
+
+// Local is the Backend of engine e, whose receipts are signed with publicKey (nil
+// when it signs none). When e also has a method Deadline(ctx, id) (time.Time, error),
+// as actors.Engine does, get_intent reports the deadline.
+func Local(e intentd.Engine, publicKey ed25519.PublicKey) Backend {
+	return &local{e: e, pub: publicKey}
+}
+
+func (l *local) Intent(ctx context.Context, id string) (*intentd.AuthoredIntent, error) {
+	raw, err := l.e.GetIntent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var ai intentd.AuthoredIntent
+	if err := json.Unmarshal(raw, &ai); err != nil {
+		return nil, intentd.Internal("read stored intent: %w", err)
+	}
+	return &ai, nil
+}
+
+func (l *local) Policy(ctx context.Context, id string) (string, error) {
+	p, err := l.e.Policy(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Pretty(), nil
+}
+
+func (l *local) Status(ctx context.Context, id string) (*client.IntentStatus, error) {
+	st, err := l.e.Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return reread[client.IntentStatus](st)
+}
+
+func (l *local) Deadline(ctx context.Context, id string) (time.Time, bool, error) {
+	d, ok := l.e.(deadliner)
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	t, err := d.Deadline(ctx, id)
+	return t, err == nil, err
+}
+
+func (l *local) Preview(ctx context.Context, id, solution string) (*client.Preview, error) {
+	pv, err := l.e.Preview(ctx, id, intentd.Proposal{Solution: solution})
+	if err != nil {
+		return nil, err
+	}
+	return reread[client.Preview](pv)
+}
+
+func (l *local) Propose(ctx context.Context, id, solution string) error {
+	return l.e.Propose(ctx, id, intentd.Proposal{Solution: solution})
+}
+
+// Await subscribes to the intent's events before it reads the status, so that an
+// outcome decided in between is not missed, and from SubscribeLive, so that waiting
+// costs no replay of the retained events.
+func (l *local) Await(ctx context.Context, id string) (*client.IntentStatus, error) {
+	canon, ok := intentd.CanonicalIntentID(id)
+	if !ok {
+		return l.Status(ctx, id) // answers not found
+	}
+	sub, err := l.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{IntentIDs: []string{canon}})
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	for {
+		st, err := l.Status(ctx, canon)
+		if err != nil || st.State.Terminal() {
+			return st, err
+		}
+		if _, err := sub.Next(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, intentd.Internal("wait for the outcome: %w", err)
+		}
+	}
+}
+
+func (l *local) Proof(ctx context.Context, id string) (json.RawMessage, error) {
+	b, err := l.e.Proof(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+func (l *local) PublicKey(context.Context) (ed25519.PublicKey, error) {
+	if l.pub == nil {
+		return nil, errors.New("the server signs no receipts")
+	}
+	return l.pub, nil
+}
+
+// reread converts a value of the engine to the client's form of it through its JSON,
+// the one form both agree on.
+func reread[T any](v any) (*T, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, intentd.Internal("encode: %w", err)
+	}
+	var out T
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, intentd.Internal("decode: %w", err)
+	}
+	return &out, nil
+}
+
+// remote is the Backend of a server reached over HTTP.
+type remote struct {
+	*client.Client
+}
+
+// Remote is the Backend of the server c speaks to. The deadline of an intent is not
+// reported (the HTTP API does not carry it), and await_outcome reads the intent's status
+// at growing intervals, up to a second apart, rather than the event stream, whose
+// resumption from an id would replay every retained event of the server to find the
+// next one.
+func Remote(c *client.Client) Backend {
+	return remote{c}
+}
+
+func (r remote) Deadline(context.Context, string) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
+
+func (r remote) Preview(ctx context.Context, id, solution string) (*client.Preview, error) {
+	return r.Client.Preview(ctx, id, solution)
+}
+
+func (r remote) Await(ctx context.Context, id string) (*client.IntentStatus, error) {
+	wait := 50 * time.Millisecond
+	for {
+		st, err := r.Status(ctx, id)
+		if err != nil || st.State.Terminal() {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func (r remote) PublicKey(ctx context.Context) (ed25519.PublicKey, error) {
+	pub, err := r.Client.PublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("the server's key has %d bytes", len(pub))
+	}
+	return ed25519.PublicKey(pub), nil
+}
+
+// keyOf decodes the Base58 key GET /info reports; nil for none.
+func keyOf(b58 string) ed25519.PublicKey {
+	if b58 == "" {
+		return nil
+	}
+	pub, err := crypto.DecodeBase58(b58)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return nil
+	}
+	return pub
+}
+
+// LocalFromInfo is Local with the key of info, as GET /info reports it.
+func LocalFromInfo(e intentd.Engine, info intentd.Info) Backend {
+	return Local(e, keyOf(info.PublicKey))
+}

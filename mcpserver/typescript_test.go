@@ -1,0 +1,101 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tsSDKVersion is the version of the official TypeScript SDK the foreign-client test
+// installs.
+const tsSDKVersion = "1.32.2"
+
+// tsFlow is an agent written against the official TypeScript SDK: it lists the tools
+// and runs the flow of TestFlow over the streamable HTTP transport, printing one JSON
+// object of what it saw.
+const tsFlow = `
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url, token, intentId, ...candidates] = process.argv.slice(2);
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  requestInit: { headers: { Authorization: "Bearer " + token } },
+});
+const client = new Client({ name: "ts-agent", version: "1.0.0" });
+await client.connect(transport);
+const out = { tools: (await client.listTools()).tools.map((t) => t.name).sort(), previews: {} };
+let passing = null;
+for (const solution of candidates) {
+  const r = await client.callTool({ name: "preview_solution", arguments: { intent_id: intentId, solution } });
+  out.previews[solution] = r.structuredContent.status;
+  if (r.structuredContent.status === "success" && passing === null) passing = solution;
+}
+out.proposed = (await client.callTool({ name: "propose_solution", arguments: { intent_id: intentId, solution: passing } })).structuredContent.status;
+out.outcome = (await client.callTool({ name: "await_outcome", arguments: { intent_id: intentId, timeout_seconds: 10 } })).structuredContent.status;
+out.verified = (await client.callTool({ name: "get_proof", arguments: { intent_id: intentId } })).structuredContent.verified;
+const second = await client.callTool({ name: "propose_solution", arguments: { intent_id: intentId, solution: passing } });
+out.second = second.isError ? JSON.parse(second.content[0].text).code : "accepted";
+console.log(JSON.stringify(out));
+await client.close();
+`
+
+// TestTypeScriptClient runs an agent on the official TypeScript SDK, which this project
+// did not write, against intentd's /mcp: the tools listed, previews of three
+// candidates, the proposal of the passing one, its outcome and its proof. The SDK is
+// installed from the npm registry into a temporary folder.
+func TestTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: it installs the TypeScript SDK from the npm registry")
+	}
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		t.Skip("skipped: Node.js and npm are not installed (Debian: apt-get install nodejs npm); the TypeScript MCP client needs them")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"ts-agent","private":true,"type":"module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "@modelcontextprotocol/sdk@"+tsSDKVersion)
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @modelcontextprotocol/sdk@%s: %v\n%s", tsSDKVersion, err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), []byte(tsFlow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	f := newFixture(t, nil)
+	id := f.submit(t)
+	run := exec.CommandContext(ctx, node, "agent.mjs", f.url+"/mcp", agentToken, id, overBudget, wrongColor, passing)
+	run.Dir = dir
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript agent: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Tools    []string          `json:"tools"`
+		Previews map[string]string `json:"previews"`
+		Proposed string            `json:"proposed"`
+		Outcome  string            `json:"outcome"`
+		Verified bool              `json:"verified"`
+		Second   string            `json:"second"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("the TypeScript agent printed %s: %v", out, err)
+	}
+	if strings.Join(got.Tools, ",") != "await_outcome,get_intent,get_proof,preview_solution,propose_solution" ||
+		got.Previews[passing] != "success" || got.Previews[overBudget] != "failure" || got.Previews[wrongColor] != "failure" ||
+		got.Proposed != "processing" || got.Outcome != "success" || !got.Verified || got.Second != "proposal_exists" {
+		t.Fatalf("the TypeScript agent saw %s", out)
+	}
+}
