@@ -82,12 +82,14 @@ export function jcs(v) {
 
 // parseStrict reads JSON as the server's verifier does: a name repeated in one object
 // is refused (JSON.parse would keep the last one silently), and so is an integer beyond
-// ±(2^53-1), which has no exact digest.
+// ±(2^53-1), which has no exact digest. number, when given, makes each number's value
+// from its text (and so refuses none: the text is exact): the policy check reads
+// evidence as Go does, where 2.0 is not the int 2.
 // Sticky, so that each match starts where the reader is without copying the rest.
 const NUMBER = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 
-export function parseStrict(text) {
+export function parseStrict(text, number) {
   let i = 0;
   const fail = what => { throw new Error(`${what} at offset ${i}`); };
   const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i++; };
@@ -135,6 +137,7 @@ export function parseStrict(text) {
     if (m) {
       i += m[0].length;
       const n = Number(m[0]);
+      if (number) return number(m[0]);
       if (!m[2] && !m[3] && !Number.isSafeInteger(n)) fail(`the integer ${m[0]} is beyond ±(2^53-1)`);
       return n;
     }

@@ -72,10 +72,10 @@ function show({ results, report, error }) {
     ? h("p", { class: "verdict bad", id: "verdict", role: "alert" }, `verification FAILED: check ${error.check}: ${error.message}`)
     : h("p", { class: "verdict ok", id: "verdict" }, `verified: the proof of intent ${report.intentID} holds`,
       report.keyTrusted ? "" : " (against the bundle's own key: not trusted)",
-      h("span", { class: "sub" }, "Every check the browser can run passed; the re-evaluation of the policy is left to intentctl verify."));
+      h("span", { class: "sub" }, "Every check passed, the policy run again on the evidence among them."));
   const names = new Map(CHECKS);
   const list = h("ol", { class: "checks", "aria-label": "Checks" }, results.map(r => h("li", { class: r.status === "fail" ? "fail" : "", "data-check": r.check, "data-status": r.status },
-    h("span", { class: "badge " + { pass: "success", fail: "failure", "not run": "skipped", skipped: "skipped" }[r.status] }, r.status),
+    h("span", { class: "badge " + { pass: "success", fail: "failure", skipped: "skipped" }[r.status] }, r.status),
     h("span", { class: "name" }, h("strong", { class: "mono" }, r.check), " ", names.get(r.check) || ""),
     h("span", { class: "msg" }, r.message))));
   const parts = [verdict];

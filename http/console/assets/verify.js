@@ -1,9 +1,10 @@
 // Checking a proof bundle in the browser, check by check in the order and under the
 // names of `intentctl verify` (docs/proofs.md, "Checking a bundle offline"), so that a
-// failure here names the check the command line would name. Two parts cannot run here:
-// loading the bytecode and re-running the policy need the policy VM, which lives in
-// the Go code; the page says so and points to `intentctl verify` for them.
+// failure here names the check the command line would name. Loading the bytecode and
+// re-running the policy use policyvm.js, which follows the Go decoder and machine so
+// that the failures and reasons compare byte for byte with the receipt's.
 
+import { classify, decode, decodeAttrs, evaluate, goQuote, JSONNumber } from "./policyvm.js";
 import { base58Decode, base58Encode, base64Decode, base64urlEncode, bytesEqual, digest, jcs, parseStrict, sha256, utf8 } from "./codec.js";
 
 export const CHECKS = [
@@ -13,7 +14,7 @@ export const CHECKS = [
   ["authored_intent_digest", "Digest of the authored intent"],
   ["proposal_digest", "Digest of the proposal"],
   ["evidence_digest", "Digest of the evidence"],
-  ["policy", "Policy: the bytecode hashes to the policy id"],
+  ["policy", "Policy: the bytecode hashes to the policy id and loads"],
   ["intent", "Intent: its id and policy are the receipt's"],
   ["authorship", "Authorship: the intent's signature"],
   ["evaluation", "Re-evaluation: the policy run again on the evidence"],
@@ -128,9 +129,24 @@ async function verifyAuthorship(authorship, canon) {
   return { form: "Multisig", key: "" };
 }
 
+// sameFailures compares the re-evaluation's failures with the receipt's, field by field,
+// in the words of `intentctl verify`.
+function sameFailures(got, want) {
+  if (got.length !== want.length) fail("evaluation", `re-evaluation gives ${got.length} constraint failures, the receipt lists ${want.length}`);
+  got.forEach((g, i) => {
+    const w = want[i] && typeof want[i] === "object" ? want[i] : {};
+    if (g.index !== w.index) fail("evaluation", `constraint failure ${i}: re-evaluation gives index ${g.index}, the receipt says ${w.index}`);
+    if (g.pretty_expr !== w.pretty_expr) fail("evaluation", `constraint failure ${i}: re-evaluation gives pretty_expr ${goQuote(g.pretty_expr)}, the receipt says ${goQuote(String(w.pretty_expr))}`);
+    if (g.reason !== w.reason) fail("evaluation", `constraint failure ${i}: re-evaluation gives reason ${goQuote(g.reason)}, the receipt says ${goQuote(String(w.reason))}`);
+  });
+}
+
+// quoteList is Go's %q of a list of strings: ["a" "b"].
+const quoteList = xs => "[" + xs.map(goQuote).join(" ") + "]";
+
 // verifyBundle checks a bundle's text against trustedKey (Base58, or "" to use the
 // bundle's own key). It answers {results, report, error}: results has one entry per
-// check ({check, status: "pass"|"fail"|"not run"|"skipped", message}).
+// check ({check, status: "pass"|"fail"|"skipped", message}).
 export async function verifyBundle(text, trustedKey) {
   const results = [];
   const report = { notes: [] };
@@ -140,6 +156,9 @@ export async function verifyBundle(text, trustedKey) {
     if (!crypto.subtle) fail("bundle", "this page is not a secure context (https or localhost), so the browser offers no WebCrypto to check with");
     let b;
     try { b = parseStrict(text); } catch (e) { fail("bundle", `proof bundle is not valid JSON: ${e.message}`); }
+    // The same text again with each number as its JSON text, for the parts the policy
+    // reads (the evidence, the intent's attrs).
+    const exact = parseStrict(text, t => new JSONNumber(t));
     exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], [], "the bundle");
     exactKeys(b.receipt, ["receipt", "signature", "public_key"], [], "receipt");
     const r = b.receipt.receipt;
@@ -192,7 +211,10 @@ export async function verifyBundle(text, trustedKey) {
     current = "policy";
     const pid = base58Encode(await sha256(bytecode));
     if (pid !== r.policy_id) fail("policy", `policy bytecode hashes to ${pid}, the receipt names policy ${r.policy_id}`);
-    pass("policy", `bytecode hashes to ${pid}; whether it loads is checked by intentctl verify`);
+    const loaded = decode(bytecode);
+    if (loaded.error) fail("policy", `policy bytecode does not load: ${loaded.error}`);
+    const policy = loaded.policy;
+    pass("policy", `bytecode hashes to ${pid} and loads: policy ${policy.name}, ${policy.cons.length} constraint(s)`);
 
     current = "intent";
     const a = b.authored_intent;
@@ -202,6 +224,15 @@ export async function verifyBundle(text, trustedKey) {
     const in_ = a.intent;
     if (typeof in_.id !== "string" || in_.id.toLowerCase() !== r.intent_id) fail("intent", `the authored intent's id is ${in_.id}, the receipt's intent_id is ${r.intent_id}`);
     if (in_.policy_id !== r.policy_id) fail("intent", `the authored intent names policy ${in_.policy_id}, the receipt names ${r.policy_id}`);
+    for (const k of Object.keys(in_)) if (k !== "id" && k !== "policy_id" && k !== "attrs") fail("intent", `authored intent: intent.${k}: unknown field`);
+    let attrs = new Map();
+    if ("attrs" in in_) {
+      const rawAttrs = exact.authored_intent.intent.attrs;
+      if (rawAttrs === null) fail("intent", "authored intent: intent.attrs: must be omitted, not null");
+      const d = decodeAttrs(rawAttrs);
+      if (d.error) fail("intent", `authored intent: intent.attrs.${d.error}`);
+      attrs = d.attrs;
+    }
     pass("intent", `intent ${r.intent_id}, policy ${r.policy_id}`);
 
     current = "authorship";
@@ -212,11 +243,26 @@ export async function verifyBundle(text, trustedKey) {
     if (author.form === "Passkey" || author.form === "Multisig") report.notes.push("passkey signatures were checked over the intent; their origin and relying party were checked by the service at submission, not here");
     pass("authorship", report.authorship);
 
-    results.push({ check: "evaluation", status: "not run",
-      message: "the policy VM is not in the browser: `intentctl verify FILE --key KEY` re-runs the policy on the evidence and compares the outcome and each constraint failure" });
+    current = "evaluation";
+    const failures = evaluate(policy, attrs, exact.evidence);
+    const outcome = failures.length ? "failure" : "success";
+    if (outcome !== r.outcome) fail("evaluation", `re-evaluation gives ${outcome}, the receipt says ${r.outcome}`);
+    sameFailures(failures, r.constraint_failures);
+    const { kind, missing } = classify(failures);
+    if (r.version === 1) {
+      if (outcome === "failure") report.notes.push(`a version 1 receipt does not state the failure's kind: ${kind} is the re-evaluation's, not signed`);
+    } else {
+      if (kind !== (r.failure_kind || "")) fail("evaluation", `re-evaluation gives failure kind ${goQuote(kind)}, the receipt says ${goQuote(r.failure_kind || "")}`);
+      const said = Array.isArray(r.evidence_missing) ? r.evidence_missing : [];
+      if (missing.length !== said.length || missing.some((m, i) => m !== said[i])) {
+        fail("evaluation", `re-evaluation finds evidence missing ${quoteList(missing)}, the receipt says ${quoteList(said)}`);
+      }
+    }
+    pass("evaluation", outcome === "success" ? "the policy holds on the evidence, as the receipt says"
+      : `the policy fails on the evidence as the receipt says: ${failures.length} constraint failure(s), each with its reason`);
     report.notes.push("the evidence is the extractor's account of the solution: the receipt shows the policy holds (or fails) on it, not that it is true");
-    Object.assign(report, { intentID: r.intent_id, policyID: r.policy_id, outcome: r.outcome, failures: r.constraint_failures,
-      failureKind: r.failure_kind || "", evidenceMissing: r.evidence_missing || [], issuedAt: r.issued_at, version: r.version });
+    Object.assign(report, { intentID: r.intent_id, policyID: r.policy_id, outcome,
+      failures: failures.map(({ index, pretty_expr, reason }) => ({ index, pretty_expr, reason })), failureKind: kind, evidenceMissing: missing, issuedAt: r.issued_at, version: r.version });
     return { results, report, error: null };
   } catch (e) {
     const check = e instanceof CheckError ? e.check : current;

@@ -1,0 +1,527 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/proof"
+)
+
+// vmPolicies are policies written for the differential test: between them they use
+// every instruction, every function, chains, optional parameters, evidence of the older
+// dialect (typed by inference, or any), overflow, and values long enough to be cut in
+// a reason.
+var vmPolicies = []string{
+	demoPolicy,
+	`name arith
+evidence { a: int  b: int  c: int }
+requires {
+  evidence.a + evidence.b <= 100;
+  evidence.a * evidence.b > -5;
+  -evidence.a < evidence.c - evidence.b;
+  evidence.a - -9223372036854775808 != 0;
+  0 <= evidence.a < evidence.b <= evidence.c;
+  evidence.a == evidence.b == evidence.c != 7;
+  evidence.a * 4611686018427387904 >= evidence.c;
+}`,
+	`name logic
+parameters { flag: bool  n: int }
+evidence { p: bool  q: bool  r: bool  n: int }
+requires {
+  (evidence.p or evidence.q) and evidence.r;
+  not (evidence.p and not evidence.q) or evidence.n > parameters.n;
+  evidence.p == parameters.flag;
+  true;
+  false or evidence.r;
+  not evidence.p;
+}`,
+	`name strings_and_sets
+parameters { name: string  tags: set<string>  sizes: set<int>  brands: optional set<string>  cap: optional int }
+evidence { s: string  t: set<string>  u: set<int>  n: int }
+requires {
+  lower(evidence.s) == lower(parameters.name);
+  upper(evidence.s) != "STRASSE";
+  len(evidence.s) <= 8;
+  contains(evidence.s, "a") or starts_with(evidence.s, "İ") or ends_with(evidence.s, "日本");
+  subset(evidence.t, parameters.tags);
+  intersects(evidence.u, parameters.sizes);
+  evidence.n in parameters.sizes;
+  evidence.s not in {"black", "white", "a\"b\\c\n", "\u0001"};
+  len(evidence.t) + len(parameters.tags) > 2;
+  evidence.t == parameters.tags;
+  optional: evidence.s in parameters.brands;
+  optional: evidence.n <= parameters.cap;
+  evidence.s in parameters.brands;
+  evidence.n in {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  evidence.s in {"a00", "a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09", "a10", "a11", "a12", "a13", "a14", "a15", "a16", "a17"};
+}`,
+	`name older_dialect
+extractor "catalog.v2"
+parameters { size: string  max: int }
+requires {
+  evidence.size == parameters.size;
+  evidence.price + evidence.tax <= parameters.max;
+  evidence.x == evidence.y;
+  evidence.tag in evidence.tags;
+  subset(evidence.left, evidence.right);
+  intersects(evidence.left, {"a", "b"});
+  len(evidence.anything) > 0;
+  evidence.flag;
+  -evidence.z < 0 < evidence.w;
+  evidence.k != evidence.k2;
+}`,
+	`name literals
+requires {
+  -9223372036854775808 < 0;
+  - -5 == 5;
+  "\u00e9t\u00E9 \ud83d\ude00" != "x";
+  {1, 2} == {2, 1, 1};
+  len("héllo") == 5;
+  upper("straße ᾳ") == "STRASSE ᾼ";
+  lower("İ") == "i";
+}`,
+}
+
+// corpusPolicies reads the compiler's corpus: the sources of testdata/pretty, the
+// sources of the FuzzCompile corpus that compile, and the bytecode of the FuzzDecode
+// corpus, loaded or not.
+func corpusPolicies(t *testing.T) (sources []string, bytecodes [][]byte) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "policy", "testdata")
+	srcs, _ := filepath.Glob(filepath.Join(dir, "pretty", "*.src"))
+	for _, f := range srcs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, string(b))
+	}
+	fuzz := func(target string) []string {
+		files, _ := filepath.Glob(filepath.Join(dir, "fuzz", target, "*"))
+		var out []string
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// "go test fuzz v1", then one value: string("...") or []byte("...").
+			_, v, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+			v = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "string("), "[]byte("), ")")
+			s, err := strconv.Unquote(v)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, s)
+		}
+		if len(out) == 0 {
+			t.Fatalf("no corpus in %s", filepath.Join(dir, "fuzz", target))
+		}
+		return out
+	}
+	for _, s := range fuzz("FuzzCompile") {
+		if _, err := policy.Compile(s); err == nil {
+			sources = append(sources, s)
+		}
+	}
+	for _, s := range fuzz("FuzzDecode") {
+		bytecodes = append(bytecodes, []byte(s))
+	}
+	if len(sources) == 0 {
+		t.Fatal("no policy of the corpus compiles")
+	}
+	return sources, bytecodes
+}
+
+// Raw evidence values, as JSON text, by the type they are meant for; any field draws
+// from all of them.
+var (
+	evInts = []string{"0", "1", "-1", "5", "42", "100", "1999", "3000", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "2.0", "1e3", "4611686018427387904", "3037000500", "-0"}
+	evStrings = []string{`""`, `"M"`, `"a"`, `"navy"`, `"black"`, `"İstanbul"`, `"straße"`, `"ᾳ"`, `"日本"`, `"\ud83d\ude00"`,
+		`"a\"b\\c\n"`, `"\u0001"`, `"t-shirt"`, `"\ufeffbom"`, `"a00"`, `"a17"`,
+		`"` + strings.Repeat("é", 40) + `x` + strings.Repeat("日", 10) + `"`}
+	evBools = []string{"true", "false"}
+	evSets  = []string{`[]`, `["a","b"]`, `["b","a","a"]`, `["navy","white"]`, `[1,2,3]`, `[3,1]`, `[1,"a"]`, `["a",1]`,
+		`[1.5]`, `[9223372036854775807]`, `["` + strings.Repeat(`x","y`, 12) + `"]`, `[true]`}
+	evOther = []string{"null", `{"x":1}`}
+)
+
+func evPool(t policy.Type) []string {
+	switch t {
+	case policy.TypeInt:
+		return evInts
+	case policy.TypeString:
+		return evStrings
+	case policy.TypeBool:
+		return evBools
+	case policy.TypeStringSet, policy.TypeIntSet:
+		return evSets
+	}
+	return slices.Concat(evInts, evStrings, evBools, evSets, evOther)
+}
+
+// attrValue is a wire attribute of type t.
+func attrValue(rng *rand.Rand, t policy.Type) string {
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	switch t {
+	case policy.TypeInt:
+		return `{"Int":` + pick([]string{"0", "1", "3", "100", "3000", "-7", "9223372036854775807", "-9223372036854775808"}) + `}`
+	case policy.TypeString:
+		return `{"String":` + pick([]string{`"M"`, `"navy"`, `"STRASSE"`, `"istanbul"`, `""`, `"a"`}) + `}`
+	case policy.TypeBool:
+		return `{"Bool":` + pick(evBools) + `}`
+	case policy.TypeStringSet:
+		return `{"Set":{"String":` + pick([]string{`[]`, `["a","b"]`, `["navy","white","a"]`, `["b"]`}) + `}}`
+	}
+	return `{"Set":{"Int":` + pick([]string{`[]`, `[1,2,3]`, `[5]`, `[42,1]`}) + `}}`
+}
+
+// randomCase makes attrs and evidence for p: mostly values of the declared types, some
+// absent, some of another type.
+func randomCase(rng *rand.Rand, p *policy.Policy) (attrs, ev string) {
+	var fields, evs []string
+	for _, d := range p.Parameters() {
+		switch r := rng.IntN(20); {
+		case r == 0:
+			continue
+		case r == 1:
+			fields = append(fields, strconv.Quote(d.Name)+":"+attrValue(rng, policy.TypeInt+policy.Type(rng.IntN(5))))
+		default:
+			fields = append(fields, strconv.Quote(d.Name)+":"+attrValue(rng, d.Type))
+		}
+	}
+	for _, f := range p.EvidenceSchema() {
+		pool := evPool(f.Type)
+		switch r := rng.IntN(10); {
+		case r == 0:
+			continue
+		case r == 1:
+			pool = evPool(policy.TypeAny)
+		}
+		evs = append(evs, strconv.Quote(f.Name)+":"+pool[rng.IntN(len(pool))])
+	}
+	return `{"fields":{` + strings.Join(fields, ",") + `}}`, "{" + strings.Join(evs, ",") + "}"
+}
+
+// vmCase is one input of the differential test, and what the Go side makes of it.
+type vmCase struct {
+	Bytecode string `json:"bytecode"` // Base64
+	Attrs    string `json:"attrs,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// vmResult is what one side answers for a case.
+type vmResult struct {
+	Error    string      `json:"error"`
+	Failures []vmFailure `json:"failures"`
+	Kind     string      `json:"kind"`
+	Missing  []string    `json:"missing"`
+}
+
+type vmFailure struct {
+	Index      int      `json:"index"`
+	PrettyExpr string   `json:"pretty_expr"`
+	Reason     string   `json:"reason"`
+	Missing    []string `json:"missing"`
+}
+
+func goResult(c vmCase) vmResult {
+	code, _ := base64.StdEncoding.DecodeString(c.Bytecode)
+	p, err := policy.Decode(code)
+	if err != nil {
+		return vmResult{Error: err.Error()}
+	}
+	if c.Evidence == "" {
+		return vmResult{}
+	}
+	attrs, err := policy.DecodeAttrs([]byte(c.Attrs))
+	if err != nil {
+		return vmResult{Error: "attrs: " + err.Error()}
+	}
+	dec := json.NewDecoder(strings.NewReader(c.Evidence))
+	dec.UseNumber()
+	var ev map[string]any
+	if err := dec.Decode(&ev); err != nil {
+		return vmResult{Error: "evidence: " + err.Error()}
+	}
+	fails := p.Evaluate(attrs, ev)
+	r := vmResult{Failures: []vmFailure{}, Missing: []string{}}
+	for _, f := range fails {
+		r.Failures = append(r.Failures, vmFailure{f.Index, f.PrettyExpr, f.Reason, append([]string{}, f.MissingEvidence...)})
+	}
+	kind, missing := intentd.ClassifyFailures(fails)
+	r.Kind = string(kind)
+	r.Missing = append(r.Missing, missing...)
+	return r
+}
+
+// vmScript runs the cases through policyvm.js in the page, answering JSON text.
+const vmScript = `(async (base, cases) => {
+  const vm = await import(base + "policyvm.js");
+  const { parseStrict } = await import(base + "codec.js");
+  const exact = text => parseStrict(text, t => new vm.JSONNumber(t));
+  return JSON.stringify(cases.map(c => {
+    const d = vm.decode(Uint8Array.from(atob(c.bytecode), ch => ch.charCodeAt(0)));
+    if (d.error) return { error: d.error };
+    if (!c.evidence) return {};
+    const a = vm.decodeAttrs(exact(c.attrs));
+    if (a.error) return { error: "attrs: " + a.error };
+    const fails = vm.evaluate(d.policy, a.attrs, exact(c.evidence));
+    const { kind, missing } = vm.classify(fails);
+    return { failures: fails, kind, missing };
+  }));
+})`
+
+// TestConsolePolicyVM runs the console's policy machine (policyvm.js) in Chromium on
+// the compiler's corpus and on policies written for it, and compares everything with the
+// Go decoder and machine: whether bytecode loads and the message when it does not,
+// including every truncation and many one-byte changes of each policy's bytecode; and
+// for random attrs and evidence, each failure's index, pretty_expr, reason and missing
+// evidence, and the failure kind. lower and upper are compared over every code point.
+func TestConsolePolicyVM(t *testing.T) {
+	s := startServer(t, nil)
+	b := newConsoleBrowser(t, s)
+	b.open("#/proof")
+	b.wait("the console", `document.querySelector("h1")`, 5*time.Second)
+
+	sources, bytecodes := corpusPolicies(t)
+	sources = append(sources, vmPolicies...)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var cases []vmCase
+	enc := base64.StdEncoding.EncodeToString
+	for i, src := range sources {
+		p, err := policy.Compile(src)
+		if err != nil {
+			t.Fatalf("policy %d does not compile: %v\n%s", i, err, src)
+		}
+		code := p.Bytecode()
+		cases = append(cases, vmCase{Bytecode: enc(code), Attrs: `{"fields":{}}`, Evidence: "{}"})
+		for range 60 {
+			a, e := randomCase(rng, p)
+			cases = append(cases, vmCase{Bytecode: enc(code), Attrs: a, Evidence: e})
+		}
+		// Damaged bytecode: every truncation, and changes of single bytes.
+		for n := range len(code) {
+			cases = append(cases, vmCase{Bytecode: enc(code[:n])})
+		}
+		for j := range code {
+			for _, d := range []byte{1, 0x7f, 0x80, 0xff} {
+				c := bytes.Clone(code)
+				c[j] += d
+				cases = append(cases, vmCase{Bytecode: enc(c)})
+			}
+		}
+		cases = append(cases, vmCase{Bytecode: enc(append(bytes.Clone(code), 0))})
+	}
+	for _, code := range bytecodes {
+		cases = append(cases, vmCase{Bytecode: enc(code), Attrs: `{"fields":{}}`, Evidence: "{}"})
+	}
+
+	input, _ := json.Marshal(cases)
+	var text string
+	b.eval(fmt.Sprintf("%s(%s, %s)", vmScript, jsString(b.base), input), &text)
+	var got []vmResult
+	if err := json.Unmarshal([]byte(text), &got); err != nil || len(got) != len(cases) {
+		t.Fatalf("the page answered %d results for %d cases (%v)", len(got), len(cases), err)
+	}
+	loaded, failures, mismatches := 0, 0, 0
+	for i, c := range cases {
+		want := goResult(c)
+		if want.Error == "" {
+			loaded++
+		}
+		failures += len(want.Failures)
+		wj, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got[i])
+		if !bytes.Equal(wj, gj) {
+			if mismatches++; mismatches <= 10 {
+				code, _ := base64.StdEncoding.DecodeString(c.Bytecode)
+				t.Errorf("case %d (bytecode %q, attrs %s, evidence %s):\n go: %s\n js: %s", i, code, c.Attrs, c.Evidence, wj, gj)
+			}
+		}
+	}
+	t.Logf("%d cases: %d loaded, %d constraint failures compared, %d mismatches", len(cases), loaded, failures, mismatches)
+	if loaded < len(sources) || failures < 1000 {
+		t.Errorf("the cases exercise too little: %d loaded, %d failures", loaded, failures)
+	}
+
+	// lower and upper, over every code point: Go's tables against the page's.
+	var table [][3]rune
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if l, u := unicode.ToLower(r), unicode.ToUpper(r); (l != r || u != r) && !(r >= 0xd800 && r <= 0xdfff) {
+			table = append(table, [3]rune{r, l, u})
+		}
+	}
+	tj, _ := json.Marshal(table)
+	var diff []string
+	b.eval(fmt.Sprintf(`(async (base, table) => {
+  const { mapCase } = await import(base + "policyvm.js");
+  const go = new Map(table.map(([c, l, u]) => [c, [l, u]]));
+  const diff = [];
+  for (let c = 0x80; c <= 0x10ffff; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) continue;
+    const ch = String.fromCodePoint(c), [l, u] = go.get(c) || [c, c];
+    if (mapCase(ch, false) !== String.fromCodePoint(l) || mapCase(ch, true) !== String.fromCodePoint(u)) diff.push(c.toString(16));
+  }
+  return diff;
+})(%s, %s)`, jsString(b.base), tj), &diff)
+	if len(diff) > 0 {
+		t.Errorf("lower or upper differ from Go's at %d code points, among them U+%s", len(diff), strings.Join(diff[:min(len(diff), 20)], " U+"))
+	}
+}
+
+// resign gives a bundle a receipt changed by change and signed again with a new key, so
+// that every digest and the signature hold and only the checks after them can object.
+// The bundle is then checked against its own key.
+func resign(t *testing.T, bundle []byte, change func(b map[string]json.RawMessage, r *crypto.Receipt)) []byte {
+	t.Helper()
+	var b map[string]json.RawMessage
+	if err := json.Unmarshal(bundle, &b); err != nil {
+		t.Fatal(err)
+	}
+	signed, err := crypto.DecodeSignedReceipt(b["receipt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := signed.Receipt
+	change(b, &r)
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := crypto.SignReceipt(key, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b["receipt"], err = json.Marshal(again); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestConsoleProofPolicy checks the Proof page's policy checks on real bundles and on
+// doctored ones whose digests and signature hold: evidence changed so that the policy
+// decides otherwise than the receipt, a reason changed, bytecode that does not load. The
+// page names the check intentctl verify names, with its message.
+func TestConsoleProofPolicy(t *testing.T) {
+	s := startServer(t, nil)
+	b := newConsoleBrowser(t, s)
+
+	bundles := map[string][]byte{}
+	for name, solution := range map[string]string{"success": solutionPasses, "failure": solutionBlackL} {
+		id := s.submit()
+		if r := s.propose(id, solution); r.status != http.StatusOK {
+			t.Fatalf("proposal: %s", r)
+		}
+		s.waitStatus(id, name)
+		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET proof: %s", r)
+		}
+		bundles[name] = r.body
+
+		// The page of the decided intent: every check passes, the policy's two included.
+		b.open("#/proof/" + id)
+		b.wait("the verdict on "+id, `document.getElementById("verdict")`, 10*time.Second)
+		if got := b.text("#verdict"); !strings.HasPrefix(got, "verified: the proof of intent "+id+" holds") {
+			t.Errorf("the Proof page of the %s %s says %q, want verified", name, id, got)
+		}
+		for _, check := range []string{"policy", "evaluation"} {
+			if got := b.attr(fmt.Sprintf(`li[data-check=%q]`, check), "data-status"); got != "pass" {
+				t.Errorf("proof of the %s %s: check %s is %q, want pass", name, id, check, got)
+			}
+		}
+		if name == "failure" {
+			if n := b.count("#proof-result dt"); n < 3 {
+				t.Errorf("the report of the failure lists %d rows, want its constraint failures among them", n)
+			}
+		}
+	}
+
+	setEvidence := func(ev string) func(map[string]json.RawMessage, *crypto.Receipt) {
+		return func(m map[string]json.RawMessage, r *crypto.Receipt) {
+			m["evidence"] = json.RawMessage(ev)
+			d, err := crypto.Digest(m["evidence"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.EvidenceDigest = d
+		}
+	}
+	evidenceOf := func(bundle []byte) string {
+		var m map[string]json.RawMessage
+		json.Unmarshal(bundle, &m)
+		return string(m["evidence"])
+	}
+	outOfStock := strings.Replace(evidenceOf(bundles["success"]), `"in_stock":true`, `"in_stock":false`, 1)
+	if outOfStock == evidenceOf(bundles["success"]) {
+		t.Fatalf("the evidence has no in_stock to change: %s", outOfStock)
+	}
+	garbage := []byte("IPOL\x01\x01x\x00\x00\x00\x00\x01\x00\x02\x03\x03")
+	doctored := []struct {
+		name, check string
+		bundle      []byte
+	}{
+		{"evidence out of stock", proof.CheckEvaluation, resign(t, bundles["success"], setEvidence(outOfStock))},
+		{"evidence as a number with a fraction", proof.CheckEvaluation,
+			resign(t, bundles["success"], setEvidence(strings.Replace(evidenceOf(bundles["success"]), `"price_cents":1999`, `"price_cents":1999.0`, 1)))},
+		{"a reason changed", proof.CheckEvaluation, resign(t, bundles["failure"], func(_ map[string]json.RawMessage, r *crypto.Receipt) {
+			r.ConstraintFailures[1].Reason += "."
+		})},
+		{"a failure kind changed", proof.CheckEvaluation, resign(t, bundles["failure"], func(_ map[string]json.RawMessage, r *crypto.Receipt) {
+			r.FailureKind, r.EvidenceMissing = crypto.FailureKindEvidence, []string{"price_cents"}
+		})},
+		{"bytecode that does not load", proof.CheckPolicy, resign(t, bundles["success"], func(m map[string]json.RawMessage, r *crypto.Receipt) {
+			m["policy_bytecode"], _ = json.Marshal(garbage)
+			sum := sha256.Sum256(garbage)
+			r.PolicyID = crypto.EncodeBase58(sum[:])
+		})},
+	}
+	for i, c := range doctored {
+		_, err := proof.Verify(c.bundle, nil)
+		ve, ok := err.(*proof.VerifyError)
+		if !ok || ve.Check != c.check {
+			t.Fatalf("%s: intentctl verify says %v, want the %s check to fail", c.name, err, c.check)
+		}
+		file := filepath.Join(t.TempDir(), fmt.Sprintf("doctored-%d.json", i))
+		if err := os.WriteFile(file, c.bundle, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b.open("#/proof")
+		b.wait("the drop zone", `document.getElementById("bundle-file")`, 5*time.Second)
+		b.run(chromedp.SetUploadFiles(chromedp.CSS("#bundle-file"), []string{file}))
+		b.wait("the verdict on "+c.name, `document.getElementById("verdict")`, 10*time.Second)
+		want := "verification FAILED: check " + c.check + ": " + ve.Message
+		if got := b.text("#verdict"); got != want {
+			t.Errorf("%s: the page says\n  %q\nwant, as intentctl verify,\n  %q", c.name, got, want)
+		}
+		if st := b.attr(fmt.Sprintf(`li[data-check=%q]`, c.check), "data-status"); st != "fail" {
+			t.Errorf("%s: check %s is %q, want fail", c.name, c.check, st)
+		}
+		if i == 0 {
+			b.screenshot("proof-policy", `document.querySelector('li[data-check="evaluation"]')`)
+		}
+	}
+}
