@@ -26,9 +26,14 @@ run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catal
 	else echo "intentd: the service command does not exist yet; 'make test' runs what does" >&2; exit 1; fi
 
 .PHONY: test
-test: ## vet, then every test with the race detector (what CI runs)
+test: ## vet, then every test with the race detector, and the end-to-end suite again on NATS (what CI runs)
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
+	INTENTD_TEST_STORE=nats $(GO) test -race -count=1 ./cmd/intentd/
+
+.PHONY: test-nats
+test-nats: ## the end-to-end suite on NATS: INTENTD_TEST_STORE=nats (embedded) or nats://HOST:PORT
+	INTENTD_TEST_STORE=$${INTENTD_TEST_STORE:-nats} $(GO) test -race -count=1 ./cmd/intentd/
 
 .PHONY: testrace
 testrace: ## every test with the race detector, without vet

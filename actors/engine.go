@@ -237,6 +237,9 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	// The first prune is done before the engine serves: a subscriber that resumes at
+	// once meets the log as retention leaves it, and is told if it missed events.
+	e.pruneEvents()
 	for _, loop := range []func(){e.expiryLoop, e.passivationLoop, e.retentionLoop} {
 		e.track()
 		go func() {

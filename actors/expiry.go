@@ -106,12 +106,12 @@ func (e *Engine) retentionLoop() {
 	t := time.NewTicker(retentionInterval)
 	defer t.Stop()
 	for {
-		e.pruneEvents()
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-t.C:
 		}
+		e.pruneEvents()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -779,6 +780,11 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 		}
 		if m.Header.Get(hdrOp) == opDelete {
 			return intentd.ErrNotFound
+		}
+		if s.inUse(id, math.MaxUint64) {
+			// Known in use already: refused without a write, so that a refused delete
+			// leaves the stream as it was.
+			return intentd.ErrPolicyInUse
 		}
 		tomb := nats.NewMsg(s.subject("policy", id))
 		tomb.Header.Set(hdrOp, opDelete)

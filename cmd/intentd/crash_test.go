@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -133,6 +134,9 @@ type sseEvent struct {
 // server was down expired. It runs on Pebble, and on NATS JetStream (one server, kept
 // running in this process while intentd dies).
 func TestCrashRecovery(t *testing.T) {
+	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
+		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
+	}
 	if testing.Short() {
 		t.Skip("the crash test starts and kills a server many times")
 	}

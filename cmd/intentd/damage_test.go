@@ -11,6 +11,7 @@ import (
 // acknowledged intents: the next start is refused with one line naming the log and
 // --accept-data-loss, and with that flag the service starts on what remains.
 func TestDamagedLogStart(t *testing.T) {
+	ownStores(t)
 	dir := t.TempDir()
 	s := startServerIn(t, dir, nil)
 	for range 100 {

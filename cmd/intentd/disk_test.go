@@ -18,6 +18,7 @@ import (
 // 503 storage_full with Retry-After, reads of what is stored go on, the service stays
 // up, and writes are taken again, on their own, once space is freed.
 func TestFullDisk(t *testing.T) {
+	ownStores(t)
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))

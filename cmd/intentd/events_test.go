@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,8 +82,8 @@ func TestEventStreamFormat(t *testing.T) {
 	if beats < 3 {
 		t.Fatalf("%d heartbeats in 400ms at a 40ms interval; comments %q", beats, st.comments)
 	}
-	if ev.id != "1" || ev.event != "success" || ev.dataLines != 1 {
-		t.Fatalf("event = %+v, want id 1, event success, one data line", ev)
+	if want := s.eventIDs(1)[0]; ev.id != want || ev.event != "success" || ev.dataLines != 1 {
+		t.Fatalf("event = %+v, want id %s, event success, one data line", ev, want)
 	}
 	r := s.do("GET", "/intents/"+ids[0]+"/status", "", nil)
 	wantData := strings.Replace(strings.TrimSpace(string(r.body)), `"status":"success"`, `"type":"success"`, 1)
@@ -109,18 +110,19 @@ func TestEventFilters(t *testing.T) {
 		{"type and intent", "?type=failure&intent_id=" + ids[0] + "&intent_id=" + ids[2], []int{3}},
 		{"resume and type", "?type=failure&last-event-id=3", []int{5, 6}},
 	}
+	evIDs := s.eventIDs(len(ids))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			st := s.openStream(ctx, tt.query)
+			st := s.openStream(ctx, strings.Replace(tt.query, "last-event-id=3", "last-event-id="+evIDs[2], 1))
 			for _, want := range tt.want {
 				ev, err := st.next()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ev.id != strconv.Itoa(want) {
-					t.Fatalf("event %s, want %d", ev.id, want)
+				if ev.id != evIDs[want-1] {
+					t.Fatalf("event %s, want %s, the %dth", ev.id, evIDs[want-1], want)
 				}
 			}
 			// Nothing more may come before the client leaves.
@@ -205,8 +207,9 @@ func TestEventResume(t *testing.T) {
 	<-produced
 	t.Logf("%d events over %d connections, %d ended by the server", n, connections, cutByServer)
 	seen := make(map[string]bool)
+	evIDs := s.eventIDs(n)
 	for i, ev := range got {
-		if ev.id != strconv.Itoa(i+1) {
+		if ev.id != evIDs[i] {
 			t.Fatalf("event %d has id %s: a gap or a duplicate", i, ev.id)
 		}
 		o := decodeOutcome(t, ev)
@@ -232,6 +235,7 @@ func TestManySubscribers(t *testing.T) {
 
 	var connected, done sync.WaitGroup
 	errs := make(chan error, subscribers)
+	seenIDs := make([][]string, subscribers) // each subscriber writes its own
 	subscribe := func(i int) {
 		defer done.Done()
 		st, err := openStream(ctx, s.url, "")
@@ -249,10 +253,7 @@ func TestManySubscribers(t *testing.T) {
 				errs <- fmt.Errorf("subscriber %d, event %d: %v", i, want, err)
 				return
 			}
-			if ev.id != strconv.Itoa(want) {
-				errs <- fmt.Errorf("subscriber %d: event %s, want %d", i, ev.id, want)
-				return
-			}
+			seenIDs[i] = append(seenIDs[i], ev.id)
 		}
 	}
 	connected.Add(subscribers / 2)
@@ -270,6 +271,12 @@ func TestManySubscribers(t *testing.T) {
 	done.Wait()
 	<-produced
 	close(errs)
+	evIDs := s.eventIDs(n)
+	for i, got := range seenIDs {
+		if !slices.Equal(got, evIDs) {
+			t.Errorf("subscriber %d read events %v, want %v", i, got, evIDs)
+		}
+	}
 	for err := range errs {
 		t.Error(err)
 	}
@@ -310,6 +317,7 @@ func TestEventStreamWithR3labs(t *testing.T) {
 	go func() { defer close(produced); s.produce(2) }()
 	defer func() { <-produced }()
 
+	var got []string
 	for i := 1; i <= 4; i++ {
 		select {
 		case ev := <-events:
@@ -317,7 +325,8 @@ func TestEventStreamWithR3labs(t *testing.T) {
 			if err := json.Unmarshal(ev.Data, &o); err != nil {
 				t.Fatalf("event %s: data %q: %v", ev.ID, ev.Data, err)
 			}
-			if string(ev.ID) != strconv.Itoa(i) || string(ev.Event) != o.Type || (o.Type != "success" && o.Type != "failure") {
+			got = append(got, string(ev.ID))
+			if string(ev.Event) != o.Type || (o.Type != "success" && o.Type != "failure") {
 				t.Fatalf("event %d: id %s, event %s, data %s", i, ev.ID, ev.Event, ev.Data)
 			}
 		case err := <-ended:
@@ -326,8 +335,12 @@ func TestEventStreamWithR3labs(t *testing.T) {
 			t.Fatalf("event %d did not come", i)
 		}
 	}
-	if got := string(client.LastEventID.Load().([]byte)); got != "4" {
-		t.Fatalf("the client's last event id is %q, want 4", got)
+	want := s.eventIDs(4)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the client read events %v, want %v", got, want)
+	}
+	if last := string(client.LastEventID.Load().([]byte)); last != want[3] {
+		t.Fatalf("the client's last event id is %q, want %s", last, want[3])
 	}
 }
 
@@ -336,8 +349,9 @@ func TestEventStreamWithR3labs(t *testing.T) {
 func TestShutdownEndsStreams(t *testing.T) {
 	s := startServer(t, nil)
 	s.produce(1)
+	first := s.eventIDs(1)[0]
 	st := s.openStream(context.Background(), "")
-	if ev, err := st.next(); err != nil || ev.id != "1" {
+	if ev, err := st.next(); err != nil || ev.id != first {
 		t.Fatalf("first event %+v, %v", ev, err)
 	}
 	start := time.Now()
@@ -362,6 +376,15 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 }
 
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestRetentionAcrossRestart keeps the newest two events, restarts on the same data
 // folder (which prunes), and resumes from before the oldest retained event: the stream
 // says so in a comment and starts at the oldest.
@@ -369,6 +392,7 @@ func TestRetentionAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startServerIn(t, dir, []string{"--event-retention", "2"})
 	ids := s.produce(5)
+	evIDs := s.eventIDs(5)
 	if err := s.m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -376,19 +400,23 @@ func TestRetentionAcrossRestart(t *testing.T) {
 	if st := s.status(ids[0]); st["status"] != "success" {
 		t.Fatalf("after a restart the first intent is %v", st)
 	}
-	st := s.openStream(context.Background(), "", "Last-Event-ID", "1")
+	st := s.openStream(context.Background(), "", "Last-Event-ID", evIDs[0])
 	ev, err := st.next()
-	if err != nil || ev.id != "4" {
-		t.Fatalf("first event after resuming from 1: %+v, %v; want id 4", ev, err)
+	if err != nil || ev.id != evIDs[3] {
+		t.Fatalf("first event after resuming from %s: %+v, %v; want id %s", evIDs[0], ev, err, evIDs[3])
 	}
 	if len(st.comments) != 1 || !strings.Contains(st.comments[0], "oldest retained") {
 		t.Fatalf("comments %q, want one saying the stream starts at the oldest retained event", st.comments)
 	}
 	ids = append(ids, s.produce(1)...)
-	if ev, err := st.next(); err != nil || ev.id != "5" {
-		t.Fatalf("second event: %+v, %v; want 5", ev, err)
+	if ev, err := st.next(); err != nil || ev.id != evIDs[4] {
+		t.Fatalf("second event: %+v, %v; want %s", ev, err, evIDs[4])
 	}
-	if ev, err := st.next(); err != nil || ev.id != "6" || decodeOutcome(t, ev).IntentID != ids[5] {
-		t.Fatalf("live event after the restart: %+v, %v; want 6 for %s", ev, err, ids[5])
+	ev, err = st.next()
+	if err != nil || decodeOutcome(t, ev).IntentID != ids[5] {
+		t.Fatalf("live event after the restart: %+v, %v; want the event of %s", ev, err, ids[5])
+	}
+	if id, last := mustAtoi(t, ev.id), mustAtoi(t, evIDs[4]); id <= last {
+		t.Fatalf("live event after the restart has id %d, not after %d", id, last)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,8 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	m := NewMain()
 	m.Stderr = logs
 	m.LookupEnv = func(string) (string, bool) { return "", false }
-	all := append([]string{"--listen", "127.0.0.1:0", "--data", dir, "--log-level", "debug"}, args...)
+	all := append([]string{"--listen", "127.0.0.1:0", "--data", dir, "--log-level", "debug"}, storeArgs(dir, args)...)
+	all = append(all, args...)
 	if err := m.ParseFlags(all); err != nil {
 		t.Fatalf("ParseFlags(%q): %v", all, err)
 	}
@@ -113,6 +115,26 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	return s
 }
 
+// eventIDs reads the first n retained events on a stream of their own and returns
+// their ids. Pebble numbers events from 1 with no gap and NATS skips numbers, so a test
+// names an event by its place in the log and takes its id from here.
+func (s *testServer) eventIDs(n int) []string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st := s.openStream(ctx, "")
+	defer st.close()
+	ids := make([]string, n)
+	for i := range ids {
+		ev, err := st.next()
+		if err != nil {
+			s.t.Fatalf("event %d of the log: %v", i+1, err)
+		}
+		ids[i] = ev.id
+	}
+	return ids
+}
+
 // runRefused runs intentd with args (no environment) and returns the error its start
 // ends with, for the tests of what it refuses to start on.
 func runRefused(t *testing.T, args []string) error {
@@ -120,6 +142,9 @@ func runRefused(t *testing.T, args []string) error {
 	m := NewMain()
 	m.Stderr = &syncBuffer{}
 	m.LookupEnv = func(string) (string, bool) { return "", false }
+	if i := slices.Index(args, "--data"); i >= 0 && i+1 < len(args) {
+		args = append(storeArgs(args[i+1], args), args...)
+	}
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}

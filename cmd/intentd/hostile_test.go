@@ -149,7 +149,7 @@ func newHostileFixture(t *testing.T, s *testServer) *hostileFixture {
 
 func (f *hostileFixture) digest(t *testing.T) [32]byte {
 	t.Helper()
-	d, err := f.s.m.pebble.Digest()
+	d, err := f.s.m.digest()
 	if err != nil {
 		t.Fatalf("Digest: %v", err)
 	}

@@ -110,8 +110,8 @@ func TestLifecycle(t *testing.T) {
 				t.Fatalf("reading the event: %v", err)
 			}
 			o := decodeOutcome(t, ev)
-			if o.Type != want || o.IntentID != id || ev.id != "1" {
-				t.Fatalf("event = %+v, want id 1 of type %s for %s", ev, want, id)
+			if first := s.eventIDs(1)[0]; o.Type != want || o.IntentID != id || ev.id != first {
+				t.Fatalf("event = %+v, want id %s, the first, of type %s for %s", ev, first, want, id)
 			}
 			var data status
 			json.Unmarshal([]byte(ev.data), &data)

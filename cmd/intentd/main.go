@@ -153,7 +153,10 @@ type Main struct {
 	logger  *slog.Logger
 	catalog *evidence.Catalog
 	store   storeCloser
-	pebble  *persistence.Store // the store when it is Pebble: its digest and fsync metric
+	pebble  *persistence.Store // the store when it is Pebble: its fsync metric
+	// digest changes with every write to the store, whichever it is: for the tests
+	// that check a refused request stored nothing.
+	digest  func() ([32]byte, error)
 	natsSrv *natsstore.Embedded
 	engine  *actors.Engine
 	server  *intenthttp.Server
@@ -661,7 +664,7 @@ func (m *Main) openStore(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		m.store, m.pebble = s, s
+		m.store, m.pebble, m.digest = s, s, s.Digest
 		return nil
 	}
 	urls := strings.Split(c.Store, ",")
@@ -689,6 +692,6 @@ func (m *Main) openStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store = s
+	m.store, m.digest = s, s.Digest
 	return nil
 }

@@ -397,7 +397,8 @@ func TestMetrics(t *testing.T) {
 		t.Error("no Go runtime metrics")
 	}
 	// At least one fsync per synced write of the journey, however many a group shared.
-	if n, ok := metricValue(t, after, `intentd_store_fsync_seconds_count`); !ok || n < 1 {
+	// Pebble's own: a NATS server's syncs are its own to report.
+	if n, ok := metricValue(t, after, `intentd_store_fsync_seconds_count`); testNATS == "" && (!ok || n < 1) {
 		t.Errorf("intentd_store_fsync_seconds_count = %v (found: %v), want the fsyncs of the journey", n, ok)
 	}
 
