@@ -2,8 +2,10 @@ package natsstore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,7 +25,7 @@ func (s *Store) follow(ctx context.Context) error {
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("nats store: follow the stream: %w", err)
 	}
 	loaded := make(chan struct{})
 	var once bool
@@ -41,15 +43,27 @@ func (s *Store) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := cons.Info(ctx)
-	if err == nil && info.NumPending == 0 && info.Delivered.Stream == 0 {
-		return nil
+	// An empty index delivers nothing to wait for: the consumer's state says so. Its
+	// first answer may be slow on a stream just created, so it is asked again.
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		info, err := cons.Info(try)
+		cancel()
+		if err == nil {
+			if info.NumPending == 0 && info.Delivered.Stream == 0 {
+				return nil
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("nats store: load the indexes: %w", err)
+		}
 	}
 	select {
 	case <-loaded:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("nats store: load the indexes: %w", ctx.Err())
 	}
 }
 

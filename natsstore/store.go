@@ -240,7 +240,10 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	if err := s.follow(ctx); err != nil {
 		return err
 	}
-	return s.followEvents(info.State.LastSeq)
+	if err := s.followEvents(info.State.LastSeq); err != nil {
+		return fmt.Errorf("nats store: follow the events: %w", err)
+	}
+	return nil
 }
 
 // startTimeout bounds Open when its context has no deadline: long enough for a cluster

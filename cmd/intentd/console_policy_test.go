@@ -511,6 +511,9 @@ func TestConsoleProofPolicy(t *testing.T) {
 		}
 		b.open("#/proof")
 		b.wait("the drop zone", `document.getElementById("bundle-file")`, 5*time.Second)
+		// The page may still show the last bundle's verdict: it goes first, so that
+		// the wait below is for this bundle's.
+		b.eval(`document.getElementById("verdict")?.remove()`, nil)
 		b.run(chromedp.SetUploadFiles(chromedp.CSS("#bundle-file"), []string{file}))
 		b.wait("the verdict on "+c.name, `document.getElementById("verdict")`, 10*time.Second)
 		want := "verification FAILED: check " + c.check + ": " + ve.Message

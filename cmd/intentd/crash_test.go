@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,10 +75,15 @@ func (s *crashServer) start() {
 		s.t.Fatal(err)
 	}
 	found := make(chan string, 1)
+	var tailMu sync.Mutex
+	var tail []string // the last lines, for a start that fails
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
+			tailMu.Lock()
+			tail = append(tail[max(0, len(tail)-19):], line)
+			tailMu.Unlock()
 			var rec struct {
 				Msg string `json:"msg"`
 				URL string `json:"url"`
@@ -90,7 +96,9 @@ func (s *crashServer) start() {
 	select {
 	case s.url = <-found:
 	case <-time.After(60 * time.Second):
-		s.t.Fatal("intentd did not start listening within a minute")
+		tailMu.Lock()
+		defer tailMu.Unlock()
+		s.t.Fatalf("intentd did not start listening within a minute; its last lines:\n%s", strings.Join(tail, "\n"))
 	}
 	// Wait for recovery: /readyz when it exists, else a status read of nothing.
 	deadline := time.Now().Add(30 * time.Second)
@@ -146,20 +154,113 @@ func TestCrashRecovery(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	t.Run("pebble", func(t *testing.T) { crashRecovery(t, bin, nil, true) })
+	t.Run("pebble", func(t *testing.T) { crashRecovery(t, bin, nil, true, nil) })
 	t.Run("nats", func(t *testing.T) {
 		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer srv.Shutdown()
-		crashRecovery(t, bin, []string{"--store", srv.URL()}, false)
+		crashRecovery(t, bin, []string{"--store", srv.URL()}, false, nil)
+	})
+	t.Run("nats-r3", func(t *testing.T) {
+		members := startNATSCluster(t, 3)
+		urls := make([]string, len(members))
+		for i, m := range members {
+			urls[i] = m.url
+		}
+		// At every kill of intentd one NATS server dies too, a different one each
+		// time, and comes back when intentd does: one of three is down at a time, which
+		// a stream of three replicas survives.
+		crashRecovery(t, bin, []string{"--store", strings.Join(urls, ","), "--nats-replicas", "3"}, false, func(i int) func() {
+			m := members[i%len(members)]
+			m.kill()
+			return m.start
+		})
 	})
 }
 
+// natsMember is one server of a JetStream cluster on loopback, run as a process of its
+// own (this test binary; see TestMain) so that it can be killed with SIGKILL.
+type natsMember struct {
+	t    *testing.T
+	conf string
+	url  string
+	cmd  *exec.Cmd
+}
+
+// startNATSCluster starts n members of one JetStream cluster and waits until they take
+// connections; they are killed when the test ends.
+func startNATSCluster(t *testing.T, n int) []*natsMember {
+	ports := make([]int, 2*n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+	}
+	members := make([]*natsMember, n)
+	for i := range members {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "nats.conf")
+		text := fmt.Sprintf("server_name: m%d\nlisten: 127.0.0.1:%d\njetstream { store_dir: %q }\ncluster { name: crash\n listen: 127.0.0.1:%d\n routes: [%s] }\n",
+			i, ports[i], filepath.Join(dir, "js"), ports[n+i], strings.Join(routes, ", "))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		members[i] = &natsMember{t: t, conf: conf, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[i])}
+		members[i].start()
+		t.Cleanup(members[i].kill)
+	}
+	return members
+}
+
+func (m *natsMember) start() {
+	m.t.Helper()
+	m.cmd = exec.Command(os.Args[0])
+	m.cmd.Env = append(os.Environ(), "INTENTD_TEST_NATS_MEMBER="+m.conf) // see TestMain
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && strings.HasPrefix(sc.Text(), "ready ")
+		ready <- ok
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			m.t.Fatalf("nats member %s did not start", m.url)
+		}
+	case <-time.After(30 * time.Second):
+		m.t.Fatalf("nats member %s did not start in 30s", m.url)
+	}
+}
+
+func (m *natsMember) kill() {
+	if m.cmd != nil && m.cmd.ProcessState == nil {
+		m.cmd.Process.Kill()
+		m.cmd.Wait()
+	}
+}
+
 // crashRecovery is the crash test on the store that storeArgs name; gapless says whether
-// event ids must be gapless from 1.
-func crashRecovery(t *testing.T, bin string, storeArgs []string, gapless bool) {
+// event ids must be gapless from 1. alsoKill, when given, is called at the i-th kill of
+// intentd to kill something more, and returns how to bring it back.
+func crashRecovery(t *testing.T, bin string, storeArgs []string, gapless bool, alsoKill func(i int) (restart func())) {
 	srv := &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: storeArgs}
 	srv.start()
 	defer func() {
@@ -196,10 +297,15 @@ func crashRecovery(t *testing.T, bin string, storeArgs []string, gapless bool) {
 	for i := range *crashKills {
 		time.Sleep(time.Duration(rng.Int64N(int64(2 * *crashEvery))))
 		srv.kill()
+		restart := func() {}
+		if alsoKill != nil {
+			restart = alsoKill(i)
+		}
 		// Stay down a while so that some deadlines fall while the server is down.
 		if i%3 == 0 {
 			time.Sleep(1600 * time.Millisecond)
 		}
+		restart()
 		urlMu.Lock()
 		srv.start()
 		urlMu.Unlock()

@@ -19,6 +19,9 @@ import (
 var testNATS string
 
 func TestMain(m *testing.M) {
+	if conf := os.Getenv(natsMemberEnv); conf != "" {
+		runNATSMember(conf)
+	}
 	os.Exit(func() int {
 		switch v := os.Getenv("INTENTD_TEST_STORE"); {
 		case v == "" || v == "pebble":
@@ -44,6 +47,21 @@ func TestMain(m *testing.M) {
 		}
 		return m.Run()
 	}())
+}
+
+// natsMemberEnv makes this test binary a NATS server with the configuration file it
+// names, and nothing else: the crash test runs the members of a JetStream cluster as
+// processes of their own so that it can kill one with SIGKILL.
+const natsMemberEnv = "INTENTD_TEST_NATS_MEMBER"
+
+func runNATSMember(conf string) {
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{ConfigFile: conf})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("ready", srv.URL())
+	select {} // until killed
 }
 
 // storeArgs are the flags that put a server started in dir on the tests' store, unless
