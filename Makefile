@@ -5,6 +5,11 @@ BIN         := bin
 TOOLS       := $(BIN)/tools
 STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
+# protoc-gen-go is pinned to the google.golang.org/protobuf that go.mod resolves, so the
+# generated code matches the runtime it is linked with.
+PROTOC_GEN_GO := $(TOOLS)/protoc-gen-go
+PROTOBUF_VERSION = $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+PROTOS      := cluster/clusterpb/intent.proto
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 PKGS        := ./...
@@ -47,6 +52,20 @@ lint: $(STATICCHECK) ## gofmt check, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
+
+$(PROTOC_GEN_GO): go.mod
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOBUF_VERSION)
+	@touch $@
+
+.PHONY: proto
+proto: $(PROTOC_GEN_GO) ## regenerate the Go code of the .proto files (protoc: apt-get install protobuf-compiler)
+	@command -v protoc >/dev/null || { echo "protoc is missing: apt-get install protobuf-compiler" >&2; exit 1; }
+	@for f in $(PROTOS); do \
+		echo "protoc $$f"; \
+		protoc --plugin=protoc-gen-go=$(abspath $(PROTOC_GEN_GO)) --proto_path=$$(dirname $$f) \
+			--go_out=$$(dirname $$f) --go_opt=paths=source_relative $$(basename $$f) || exit 1; \
+	done
 
 .PHONY: bench
 bench: ## every benchmark, with allocations (BENCHTIME=1s)
