@@ -34,6 +34,9 @@ run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catal
 test: ## vet, then every test with the race detector (what CI runs)
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
+	@# protoactor-go races with itself with several cluster members in one process, so
+	@# the tests of real members are built without the race detector (docs/cluster.md).
+	$(GO) test -count=1 ./cluster/...
 
 .PHONY: testrace
 testrace: ## every test with the race detector, without vet
