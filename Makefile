@@ -31,7 +31,7 @@ run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catal
 	else echo "intentd: the service command does not exist yet; 'make test' runs what does" >&2; exit 1; fi
 
 .PHONY: test
-test: ## vet, then every test with the race detector (what CI runs)
+test: ## vet, every test with the race detector, and the cluster member tests without it (what CI runs)
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 	@# protoactor-go races with itself with several cluster members in one process, so
