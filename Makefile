@@ -5,6 +5,11 @@ BIN         := bin
 TOOLS       := $(BIN)/tools
 STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
+# protoc-gen-go is pinned to the google.golang.org/protobuf that go.mod resolves, so the
+# generated code matches the runtime it is linked with.
+PROTOC_GEN_GO := $(TOOLS)/protoc-gen-go
+PROTOBUF_VERSION = $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+PROTOS      := cluster/clusterpb/intent.proto
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 PKGS        := ./...
@@ -26,10 +31,13 @@ run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catal
 	else echo "intentd: the service command does not exist yet; 'make test' runs what does" >&2; exit 1; fi
 
 .PHONY: test
-test: ## vet, then every test with the race detector, and the end-to-end suite again on NATS (what CI runs)
+test: ## vet, every test with the race detector, the end-to-end suite again on NATS, and the cluster member tests (what CI runs)
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 	INTENTD_TEST_STORE=nats $(GO) test -race -count=1 ./cmd/intentd/
+	@# protoactor-go races with itself with several cluster members in one process, so
+	@# the tests of real members are built without the race detector (docs/cluster.md).
+	$(GO) test -count=1 ./cluster/...
 
 .PHONY: test-nats
 test-nats: ## the end-to-end suite on NATS: INTENTD_TEST_STORE=nats (embedded) or nats://HOST:PORT
@@ -52,6 +60,20 @@ lint: $(STATICCHECK) ## gofmt check, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
+
+$(PROTOC_GEN_GO): go.mod
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOBUF_VERSION)
+	@touch $@
+
+.PHONY: proto
+proto: $(PROTOC_GEN_GO) ## regenerate the Go code of the .proto files (protoc: apt-get install protobuf-compiler)
+	@command -v protoc >/dev/null || { echo "protoc is missing: apt-get install protobuf-compiler" >&2; exit 1; }
+	@for f in $(PROTOS); do \
+		echo "protoc $$f"; \
+		protoc --plugin=protoc-gen-go=$(abspath $(PROTOC_GEN_GO)) --proto_path=$$(dirname $$f) \
+			--go_out=$$(dirname $$f) --go_opt=paths=source_relative $$(basename $$f) || exit 1; \
+	done
 
 .PHONY: bench
 bench: ## every benchmark, with allocations (BENCHTIME=1s)

@@ -1,0 +1,443 @@
+// Package natsprovider is a protoactor-go cluster provider whose membership lives in a
+// JetStream key-value bucket, on the NATS the nodes already share for their store: no
+// seed list to keep in sync, no other service to run.
+//
+// Each member writes one key, its actor system's id, holding its cluster.Member
+// (protobuf), with a per-key TTL. It renews the key every TTL/3 and watches the whole
+// bucket; the members whose keys are there are the cluster, and the provider hands
+// protoactor a new topology only when that set changes. A member that stops renewing
+// (its process died, or it was paused) loses its key when the TTL runs out, and every
+// other member sees it leave.
+//
+// A member must also notice that it was dropped: protoactor blocks a member that left
+// for good, and one that was paused past its TTL and resumed would otherwise keep
+// serving grains that the others have already placed elsewhere. The provider fences
+// the member when its own key is gone (a renewal refused, or the watch shows it
+// deleted) or when no renewal was acknowledged for a whole TTL, and reports it (Fenced,
+// Config.OnFenced), so that the node stops serving grains and rejoins under a new id.
+package natsprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+)
+
+// DefaultTTL is how long a member's key outlives its last renewal. It bounds how long a
+// dead member stays in the others' view, and so how long its grains are unreachable;
+// it must also outlast a pause of the member or a NATS leader election, or a healthy
+// member is fenced. Three seconds keeps a member's loss within the few seconds the
+// service promises while tolerating a stall of two seconds.
+const DefaultTTL = 3 * time.Second
+
+// ErrFenced is the cause Fenced reports: this member was dropped from the cluster, or
+// cannot tell whether it was, and must not serve grains any more.
+var ErrFenced = errors.New("natsprovider: this member was dropped from the cluster")
+
+// Config configures a Provider.
+type Config struct {
+	// JetStream is the connection to the NATS the members share. Required.
+	JetStream jetstream.JetStream
+	// Bucket is the key-value bucket of the members. Empty means "members-" and the
+	// cluster's name, so that clusters with different names on one NATS stay apart.
+	Bucket string
+	// TTL is how long a member's key lives after its last renewal: whole seconds, at
+	// least one (the server's granularity). Zero means DefaultTTL.
+	TTL time.Duration
+	// Replicas is the bucket's replica count when the provider creates it; zero means 1.
+	// Use 3 on a three-server JetStream cluster, so that losing a server loses no member.
+	Replicas int
+	// Logger receives the provider's messages; nil means slog.Default().
+	Logger *slog.Logger
+	// OnFenced, when set, is called once, on its own goroutine, when the member is
+	// fenced, with the reason (which wraps ErrFenced).
+	OnFenced func(reason error)
+}
+
+// Provider is a cluster.ClusterProvider on a JetStream key-value bucket. One Provider
+// serves one cluster member (or client) once.
+type Provider struct {
+	cfg Config
+	log *slog.Logger
+	ttl time.Duration
+
+	kv         jetstream.KeyValue
+	started    bool
+	update     func(cluster.Members) // hands protoactor a topology: MemberList.UpdateClusterTopology
+	id         string
+	member     []byte // this member's value in the bucket; nil for a client
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	fenced     chan struct{}
+	fenceOnce  sync.Once
+	fenceCause error
+
+	// pause is held for reading while a loop does its work; a test takes it for writing
+	// to freeze the member as a stopped process would be frozen.
+	pause sync.RWMutex
+
+	mu      sync.Mutex
+	members cluster.Members // the last topology handed to protoactor
+	leaving bool            // Shutdown deletes the key; its deletion is no fence
+}
+
+var _ cluster.ClusterProvider = (*Provider)(nil)
+
+var bucketName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// New makes a provider; it connects to nothing until the cluster starts it.
+func New(cfg Config) (*Provider, error) {
+	if cfg.JetStream == nil {
+		return nil, errors.New("natsprovider: no JetStream connection")
+	}
+	ttl := cfg.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if ttl < time.Second || ttl%time.Second != 0 {
+		return nil, fmt.Errorf("natsprovider: TTL %v: the server counts key TTLs in whole seconds, at least one", ttl)
+	}
+	if cfg.Bucket != "" && !bucketName.MatchString(cfg.Bucket) {
+		return nil, fmt.Errorf("natsprovider: bucket name %q: only letters, digits, - and _", cfg.Bucket)
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Provider{cfg: cfg, ttl: ttl, log: log.With("component", "cluster-membership"), fenced: make(chan struct{})}, nil
+}
+
+// StartMember registers this member in the bucket, starts renewing its key and
+// watching the others, and returns once protoactor has the first topology.
+func (p *Provider) StartMember(c *cluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("natsprovider: member address: %w", err)
+	}
+	m := &cluster.Member{Host: host, Port: int32(port), Id: c.ActorSystem.ID, Kinds: c.GetClusterKinds()}
+	return p.startMember(c.Config.Name, m, c.MemberList.UpdateClusterTopology)
+}
+
+// startMember is StartMember for a member and a topology receiver of the caller's, so
+// that the provider's own logic can be tested apart from protoactor.
+func (p *Provider) startMember(clusterName string, m *cluster.Member, update func(cluster.Members)) error {
+	value, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("natsprovider: encode member: %w", err)
+	}
+	if err := p.open(clusterName, m.Id, update); err != nil {
+		return err
+	}
+	p.member = value
+	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
+	defer cancel()
+	sent := time.Now()
+	rev, err := p.kv.Create(ctx, p.id, value, jetstream.KeyTTL(p.ttl))
+	if err != nil {
+		p.cancel()
+		return fmt.Errorf("natsprovider: register member %s: %w", p.id, err)
+	}
+	p.log.Info("cluster member registered", "member", p.id, "address", m.Address(), "bucket", p.cfg.Bucket, "ttl", p.ttl)
+	if err := p.watch(); err != nil {
+		p.cancel()
+		_ = p.kv.Delete(context.Background(), p.id)
+		return err
+	}
+	p.wg.Add(1)
+	go p.heartbeat(rev, sent)
+	return nil
+}
+
+// StartClient watches the members without joining them: a client places no grains.
+func (p *Provider) StartClient(c *cluster.Cluster) error {
+	if err := p.open(c.Config.Name, c.ActorSystem.ID, c.MemberList.UpdateClusterTopology); err != nil {
+		return err
+	}
+	return p.watch()
+}
+
+// open binds the provider to its cluster and creates the bucket if it is missing.
+func (p *Provider) open(clusterName, id string, update func(cluster.Members)) error {
+	if p.started {
+		return errors.New("natsprovider: a provider serves one member, once")
+	}
+	p.started, p.id, p.update = true, id, update
+	if p.cfg.Bucket == "" {
+		p.cfg.Bucket = "members-" + regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(clusterName, "_")
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	// History 1 and a limit-marker TTL are what make per-key TTLs work: without the
+	// marker the server does not take a key's TTL, and watchers never hear that a key
+	// expired. Membership is rebuilt by the renewals within a TTL, so memory storage
+	// loses nothing a restart of NATS would not lose anyway.
+	kv, err := p.cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         p.cfg.Bucket,
+		Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
+		History:        1,
+		LimitMarkerTTL: p.ttl,
+		Storage:        jetstream.MemoryStorage,
+		Replicas:       p.cfg.Replicas,
+	})
+	if err != nil {
+		p.cancel()
+		return fmt.Errorf("natsprovider: members bucket %s: %w", p.cfg.Bucket, err)
+	}
+	p.kv = kv
+	return nil
+}
+
+// heartbeat renews the member's key every TTL/3. Each renewal states the revision it
+// last wrote, so that a key that expired (the server wrote a marker in its place) is
+// refused rather than written again: a member the others dropped must not come back
+// under the id they blocked.
+func (p *Provider) heartbeat(rev uint64, lastOK time.Time) {
+	defer p.wg.Done()
+	subject := "$KV." + p.cfg.Bucket + "." + p.id
+	tick := time.NewTicker(p.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.pause.RLock()
+		rev, lastOK = p.renew(subject, rev, lastOK)
+		p.pause.RUnlock()
+	}
+}
+
+// renew sends one renewal and returns the revision and send time of the last one that
+// was acknowledged.
+func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, time.Time) {
+	if p.ctx.Err() != nil {
+		return rev, lastOK
+	}
+	// The key expires at the earliest a TTL after the last acknowledged renewal was
+	// sent. Past that the member cannot know it is still in, so it stops as if it knew
+	// it was out: that is what keeps a paused and resumed member from serving grains
+	// the others have placed elsewhere.
+	left := p.ttl - time.Since(lastOK)
+	if left <= 0 {
+		p.fence(fmt.Errorf("%w: no renewal acknowledged for %v", ErrFenced, time.Since(lastOK).Round(time.Millisecond)))
+		return rev, lastOK
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, min(left, p.ttl/3))
+	defer cancel()
+	sent := time.Now()
+	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
+		jetstream.WithMsgTTL(p.ttl), jetstream.WithExpectLastSequencePerSubject(rev))
+	if err == nil {
+		return ack.Sequence, sent
+	}
+	if p.ctx.Err() != nil {
+		return rev, lastOK
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		p.log.Warn("cluster membership renewal failed; retrying", "member", p.id, "error", err, "lease_left", left.Round(time.Millisecond))
+		return rev, lastOK
+	}
+	// The key is not at the revision last written: either a renewal was written but
+	// its acknowledgement lost (the key is ours, at a later revision), or the key
+	// expired or was deleted.
+	e, err := p.kv.Get(ctx, p.id)
+	switch {
+	case err == nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(p.member):
+		return e.Revision(), lastOK
+	case err == nil, errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		p.fence(fmt.Errorf("%w: its membership key %s expired or was deleted", ErrFenced, p.id))
+	default:
+		p.log.Warn("cluster membership renewal refused and the key could not be read; retrying", "member", p.id, "error", err)
+	}
+	return rev, lastOK
+}
+
+// watch starts watching the bucket and waits for its first snapshot, so that protoactor
+// has a topology when StartMember returns.
+func (p *Provider) watch() error {
+	w, err := p.kv.WatchAll(p.ctx)
+	if err != nil {
+		p.cancel()
+		return fmt.Errorf("natsprovider: watch members: %w", err)
+	}
+	ready := make(chan struct{})
+	p.wg.Add(1)
+	go p.follow(w, ready)
+	select {
+	case <-ready:
+		return nil
+	case <-time.After(10 * time.Second):
+		p.cancel()
+		return errors.New("natsprovider: the members bucket sent no snapshot in 10s")
+	}
+}
+
+// follow keeps the set of members as the bucket has it and hands protoactor a topology
+// when the set changes, not on every renewal.
+func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
+	defer p.wg.Done()
+	defer func() { _ = w.Stop() }()
+	live := map[string]*cluster.Member{}
+	initial := true
+	for {
+		var e jetstream.KeyValueEntry
+		var ok bool
+		select {
+		case <-p.ctx.Done():
+			return
+		case e, ok = <-w.Updates():
+			if !ok {
+				return
+			}
+		}
+		p.pause.RLock()
+		changed := p.apply(live, e)
+		if e == nil && initial {
+			// A nil entry ends the snapshot of the keys that were there.
+			initial, changed = false, true
+			close(ready)
+		}
+		if changed && !initial && p.ctx.Err() == nil {
+			p.push(live)
+		}
+		p.pause.RUnlock()
+	}
+}
+
+// apply records one entry of the watch, and reports whether the set of members changed.
+func (p *Provider) apply(live map[string]*cluster.Member, e jetstream.KeyValueEntry) bool {
+	if e == nil {
+		return false
+	}
+	key := e.Key()
+	if e.Operation() != jetstream.KeyValuePut {
+		if key == p.id && p.member != nil && !p.isLeaving() {
+			p.fence(fmt.Errorf("%w: its membership key %s expired or was deleted", ErrFenced, p.id))
+		}
+		_, was := live[key]
+		delete(live, key)
+		return was
+	}
+	var m cluster.Member
+	if err := proto.Unmarshal(e.Value(), &m); err != nil || m.Id != key {
+		p.log.Warn("ignoring a member key that does not hold its member", "key", key, "error", err)
+		return false
+	}
+	if old, was := live[key]; was && proto.Equal(old, &m) {
+		return false
+	}
+	live[key] = &m
+	return true
+}
+
+// push hands protoactor the members, sorted by id so that every member sees one order.
+func (p *Provider) push(live map[string]*cluster.Member) {
+	members := make(cluster.Members, 0, len(live))
+	for _, m := range live {
+		members = append(members, m)
+	}
+	slices.SortFunc(members, func(a, b *cluster.Member) int {
+		switch {
+		case a.Id < b.Id:
+			return -1
+		case a.Id > b.Id:
+			return 1
+		}
+		return 0
+	})
+	p.mu.Lock()
+	p.members = members
+	p.mu.Unlock()
+	p.log.Debug("cluster topology changed", "member", p.id, "members", len(members))
+	p.update(members)
+}
+
+// Members is the set of members last handed to protoactor, sorted by id: what this
+// member sees of the cluster.
+func (p *Provider) Members() []*cluster.Member {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*cluster.Member, len(p.members))
+	for i, m := range p.members {
+		out[i] = proto.Clone(m).(*cluster.Member)
+	}
+	return out
+}
+
+// ID is the member's id (its actor system's), or "" before the cluster starts.
+func (p *Provider) ID() string { return p.id }
+
+// Fenced is closed when the member has been fenced: from then on it must not serve
+// grains; the node shuts its cluster member down and starts a new one, which joins
+// under a new id. FenceCause says why.
+func (p *Provider) Fenced() <-chan struct{} { return p.fenced }
+
+// FenceCause is why the member was fenced, or nil while it is not.
+func (p *Provider) FenceCause() error {
+	select {
+	case <-p.fenced:
+		return p.fenceCause
+	default:
+		return nil
+	}
+}
+
+// fence stops renewing and watching, once, and reports it.
+func (p *Provider) fence(reason error) {
+	p.fenceOnce.Do(func() {
+		p.fenceCause = reason
+		p.log.Error("cluster member fenced: it must stop serving grains and rejoin", "member", p.id, "reason", reason)
+		p.cancel()
+		close(p.fenced)
+		if p.cfg.OnFenced != nil {
+			go p.cfg.OnFenced(reason)
+		}
+	})
+}
+
+func (p *Provider) isLeaving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaving
+}
+
+// Shutdown stops renewing and watching and deletes the member's key, so that the
+// others see it leave at once rather than after its TTL. protoactor calls it on a
+// graceful shutdown; a node that is killed leaves by its TTL instead.
+func (p *Provider) Shutdown(graceful bool) error {
+	if !p.started {
+		return nil
+	}
+	p.mu.Lock()
+	p.leaving = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	if p.member == nil || p.FenceCause() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.ttl)
+	defer cancel()
+	if err := p.kv.Delete(ctx, p.id); err != nil {
+		return fmt.Errorf("natsprovider: deregister member %s: %w", p.id, err)
+	}
+	p.log.Info("cluster member deregistered", "member", p.id, "graceful", graceful)
+	return nil
+}

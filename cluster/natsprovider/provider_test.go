@@ -1,0 +1,286 @@
+package natsprovider
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd/natsstore"
+)
+
+// The membership TTL of the tests: one second, the server's least, keeps them short;
+// -natsprovider.ttl=3s measures the default.
+var testTTL = flag.Duration("natsprovider.ttl", time.Second, "membership TTL of the cluster tests")
+
+// logger writes to the test output with -v at debug level (INTENTD_TEST_LOG=debug), and
+// says only warnings otherwise: three members' start-up is a few hundred lines.
+func logger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("INTENTD_TEST_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// embed starts a NATS server with JetStream for one test and returns a JetStream
+// connection to it.
+func embed(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// peer is a provider with a stand-in for protoactor's member list: it records the
+// topologies it is handed.
+type peer struct {
+	prov     *Provider
+	fencedBy chan error
+
+	mu     sync.Mutex
+	view   []string
+	pushes int
+}
+
+var nextPort = 20000
+
+func startPeer(t *testing.T, js jetstream.JetStream) *peer {
+	t.Helper()
+	nextPort++
+	pr := &peer{fencedBy: make(chan error, 1)}
+	prov, err := New(Config{JetStream: js, TTL: *testTTL, Logger: logger(), OnFenced: func(err error) { pr.fencedBy <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.prov = prov
+	m := &cluster.Member{Id: fmt.Sprintf("peer%d", nextPort), Host: "127.0.0.1", Port: int32(nextPort), Kinds: []string{"intent"}}
+	err = prov.startMember("test", m, func(ms cluster.Members) {
+		ids := make([]string, len(ms))
+		for i, m := range ms {
+			ids[i] = m.Id
+		}
+		pr.mu.Lock()
+		pr.view, pr.pushes = ids, pr.pushes+1
+		pr.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prov.Shutdown(true) })
+	return pr
+}
+
+func (pr *peer) sees() ([]string, int) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return slices.Clone(pr.view), pr.pushes
+}
+
+func peerIDs(ps ...*peer) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.prov.ID()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitPeers waits until every peer in ps sees exactly want, and returns how long it took.
+func waitPeers(t *testing.T, within time.Duration, want []string, ps ...*peer) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		ok := true
+		for _, p := range ps {
+			if v, _ := p.sees(); !slices.Equal(v, want) {
+				ok = false
+			}
+		}
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			for _, p := range ps {
+				v, _ := p.sees()
+				t.Errorf("%s sees %v", p.prov.ID(), v)
+			}
+			t.Fatalf("the peers did not all see %v within %v", want, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func startPeers(t *testing.T, js jetstream.JetStream, n int) []*peer {
+	t.Helper()
+	ps := make([]*peer, n)
+	for i := range ps {
+		ps[i] = startPeer(t, js)
+	}
+	waitPeers(t, 3*time.Second, peerIDs(ps...), ps...)
+	return ps
+}
+
+// TestTopologyOnlyWhenTheSetChanges: renewals rewrite every key every TTL/3; protoactor
+// must not be handed a topology for each.
+func TestTopologyOnlyWhenTheSetChanges(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	_, before := ps[0].sees()
+	time.Sleep(2 * *testTTL)
+	if _, after := ps[0].sees(); after != before {
+		t.Errorf("%d topologies handed over while nothing changed", after-before)
+	}
+	if got := ps[0].prov.Members(); len(got) != 3 || got[0].Id > got[1].Id || got[1].Id > got[2].Id {
+		t.Errorf("Members() = %v, want three sorted by id", got)
+	}
+}
+
+func TestShutdownLeavesAtOnce(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	start := time.Now()
+	if err := ps[2].prov.Shutdown(true); err != nil {
+		t.Fatal(err)
+	}
+	waitPeers(t, 3*time.Second, peerIDs(ps[0], ps[1]), ps[0], ps[1])
+	d := time.Since(start)
+	t.Logf("a peer shut down left every other view %v after its shutdown began (TTL %v)", d, *testTTL)
+	if d > *testTTL {
+		t.Errorf("leaving took %v, longer than the TTL: the key was not deleted", d)
+	}
+	select {
+	case err := <-ps[2].fencedBy:
+		t.Errorf("a member that left was fenced: %v", err)
+	default:
+	}
+}
+
+// TestFrozenMemberLeavesFencesAndRejoins freezes a peer as SIGSTOP would (no renewals,
+// no watch), measures how long the others take to drop it, resumes it, and expects it
+// to fence itself at once; a new member then joins in its place.
+func TestFrozenMemberLeavesFencesAndRejoins(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	frozen := ps[2]
+
+	frozen.prov.pause.Lock()
+	start := time.Now()
+	d := waitPeers(t, *testTTL+5*time.Second, peerIDs(ps[0], ps[1]), ps[0], ps[1])
+	t.Logf("a frozen peer left every other view %v after it stopped renewing (TTL %v)", d, *testTTL)
+	if d > *testTTL+2*time.Second {
+		t.Errorf("detection took %v, want at most TTL + 2s", d)
+	}
+	if frozen.prov.FenceCause() != nil {
+		t.Fatal("fenced while frozen")
+	}
+	frozen.prov.pause.Unlock()
+	select {
+	case err := <-frozen.fencedBy:
+		t.Logf("the resumed peer fenced itself %v after it was frozen: %v", time.Since(start), err)
+		if !errors.Is(err, ErrFenced) || !errors.Is(frozen.prov.FenceCause(), ErrFenced) {
+			t.Errorf("fence cause %v", err)
+		}
+	case <-time.After(*testTTL):
+		t.Fatal("the resumed peer did not fence itself")
+	}
+	<-frozen.prov.Fenced()
+	// Fenced, it neither renews nor rewrites its key: the others keep it out.
+	time.Sleep(*testTTL)
+	if v, _ := ps[0].sees(); slices.Contains(v, frozen.prov.ID()) {
+		t.Errorf("the fenced peer is back in the view: %v", v)
+	}
+
+	back := startPeer(t, js)
+	d = waitPeers(t, 3*time.Second, peerIDs(ps[0], ps[1], back), ps[0], ps[1], back)
+	t.Logf("a new peer was in every view %v after it started", d)
+}
+
+// TestDeletedKeyFences: a member that finds its own key gone fences itself through its
+// watch, without waiting for its next renewal.
+func TestDeletedKeyFences(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	kv, err := js.KeyValue(context.Background(), "members-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := kv.Delete(context.Background(), ps[1].prov.ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ps[1].fencedBy:
+		t.Logf("fenced %v after its key was deleted: %v", time.Since(start), err)
+	case <-time.After(*testTTL):
+		t.Fatal("the peer whose key was deleted did not fence itself within its TTL")
+	}
+	waitPeers(t, 3*time.Second, peerIDs(ps[0], ps[2]), ps[0], ps[2])
+}
+
+// TestNATSUnreachableFences: a member that cannot renew cannot know it is still in, so
+// it fences itself once a TTL has passed since its last acknowledged renewal.
+func TestNATSUnreachableFences(t *testing.T) {
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPeer(t, js)
+	start := time.Now()
+	srv.Shutdown()
+	select {
+	case err := <-p.fencedBy:
+		t.Logf("fenced %v after NATS went away: %v", time.Since(start), err)
+	case <-time.After(*testTTL + 2*time.Second):
+		t.Fatal("not fenced with NATS gone")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	js := embed(t)
+	for _, c := range []Config{
+		{},
+		{JetStream: js, TTL: 500 * time.Millisecond},
+		{JetStream: js, TTL: 1500 * time.Millisecond},
+		{JetStream: js, Bucket: "members.x"},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+	p, err := New(Config{JetStream: js})
+	if err != nil || p.ttl != DefaultTTL {
+		t.Errorf("defaults: %v, ttl %v", err, p.ttl)
+	}
+}
