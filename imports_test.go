@@ -28,6 +28,10 @@ var rules = map[string][]string{
 	"proof":       {".", "policy", "crypto", "internal"},
 	"client":      {".", "policy", "crypto", "internal"},
 	"mcpserver":   {".", "policy", "crypto", "internal", "client", "proof"},
+	// The pieces of cluster mode: its messages speak the domain, its membership speaks
+	// NATS (its tests start servers through natsstore); neither reaches into the engine,
+	// which builds on them.
+	"cluster": {".", "policy", "internal", "natsstore"},
 }
 
 // externalTestRules name, for a package whose external tests (package x_test) may
