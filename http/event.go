@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -103,7 +105,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	st := &stream{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout}
+	st := &stream{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, frames: &s.frames}
 	st.buf.WriteString("retry: ")
 	st.buf.WriteString(strconv.FormatInt(s.opts.Retry.Milliseconds(), 10))
 	st.buf.WriteString("\n\n")
@@ -116,10 +118,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 
+	hb := newHeartbeat(ctx, s.opts.Heartbeat)
+	defer hb.stop()
+	var gather *time.Timer
+	if s.opts.FlushWindow > 0 {
+		gather = time.NewTimer(s.opts.FlushWindow)
+		gather.Stop()
+		defer gather.Stop()
+	}
 	for {
-		next, cancelNext := context.WithTimeout(ctx, s.opts.Heartbeat)
-		ev, err := sub.Next(next)
-		cancelNext()
+		ev, err := sub.Next(hb.wait)
 		switch {
 		case err == nil:
 			if err := st.event(ev); err != nil {
@@ -127,22 +135,37 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 				return
 			}
 			// While more events are ready (a replay, a burst) they share one write and
-			// one flush; the last of them goes out at once.
+			// one flush.
 			if sub.Pending() && st.buf.Len() < flushBytes {
 				continue
 			}
+			full := st.buf.Len() >= flushBytes
 			if err := st.flush(); err != nil {
 				s.log.DebugContext(ctx, "event stream: write failed", "err", err)
+				return
+			}
+			hb.wrote()
+			if gather == nil || full {
+				// A replay that filled the buffer goes on at once.
+				continue
+			}
+			// Caught up: the events of the next moment gather in the subscription's
+			// buffer and go out together, rather than a write and a flush each.
+			gather.Reset(s.opts.FlushWindow)
+			select {
+			case <-gather.C:
+			case <-ctx.Done():
 				return
 			}
 		case ctx.Err() != nil:
 			// The client left, or the server is shutting down.
 			return
-		case errors.Is(err, context.DeadlineExceeded):
+		case hb.due():
 			st.buf.WriteString(": heartbeat\n\n")
 			if err := st.flush(); err != nil {
 				return
 			}
+			hb.rearm()
 		case errors.Is(err, intentd.ErrSubscriberTooSlow):
 			// Ending the response is the signal: the client reconnects with the
 			// last id it saw and gets the rest from the log.
@@ -157,34 +180,149 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 }
 
+// heartbeat ends the wait for events once the stream has been silent for its
+// interval. One timer serves the connection for as long as it lasts: a timer (or a
+// context with a deadline) per event would cost more than writing the event. The
+// timer checks when the stream last wrote and sleeps again if that was recent; only
+// a silence as long as the interval cancels wait.
+type heartbeat struct {
+	every time.Duration
+	ctx   context.Context
+	start time.Time
+	last  atomic.Int64 // when the stream last wrote, as time since start
+	timer *time.Timer
+	// wait is what the stream waits for events with; it is replaced after each
+	// heartbeat, and only the stream's goroutine reads it.
+	wait context.Context
+	mu   sync.Mutex // guards cancel, which the timer's goroutine calls
+	end  context.CancelFunc
+}
+
+func newHeartbeat(ctx context.Context, every time.Duration) *heartbeat {
+	h := &heartbeat{every: every, ctx: ctx, start: time.Now()}
+	h.wait, h.end = context.WithCancel(ctx)
+	h.timer = time.AfterFunc(every, h.fire)
+	return h
+}
+
+func (h *heartbeat) fire() {
+	idle := time.Since(h.start) - time.Duration(h.last.Load())
+	if idle < h.every {
+		h.timer.Reset(h.every - idle)
+		return
+	}
+	h.mu.Lock()
+	h.end()
+	h.mu.Unlock()
+}
+
+// wrote records a write: the silence starts again.
+func (h *heartbeat) wrote() { h.last.Store(int64(time.Since(h.start))) }
+
+// due reports whether wait ended for a heartbeat rather than for the request.
+func (h *heartbeat) due() bool { return h.wait.Err() != nil && h.ctx.Err() == nil }
+
+// rearm starts the next interval after a heartbeat was written.
+func (h *heartbeat) rearm() {
+	wait, end := context.WithCancel(h.ctx)
+	h.mu.Lock()
+	h.end()
+	h.end = end
+	h.mu.Unlock()
+	h.wait = wait
+	h.wrote()
+	h.timer.Reset(h.every)
+}
+
+func (h *heartbeat) stop() {
+	h.timer.Stop()
+	h.mu.Lock()
+	h.end()
+	h.mu.Unlock()
+}
+
 // stream writes SSE frames to one client.
 type stream struct {
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	writeTimeout time.Duration
+	frames       *frameCache // nil: no sharing
 	buf          bytes.Buffer
 }
 
-// event buffers one event: id, type and the OrchestratorEvent as one line of data.
+// event buffers one event's frame.
 func (st *stream) event(ev intentd.Event) error {
-	st.buf.WriteString("id: ")
-	st.buf.WriteString(strconv.FormatUint(ev.ID, 10))
-	st.buf.WriteString("\nevent: ")
-	st.buf.WriteString(string(ev.Type))
-	st.buf.WriteString("\ndata: ")
+	var f []byte
+	var err error
+	if st.frames != nil {
+		f, err = st.frames.frame(ev)
+	} else {
+		// A stream on its own (no server around it) encodes its frames itself.
+		f, err = encodeFrame(ev)
+	}
+	if err != nil {
+		return err
+	}
+	st.buf.Write(f)
+	return nil
+}
+
+// frameSlots is how many recent events' frames are kept: enough that every stream
+// that has caught up finds the newest ones.
+const frameSlots = 4096
+
+// frameCache keeps the SSE frames of recent events. Every stream sends the same bytes
+// for an event, so the first to send it encodes it and the others copy the result; a
+// slot holds one event and the next event with its id modulo frameSlots replaces it.
+type frameCache struct {
+	slots [frameSlots]atomic.Pointer[sharedFrame]
+}
+
+// sharedFrame is one event's frame, with what it was made from, so that a lookup
+// never returns the frame of another event.
+type sharedFrame struct {
+	id    uint64
+	typ   intentd.State
+	data  []byte
+	frame []byte
+}
+
+// frame returns ev's frame: id, type and the OrchestratorEvent as one line of data.
+// The caller must not modify it.
+func (c *frameCache) frame(ev intentd.Event) ([]byte, error) {
+	slot := &c.slots[ev.ID%frameSlots]
+	if f := slot.Load(); f != nil && f.id == ev.ID && f.typ == ev.Type && bytes.Equal(f.data, ev.Data) {
+		return f.frame, nil
+	}
+	f, err := encodeFrame(ev)
+	if err != nil {
+		return nil, err
+	}
+	slot.Store(&sharedFrame{id: ev.ID, typ: ev.Type, data: ev.Data, frame: f})
+	return f, nil
+}
+
+// encodeFrame writes one event's frame.
+func encodeFrame(ev intentd.Event) ([]byte, error) {
+	b := make([]byte, 0, len(ev.Data)+len(ev.Type)+40)
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, ev.ID, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, ev.Type...)
+	b = append(b, "\ndata: "...)
 	if bytes.ContainsAny(ev.Data, "\r\n") {
 		// A line break would end the data field and let the rest be read as
 		// fields of its own. JSON never needs one outside strings, where it is
 		// escaped, so compacting removes every one.
-		if err := json.Compact(&st.buf, ev.Data); err != nil {
-			st.buf.Reset()
-			return err
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, ev.Data); err != nil {
+			return nil, err
 		}
+		b = buf.Bytes()
 	} else {
-		st.buf.Write(ev.Data)
+		b = append(b, ev.Data...)
 	}
-	st.buf.WriteString("\n\n")
-	return nil
+	return append(b, "\n\n"...), nil
 }
 
 // flushBytes bounds what a stream buffers before it writes.

@@ -43,6 +43,10 @@ type expr interface {
 type exprNode struct {
 	pos Pos
 	typ Type
+	// text is the node's canonical text, set when the policy is built: explanations
+	// quote subexpressions, and printing them for every failure would cost more than
+	// the evaluation itself.
+	text string
 }
 
 func (n *exprNode) node() *exprNode { return n }
@@ -69,6 +73,9 @@ type setLit struct {
 	elem Type // TypeString or TypeInt
 	strs []string
 	ints []int64
+	// val is the set as a value, made when the policy is built so that explaining a
+	// failure does not allocate one each time it reads the literal.
+	val *setValue
 }
 
 func newStrSetLit(p Pos, elems []string) *setLit {

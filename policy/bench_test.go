@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // bench25 is a 25-constraint policy of the kind the service runs.
 const bench25 = `name bench_25
@@ -125,4 +129,15 @@ func BenchmarkEvaluateFail(b *testing.B) {
 			b.Fatal("no failures")
 		}
 	}
+}
+
+// TestBench25Reasons pins the explanations of the failing evidence: they are built by
+// appending into one buffer, and this says that the sentences came out as they read.
+func TestBench25Reasons(t *testing.T) {
+	p := mustCompile(t, bench25)
+	var b strings.Builder
+	for _, f := range p.Evaluate(mustAttrs(t, bench25Attrs), mustEvidence(t, bench25Fail)) {
+		fmt.Fprintf(&b, "%d %s\n  %s\n", f.Index, f.PrettyExpr, f.Reason)
+	}
+	golden(t, "testdata/explain/bench25.golden", b.String())
 }

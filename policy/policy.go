@@ -120,7 +120,13 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, err
 			return nil, fmt.Errorf("policy: internal error loading constraint %d: %w", i, err)
 		}
 		p.maxStack = max(p.maxStack, h)
-		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: exprString(c.x)}
+		walk(c.x, func(e expr) {
+			e.node().text = exprString(e)
+			if s, ok := e.(*setLit); ok {
+				s.val = &setValue{strs: s.strs, ints: s.ints}
+			}
+		})
+		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: c.x.node().text}
 		if c.optional {
 			walk(c.x, func(e expr) {
 				if r, ok := e.(*ref); ok && !r.evidence && p.params[r.slot].Optional && !slices.Contains(k.optSlots, int32(r.slot)) {
@@ -200,18 +206,34 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 		fr.ev[i], _ = convert(raw, f.Type, false)
 	}
 	var fails []Failure
+	x := explainer{p: p, fr: fr, attrs: a, evidence: evidence, buf: fr.out[:0], ends: fr.ends[:0]}
 	for k := range p.cons {
 		c := &p.cons[k]
 		if c.optional && anyAbsent(fr.params, c.optSlots) {
 			continue
 		}
-		if p.pg.run(c.code, fr) == resTrue {
+		res := p.pg.run(c.code, fr)
+		if res == resTrue {
 			continue
 		}
-		x := &explainer{p: p, fr: fr, attrs: a, evidence: evidence}
-		reason := x.reason(c.x)
-		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, Reason: reason, MissingEvidence: x.missing})
+		if fails == nil {
+			// At most the constraints left can fail: one allocation, not a growing slice.
+			fails = make([]Failure, 0, len(p.cons)-k)
+		}
+		x.missing = nil
+		x.appendReason(c.x, res)
+		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, MissingEvidence: x.missing})
+		x.ends = append(x.ends, len(x.buf))
 	}
+	if len(fails) > 0 {
+		// Every reason is a piece of one string: one allocation for all of them.
+		all, start := string(x.buf), 0
+		for i, end := range x.ends {
+			fails[i].Reason = all[start:end]
+			start = end
+		}
+	}
+	fr.out, fr.ends = x.buf, x.ends[:0]
 	fr.release()
 	return fails
 }

@@ -163,47 +163,55 @@ const hexDigits = "0123456789abcdef"
 // quote writes s as a string literal of the language, which is also a JSON string:
 // quotes, backslashes and control characters escaped, everything else as it is.
 func quote(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
+	return string(appendQuote(make([]byte, 0, len(s)+2), s))
+}
+
+// appendQuote is quote appending to b, so that an explanation, which quotes several
+// values, builds its sentence in one buffer rather than a string per value.
+func appendQuote(b []byte, s string) []byte {
+	b = append(b, '"')
 	for i := 0; i < len(s); {
+		// Copy the run that needs no escaping in one go: most values are plain.
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		b = append(b, s[i:j]...)
+		i = j
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, n := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && n == 1 {
-				b.WriteString(`\ufffd`)
+				b = append(b, `\ufffd`...)
 			} else {
-				b.WriteString(s[i : i+n])
+				b = append(b, s[i:i+n]...)
 			}
 			i += n
 			continue
 		}
 		switch c {
 		case '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		case '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		case '\b':
-			b.WriteString(`\b`)
+			b = append(b, `\b`...)
 		case '\f':
-			b.WriteString(`\f`)
+			b = append(b, `\f`...)
 		default:
-			if c < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
-			} else {
-				b.WriteByte(c)
-			}
+			b = append(b, `\u00`...)
+			b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
 		}
 		i++
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }

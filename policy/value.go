@@ -128,42 +128,47 @@ func (v Value) String() string { return formatValue(v, 0) }
 
 // formatValue writes v for a reason; limit > 0 cuts long sets and strings.
 func formatValue(v Value, limit int) string {
+	return string(appendValue(nil, v, limit))
+}
+
+// appendValue is formatValue appending to b.
+func appendValue(b []byte, v Value, limit int) []byte {
 	switch v.t {
 	case TypeInt:
-		return strconv.FormatInt(v.n, 10)
+		return strconv.AppendInt(b, v.n, 10)
 	case TypeString:
 		if limit > 0 && len(v.s) > 4*limit {
 			cut := 4 * limit
 			for cut > 0 && !utf8.RuneStart(v.s[cut]) {
 				cut--
 			}
-			return quote(v.s[:cut]) + "..."
+			return append(appendQuote(b, v.s[:cut]), "..."...)
 		}
-		return quote(v.s)
+		return appendQuote(b, v.s)
 	case TypeBool:
-		return strconv.FormatBool(v.n != 0)
+		return strconv.AppendBool(b, v.n != 0)
 	case TypeStringSet, TypeIntSet:
-		var b strings.Builder
-		b.WriteByte('{')
+		b = append(b, '{')
 		n := v.set.len()
 		for i := 0; i < n; i++ {
 			if limit > 0 && i == limit {
-				fmt.Fprintf(&b, ", ... (%d in all)", n)
+				b = append(b, ", ... ("...)
+				b = strconv.AppendInt(b, int64(n), 10)
+				b = append(b, " in all)"...)
 				break
 			}
 			if i > 0 {
-				b.WriteString(", ")
+				b = append(b, ", "...)
 			}
 			if v.t == TypeStringSet {
-				b.WriteString(quote(v.set.strs[i]))
+				b = appendQuote(b, v.set.strs[i])
 			} else {
-				b.WriteString(strconv.FormatInt(v.set.ints[i], 10))
+				b = strconv.AppendInt(b, v.set.ints[i], 10)
 			}
 		}
-		b.WriteByte('}')
-		return b.String()
+		return append(b, '}')
 	}
-	return "<no value>"
+	return append(b, "<no value>"...)
 }
 
 // MarshalJSON writes the wire form: {"Int": 5}, {"String": "M"}, {"Bool": true},

@@ -49,7 +49,15 @@ type frame struct {
 	stack  []Value
 	params []Value
 	ev     []Value
+	// out and ends are the explainer's buffer for reasons and where each ends; pooled
+	// with the rest so that a failing evaluation allocates little more than its result.
+	out  []byte
+	ends []int
 }
+
+// maxPooledOut is the largest reason buffer kept for the next evaluation: one that
+// quoted huge values is dropped rather than held for ever.
+const maxPooledOut = 16 << 10
 
 var frames = sync.Pool{New: func() any { return new(frame) }}
 
@@ -65,6 +73,9 @@ func (fr *frame) release() {
 	clear(fr.stack)
 	clear(fr.params)
 	clear(fr.ev)
+	if cap(fr.out) > maxPooledOut {
+		fr.out = nil
+	}
 	frames.Put(fr)
 }
 

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -132,6 +133,8 @@ type Config struct {
 	NatsEmbedConfig string
 	// UI serves the browser console under /ui/.
 	UI bool
+	// Pprof is the address of a listener serving net/http/pprof; empty: none.
+	Pprof string
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -161,6 +164,8 @@ type Main struct {
 	engine  *actors.Engine
 	server  *intenthttp.Server
 	ln      net.Listener
+	pprof   *http.Server
+	logw    *intenthttp.LogWriter // nil: logs go straight to Stderr
 	// served is closed when Serve returns, with serveErr set before.
 	served   chan struct{}
 	serveErr error
@@ -228,6 +233,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
 	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
 	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
+	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -392,11 +398,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	hopts := &slog.HandlerOptions{Level: level}
-	if c.LogFormat == "json" {
-		m.logger = slog.New(slog.NewJSONHandler(m.Stderr, hopts))
-	} else {
-		m.logger = slog.New(slog.NewTextHandler(m.Stderr, hopts))
+	out := m.Stderr
+	if f, ok := out.(*os.File); ok {
+		// A line per request written on its own costs a busy server more than the
+		// request's other bookkeeping; lines wait up to 20 ms to share a write.
+		m.logw = intenthttp.NewLogWriter(f, 20*time.Millisecond)
+		out = m.logw
 	}
+	var h slog.Handler = slog.NewTextHandler(out, hopts)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(out, hopts)
+	}
+	if m.logw != nil {
+		h = m.logw.Handler(h)
+	}
+	m.logger = slog.New(h)
 
 	var tokens *intenthttp.Tokens
 	if c.Tokens != "" {
@@ -483,6 +499,23 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Pprof != "" {
+		// A listener of its own, so that the profiler is never reachable where the API is.
+		pln, err := net.Listen("tcp", c.Pprof)
+		if err != nil {
+			m.ln.Close()
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		m.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go m.pprof.Serve(pln)
+		m.logger.Info("serving the profiler", "url", "http://"+pln.Addr().String()+"/debug/pprof/")
+	}
 	m.served = make(chan struct{})
 	go func() {
 		m.serveErr = m.server.Serve(m.ln)
@@ -493,6 +526,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if tokens == nil && !loopback(m.ln.Addr()) {
 		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
 			"listen", c.Listen)
+	}
+	if m.logw != nil {
+		_ = m.logw.Flush() // the lines so far, before the banner
 	}
 	if c.LogFormat == "text" {
 		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
@@ -607,6 +643,9 @@ func (m *Main) Close() error {
 	}
 	m.closed = true
 	var errs []error
+	if m.pprof != nil {
+		m.pprof.Close()
+	}
 	if m.server != nil {
 		if d := m.Config.ShutdownDelay; d > 0 {
 			// Load balancers see /readyz fail and stop sending before the listener
@@ -644,6 +683,9 @@ func (m *Main) Close() error {
 	}
 	if m.logger != nil {
 		m.logger.Info("stopped")
+	}
+	if m.logw != nil {
+		_ = m.logw.Flush()
 	}
 	return errors.Join(errs...)
 }
