@@ -119,6 +119,10 @@ const (
 	// have no quorum). A write that got this may or may not have been made: read the
 	// intent's status before sending it again.
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeMemberUnavailable: in a cluster, the member that holds the intent did not
+	// answer (it is gone and the cluster has not yet moved its intents, or it is
+	// overloaded). A write may or may not have been made: read the status, then retry.
+	CodeMemberUnavailable = "member_unavailable"
 	// CodeProofNotReady: the intent is open or processing; a proof may come.
 	CodeProofNotReady = "proof_not_ready"
 	// CodeNoProof: the intent is terminal and has no receipt, and never will (it

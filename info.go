@@ -23,4 +23,14 @@ type Info struct {
 	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
 	PublicKey string `json:"public_key,omitempty"`
 	KeyID     string `json:"key_id,omitempty"`
+	// Cluster is set in cluster mode: the cluster's name and the members this node
+	// sees, so that an operator can tell from any node whether it is in the cluster.
+	Cluster *ClusterInfo `json:"cluster,omitempty"`
+}
+
+// ClusterInfo is the cluster a node is a member of, as the node sees it.
+type ClusterInfo struct {
+	Name string `json:"name"`
+	// Members are the members' addresses (HOST:PORT), this node's included, sorted.
+	Members []string `json:"members"`
 }

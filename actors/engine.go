@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
@@ -64,6 +65,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told of transitions and timings, for metrics; nil: nobody.
 	Observer *intentd.Observer
+	// Cluster, when set, makes the engine a member of a cluster (cluster.go); its store
+	// must be one that every member shares.
+	Cluster *ClusterConfig
 }
 
 // DefaultConfig is the configuration of an engine with every default: what intentd runs
@@ -115,11 +119,12 @@ func (c *Config) validate() error {
 // Engine is what the HTTP layer calls. It owns the actor system: one actor per live
 // intent, the proving limiter and the event bus.
 type Engine struct {
-	cfg    Config
-	store  intentd.Store
-	obs    intentd.Observer
-	log    *slog.Logger
-	system *actor.ActorSystem
+	cfg     Config
+	store   intentd.Store
+	obs     intentd.Observer
+	log     *slog.Logger
+	system  *actor.ActorSystem
+	cluster *cluster.Cluster // nil unless the engine is a member of a cluster
 
 	registry *registry
 	// dispatcher runs the intent actors' mailboxes.
@@ -233,6 +238,9 @@ func Open(cfg Config) (*Engine, error) {
 	e.dispatcher = newWarmDispatcher(300) // protoactor's default throughput
 	e.registry = newRegistry(e)
 
+	if cfg.Cluster != nil {
+		e.startCluster()
+	}
 	if err := e.resumeProcessing(); err != nil {
 		e.Close()
 		return nil, err
@@ -266,6 +274,9 @@ func (e *Engine) Close() error {
 		e.cancel()
 		e.system.Root.RequestFuture(e.bus, closeBus{}, callTimeout).Wait()
 		e.wg.Wait()
+		if e.cluster != nil {
+			e.cluster.Shutdown(true)
+		}
 		e.system.Shutdown()
 		e.dispatcher.close()
 	})
@@ -449,7 +460,10 @@ func (e *Engine) current(ctx context.Context, id string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reply.(*snapshot), nil
+	if snap, ok := reply.(*snapshot); ok {
+		return snap, nil
+	}
+	return e.loadSnapshot(ctx, id) // the owner in a cluster wrote it; the store has it
 }
 
 func (e *Engine) loadSnapshot(ctx context.Context, rawID string) (*snapshot, error) {

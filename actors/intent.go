@@ -91,10 +91,11 @@ type reply struct {
 // intentActor owns one intent's state machine (spec part 3). It is the only writer of
 // the intent's snapshot and writes every transition before it answers.
 type intentActor struct {
-	e      *Engine
-	id     string
-	loaded bool      // snap has been read from the store
-	snap   *snapshot // nil: no intent of this id is stored
+	e       *Engine
+	id      string
+	loaded  bool      // snap has been read from the store
+	proving bool      // this actor started the proof of its proposal
+	snap    *snapshot // nil: no intent of this id is stored
 }
 
 func (a *intentActor) Receive(ctx actor.Context) {
@@ -215,13 +216,17 @@ func (a *intentActor) propose(m propose) reply {
 	}
 	a.snap = next
 	a.e.obs.Transition(intentd.StateProcessing, "")
+	a.proving = true
 	a.e.startProving(next.clone(), true)
 	return reply{}
 }
 
 // resume restarts the proving of a proposal that was interrupted by a stop.
 func (a *intentActor) resume() reply {
-	if a.snap != nil && a.snap.State == intentd.StateProcessing {
+	// In a cluster every member asks the owners to resume when the members change, so
+	// a proof this actor already runs is not started twice.
+	if a.snap != nil && a.snap.State == intentd.StateProcessing && !a.proving {
+		a.proving = true
 		a.e.startProving(a.snap.clone(), false)
 	}
 	return reply{}

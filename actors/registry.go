@@ -58,10 +58,26 @@ func (r *registry) shard(id string) *registryShard {
 	return &r.shards[h.Sum32()%registryShards]
 }
 
-// call sends msg to the actor of intent id, spawning it from its snapshot if it is not
-// live, and returns its reply. When ctx ends first, call returns at once; the actor
-// still handles the message, and what it writes stays written.
+// call sends msg to the actor of intent id, wherever it lives: here, or in a cluster on
+// the member that owns the intent.
 func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
+	if r.e.cluster != nil {
+		cmd, err := command(id, msg)
+		if err != nil {
+			return nil, intentd.Internal("encode intent command: %w", err)
+		}
+		if cmd != nil {
+			return r.e.clusterCall(ctx, id, cmd)
+		}
+	}
+	return r.localCall(ctx, id, msg)
+}
+
+// localCall sends msg to this member's actor of intent id, spawning it from its
+// snapshot if it is not live, and returns its reply. When ctx ends first, localCall
+// returns at once; the actor still handles the message, and what it writes stays
+// written.
+func (r *registry) localCall(ctx context.Context, id string, msg any) (any, error) {
 	for attempt := 0; ; attempt++ {
 		pid, err := r.acquire(id)
 		if err != nil {

@@ -207,7 +207,7 @@ var errorCodes = map[string]bool{
 	intentd.CodePolicyInUse: true, intentd.CodePolicyInvalid: true, intentd.CodeInvalidIntent: true,
 	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
 	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
-	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true,
+	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true, intentd.CodeMemberUnavailable: true,
 	intentd.CodePreviewLimit: true,
 	CodeInvalidJSON:          true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,

@@ -85,7 +85,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeCapacityExceeded, intentd.CodePolicyInUse, intentd.CodePolicyInvalid, intentd.CodeInvalidIntent,
 		intentd.CodeInvalidID, intentd.CodeAttrsMismatch, intentd.CodeInvalidProposal, intentd.CodeTooManySubscribers,
 		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof, intentd.CodeStorageFull, intentd.CodeStoreUnavailable,
-		intentd.CodePreviewLimit,
+		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,9 @@ type Options struct {
 	// intentd.ErrStorageFull; its servers gone: any other), or nil while it takes them,
 	// as GET /readyz reports; nil: always writable.
 	Writable func() error
+	// ClusterMembers, in cluster mode, gives the members this node sees, for GET /info
+	// (whose Info.Cluster names the cluster).
+	ClusterMembers func() []string
 	// CORSOrigins are the origins (scheme://host[:port], as ParseCORSOrigin takes them)
 	// whose pages may call the API from a browser, or AnyOrigin for every origin on the
 	// routes that need no token; nil: CORS off, and no answer carries its headers.
@@ -220,7 +224,13 @@ func (s *Server) newInfo() intentd.Info {
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	writeJSON(w, http.StatusOK, s.info)
+	info := s.info
+	if info.Cluster != nil && s.opts.ClusterMembers != nil {
+		members := s.opts.ClusterMembers()
+		slices.Sort(members)
+		info.Cluster = &intentd.ClusterInfo{Name: info.Cluster.Name, Members: members}
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // handleHealth is a liveness check for load balancers and orchestrators: the server

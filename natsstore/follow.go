@@ -19,10 +19,12 @@ import (
 // reach the index only through it; this store's own writes are applied at once as well,
 // so that a read follows a write without waiting.
 func (s *Store) follow(ctx context.Context) error {
-	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:    true,
+	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
+		return s.js.OrderedConsumer(try, s.name, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
+			DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+			HeadersOnly:    true,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("nats store: follow the stream: %w", err)
@@ -39,7 +41,7 @@ func (s *Store) follow(ctx context.Context) error {
 			once = true
 			close(loaded)
 		}
-	})
+	}, followOpts...)
 	if err != nil {
 		return err
 	}
@@ -112,6 +114,32 @@ func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) 
 	}
 }
 
+// retryTries calls fn with a short time-out of its own until it succeeds, fails for a
+// reason other than an unanswered request, or ctx ends. A stream whose leader is being
+// elected (a NATS server just died) leaves a request unanswered, and one try that waited
+// for ctx would leave no time for the next, answered one.
+func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, err := fn(try)
+		cancel()
+		if err == nil || ctx.Err() != nil || !unreachable(err) && !jetStreamNotReady(err) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// followOpts make a follower notice a lost server within seconds: a pull that brings
+// nothing ends after a few seconds, and heartbeats missed for half of it make the
+// ordered consumer start again after the last message it had, on whichever server
+// answers. The default waits 30 s, while the index and the event stream stand still.
+var followOpts = []jetstream.PullConsumeOpt{jetstream.PullExpiry(4 * time.Second)}
+
 // waitApplied waits until the watcher has applied the record at seq, and so every record
 // of its subjects before it.
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
@@ -132,11 +160,13 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 
 // followEvents starts the consumer that tells the sink of each event after the stream's
 // last sequence at open, in stream order, once each.
-func (s *Store) followEvents(lastSeq uint64) error {
-	cons, err := s.js.OrderedConsumer(context.Background(), s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{s.eventSubject()},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    lastSeq + 1,
+func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
+	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
+		return s.js.OrderedConsumer(try, s.name, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{s.eventSubject()},
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    lastSeq + 1,
+		})
 	})
 	if err != nil {
 		return err
@@ -157,6 +187,6 @@ func (s *Store) followEvents(lastSeq uint64) error {
 		if sink != nil {
 			sink(ev)
 		}
-	})
+	}, followOpts...)
 	return err
 }

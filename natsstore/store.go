@@ -221,7 +221,7 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	stream, err := s.awaitStream(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		stream, err = js.CreateStream(ctx, want)
+		stream, err = retryTries(ctx, func(try context.Context) (jetstream.Stream, error) { return js.CreateStream(try, want) })
 		if err != nil {
 			return fmt.Errorf("nats store: create stream %s: %w", s.name, err)
 		}
@@ -233,14 +233,14 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		}
 	}
 	s.stream = stream
-	info, err := stream.Info(ctx)
+	info, err := retryTries(ctx, func(try context.Context) (*jetstream.StreamInfo, error) { return stream.Info(try) })
 	if err != nil {
 		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
 	}
 	if err := s.follow(ctx); err != nil {
 		return err
 	}
-	if err := s.followEvents(info.State.LastSeq); err != nil {
+	if err := s.followEvents(ctx, info.State.LastSeq); err != nil {
 		return fmt.Errorf("nats store: follow the events: %w", err)
 	}
 	return nil
@@ -1393,6 +1393,18 @@ func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pruned, nil
+}
+
+// JetStream is the store's JetStream context, for what shares its connection: cluster
+// mode keeps its members in a bucket beside the stream.
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// Replicas is the stream's replica count, which what is kept beside it should match.
+func (s *Store) Replicas() int {
+	if info := s.stream.CachedInfo(); info != nil {
+		return info.Config.Replicas
+	}
+	return 1
 }
 
 // Writable reports why the store cannot take writes now, or nil: for a readiness check,

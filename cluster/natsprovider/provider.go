@@ -229,16 +229,14 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	if p.ctx.Err() != nil {
 		return rev, lastOK
 	}
-	// The key expires at the earliest a TTL after the last acknowledged renewal was
-	// sent. Past that the member cannot know it is still in, so it stops as if it knew
-	// it was out: that is what keeps a paused and resumed member from serving grains
-	// the others have placed elsewhere.
+	// A member that cannot renew does not fence itself: it cannot reach the NATS that
+	// holds the store either, so its grains can write nothing, and when NATS answers
+	// again the renewal finds the key expired (below) if the others dropped it. Fencing
+	// on silence alone would stop every member at once whenever the bucket's leader
+	// moves, which takes longer than a short TTL. A member paused past its TTL fences
+	// the same way, on its first renewal after it resumes.
 	left := p.ttl - time.Since(lastOK)
-	if left <= 0 {
-		p.fence(fmt.Errorf("%w: no renewal acknowledged for %v", ErrFenced, time.Since(lastOK).Round(time.Millisecond)))
-		return rev, lastOK
-	}
-	ctx, cancel := context.WithTimeout(p.ctx, min(left, p.ttl/3))
+	ctx, cancel := context.WithTimeout(p.ctx, p.ttl/3)
 	defer cancel()
 	sent := time.Now()
 	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
@@ -291,23 +289,59 @@ func (p *Provider) watch() error {
 
 // follow keeps the set of members as the bucket has it and hands protoactor a topology
 // when the set changes, not on every renewal.
+//
+// Every member renews its key each TTL/3, this one too, so a watch that brings nothing
+// for a whole TTL has stopped following: its server went away and its consumer did not
+// come back. A new watch then takes its place, and its snapshot replaces the set.
 func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	defer p.wg.Done()
 	defer func() { _ = w.Stop() }()
 	live := map[string]*cluster.Member{}
+	var next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
 	initial := true
+	updates := w.Updates()
+	last := time.Now()
+	check := time.NewTicker(p.ttl)
+	defer check.Stop()
 	for {
 		var e jetstream.KeyValueEntry
 		var ok bool
 		select {
 		case <-p.ctx.Done():
 			return
-		case e, ok = <-w.Updates():
+		case <-check.C:
+			if initial || time.Since(last) <= p.ttl {
+				continue
+			}
+			nw, err := p.kv.WatchAll(p.ctx)
+			if err != nil {
+				p.log.Warn("cluster membership watch is silent and cannot be renewed; retrying", "member", p.id, "error", err)
+				continue
+			}
+			p.log.Info("cluster membership watch was silent for a TTL; watching anew", "member", p.id)
+			_ = w.Stop()
+			w, updates, next, last = nw, nw.Updates(), map[string]*cluster.Member{}, time.Now()
+			continue
+		case e, ok = <-updates:
 			if !ok {
-				return
+				updates = nil // until the check above renews the watch
+				continue
 			}
 		}
+		last = time.Now()
 		p.pause.RLock()
+		if next != nil {
+			p.apply(next, e)
+			if e == nil { // the new watch's snapshot is complete
+				changed := !sameMembers(live, next)
+				live, next = next, nil
+				if changed && p.ctx.Err() == nil {
+					p.push(live)
+				}
+			}
+			p.pause.RUnlock()
+			continue
+		}
 		changed := p.apply(live, e)
 		if e == nil && initial {
 			// A nil entry ends the snapshot of the keys that were there.
@@ -319,6 +353,18 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 		}
 		p.pause.RUnlock()
 	}
+}
+
+func sameMembers(a, b map[string]*cluster.Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, m := range a {
+		if o, ok := b[k]; !ok || !proto.Equal(m, o) {
+			return false
+		}
+	}
+	return true
 }
 
 // apply records one entry of the watch, and reports whether the set of members changed.

@@ -240,9 +240,11 @@ func TestDeletedKeyFences(t *testing.T) {
 	waitPeers(t, 3*time.Second, peerIDs(ps[0], ps[2]), ps[0], ps[2])
 }
 
-// TestNATSUnreachableFences: a member that cannot renew cannot know it is still in, so
-// it fences itself once a TTL has passed since its last acknowledged renewal.
-func TestNATSUnreachableFences(t *testing.T) {
+// TestNATSUnreachableDoesNotFence: a member that cannot reach NATS keeps going. The
+// store is on the same NATS, so its grains can write nothing meanwhile; and a member
+// that fenced on silence would stop with every other whenever the bucket's leader
+// moves.
+func TestNATSUnreachableDoesNotFence(t *testing.T) {
 	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -257,13 +259,11 @@ func TestNATSUnreachableFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startPeer(t, js)
-	start := time.Now()
 	srv.Shutdown()
 	select {
 	case err := <-p.fencedBy:
-		t.Logf("fenced %v after NATS went away: %v", time.Since(start), err)
-	case <-time.After(*testTTL + 2*time.Second):
-		t.Fatal("not fenced with NATS gone")
+		t.Fatalf("fenced while NATS was away: %v", err)
+	case <-time.After(2**testTTL + time.Second):
 	}
 }
 

@@ -148,12 +148,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test starts and kills a server many times")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "intentd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildIntentd(t)
 	t.Run("pebble", func(t *testing.T) { crashRecovery(t, bin, nil, true, nil) })
 	t.Run("nats", func(t *testing.T) {
 		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
@@ -178,6 +173,34 @@ func TestCrashRecovery(t *testing.T) {
 			return m.start
 		})
 	})
+}
+
+// buildIntentd builds this package's command once for the tests that run it as a
+// process of its own.
+func buildIntentd(t *testing.T) string {
+	t.Helper()
+	built.Do(func() {
+		dir, err := os.MkdirTemp("", "intentd-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "intentd")
+		out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+var built struct {
+	sync.Once
+	bin string
+	err error
 }
 
 // natsMember is one server of a JetStream cluster on loopback, run as a process of its

@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,12 +27,14 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/cluster/natsprovider"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func main() {
@@ -52,6 +56,7 @@ func main() {
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	exit := 0
 	for done := false; !done; {
 		select {
 		case <-hup:
@@ -59,6 +64,8 @@ func main() {
 		case <-m.Done():
 			m.logger.Error("the server stopped serving", "err", m.serveErr)
 			done = true
+		case <-m.Fenced():
+			exit, done = 1, true
 		case <-ctx.Done():
 			done = true
 		}
@@ -68,6 +75,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "intentd:", err)
 		os.Exit(1)
 	}
+	os.Exit(exit)
 }
 
 // Config is the server's settings, as the flags and environment give them.
@@ -133,6 +141,11 @@ type Config struct {
 	NatsEmbedConfig string
 	// UI serves the browser console under /ui/.
 	UI bool
+	// ClusterBind, when set, makes this node a member of a cluster (docs/cluster.md):
+	// the HOST:PORT the other members reach its actors at. It needs a NATS store.
+	ClusterBind string
+	// ClusterName keeps clusters apart on one NATS.
+	ClusterName string
 	// Pprof is the address of a listener serving net/http/pprof; empty: none.
 	Pprof string
 }
@@ -157,6 +170,8 @@ type Main struct {
 	catalog *evidence.Catalog
 	store   storeCloser
 	pebble  *persistence.Store // the store when it is Pebble: its fsync metric
+	nats    *natsstore.Store   // the store when it is NATS: cluster mode's membership uses its connection
+	fenced  chan struct{}      // closed when this node was dropped from its cluster
 	// digest changes with every write to the store, whichever it is: for the tests
 	// that check a refused request stored nothing.
 	digest  func() ([32]byte, error)
@@ -232,6 +247,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
 	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
 	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
+	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
 	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
@@ -376,6 +393,15 @@ func (c *Config) validateStore() error {
 		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
 	case c.NatsCreds != "" && c.NatsToken != "":
 		return errors.New("--nats-creds and --nats-token: give one of them")
+	case c.ClusterBind != "" && !nats && !c.NatsEmbed:
+		return errors.New("--cluster-bind needs a store every member shares: --store nats://... or --nats-embed")
+	case !clusterName.MatchString(c.ClusterName):
+		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.ClusterName)
+	}
+	if c.ClusterBind != "" {
+		if _, _, err := clusterAddr(c.ClusterBind); err != nil {
+			return fmt.Errorf("--cluster-bind: %w", err)
+		}
 	}
 	return nil
 }
@@ -431,6 +457,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.ClusterBind != "" {
+		if err := m.checkClusterKey(ctx, key.ID()); err != nil {
+			return err
+		}
+	}
 	metrics := intenthttp.NewMetrics()
 	if m.pebble != nil {
 		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
@@ -453,6 +484,13 @@ func (m *Main) Run(ctx context.Context) error {
 	ecfg.MaxSubscribers = c.MaxSubscribers
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
+	if c.ClusterBind != "" {
+		cc, err := m.clusterConfig()
+		if err != nil {
+			return err
+		}
+		ecfg.Cluster = cc
+	}
 	if m.tuneEngine != nil {
 		m.tuneEngine(&ecfg)
 	}
@@ -493,6 +531,10 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxPreviewsPerIntent: c.MaxPreviews,
 		PublicKey:            crypto.EncodeBase58(key.PublicKey()),
 		KeyID:                key.ID(),
+	}
+	if c.ClusterBind != "" {
+		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.ClusterName}
+		opts.ClusterMembers = m.engine.ClusterMembers
 	}
 	m.server = intenthttp.NewServer(m.engine, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -734,6 +776,86 @@ func (m *Main) openStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, m.digest = s, s.Digest
+	m.store, m.digest, m.nats = s, s.Digest, s
 	return nil
 }
+
+// clusterBucket names a key-value bucket of the cluster: after the store's prefix as well
+// as the cluster's name, so that services on one NATS with different prefixes never
+// form one cluster of members that do not share a stream.
+func clusterBucket(c Config, what string) string {
+	return strings.ReplaceAll(c.NatsPrefix, ".", "_") + "_" + what + "_" + c.ClusterName
+}
+
+// clusterName is what a cluster's name may be: it names a key-value bucket.
+var clusterName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// clusterAddr splits --cluster-bind: other members dial it, so it needs a host and a
+// port.
+func clusterAddr(s string) (string, int, error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return "", 0, fmt.Errorf("%q: want HOST:PORT with a port from 1 to 65535", s)
+	}
+	return host, port, nil
+}
+
+// clusterConfig is the engine's cluster mode, membership on the store's NATS. A member
+// that finds itself dropped from the cluster stops: its supervisor starts it again and
+// it rejoins as a new member, rather than serve intents the others now own.
+func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
+	c := m.Config
+	host, port, _ := clusterAddr(c.ClusterBind)
+	m.fenced = make(chan struct{})
+	var once sync.Once
+	prov, err := natsprovider.New(natsprovider.Config{
+		JetStream: m.nats.JetStream(),
+		Bucket:    clusterBucket(c, "members"),
+		Replicas:  m.nats.Replicas(),
+		Logger:    m.logger,
+		OnFenced: func(reason error) {
+			m.logger.Error("this node was dropped from the cluster: stopping, to rejoin as a new member", "err", reason)
+			once.Do(func() { close(m.fenced) })
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov}, nil
+}
+
+// checkClusterKey refuses to join a cluster whose members sign with another key: a
+// receipt is signed by whichever member proved the intent, and a verifier pins one key.
+// The first member records its key id beside the members; the others must match it.
+func (m *Main) checkClusterKey(ctx context.Context, keyID string) error {
+	name := m.Config.ClusterName
+	kv, err := m.nats.JetStream().CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      clusterBucket(m.Config, "cluster"),
+		Description: "intentd cluster " + name + ": what every member must agree on",
+		Replicas:    m.nats.Replicas(),
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", name, err)
+	}
+	if _, err := kv.Create(ctx, "signing_key_id", []byte(keyID)); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("cluster %s: record the signing key: %w", name, err)
+	}
+	e, err := kv.Get(ctx, "signing_key_id")
+	if err != nil {
+		return fmt.Errorf("cluster %s: read the signing key: %w", name, err)
+	}
+	if got := string(e.Value()); got != keyID {
+		return fmt.Errorf("cluster %s signs receipts with key %s and this node with %s: give every member the same --signing-key (docs/cluster.md)", name, got, keyID)
+	}
+	return nil
+}
+
+// Fenced is closed when this node was dropped from its cluster and must stop; it is nil
+// (never ready) outside cluster mode.
+func (m *Main) Fenced() <-chan struct{} { return m.fenced }

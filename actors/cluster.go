@@ -1,0 +1,240 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
+)
+
+// ClusterConfig makes the engine one member of a cluster. Its intents become grains of
+// kind "intent" whose identity is the intent id, placed on the members by protoactor's
+// partitioning: a command for an intent goes, over remoting, to the member that owns
+// it, which hands it to its own intent actor. The state stays in the shared store,
+// whose sequence checks refuse an activation that outlived its move, so the grain keeps
+// nothing the store does not.
+type ClusterConfig struct {
+	// Name keeps clusters apart on one NATS.
+	Name string
+	// Host and Port are where the other members reach this member's actors.
+	Host string
+	Port int
+	// Provider tells the members of the cluster (natsprovider on the store's NATS).
+	Provider cluster.ClusterProvider
+	// RequestTimeout bounds a command to another member, all its tries; 0:
+	// DefaultClusterRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// intentKind is the grain kind of an intent.
+const intentKind = "intent"
+
+// startCluster joins the cluster; it returns once this member has the first topology.
+func (e *Engine) startCluster() {
+	c := e.cfg.Cluster
+	timeout := c.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultClusterRequestTimeout
+	}
+	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e} }))
+	cfg := cluster.Configure(c.Name, c.Provider, disthash.New(), remote.Configure(c.Host, c.Port),
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(timeout))
+	e.cluster = cluster.New(e.system, cfg)
+	e.system.EventStream.Subscribe(func(evt any) {
+		// Called with the member list's lock held: hand the work to a goroutine.
+		if _, ok := evt.(*cluster.ClusterTopology); ok && e.track() {
+			go func() {
+				defer e.wg.Done()
+				e.resumeMoved()
+			}()
+		}
+	})
+	e.cluster.StartMember()
+}
+
+// resumeMoved asks the owners of the processing intents to prove them, when the members
+// change: the intents of a member that left are owned by others now, and nobody else
+// would wake them. An owner already proving an intent does nothing.
+func (e *Engine) resumeMoved() {
+	ids, err := e.store.Processing(e.ctx)
+	if err != nil {
+		e.log.Error("list processing intents after a change of members", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if _, err := e.registry.call(e.ctx, id, resume{}); err != nil && e.ctx.Err() == nil {
+			e.log.Warn("resume an intent after a change of members", "intent_id", id, "err", err)
+		}
+	}
+}
+
+// command is the wire form of an intent actor's message, or nil for a message that
+// never leaves its member: a proof's outcome goes to the actor on the member that
+// proved it.
+func command(id string, msg any) (clusterpb.Command, error) {
+	rid := uuid.NewString()
+	switch m := msg.(type) {
+	case create:
+		data, err := m.snap.encode()
+		if err != nil {
+			return nil, err
+		}
+		return &clusterpb.CreateIntent{RequestId: rid, IntentId: id, PolicyId: m.snap.PolicyID, Snapshot: data,
+			ExpiresAtUnixNano: m.snap.ExpiresAt.UnixNano()}, nil
+	case propose:
+		return &clusterpb.Propose{RequestId: rid, IntentId: id, Solution: m.proposal.Solution}, nil
+	case expire:
+		return &clusterpb.Expire{RequestId: rid, IntentId: id}, nil
+	case resume:
+		return &clusterpb.Resume{RequestId: rid, IntentId: id}, nil
+	}
+	return nil, nil
+}
+
+// message is the intent actor's message of a command that came over the wire.
+func message(cmd clusterpb.Command) (any, error) {
+	switch c := cmd.(type) {
+	case *clusterpb.CreateIntent:
+		snap, err := decodeSnapshot(c.Snapshot)
+		if err != nil {
+			return nil, err
+		}
+		return create{snap: snap}, nil
+	case *clusterpb.Propose:
+		return propose{proposal: intentd.Proposal{Solution: c.Solution}}, nil
+	case *clusterpb.Expire:
+		return expire{}, nil
+	case *clusterpb.Resume:
+		return resume{}, nil
+	}
+	return nil, fmt.Errorf("no intent command %T", cmd)
+}
+
+// clusterCall sends an intent's command to the member that owns the intent and returns
+// its answer. The owner's reply value is not sent back: a caller that needs the intent
+// reads it from the store.
+//
+// Each try has a short time-out of its own: a try that meets a member which just died
+// waits out its whole time-out before protoactor forgets where the grain was, so one
+// long try would spend the caller's whole budget on the dead member. The next try
+// carries the same request id, so a command that did run is answered as it was, not
+// run again.
+func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
+	budget := e.cfg.Cluster.RequestTimeout
+	if budget == 0 {
+		budget = DefaultClusterRequestTimeout
+	}
+	deadline := time.Now().Add(budget)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var err error
+	for {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			break
+		}
+		var res any
+		res, err = e.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(min(left, clusterTryTimeout)))
+		if err == nil {
+			switch r := res.(type) {
+			case *clusterpb.Done:
+				return nil, nil
+			case *clusterpb.ErrorReply:
+				return nil, r.Err()
+			}
+			return nil, intentd.Internal("intent command: %w", fmt.Errorf("%s answered %T", id, res))
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, intentd.Canceled(ctx.Err())
+	}
+	e.log.Warn("intent command to its member", "intent_id", id, "err", err)
+	return nil, &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeMemberUnavailable,
+		Message: "the cluster member that holds the intent did not answer; retry later", Err: err}
+}
+
+// DefaultClusterRequestTimeout bounds a command to another member when the caller sets
+// no shorter deadline: long enough for the cluster to drop a member that died (its
+// membership key lives 3 s; protoactor then waits up to 5 s on the old owner), short
+// enough to answer a client before its own time-out.
+const DefaultClusterRequestTimeout = 8 * time.Second
+
+// clusterTryTimeout bounds one try of a command; a live member answers one in
+// milliseconds (a single write to the store).
+const clusterTryTimeout = 2 * time.Second
+
+// grain is an intent on the member that owns it: it hands each command to the intent's
+// actor here and sends back its answer. A command protoactor sends again (a retried
+// request) is answered from the replies it keeps, not run twice.
+type grain struct {
+	e       *Engine
+	replies map[string]proto.Message
+	order   []string
+}
+
+// keptReplies bounds the replies a grain keeps for retried requests: retries come
+// within one request's time-out, a handful of commands at most.
+const keptReplies = 16
+
+func (g *grain) Receive(ctx actor.Context) {
+	cmd, ok := ctx.Message().(clusterpb.Command)
+	if !ok {
+		return // protoactor's own messages: Started, ClusterInit, Stopping
+	}
+	if r, ok := g.replies[cmd.GetRequestId()]; ok {
+		ctx.Respond(r)
+		return
+	}
+	r := g.handle(cmd)
+	if g.replies == nil {
+		g.replies = make(map[string]proto.Message)
+	}
+	if len(g.order) == keptReplies {
+		delete(g.replies, g.order[0])
+		g.order = g.order[1:]
+	}
+	g.replies[cmd.GetRequestId()] = r
+	g.order = append(g.order, cmd.GetRequestId())
+	ctx.Respond(r)
+}
+
+func (g *grain) handle(cmd clusterpb.Command) proto.Message {
+	msg, err := message(cmd)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(g.e.ctx, callTimeout)
+		_, err = g.e.registry.localCall(ctx, cmd.GetIntentId(), msg)
+		cancel()
+	}
+	if err != nil {
+		var ie *intentd.Error
+		if !errors.As(err, &ie) || ie.Kind == intentd.KindInternal {
+			g.e.log.Error("intent command", "intent_id", cmd.GetIntentId(), "err", err)
+		}
+		return clusterpb.NewErrorReply(cmd.GetRequestId(), err)
+	}
+	return &clusterpb.Done{RequestId: cmd.GetRequestId()}
+}
+
+// ClusterMembers reports the addresses of the members this one sees, itself included,
+// or nil when the engine is not in a cluster.
+func (e *Engine) ClusterMembers() []string {
+	if e.cluster == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range e.cluster.MemberList.Members().Members() {
+		out = append(out, m.Address())
+	}
+	return out
+}

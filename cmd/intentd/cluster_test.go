@@ -1,0 +1,246 @@
+package main_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd/crypto"
+)
+
+// TestCluster runs three intentd processes as one cluster on a three-server JetStream
+// cluster, all on loopback. Intents are submitted to each node in turn, proposed to on
+// another and read on the third; every node's stream has the same events. Then one node
+// and one NATS server are killed with SIGKILL, and every proposal for the open intents,
+// the dead node's included, succeeds through the nodes left within seconds.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three intentd and three NATS servers")
+	}
+	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
+		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
+	}
+	bin := buildIntentd(t)
+	members := startNATSCluster(t, 3)
+	urls := make([]string, len(members))
+	for i, m := range members {
+		urls[i] = m.url
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]*crashServer, 3)
+	for i := range nodes {
+		nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: []string{
+			"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
+			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile}}
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		n.start()
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n.cmd.ProcessState == nil {
+				n.kill()
+			}
+		}
+	}()
+	waitMembers(t, nodes, 3)
+
+	policyID := postPolicy(t, nodes[0].url, crashPolicy)
+	_, signer, _ := ed25519.GenerateKey(nil)
+	submit := func(n *crashServer) string {
+		id := uuid.NewString()
+		raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":5000}}}}`, id, policyID)
+		auth, _ := crypto.SignEd25519(signer, raw)
+		authJSON, _ := json.Marshal(auth)
+		if code := post(n.url+"/intents", fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)); code != http.StatusOK {
+			t.Fatalf("POST /intents to %s: %d", n.url, code)
+		}
+		return id
+	}
+	propose := func(n *crashServer, id string) (int, string) {
+		resp, err := client.Post(n.url+"/intents/"+id+"/proposal", "application/json", strings.NewReader(fmt.Sprintf(`{"solution":%q}`, crashSolutions[0])))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		var body struct{ Code, Message string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Code + ": " + body.Message
+	}
+
+	const n = 30
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = submit(nodes[i%3])
+	}
+	for i, id := range ids {
+		wg.Go(func() {
+			if code, why := propose(nodes[(i+1)%3], id); code != http.StatusOK {
+				t.Errorf("proposal of %s through another node: %d %s", id, code, why)
+			}
+		})
+	}
+	wg.Wait()
+	for i, id := range ids {
+		waitTerminal(t, nodes[(i+2)%3].url, id, "success")
+	}
+	logs := make([][]sseEvent, 3)
+	for k, node := range nodes {
+		logs[k] = readN(t, node.url, n)
+		checkEvents(t, fmt.Sprintf("node %d", k), logs[k], nil, false)
+		if len(logs[k]) != n {
+			t.Fatalf("node %d's stream has %d events, want %d", k, len(logs[k]), n)
+		}
+	}
+	if !slices.Equal(logs[0], logs[1]) || !slices.Equal(logs[0], logs[2]) {
+		t.Fatal("the nodes' streams differ")
+	}
+
+	// Open intents on every node, then a node and a NATS server die.
+	open := make([]string, n)
+	for i := range open {
+		open[i] = submit(nodes[i%3])
+	}
+	killed := time.Now()
+	nodes[2].kill()
+	members[2].kill()
+	var slowest time.Duration
+	var mu sync.Mutex
+	for i, id := range open {
+		wg.Go(func() {
+			via := nodes[i%2]
+			ambiguous := false // a refusal that may have come after the write
+			for {
+				code, why := propose(via, id)
+				if code == http.StatusOK {
+					break
+				}
+				// A 503 from a member that died with the request may hide an accepted
+				// proposal: the retry then finds it. The outcome below tells.
+				if code == http.StatusConflict && ambiguous && strings.HasPrefix(why, "proposal_exists") {
+					break
+				}
+				if code != http.StatusServiceUnavailable && code != 0 {
+					t.Errorf("proposal of %s after the kill: %d %s", id, code, why)
+					return
+				}
+				ambiguous = true
+				if time.Since(killed) > 30*time.Second {
+					t.Errorf("proposal of %s still refused 30s after the kill: %d %s", id, code, why)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			mu.Lock()
+			slowest = max(slowest, time.Since(killed))
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	waitMembers(t, nodes[:2], 2) // the dead node left every view
+	for _, id := range open {
+		waitTerminal(t, nodes[0].url, id, "success")
+	}
+	all := readN(t, nodes[1].url, 2*n)
+	checkEvents(t, "a node left after the kill", all, nil, false)
+	if len(all) != 2*n {
+		t.Fatalf("%d events after the kill, want %d", len(all), 2*n)
+	}
+	t.Logf("every proposal accepted within %v of the kill of a node and a NATS server", slowest.Round(10*time.Millisecond))
+}
+
+// readN reads the stream from the start until it has n events and a second more has
+// brought no other, or 30 s pass.
+func readN(t *testing.T, url string, n int) []sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var evs []sseEvent
+	var quiet *time.Timer
+	stream(ctx, url, 0, func(ev sseEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		evs = append(evs, ev)
+		if len(evs) == n {
+			quiet = time.AfterFunc(time.Second, cancel)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if quiet != nil {
+		quiet.Stop()
+	}
+	return evs
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// waitMembers waits until every node's GET /info lists want members.
+func waitMembers(t *testing.T, nodes []*crashServer, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, node := range nodes {
+		for {
+			var info struct {
+				Cluster *struct{ Members []string } `json:"cluster"`
+			}
+			resp, err := client.Get(node.url + "/info")
+			if err == nil {
+				json.NewDecoder(resp.Body).Decode(&info)
+				resp.Body.Close()
+			}
+			if info.Cluster != nil && len(info.Cluster.Members) == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not see %d members: %+v", node.url, want, info.Cluster)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// waitTerminal waits until an intent's status, read at url, is want.
+func waitTerminal(t *testing.T, url, id, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if st := getStatus(t, url, id); st == want {
+			return
+		} else if st != "open" && st != "processing" {
+			t.Fatalf("intent %s ended %s, want %s", id, st, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("intent %s is not %s after 30s", id, want)
+}
