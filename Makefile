@@ -79,6 +79,12 @@ proto: $(PROTOC_GEN_GO) ## regenerate the Go code of the .proto files (protoc: a
 bench: ## every benchmark, with allocations (BENCHTIME=1s)
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
+.PHONY: cluster
+cluster: ## three intentd on loopback as one cluster, each embedding a NATS server (docs/cluster.md)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentctl
+	@scripts/cluster.sh $(BIN) cluster-data
+
 .PHONY: load
 load: ## the load scenarios at a few minutes' size (docs/benchmarks.md); LOADFLAGS=... adds flags to each
 	@mkdir -p $(BIN)

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Starts a cluster of three intentd on loopback, each embedding one member of a
+# three-server JetStream cluster, with one signing key; stops them all on Ctrl-C.
+# Usage: scripts/cluster.sh BIN_DIR DATA_DIR  (make cluster gives bin and cluster-data)
+set -eu
+bin=$1
+data=$2
+mkdir -p "$data"
+if [ ! -f "$data/signing.key" ]; then
+	"$bin/intentctl" keygen -o "$data/signing.key" >/dev/null
+fi
+routes="nats-route://127.0.0.1:6311, nats-route://127.0.0.1:6312, nats-route://127.0.0.1:6313"
+pids=""
+trap 'kill $pids 2>/dev/null; wait; exit 0' INT TERM
+for i in 1 2 3; do
+	mkdir -p "$data/node$i"
+	cat >"$data/node$i/nats.conf" <<CONF
+server_name: node$i
+listen: 127.0.0.1:431$i
+cluster { name: intentd, listen: 127.0.0.1:631$i, routes: [$routes] }
+CONF
+	"$bin/intentd" --listen "127.0.0.1:831$i" --data "$data/node$i" --signing-key "$data/signing.key" \
+		--nats-embed --nats-embed-config "$data/node$i/nats.conf" --nats-replicas 3 \
+		--cluster-bind "127.0.0.1:731$i" --log-format json 2>"$data/node$i/log" &
+	pids="$pids $!"
+done
+for i in 1 2 3; do
+	n=0
+	until curl -sf "http://127.0.0.1:831$i/readyz" >/dev/null 2>&1; do
+		n=$((n + 1))
+		if [ "$n" -gt 600 ]; then
+			echo "node $i did not start; its log: $data/node$i/log" >&2
+			kill $pids 2>/dev/null
+			exit 1
+		fi
+		sleep 0.1
+	done
+done
+cat <<MSG
+A cluster of three intentd on loopback (logs in $data/node*/log):
+  node 1  http://127.0.0.1:8311   NATS nats://127.0.0.1:4311   cluster 127.0.0.1:7311
+  node 2  http://127.0.0.1:8312   NATS nats://127.0.0.1:4312   cluster 127.0.0.1:7312
+  node 3  http://127.0.0.1:8313   NATS nats://127.0.0.1:4313   cluster 127.0.0.1:7313
+Try:    $bin/intentctl demo --server http://127.0.0.1:8312
+        curl -s http://127.0.0.1:8313/info
+Ctrl-C stops the three.
+MSG
+wait
