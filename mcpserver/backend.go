@@ -167,10 +167,7 @@ type remote struct {
 }
 
 // Remote is the Backend of the server c speaks to. The deadline of an intent is not
-// reported (the HTTP API does not carry it), and await_outcome reads the intent's status
-// at growing intervals, up to a second apart, rather than the event stream, whose
-// resumption from an id would replay every retained event of the server to find the
-// next one.
+// reported: the HTTP API does not carry it.
 func Remote(c *client.Client) Backend {
 	return remote{c}
 }
@@ -183,20 +180,26 @@ func (r remote) Preview(ctx context.Context, id, solution string) (*client.Previ
 	return r.Client.Preview(ctx, id, solution)
 }
 
+// Await follows the event stream, kept to this intent's events, until its one outcome
+// comes, then reads its status: the stream replays a retained outcome, so one that came
+// before the stream opened is not missed, and a filtered stream sends nothing else.
 func (r remote) Await(ctx context.Context, id string) (*client.IntentStatus, error) {
-	wait := 50 * time.Millisecond
-	for {
-		st, err := r.Status(ctx, id)
-		if err != nil || st.State.Terminal() {
-			return st, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+	st, err := r.Status(ctx, id)
+	if err != nil || st.State.Terminal() {
+		return st, err
 	}
+	events, err := r.Events(ctx, client.StreamOptions{IntentIDs: []string{id}})
+	if err != nil {
+		return nil, err
+	}
+	defer events.Close()
+	if _, err := events.Next(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return r.Status(ctx, id)
 }
 
 func (r remote) PublicKey(ctx context.Context) (ed25519.PublicKey, error) {
