@@ -139,6 +139,10 @@ type Observer struct {
 	// Published is called once for each event the store made durable, as it goes to
 	// the subscribers.
 	Published func()
+	// RemoteCall is called, in a cluster, after each command sent to the member that
+	// owns an intent, with how long it took (all its tries) and its error: nil when
+	// the member answered, whatever the answer.
+	RemoteCall func(d time.Duration, err error)
 }
 
 // maxExactInt is the largest integer an IEEE double holds exactly. JCS writes numbers as

@@ -130,6 +130,24 @@ func message(cmd clusterpb.Command) (any, error) {
 // carries the same request id, so a command that did run is answered as it was, not
 // run again.
 func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
+	start := time.Now()
+	res, err := e.clusterTries(ctx, id, cmd)
+	if err != nil {
+		e.obs.RemoteCall(time.Since(start), err)
+		return nil, err
+	}
+	e.obs.RemoteCall(time.Since(start), nil)
+	switch r := res.(type) {
+	case *clusterpb.Done:
+		return nil, nil
+	case *clusterpb.ErrorReply:
+		return nil, r.Err()
+	}
+	return nil, intentd.Internal("intent command: %w", fmt.Errorf("%s answered %T", id, res))
+}
+
+// clusterTries sends cmd until the owner answers, the budget is spent or ctx ends.
+func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
 	budget := e.cfg.Cluster.RequestTimeout
 	if budget == 0 {
 		budget = DefaultClusterRequestTimeout
@@ -147,13 +165,7 @@ func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Comma
 		var res any
 		res, err = e.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(min(left, clusterTryTimeout)))
 		if err == nil {
-			switch r := res.(type) {
-			case *clusterpb.Done:
-				return nil, nil
-			case *clusterpb.ErrorReply:
-				return nil, r.Err()
-			}
-			return nil, intentd.Internal("intent command: %w", fmt.Errorf("%s answered %T", id, res))
+			return res, nil
 		}
 	}
 	if ctx.Err() != nil {
@@ -190,7 +202,13 @@ const keptReplies = 16
 func (g *grain) Receive(ctx actor.Context) {
 	cmd, ok := ctx.Message().(clusterpb.Command)
 	if !ok {
-		return // protoactor's own messages: Started, ClusterInit, Stopping
+		switch ctx.Message().(type) {
+		case *actor.Started:
+			g.e.activations.Add(1)
+		case *actor.Stopped:
+			g.e.activations.Add(-1)
+		}
+		return // protoactor's own messages
 	}
 	if r, ok := g.replies[cmd.GetRequestId()]; ok {
 		ctx.Respond(r)
@@ -225,6 +243,9 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 	}
 	return &clusterpb.Done{RequestId: cmd.GetRequestId()}
 }
+
+// ClusterActivations reports the intent grains active on this member.
+func (e *Engine) ClusterActivations() int { return int(e.activations.Load()) }
 
 // ClusterMembers reports the addresses of the members this one sees, itself included,
 // or nil when the engine is not in a cluster.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -125,6 +126,8 @@ type Engine struct {
 	log     *slog.Logger
 	system  *actor.ActorSystem
 	cluster *cluster.Cluster // nil unless the engine is a member of a cluster
+	// activations counts the intent grains active on this member.
+	activations atomic.Int64
 
 	registry *registry
 	// dispatcher runs the intent actors' mailboxes.

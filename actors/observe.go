@@ -26,6 +26,9 @@ func observer(o *intentd.Observer) intentd.Observer {
 	if obs.Published == nil {
 		obs.Published = func() {}
 	}
+	if obs.RemoteCall == nil {
+		obs.RemoteCall = func(time.Duration, error) {}
+	}
 	return obs
 }
 

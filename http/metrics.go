@@ -34,6 +34,7 @@ type Metrics struct {
 	eventsPublished prometheus.Counter
 	storeWrites     *prometheus.HistogramVec
 	storeReads      *prometheus.HistogramVec
+	remoteCalls     *prometheus.HistogramVec
 
 	engineOnce sync.Once
 }
@@ -100,8 +101,13 @@ func NewMetrics() *Metrics {
 		Help:    "Time of a store read by operation.",
 		Buckets: storeBuckets,
 	}, []string{"op"})
+	m.remoteCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "intentd_cluster_request_duration_seconds",
+		Help:    "In a cluster, time of a command sent to the member that owns an intent, all its tries, by result: ok (the member answered) or error (no answer within the budget).",
+		Buckets: storeBuckets,
+	}, []string{"result"})
 	m.reg.MustRegister(m.requests, m.requestSeconds, m.errors, m.inFlight, m.transitions, m.capacityRefused,
-		m.extraction, m.proving, m.eventsPublished, m.storeWrites, m.storeReads,
+		m.extraction, m.proving, m.eventsPublished, m.storeWrites, m.storeReads, m.remoteCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -134,6 +140,13 @@ func (m *Metrics) Observer() *intentd.Observer {
 		Proving: func(d time.Duration, state intentd.State, kind intentd.FailureKind) {
 			m.proving.WithLabelValues(string(state), string(kind)).Observe(d.Seconds())
 		},
+		RemoteCall: func(d time.Duration, err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			m.remoteCalls.WithLabelValues(result).Observe(d.Seconds())
+		},
 	}
 }
 
@@ -159,7 +172,17 @@ var (
 		"Proving places held by proposals being written.", nil, nil)
 	descSubscribers = prometheus.NewDesc("intentd_event_subscribers",
 		"Clients of the event stream.", nil, nil)
+	descMembers = prometheus.NewDesc("intentd_cluster_members",
+		"In a cluster, the members this node sees, itself included.", nil, nil)
+	descActivations = prometheus.NewDesc("intentd_cluster_grain_activations",
+		"In a cluster, the intent grains active on this node.", nil, nil)
 )
+
+// ClusterStats is what the cluster gauges read; an engine in a cluster reports members.
+type ClusterStats interface {
+	ClusterMembers() []string
+	ClusterActivations() int
+}
 
 // engineCollector asks the engine once per scrape, rather than once per gauge.
 type engineCollector struct{ e EngineStats }
@@ -169,6 +192,8 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descQueued
 	ch <- descReserved
 	ch <- descSubscribers
+	ch <- descMembers
+	ch <- descActivations
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -178,6 +203,13 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReserved, prometheus.GaugeValue, float64(st.Reserved))
 	}
 	ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(c.e.Subscribers()))
+	// Outside a cluster the gauges are left out rather than shown as zero members.
+	if cs, ok := c.e.(ClusterStats); ok {
+		if members := cs.ClusterMembers(); members != nil {
+			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(len(members)))
+			ch <- prometheus.MustNewConstMetric(descActivations, prometheus.GaugeValue, float64(cs.ClusterActivations()))
+		}
+	}
 }
 
 // knownMethods are the methods the method label names: those of RFC 9110 and PATCH,

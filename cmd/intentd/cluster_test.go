@@ -5,11 +5,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +117,20 @@ func TestCluster(t *testing.T) {
 	if !slices.Equal(logs[0], logs[1]) || !slices.Equal(logs[0], logs[2]) {
 		t.Fatal("the nodes' streams differ")
 	}
+	// Each node counts the members, its grains and the commands it sent to others.
+	var grains, remote float64
+	for k, node := range nodes {
+		if got := metric(t, node.url, "intentd_cluster_members"); got != 3 {
+			t.Errorf("node %d: intentd_cluster_members %v, want 3", k, got)
+		}
+		grains += metric(t, node.url, "intentd_cluster_grain_activations")
+		remote += metric(t, node.url, `intentd_cluster_request_duration_seconds_count{result="ok"}`)
+	}
+	// 30 intents, each created and proposed to through the cluster; most land on
+	// another member than the one asked.
+	if grains < 1 || remote < 2*n/3 {
+		t.Errorf("%v grains active and %v commands answered across the nodes, want some of each", grains, remote)
+	}
 
 	// Open intents on every node, then a node and a NATS server die.
 	open := make([]string, n)
@@ -192,6 +208,27 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 		quiet.Stop()
 	}
 	return evs
+}
+
+// metric reads one sample of a node's /metrics, 0 when it is absent.
+func metric(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }
 
 func freePort(t *testing.T) string {
