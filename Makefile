@@ -38,6 +38,7 @@ test: ## vet, every test with the race detector, the end-to-end suite again on N
 	@# protoactor-go races with itself with several cluster members in one process, so
 	@# the tests of real members are built without the race detector (docs/cluster.md).
 	$(GO) test -count=1 ./cluster/...
+	$(GO) test -count=1 -run Cluster ./actors/
 
 .PHONY: test-nats
 test-nats: ## the end-to-end suite on NATS: INTENTD_TEST_STORE=nats (embedded) or nats://HOST:PORT

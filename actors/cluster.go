@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -242,6 +243,22 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 		return clusterpb.NewErrorReply(cmd.GetRequestId(), err)
 	}
 	return &clusterpb.Done{RequestId: cmd.GetRequestId()}
+}
+
+// expiryScanner reports whether this node scans the expiry index: on one node, always;
+// in a cluster, the member of the lowest address among those it sees, so that one
+// member at a time sends the expiries and the owners of the intents write them. While
+// the members disagree on who is in, two may scan for a moment; an intent's second
+// expiry finds it expired and changes nothing.
+func (e *Engine) expiryScanner() bool {
+	if e.cluster == nil {
+		return true
+	}
+	members := e.ClusterMembers()
+	if len(members) == 0 {
+		return false
+	}
+	return slices.Min(members) == e.system.Address()
 }
 
 // ClusterActivations reports the intent grains active on this member.

@@ -278,9 +278,10 @@ func (e *Engine) Close() error {
 		e.system.Root.RequestFuture(e.bus, closeBus{}, callTimeout).Wait()
 		e.wg.Wait()
 		if e.cluster != nil {
-			e.cluster.Shutdown(true)
+			e.cluster.Shutdown(true) // the actor system with it
+		} else {
+			e.system.Shutdown()
 		}
-		e.system.Shutdown()
 		e.dispatcher.close()
 	})
 	return nil

@@ -20,7 +20,9 @@ const expiryWorkers = 32
 func (e *Engine) expiryLoop() {
 	first := true
 	for {
-		e.expireDue()
+		if e.expiryScanner() {
+			e.expireDue()
+		}
 		if first {
 			close(e.ready)
 			first = false

@@ -1,0 +1,159 @@
+//go:build !race
+
+// protoactor-go races with itself when several cluster members run in one process (see
+// docs/cluster.md), so these tests are built without the race detector; make test runs
+// them that way.
+
+package actors
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+	"github.com/google/uuid"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
+	"github.com/intentd/intentd/storetest"
+)
+
+// clusterOf starts n engines as members of one cluster on one NATS stream, with
+// protoactor's in-process membership, and waits until each sees all n.
+func clusterOf(t *testing.T, n int, tweak func(*Config)) []*harness {
+	t.Helper()
+	var shared func(*testing.T) storetest.Store
+	for _, s := range stores {
+		if s.name == "nats" {
+			shared = s.backend(t)
+		}
+	}
+	agent := test.NewInMemAgent()
+	hs := make([]*harness, n)
+	for i := range hs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		hs[i] = newHarnessWith(t, shared, func(c *Config) {
+			c.Cluster = &ClusterConfig{Name: "test", Host: "127.0.0.1", Port: port,
+				Provider: test.NewTestProvider(agent, test.WithTestProviderServiceTtl(time.Second))}
+			if tweak != nil {
+				tweak(c)
+			}
+		})
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, h := range hs {
+		for len(h.e.ClusterMembers()) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("a member sees %v, want %d members", h.e.ClusterMembers(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return hs
+}
+
+// TestClusterCommands submits through one member, proposes through another and reads
+// through a third: the commands reach each intent's owner wherever it is, and each
+// intent has one event.
+func TestClusterCommands(t *testing.T) {
+	hs := clusterOf(t, 3, nil)
+	ids := make([]string, 9)
+	for i := range ids {
+		ids[i] = hs[i%3].submit("M", 2500)
+	}
+	for i, id := range ids {
+		if err := proposeTo(hs[(i+1)%3], id, "M-cheap"); err != nil {
+			t.Fatalf("proposal through another member: %v", err)
+		}
+	}
+	for i, id := range ids {
+		hs[(i+2)%3].waitState(id, intentd.StateSuccess)
+	}
+	seen := map[string]int{}
+	for _, ev := range hs[0].events(0, len(ids)) {
+		seen[ev.IntentID]++
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("intent %s has %d events, want 1", id, seen[id])
+		}
+	}
+	if err := proposeTo(hs[2], ids[0], "M-dear"); intentd.ErrorCode(err) != intentd.CodeProposalExists {
+		t.Fatalf("second proposal = %v, want %s", err, intentd.CodeProposalExists)
+	}
+}
+
+// TestClusterRetriedRequest sends one proposal twice with one request id, as protoactor
+// does when it tries a request again: the grain answers the second from its first
+// reply. A new request id is a second proposal, and refused.
+func TestClusterRetriedRequest(t *testing.T) {
+	hs := clusterOf(t, 2, nil)
+	id := hs[0].submit("M", 2500)
+	cmd := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "block:M-cheap"}
+	for try := range 2 {
+		res, err := hs[1].e.cluster.Request(id, intentKind, cmd)
+		if _, ok := res.(*clusterpb.Done); err != nil || !ok {
+			t.Fatalf("try %d: %T %v, %v; want Done", try, res, res, err)
+		}
+	}
+	again := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "M-dear"}
+	res, err := hs[1].e.cluster.Request(id, intentKind, again)
+	r, ok := res.(*clusterpb.ErrorReply)
+	if err != nil || !ok || r.GetCode() != intentd.CodeProposalExists {
+		t.Fatalf("a second proposal: %T %v, %v; want %s", res, res, err, intentd.CodeProposalExists)
+	}
+	for _, h := range hs {
+		close(h.ext.release)
+	}
+	hs[1].waitState(id, intentd.StateSuccess)
+}
+
+// TestClusterExpiry lets intents submitted through every member expire: one member
+// scans, the owners write, and each intent ends once.
+func TestClusterExpiry(t *testing.T) {
+	var finishes atomic.Int32
+	hs := clusterOf(t, 3, func(c *Config) {
+		c.IntentTTL = 300 * time.Millisecond
+		c.ExpiryInterval = 50 * time.Millisecond
+		c.Observer = &intentd.Observer{StoreCall: func(op string, _ bool, _ time.Duration) {
+			if op == "finish" {
+				finishes.Add(1)
+			}
+		}}
+	})
+	scanners := 0
+	for _, h := range hs {
+		if h.e.expiryScanner() {
+			scanners++
+		}
+	}
+	if scanners != 1 {
+		t.Fatalf("%d members scan the expiry index, want 1", scanners)
+	}
+	ids := make([]string, 6)
+	for i := range ids {
+		ids[i] = hs[i%3].submit("M", 2500)
+	}
+	// The intents are not read meanwhile: a read would expire one itself.
+	deadline := time.Now().Add(10 * time.Second)
+	for int(finishes.Load()) < len(ids) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := finishes.Load(); int(n) != len(ids) {
+		t.Fatalf("%d terminal writes for %d intents", n, len(ids))
+	}
+	for _, id := range ids {
+		if st, err := hs[0].e.Status(context.Background(), id); err != nil || st.State != intentd.StateExpired {
+			t.Fatalf("intent %s: %v, %v; want expired", id, st.State, err)
+		}
+	}
+}
