@@ -4,16 +4,19 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,10 +77,20 @@ func TestCluster(t *testing.T) {
 		raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":5000}}}}`, id, policyID)
 		auth, _ := crypto.SignEd25519(signer, raw)
 		authJSON, _ := json.Marshal(auth)
-		if code := post(n.url+"/intents", fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)); code != http.StatusOK {
-			t.Fatalf("POST /intents to %s: %d", n.url, code)
+		// A 503 says to try again (a member the cluster is moving away from); a retry
+		// of a create that was written is refused as a taken id, which is the same.
+		body := fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)
+		retried := false
+		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+			code := post(n.url+"/intents", body)
+			if code == http.StatusOK || code == http.StatusConflict && retried {
+				return id
+			}
+			retried = true
+			if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
+				t.Fatalf("POST /intents to %s: %d", n.url, code)
+			}
 		}
-		return id
 	}
 	propose := func(n *crashServer, id string) (int, string) {
 		resp, err := client.Post(n.url+"/intents/"+id+"/proposal", "application/json", strings.NewReader(fmt.Sprintf(`{"solution":%q}`, crashSolutions[0])))
@@ -183,10 +196,53 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("%d events after the kill, want %d", len(all), 2*n)
 	}
 	t.Logf("every proposal accepted within %v of the kill of a node and a NATS server", slowest.Round(10*time.Millisecond))
+
+	// A node paused past its membership TTL is dropped; its intents are served by the
+	// node left; resumed, it finds itself out and stops, writing nothing.
+	paused := make([]string, 10)
+	for i := range paused {
+		paused[i] = submit(nodes[i%2])
+	}
+	nodes[1].cmd.Process.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	waitMembers(t, nodes[:1], 1)
+	for _, id := range paused {
+		for {
+			code, why := propose(nodes[0], id)
+			if code == http.StatusOK {
+				break
+			}
+			if code != http.StatusServiceUnavailable && code != 0 || time.Since(stopped) > 30*time.Second {
+				t.Fatalf("proposal of %s with a node paused: %d %s", id, code, why)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Logf("with a node paused, every proposal accepted %v after the pause", time.Since(stopped).Round(10*time.Millisecond))
+	exited := make(chan error, 1)
+	go func() { exited <- nodes[1].cmd.Wait() }()
+	nodes[1].cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("the resumed node ended with %v, want exit code 1 (fenced)", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the resumed node, dropped from the cluster, is still running")
+	}
+	for _, id := range paused {
+		waitTerminal(t, nodes[0].url, id, "success")
+	}
+	all = readN(t, nodes[0].url, 2*n+len(paused))
+	checkEvents(t, "the node left after the pause", all, nil, false)
+	if len(all) != 2*n+len(paused) {
+		t.Fatalf("%d events after the pause, want %d", len(all), 2*n+len(paused))
+	}
 }
 
 // readN reads the stream from the start until it has n events and a second more has
-// brought no other, or 30 s pass.
+// brought no other, or 30 s pass; a connection that ends is resumed after the last id.
 func readN(t *testing.T, url string, n int) []sseEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -194,14 +250,28 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 	var mu sync.Mutex
 	var evs []sseEvent
 	var quiet *time.Timer
-	stream(ctx, url, 0, func(ev sseEvent) {
+	for ctx.Err() == nil {
 		mu.Lock()
-		defer mu.Unlock()
-		evs = append(evs, ev)
-		if len(evs) == n {
-			quiet = time.AfterFunc(time.Second, cancel)
+		var after uint64
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].id
 		}
-	})
+		mu.Unlock()
+		got, err := stream(ctx, url, after, func(ev sseEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			evs = append(evs, ev)
+			if len(evs) == n {
+				quiet = time.AfterFunc(time.Second, cancel)
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			t.Logf("reading %s/events: %v; resuming", url, err)
+		}
+		if got == 0 && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond) // refused, or ended at once: again shortly
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if quiet != nil {
