@@ -157,3 +157,40 @@ func TestClusterExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterCapacity fills the proving of members that prove one proposal at a time:
+// a proposal whose owner is full is refused with capacity_exceeded through whichever
+// member it was sent to, and its intent stays open, unchanged.
+func TestClusterCapacity(t *testing.T) {
+	hs := clusterOf(t, 2, func(c *Config) { c.MaxProving, c.ProvingQueue = 1, 0 })
+	ids := make([]string, 6)
+	for i := range ids {
+		ids[i] = hs[i%2].submit("M", 2500)
+	}
+	var accepted, refused []string
+	for _, id := range ids {
+		switch err := proposeTo(hs[0], id, "block:M-cheap"); {
+		case err == nil:
+			accepted = append(accepted, id)
+		case intentd.ErrorCode(err) == intentd.CodeCapacityExceeded:
+			refused = append(refused, id)
+		default:
+			t.Fatalf("proposal of %s: %v", id, err)
+		}
+	}
+	// Two members, one proof each: at most two proposals are taken.
+	if len(accepted) == 0 || len(accepted) > 2 || len(refused) < 4 {
+		t.Fatalf("%d proposals accepted and %d refused, want 1 or 2 (one per member that owns one) and the rest refused", len(accepted), len(refused))
+	}
+	for _, id := range refused {
+		if st := hs[1].status(id); st.State != intentd.StateOpen || st.Proposal != nil {
+			t.Fatalf("refused intent %s is %s with %+v, want open with no proposal", id, st.State, st.Proposal)
+		}
+	}
+	for _, h := range hs {
+		close(h.ext.release)
+	}
+	for _, id := range accepted {
+		hs[1].waitState(id, intentd.StateSuccess)
+	}
+}
