@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -207,7 +208,17 @@ func (s *Subscription) fill(ctx context.Context) error {
 		return storeFailed("replay events: %w", err)
 	}
 	if len(s.replay) == 0 {
-		// Nothing retained up to replayTo (pruned meanwhile): the replay is over.
+		// replayTo is an event the bus heard of, so the log holds it unless it was
+		// pruned meanwhile: only then is the replay over. Otherwise the store read less
+		// than it has, and skipping to the live events would leave a gap; the stream
+		// ends instead, and its reader resumes from its last id.
+		pruned, err := s.e.store.PrunedThrough(ctx)
+		if err != nil {
+			return storeFailed("replay events: %w", err)
+		}
+		if pruned < s.replayTo {
+			return intentd.Internal("replay events: %w", fmt.Errorf("no event after %d up to %d, none of them pruned", s.after, s.replayTo))
+		}
 		s.after = s.replayTo
 	}
 	return nil

@@ -1213,24 +1213,52 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 	if err != nil {
 		return s.fail(ctx, err)
 	}
-	batch, err := cons.FetchNoWait(limit)
-	if err != nil {
-		return s.fail(ctx, err)
-	}
-	for m := range batch.Messages() {
-		meta, err := m.Metadata()
+	// A fetch that does not wait answers with what the server has ready at once, which
+	// for a consumer just made can be part of what there is, or nothing. Fetches go on
+	// until the page is full or the consumer says nothing more is pending.
+	got := 0
+	for got < limit {
+		batch, err := cons.FetchNoWait(limit - got)
 		if err != nil {
-			return err
+			return s.fail(ctx, err)
 		}
-		ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
-		if err != nil {
-			return err
+		n, pending := 0, uint64(1)
+		for m := range batch.Messages() {
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
+			if err != nil {
+				return err
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			n, got, pending = n+1, got+1, meta.NumPending
 		}
-		if err := fn(ev); err != nil {
-			return err
+		if err := batch.Error(); err != nil {
+			return s.fail(ctx, err)
+		}
+		if n > 0 && pending == 0 {
+			return nil
+		}
+		if n == 0 {
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return s.fail(ctx, err)
+			}
+			if info.NumPending == 0 {
+				return nil
+			}
+			select { // the server has more but did not hand it over yet
+			case <-ctx.Done():
+				return s.fail(ctx, ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
 		}
 	}
-	return s.fail(ctx, batch.Error())
+	return nil
 }
 
 // EventBounds reports the oldest retained event id (0 for none) and the last assigned.
