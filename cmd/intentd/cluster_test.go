@@ -239,6 +239,40 @@ func TestCluster(t *testing.T) {
 	if len(all) != 2*n+len(paused) {
 		t.Fatalf("%d events after the pause, want %d", len(all), 2*n+len(paused))
 	}
+
+	// The killed NATS server and both stopped nodes come back, and the three serve as one.
+	members[2].start()
+	rejoined := time.Now()
+	nodes[1].start()
+	nodes[2].start()
+	waitMembers(t, nodes, 3)
+	t.Logf("the two nodes were back in every view %v after they were started", time.Since(rejoined).Round(10*time.Millisecond))
+	again := make([]string, 9)
+	for i := range again {
+		again[i] = submit(nodes[i%3])
+	}
+	for i, id := range again {
+		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+			code, why := propose(nodes[(i+1)%3], id)
+			if code == http.StatusOK {
+				break
+			}
+			if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
+				t.Fatalf("proposal of %s after the rejoin: %d %s", id, code, why)
+			}
+		}
+	}
+	want := 2*n + len(paused) + len(again)
+	for i, id := range again {
+		waitTerminal(t, nodes[(i+2)%3].url, id, "success")
+	}
+	for k, node := range nodes {
+		evs := readN(t, node.url, want)
+		checkEvents(t, fmt.Sprintf("node %d after the rejoin", k), evs, nil, false)
+		if len(evs) != want {
+			t.Fatalf("node %d has %d events after the rejoin, want %d", k, len(evs), want)
+		}
+	}
 }
 
 // readN reads the stream from the start until it has n events and a second more has
