@@ -72,9 +72,24 @@ func (e *Engine) resumeMoved() {
 		e.log.Error("list processing intents after a change of members", "err", err)
 		return
 	}
-	for _, id := range ids {
-		if _, err := e.registry.call(e.ctx, id, resume{}); err != nil && e.ctx.Err() == nil {
-			e.log.Warn("resume an intent after a change of members", "intent_id", id, "err", err)
+	// The members may not all agree yet on who owns what: an owner that does not
+	// answer is asked again, a little later, until every intent has been handed over.
+	for wait := 500 * time.Millisecond; len(ids) > 0; wait = min(2*wait, 5*time.Second) {
+		var left []string
+		for _, id := range ids {
+			if _, err := e.registry.call(e.ctx, id, resume{}); err != nil && e.ctx.Err() == nil {
+				if intentd.ErrorKind(err) != intentd.KindBusy {
+					e.log.Warn("resume an intent after a change of members", "intent_id", id, "err", err)
+					continue
+				}
+				left = append(left, id)
+			}
+		}
+		ids = left
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
 }
