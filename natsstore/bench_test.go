@@ -41,9 +41,12 @@ func BenchmarkCreateIntent(b *testing.B) {
 // BenchmarkCreateIntentParallel measures creations from 64 writers, the write path of
 // POST /intents under load.
 func BenchmarkCreateIntentParallel(b *testing.B) {
-	s := benchStore(b)
-	snap := make([]byte, 600)
 	var n atomic.Int64
+	createParallel(b, benchStore(b), &n, make([]byte, 600))
+}
+
+// createParallel creates intents from 32 writers per core, their ids numbered from n.
+func createParallel(b *testing.B, s *Store, n *atomic.Int64, snap []byte) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -58,8 +61,12 @@ func BenchmarkCreateIntentParallel(b *testing.B) {
 // BenchmarkFinishParallel measures terminal writes (snapshot and event, one batch) from
 // 64 writers.
 func BenchmarkFinishParallel(b *testing.B) {
-	s := benchStore(b)
-	snap := make([]byte, 800)
+	finishParallel(b, benchStore(b), make([]byte, 800))
+}
+
+// finishParallel ends b.N open intents, made before the timer starts, from 32 writers
+// per core.
+func finishParallel(b *testing.B, s *Store, snap []byte) {
 	ids := createOpen(b, s, b.N, snap)
 	var next atomic.Int64
 	b.SetParallelism(32)
@@ -165,29 +172,6 @@ func BenchmarkR3(b *testing.B) {
 			}
 		}
 	})
-	b.Run("CreateIntentParallel", func(b *testing.B) {
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := s.CreateIntent(context.Background(), fmt.Sprintf("%036d", n.Add(1)), "P", snap, time.Now()); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
-	b.Run("FinishParallel", func(b *testing.B) {
-		ids := createOpen(b, s, b.N, snap)
-		var next atomic.Int64
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				id := ids[next.Add(1)-1]
-				if _, err := s.Finish(context.Background(), id, "P", snap, time.Now(), storetest.Event(id)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
+	b.Run("CreateIntentParallel", func(b *testing.B) { createParallel(b, s, &n, snap) })
+	b.Run("FinishParallel", func(b *testing.B) { finishParallel(b, s, snap) })
 }
