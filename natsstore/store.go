@@ -255,25 +255,18 @@ const startTimeout = 30 * time.Second
 // started beside them should wait for it rather than fail.
 func (s *Store) awaitStream(ctx context.Context) (jetstream.Stream, error) {
 	start := time.Now()
-	for {
-		// A server with no leader may not answer at all: each try has its own short
-		// time-out, so that the next one goes out.
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+	stream, err := retryTries(ctx, func(try context.Context) (jetstream.Stream, error) {
 		stream, err := s.js.Stream(try, s.name)
-		cancel()
-		if err == nil || ctx.Err() == nil && !unreachable(err) && !jetStreamNotReady(err) {
-			return stream, err
-		}
-		if time.Since(start) > 2*time.Second {
+		if err != nil && (unreachable(err) || jetStreamNotReady(err)) && time.Since(start) > 2*time.Second {
 			s.log.Info("waiting for JetStream to answer", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("nats store: JetStream did not answer in %v (a cluster still electing its leader, or JetStream not enabled): %w",
-				time.Since(start).Round(time.Second), err)
-		case <-time.After(250 * time.Millisecond):
-		}
+		return stream, err
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("nats store: JetStream did not answer in %v (a cluster still electing its leader, or JetStream not enabled): %w",
+			time.Since(start).Round(time.Second), err)
 	}
+	return stream, err
 }
 
 // jetStreamNotReady reports the answer of a server whose JetStream is not ready to
