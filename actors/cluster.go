@@ -148,11 +148,10 @@ func message(cmd clusterpb.Command) (any, error) {
 func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
 	start := time.Now()
 	res, err := e.clusterTries(ctx, id, cmd)
+	e.obs.RemoteCall(time.Since(start), err)
 	if err != nil {
-		e.obs.RemoteCall(time.Since(start), err)
 		return nil, err
 	}
-	e.obs.RemoteCall(time.Since(start), nil)
 	switch r := res.(type) {
 	case *clusterpb.Done:
 		return nil, nil
