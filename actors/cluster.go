@@ -35,6 +35,8 @@ type ClusterConfig struct {
 	// RequestTimeout bounds a command to another member, all its tries; 0:
 	// DefaultClusterRequestTimeout.
 	RequestTimeout time.Duration
+
+	stuckAfter time.Duration // 0: stuckAfter; shorter in tests
 }
 
 // intentKind is the grain kind of an intent.
@@ -90,6 +92,61 @@ func (e *Engine) resumeMoved() {
 		case <-e.ctx.Done():
 			return
 		case <-time.After(wait):
+		}
+	}
+}
+
+// stuckAfter is how long an intent may stay processing before the scanning member asks
+// its owner to prove it. Proving takes milliseconds; an intent processing for longer was
+// left by a member that died with its proof while the others did not yet agree on who
+// owns it now, and no change of members is coming to wake it. An owner already proving
+// it changes nothing.
+const stuckAfter = 10 * time.Second
+
+// wakeStuckLoop is the net under resumeMoved: the member that scans the expiry index
+// also looks, every half of stuckAfter, for intents processing since its last look but
+// one, and asks their owners to resume them.
+func (e *Engine) wakeStuckLoop() {
+	after := e.cfg.Cluster.stuckAfter
+	if after == 0 {
+		after = stuckAfter
+	}
+	t := time.NewTicker(after / 2)
+	defer t.Stop()
+	seen := make(map[string]time.Time) // a processing intent, and when it was first seen so
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !e.expiryScanner() {
+			clear(seen)
+			continue
+		}
+		ids, err := e.store.Processing(e.ctx)
+		if err != nil {
+			e.log.Error("list processing intents", "err", err)
+			continue
+		}
+		now := time.Now()
+		next := make(map[string]time.Time, len(ids))
+		var stuck []string
+		for _, id := range ids {
+			first, ok := seen[id]
+			if !ok {
+				first = now
+			}
+			next[id] = first
+			if now.Sub(first) >= after {
+				stuck = append(stuck, id)
+				next[id] = now // once per stuckAfter, while a slow proof goes on
+			}
+		}
+		seen = next
+		if len(stuck) > 0 {
+			e.log.Warn("intents processing for long; their owners are asked to prove them", "count", len(stuck), "after", after)
+			e.sendAll(stuck, resume{}, "resume intent")
 		}
 	}
 }

@@ -194,3 +194,34 @@ func TestClusterCapacity(t *testing.T) {
 		hs[1].waitState(id, intentd.StateSuccess)
 	}
 }
+
+// TestClusterWakesStuckIntents leaves an intent processing with no proof running and no
+// change of members to wake it, as a member that died with the proof while the others
+// still disagreed on its owner would: the scanning member finds it processing for long
+// and has its owner prove it.
+func TestClusterWakesStuckIntents(t *testing.T) {
+	hs := clusterOf(t, 2, func(c *Config) { c.Cluster.stuckAfter = 500 * time.Millisecond })
+	for _, h := range hs {
+		close(h.ext.release)
+	}
+	ctx := context.Background()
+	id := hs[0].submit("M", 2500)
+	hs[1].status(id) // the owner's actor holds the intent open
+	data, err := hs[0].store.Intent(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := decodeSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.State, snap.Proposal, snap.ProposedAt = intentd.StateProcessing, &intentd.Proposal{Solution: "M-cheap"}, time.Now()
+	if data, err = snap.encode(); err != nil {
+		t.Fatal(err)
+	}
+	// Written past the actors, as the member that took the proposal did before it died.
+	if err := hs[0].store.BeginProcessing(ctx, id, data, snap.ExpiresAt); err != nil {
+		t.Fatal(err)
+	}
+	hs[0].waitState(id, intentd.StateSuccess)
+}

@@ -251,7 +251,11 @@ func Open(cfg Config) (*Engine, error) {
 	// The first prune is done before the engine serves: a subscriber that resumes at
 	// once meets the log as retention leaves it, and is told if it missed events.
 	e.pruneEvents()
-	for _, loop := range []func(){e.expiryLoop, e.passivationLoop, e.retentionLoop} {
+	loops := []func(){e.expiryLoop, e.passivationLoop, e.retentionLoop}
+	if e.cluster != nil {
+		loops = append(loops, e.wakeStuckLoop)
+	}
+	for _, loop := range loops {
 		e.track()
 		go func() {
 			defer e.wg.Done()

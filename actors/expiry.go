@@ -80,19 +80,20 @@ func (e *Engine) expireDue() {
 	}
 }
 
-func (e *Engine) expireAll(ids []string) {
+func (e *Engine) expireAll(ids []string) { e.sendAll(ids, expire{}, "expire intent") }
+
+// sendAll sends msg to the actors of ids side by side, and logs the internal errors.
+func (e *Engine) sendAll(ids []string, msg any, what string) {
 	ch := make(chan string)
 	var wg sync.WaitGroup
 	for range min(expiryWorkers, len(ids)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for id := range ch {
-				if _, err := e.registry.call(e.ctx, id, expire{}); err != nil && intentd.ErrorKind(err) == intentd.KindInternal {
-					e.log.Error("expire intent", "intent_id", id, "err", err)
+				if _, err := e.registry.call(e.ctx, id, msg); err != nil && intentd.ErrorKind(err) == intentd.KindInternal {
+					e.log.Error(what, "intent_id", id, "err", err)
 				}
 			}
-		}()
+		})
 	}
 	for _, id := range ids {
 		ch <- id

@@ -225,7 +225,15 @@ func (a *intentActor) propose(m propose) reply {
 func (a *intentActor) resume() reply {
 	// In a cluster every member asks the owners to resume when the members change, so
 	// a proof this actor already runs is not started twice.
-	if a.snap != nil && a.snap.State == intentd.StateProcessing && !a.proving {
+	if a.proving {
+		return reply{}
+	}
+	if a.snap == nil || a.snap.State != intentd.StateProcessing {
+		// In a cluster this actor may have read the intent before another member took
+		// its proposal and then died: the store knows better than the snapshot held.
+		a.load()
+	}
+	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true
 		a.e.startProving(a.snap.clone(), false)
 	}

@@ -37,6 +37,25 @@ func TestStaleWriter(t *testing.T) {
 			t.Fatalf("stale node reports %s of %+v, want the other node's success", got.State, got.Proposal)
 		}
 	})
+	t.Run("resume", func(t *testing.T) {
+		// a's actor holds the intent open while b accepts a proposal for it; b's proof
+		// hangs, as if b had died with it. Told to resume, as a member is when its
+		// owner changes, a reads the intent again and proves it.
+		shared := openNATS(t)
+		a, b := newHarnessWith(t, shared, nil), newHarnessWith(t, shared, nil)
+		id := a.submit("M", 2500)
+		a.status(id)
+		if err := proposeTo(b, id, "block:M-dear"); err != nil {
+			t.Fatal(err)
+		}
+		<-b.ext.started
+		close(a.ext.release)
+		if _, err := a.e.registry.call(context.Background(), id, resume{}); err != nil {
+			t.Fatal(err)
+		}
+		a.waitState(id, intentd.StateFailure)
+		close(b.ext.release)
+	})
 	t.Run("outcome", func(t *testing.T) {
 		shared := openNATS(t)
 		var finishes atomic.Int32

@@ -107,6 +107,16 @@ func createOpen(b *testing.B, s *Store, n int, snap []byte) []string {
 // embedCluster starts a JetStream cluster of n servers on loopback, each from a
 // configuration file as --nats-embed-config would give it, and returns their URLs.
 func embedCluster(b testing.TB, n int) []string {
+	var urls []string
+	for _, srv := range embedServers(b, n) {
+		urls = append(urls, srv.URL())
+	}
+	return urls
+}
+
+// embedServers starts the servers of embedCluster and returns them, so that a test can
+// stop one.
+func embedServers(b testing.TB, n int) []*Embedded {
 	ports := make([]int, 2*n)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -140,15 +150,13 @@ func embedCluster(b testing.TB, n int) []string {
 		})
 	}
 	wg.Wait()
-	var urls []string
 	for _, srv := range srvs {
 		if srv == nil {
 			b.FailNow()
 		}
 		b.Cleanup(srv.Shutdown)
-		urls = append(urls, srv.URL())
 	}
-	return urls
+	return srvs
 }
 
 // BenchmarkR3 measures creation and terminal writes on a three-server cluster on

@@ -19,32 +19,22 @@ import (
 // reach the index only through it; this store's own writes are applied at once as well,
 // so that a read follows a write without waiting.
 func (s *Store) follow(ctx context.Context) error {
-	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
-		return s.js.OrderedConsumer(try, s.name, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
-			DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-			HeadersOnly:    true,
-		})
-	})
+	loaded := make(chan struct{})
+	var once bool
+	f := &follower{s: s, what: "the indexes", headersOnly: true,
+		subjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
+		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
+			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
+			if meta.NumPending == 0 && !once {
+				once = true
+				close(loaded)
+			}
+		}}
+	cons, err := f.start(ctx, jetstream.DeliverLastPerSubjectPolicy, 0)
 	if err != nil {
 		return fmt.Errorf("nats store: follow the stream: %w", err)
 	}
-	loaded := make(chan struct{})
-	var once bool
-	s.watch, err = cons.Consume(func(m jetstream.Msg) {
-		meta, err := m.Metadata()
-		if err != nil {
-			return
-		}
-		s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
-		if meta.NumPending == 0 && !once {
-			once = true
-			close(loaded)
-		}
-	}, followOpts...)
-	if err != nil {
-		return err
-	}
+	s.watch = f
 	// An empty index delivers nothing to wait for: the consumer's state says so. Its
 	// first answer may be slow on a stream just created, so it is asked again.
 	for {
@@ -134,12 +124,6 @@ func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error))
 	}
 }
 
-// followOpts make a follower notice a lost server within seconds: a pull that brings
-// nothing ends after a few seconds, and heartbeats missed for half of it make the
-// ordered consumer start again after the last message it had, on whichever server
-// answers. The default waits 30 s, while the index and the event stream stand still.
-var followOpts = []jetstream.PullConsumeOpt{jetstream.PullExpiry(4 * time.Second)}
-
 // waitApplied waits until the watcher has applied the record at seq, and so every record
 // of its subjects before it.
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
@@ -161,32 +145,24 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 // followEvents starts the consumer that tells the sink of each event after the stream's
 // last sequence at open, in stream order, once each.
 func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
-	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
-		return s.js.OrderedConsumer(try, s.name, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{s.eventSubject()},
-			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:    lastSeq + 1,
-		})
-	})
-	if err != nil {
+	f := &follower{s: s, what: "the events", subjects: []string{s.eventSubject()},
+		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
+			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
+			if err != nil {
+				s.log.Error("skip a corrupt event", "error", err)
+				return
+			}
+			s.sinkMu.RLock()
+			sink := s.sink
+			s.sinkMu.RUnlock()
+			if sink != nil {
+				sink(ev)
+			}
+		}}
+	f.last = lastSeq
+	if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, lastSeq+1); err != nil {
 		return err
 	}
-	s.events, err = cons.Consume(func(m jetstream.Msg) {
-		meta, err := m.Metadata()
-		if err != nil {
-			return
-		}
-		ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
-		if err != nil {
-			s.log.Error("skip a corrupt event", "error", err)
-			return
-		}
-		s.sinkMu.RLock()
-		sink := s.sink
-		s.sinkMu.RUnlock()
-		if sink != nil {
-			sink(ev)
-		}
-	}, followOpts...)
-	return err
+	s.events = f
+	return nil
 }

@@ -104,8 +104,9 @@ type Store struct {
 	// batches holds a place for each atomic batch in flight; see maxBatches.
 	batches chan struct{}
 
-	watch  jetstream.ConsumeContext
-	events jetstream.ConsumeContext
+	watch  *follower // of the indexes' subjects
+	events *follower // of the events, for the sink
+	quit   chan struct{}
 	sinkMu sync.RWMutex
 	sink   func(intentd.Event)
 }
@@ -154,6 +155,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		intents:  make(map[string]*entry),
 		policies: make(map[string]policyState),
 		advanced: make(chan struct{}),
+		quit:     make(chan struct{}),
 		down:     make(chan struct{}),
 		batches:  make(chan struct{}, maxBatches),
 	}
@@ -228,7 +230,18 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	case err != nil:
 		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
 	default:
-		if diff := layoutDiff(stream.CachedInfo().Config, want); diff != "" {
+		got := stream.CachedInfo().Config
+		if got.AllowDirect {
+			// Streams made by earlier versions allowed direct gets; turning them off
+			// changes no record.
+			got.AllowDirect = false
+			stream, err = retryTries(ctx, func(try context.Context) (jetstream.Stream, error) { return js.UpdateStream(try, got) })
+			if err != nil {
+				return fmt.Errorf("nats store: turn off direct gets on stream %s: %w", s.name, err)
+			}
+			got = stream.CachedInfo().Config
+		}
+		if diff := layoutDiff(got, want); diff != "" {
 			return fmt.Errorf("nats store: stream %s exists with another layout: %s", s.name, diff)
 		}
 	}
@@ -243,8 +256,34 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	if err := s.followEvents(ctx, info.State.LastSeq); err != nil {
 		return fmt.Errorf("nats store: follow the events: %w", err)
 	}
+	go s.checkFollowers()
 	return nil
 }
+
+// checkFollowers checks the followers every checkEvery until the store closes.
+func (s *Store) checkFollowers() {
+	t := time.NewTicker(checkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case now := <-t.C:
+			for _, f := range []*follower{s.watch, s.events} {
+				ctx, cancel, err := s.begin(context.Background())
+				if err != nil {
+					continue // closed, or not connected: nothing to compare with
+				}
+				f.check(ctx, now)
+				cancel()
+			}
+		}
+	}
+}
+
+// checkEvery is how often the followers are checked: a few requests to the stream's
+// leader each time.
+const checkEvery = 2 * time.Second
 
 // startTimeout bounds Open when its context has no deadline: long enough for a cluster
 // started at the same moment to elect its leaders.
@@ -289,12 +328,16 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 		Replicas:           replicas,
 		AllowAtomicPublish: true,
 		AllowRollup:        true,
-		AllowDirect:        true,
-		MaxMsgs:            -1,
-		MaxBytes:           -1,
-		MaxAge:             0,
-		MaxMsgsPerSubject:  -1,
-		Discard:            jetstream.DiscardNew,
+		// Direct gets are answered by any replica, a follower that has not applied the
+		// latest writes included: a policy just stored through one node could be missing
+		// when another reads it. Gets go to the stream's leader instead, which has applied
+		// every acknowledged write.
+		AllowDirect:       false,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxAge:            0,
+		MaxMsgsPerSubject: -1,
+		Discard:           jetstream.DiscardNew,
 	}
 }
 
@@ -341,11 +384,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.quit)
 	if s.watch != nil {
-		s.watch.Stop()
+		s.watch.stop()
 	}
 	if s.events != nil {
-		s.events.Stop()
+		s.events.stop()
 	}
 	s.nc.Close()
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,37 @@ func TestOpenRefusesAnotherLayout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "another layout") || !strings.Contains(err.Error(), "allow_atomic") ||
 		!strings.Contains(err.Error(), "max_age") {
 		t.Fatalf("Open on a stream of another layout: %v", err)
+	}
+}
+
+// TestOpenTurnsOffDirectGets opens a stream made when the layout allowed direct gets,
+// which any replica answers, however far behind: the store turns them off and keeps
+// every record.
+func TestOpenTurnsOffDirectGets(t *testing.T) {
+	srv := embed(t)
+	st := open(t, srv.URL())
+	ctx := context.Background()
+	if _, err := st.PutPolicy(ctx, "p1", []byte{1}, []byte("src")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.streamConfig(1)
+	cfg.AllowDirect = true
+	if _, err := st.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st = open(t, srv.URL())
+	defer st.Close()
+	info, err := st.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.AllowDirect {
+		t.Error("the stream still allows direct gets")
+	}
+	if _, src, err := st.Policy(ctx, "p1"); err != nil || string(src) != "src" {
+		t.Errorf("the policy stored before: %q, %v", src, err)
 	}
 }
 
@@ -192,4 +224,188 @@ func TestOpenWaitsForClusterLeader(t *testing.T) {
 	if info.Config.Replicas != 3 {
 		t.Fatalf("replicas %d, want 3 by default on three servers", info.Config.Replicas)
 	}
+}
+
+// TestFollowersOutliveAServer stops one server of three under a store that follows the
+// stream: the server it is connected to, or the stream's leader. Writes through another
+// store go on once the cluster has a leader again, and the follower's index and event
+// sink hear every one of them, none twice.
+func TestFollowersOutliveAServer(t *testing.T) {
+	for _, victim := range []string{"its server", "the leader"} {
+		t.Run(victim, func(t *testing.T) {
+			ctx := context.Background()
+			srvs := embedServers(t, 3)
+			var urls []string
+			for _, srv := range srvs {
+				urls = append(urls, srv.URL())
+			}
+			w, err := Open(ctx, Options{URLs: urls, Replicas: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			f, err := Open(ctx, Options{URLs: urls, Replicas: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var mu sync.Mutex
+			heard := map[string]int{}
+			f.SetEventSink(func(e intentd.Event) {
+				mu.Lock()
+				heard[e.IntentID]++
+				mu.Unlock()
+			})
+			if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			// retry repeats a write refused while the cluster elects a leader.
+			retry := func(what string, fn func() error) {
+				t.Helper()
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					err := fn()
+					if err == nil {
+						return
+					}
+					if intentd.ErrorKind(err) != intentd.KindBusy || time.Now().After(deadline) {
+						t.Fatalf("%s: %v", what, err)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			ids := make([]string, 40)
+			write := func(i int) {
+				ids[i] = fmt.Sprintf("i%d", i)
+				retry("create "+ids[i], func() error {
+					err := w.CreateIntent(ctx, ids[i], "P", []byte("o"), time.Now().Add(time.Hour))
+					if errors.Is(err, intentd.ErrExists) {
+						return nil // the first try was written before its answer was lost
+					}
+					return err
+				})
+				retry("finish "+ids[i], func() error {
+					_, err := w.Finish(ctx, ids[i], "P", []byte("t"), time.Now(), storetest.Event(ids[i]))
+					if errors.Is(err, intentd.ErrStale) {
+						return nil // the same
+					}
+					return err
+				})
+			}
+			for i := range 20 {
+				write(i)
+			}
+			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(heard) == 20 }, "the first events")
+
+			target := f.nc.ConnectedUrl()
+			if victim == "the leader" {
+				info, err := w.stream.Info(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target = ""
+				for i, srv := range srvs {
+					if info.Cluster != nil && info.Cluster.Leader == fmt.Sprintf("n%d", i) {
+						target = srv.URL()
+					}
+				}
+			}
+			stopped := false
+			for _, srv := range srvs {
+				if srv.URL() == target {
+					srv.Shutdown()
+					stopped = true
+				}
+			}
+			if !stopped {
+				t.Fatalf("no server at %q to stop", target)
+			}
+			for i := 20; i < len(ids); i++ {
+				write(i)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				mu.Lock()
+				n := len(heard)
+				mu.Unlock()
+				if n == len(ids) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the follower heard %d of %d events 30s after the server stopped", n, len(ids))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mu.Lock()
+			for id, n := range heard {
+				if n != 1 {
+					t.Errorf("event of %s heard %d times", id, n)
+				}
+			}
+			mu.Unlock()
+			// Every intent finished: the follower's index has none left.
+			eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.intents) == 0 }, "an empty index")
+		})
+	}
+}
+
+// TestStandingFollowerIsReplaced stops the consumers under a store's followers, as a
+// consumer that failed to start again after a lost server would stand: the store finds
+// records after the last its followers had, replaces them, and the sink and the index
+// hear what was written meanwhile, once each.
+func TestStandingFollowerIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	w, f := open(t, srv.URL()), open(t, srv.URL())
+	defer w.Close()
+	defer f.Close()
+	var mu sync.Mutex
+	heard := map[string]int{}
+	f.SetEventSink(func(e intentd.Event) {
+		mu.Lock()
+		heard[e.IntentID]++
+		mu.Unlock()
+	})
+	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	write := func(id string) {
+		t.Helper()
+		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Finish(ctx, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a")
+	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return heard["a"] == 1 }, "the first event heard")
+	for _, fl := range []*follower{f.watch, f.events} {
+		fl.mu.Lock()
+		fl.cc.Stop()
+		fl.mu.Unlock()
+	}
+	write("b")
+	write("c")
+	deadline := time.Now().Add(stallAfter + 4*checkEvery)
+	for {
+		mu.Lock()
+		n := len(heard)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink heard %v by %v after the followers stopped, want a, b and c", heard, stallAfter+4*checkEvery)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	write("d") // the new followers go on
+	eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard) == 4 && heard["a"] == 1 && heard["b"] == 1 && heard["c"] == 1 && heard["d"] == 1
+	}, "every event heard once")
+	// The index heard b, c and d finish: none of them is left in it.
+	eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.intents) == 0 }, "an empty index")
 }

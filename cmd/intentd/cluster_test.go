@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -62,9 +63,12 @@ func TestCluster(t *testing.T) {
 		n.start()
 	}
 	defer func() {
-		for _, n := range nodes {
+		for k, n := range nodes {
 			if n.cmd.ProcessState == nil {
 				n.kill()
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("node %d's last warnings and errors:\n%s", k, strings.Join(n.warnings(), "\n"))
 			}
 		}
 	}()
@@ -82,25 +86,18 @@ func TestCluster(t *testing.T) {
 		body := fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)
 		retried := false
 		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-			code := post(n.url+"/intents", body)
+			code, why := call(n.url+"/intents", body)
 			if code == http.StatusOK || code == http.StatusConflict && retried {
 				return id
 			}
 			retried = true
 			if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
-				t.Fatalf("POST /intents to %s: %d", n.url, code)
+				t.Fatalf("POST /intents to %s: %d %s", n.url, code, why)
 			}
 		}
 	}
 	propose := func(n *crashServer, id string) (int, string) {
-		resp, err := client.Post(n.url+"/intents/"+id+"/proposal", "application/json", strings.NewReader(fmt.Sprintf(`{"solution":%q}`, crashSolutions[0])))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		var body struct{ Code, Message string }
-		json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body.Code + ": " + body.Message
+		return call(n.url+"/intents/"+id+"/proposal", fmt.Appendf(nil, `{"solution":%q}`, crashSolutions[0]))
 	}
 
 	const n = 30
@@ -312,6 +309,19 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 		quiet.Stop()
 	}
 	return evs
+}
+
+// call posts a JSON body and returns the status with the error's code and message, or
+// 0 and the reason when no answer came.
+func call(url string, body []byte) (int, string) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var e struct{ Code, Message string }
+	json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Code + ": " + e.Message
 }
 
 // metric reads one sample of a node's /metrics, 0 when it is absent.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,16 @@ type crashServer struct {
 	args []string // the store's flags
 	cmd  *exec.Cmd
 	url  string
+
+	warnMu sync.Mutex
+	warns  []string // the last warnings and errors it logged and what else it printed, for a test that fails
+}
+
+// warnings returns the last warnings and errors the server logged, newest last.
+func (s *crashServer) warnings() []string {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	return slices.Clone(s.warns)
 }
 
 func (s *crashServer) start() {
@@ -85,11 +96,20 @@ func (s *crashServer) start() {
 			tail = append(tail[max(0, len(tail)-19):], line)
 			tailMu.Unlock()
 			var rec struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
+				Level string `json:"level"`
+				Msg   string `json:"msg"`
+				URL   string `json:"url"`
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				rec.Level = "ERROR" // not a log record: a panic's trace, or the runtime's
+			}
+			if rec.Msg == "listening" {
 				found <- rec.URL
+			}
+			if rec.Level == "WARN" || rec.Level == "ERROR" {
+				s.warnMu.Lock()
+				s.warns = append(s.warns[max(0, len(s.warns)-199):], line)
+				s.warnMu.Unlock()
 			}
 		}
 	}()

@@ -1,0 +1,164 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// follower is one ordered consumer of some of the stream's subjects, handing each record
+// to handle once, in stream order. The consumer starts itself again after a missed
+// heartbeat or a reconnection, but not always: after a NATS server was killed, a node's
+// event follower was seen to stand still for good while the stream went on. The store
+// checks its followers (check) and replaces one that stands still while the stream has
+// records for it.
+type follower struct {
+	s           *Store
+	what        string // for the logs
+	subjects    []string
+	headersOnly bool
+	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
+
+	mu   sync.Mutex
+	last uint64 // the stream sequence of the last record handled
+	cc   jetstream.ConsumeContext
+
+	// What check saw last time: the sequence then, and since when it has found records
+	// after it (zero: it has not).
+	checked      uint64
+	stalledSince time.Time
+}
+
+// start makes a consumer from the given start and consumes with it, in place of the one
+// before, which is stopped. It returns the new consumer.
+func (f *follower) start(ctx context.Context, policy jetstream.DeliverPolicy, from uint64) (jetstream.Consumer, error) {
+	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
+		return f.s.js.OrderedConsumer(try, f.s.name, jetstream.OrderedConsumerConfig{
+			FilterSubjects: f.subjects,
+			DeliverPolicy:  policy,
+			OptStartSeq:    from,
+			HeadersOnly:    f.headersOnly,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	cc, err := cons.Consume(f.receive, f.consumeOpts()...)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	old := f.cc
+	f.cc = cc
+	f.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	return cons, nil
+}
+
+// receive hands a record on unless it was handled already: for a moment after a
+// replacement, the old consumer and the new one may both deliver. Each delivers in order
+// and with no gap, so skipping what is not newer loses nothing.
+func (f *follower) receive(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if meta.Sequence.Stream <= f.last {
+		return
+	}
+	f.last = meta.Sequence.Stream
+	f.handle(m, meta)
+}
+
+// consumeOpts make the consumer notice a lost server within seconds: a pull that brings
+// nothing ends after a few seconds, and heartbeats missed for half of it make the
+// ordered consumer start again after the last message it had, on whichever server
+// answers. The default waits 30 s, while the index and the event stream stand still.
+// What goes wrong on the way is logged: a follower that stands still is what an
+// operator needs to see.
+func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
+	return []jetstream.PullConsumeOpt{
+		jetstream.PullExpiry(4 * time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			f.s.log.Warn("nats store: a follower of the stream was interrupted; it starts again", "follows", f.what, "error", err)
+		}),
+	}
+}
+
+// stallAfter is how long a follower may find records after its last one without
+// handling any before it is replaced: well past a busy follower's delay, well within
+// the time a reader waits for an event.
+const stallAfter = 5 * time.Second
+
+// check looks for a record of the follower's subjects after the last one it handled.
+// One found at two checks stallAfter apart, with nothing handled between them, means the
+// consumer stands still: a new one takes over after the last record handled.
+func (f *follower) check(ctx context.Context, now time.Time) {
+	f.mu.Lock()
+	last := f.last
+	if last != f.checked {
+		f.checked, f.stalledSince = last, time.Time{}
+	}
+	since := f.stalledSince
+	f.mu.Unlock()
+	behind, err := f.behind(ctx, last)
+	if err != nil || !behind {
+		// A stream that does not answer is not a follower that stands still; the
+		// consumer itself waits for the servers.
+		f.mu.Lock()
+		f.stalledSince = time.Time{}
+		f.mu.Unlock()
+		return
+	}
+	if since.IsZero() {
+		f.mu.Lock()
+		f.stalledSince = now
+		f.mu.Unlock()
+		return
+	}
+	if now.Sub(since) < stallAfter {
+		return
+	}
+	f.s.log.Warn("nats store: a follower of the stream stands still with records after its last; a new one takes over",
+		"follows", f.what, "last", last, "since", since)
+	if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, last+1); err != nil {
+		f.s.log.Error("nats store: replace a follower of the stream", "follows", f.what, "error", err)
+		return
+	}
+	f.mu.Lock()
+	f.checked, f.stalledSince = f.last, time.Time{}
+	f.mu.Unlock()
+}
+
+// behind reports whether the stream holds a record of the follower's subjects after
+// last. It asks the stream's leader, which has every acknowledged record.
+func (f *follower) behind(ctx context.Context, last uint64) (bool, error) {
+	for _, subj := range f.subjects {
+		_, err := f.s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// stop ends the follower's consumer.
+func (f *follower) stop() {
+	f.mu.Lock()
+	cc := f.cc
+	f.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
+	}
+}
