@@ -182,9 +182,10 @@ func message(cmd clusterpb.Command) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		snap.Request = c.RequestId
 		return create{snap: snap}, nil
 	case *clusterpb.Propose:
-		return propose{proposal: intentd.Proposal{Solution: c.Solution}}, nil
+		return propose{proposal: intentd.Proposal{Solution: c.Solution}, request: c.RequestId}, nil
 	case *clusterpb.Expire:
 		return expire{}, nil
 	case *clusterpb.Resume:

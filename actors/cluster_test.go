@@ -110,10 +110,47 @@ func TestClusterRetriedRequest(t *testing.T) {
 	if err != nil || !ok || r.GetCode() != intentd.CodeProposalExists {
 		t.Fatalf("a second proposal: %T %v, %v; want %s", res, res, err, intentd.CodeProposalExists)
 	}
+	// A try that reaches a member other than the one that took the request (the owner
+	// died, and the next owner answers) finds the request's own write in the store.
+	ctx := context.Background()
+	for _, h := range hs {
+		if _, err := h.e.registry.localCall(ctx, id, propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: cmd.RequestId}); err != nil {
+			t.Fatalf("the proposal's request tried again at a member: %v", err)
+		}
+		_, err := h.e.registry.localCall(ctx, id, propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: uuid.NewString()})
+		if intentd.ErrorCode(err) != intentd.CodeProposalExists {
+			t.Fatalf("another request with the same solution = %v, want %s", err, intentd.CodeProposalExists)
+		}
+	}
 	for _, h := range hs {
 		close(h.ext.release)
 	}
 	hs[1].waitState(id, intentd.StateSuccess)
+
+	// The same for a create.
+	data, err := hs[0].store.Intent(ctx, hs[0].submit("M", 2500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := decodeSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2 := uuid.NewString()
+	snap.ID, snap.Request = id2, uuid.NewString()
+	if _, err := hs[0].e.registry.localCall(ctx, id2, create{snap: snap}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		again := *snap
+		if _, err := h.e.registry.localCall(ctx, id2, create{snap: &again}); err != nil {
+			t.Fatalf("the create's request tried again at a member: %v", err)
+		}
+		again.Request = uuid.NewString()
+		if _, err := h.e.registry.localCall(ctx, id2, create{snap: &again}); intentd.ErrorCode(err) != intentd.CodeIntentExists {
+			t.Fatalf("another create of the id = %v, want %s", err, intentd.CodeIntentExists)
+		}
+	}
 }
 
 // TestClusterExpiry lets intents submitted through every member expire: one member

@@ -62,6 +62,12 @@ func (s *snapshot) encode() ([]byte, error) {
 		b = f.t.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
+	if s.Request != "" {
+		b = append(b, `,"request":`...)
+		if b, ok = appendPlainString(b, s.Request); !ok {
+			return intentd.MarshalJSON(s)
+		}
+	}
 	return append(b, '}'), nil
 }
 

@@ -39,6 +39,8 @@ func TestSnapshotEncode(t *testing.T) {
 		{"other zone", newSnap(func(s *snapshot) { s.ExpiresAt = at.In(paris) }), true},
 		{"zero times", newSnap(func(s *snapshot) { s.CreatedAt, s.ExpiresAt = time.Time{}, time.Time{} }), true},
 		{"id to escape", newSnap(func(s *snapshot) { s.ID = "a\"b\\c\u00e9" }), true},
+		{"cluster request", newSnap(func(s *snapshot) { s.Request = "5f0e8a42-9b1c-4d3e-8f7a-6b5c4d3e2f1a" }), true},
+		{"request to escape", newSnap(func(s *snapshot) { s.Request = "a\"b" }), true},
 		{"proposed", newSnap(func(s *snapshot) {
 			s.State, s.Proposal, s.ProposedAt = intentd.StateProcessing, &intentd.Proposal{Solution: "<M>"}, at
 		}), false},
@@ -111,7 +113,7 @@ func BenchmarkSnapshotEncode(b *testing.B) {
 // to snapshot later: unless encode writes it, setting it must make isNew false, or new
 // snapshots would drop it without a word.
 func TestSnapshotIsNewCoversEveryField(t *testing.T) {
-	written := map[string]bool{"V": true, "ID": true, "PolicyID": true, "Authored": true, "State": true, "CreatedAt": true, "ExpiresAt": true}
+	written := map[string]bool{"V": true, "ID": true, "PolicyID": true, "Authored": true, "State": true, "CreatedAt": true, "ExpiresAt": true, "Request": true}
 	typ := reflect.TypeFor[snapshot]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)

@@ -19,13 +19,18 @@ const snapshotVersion = 1
 
 // snapshot is the durable state of one intent: everything its actor needs to come back.
 type snapshot struct {
-	V           int                 `json:"v"`
-	ID          string              `json:"id"`
-	PolicyID    string              `json:"policy_id"`
-	Authored    json.RawMessage     `json:"authored"`
-	State       intentd.State       `json:"state"`
-	CreatedAt   time.Time           `json:"created_at"`
-	ExpiresAt   time.Time           `json:"expires_at"`
+	V         int             `json:"v"`
+	ID        string          `json:"id"`
+	PolicyID  string          `json:"policy_id"`
+	Authored  json.RawMessage `json:"authored"`
+	State     intentd.State   `json:"state"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	// Request is the id of the cluster request that wrote the snapshot's create or
+	// proposal. A request that meets a member which dies is tried again at the next
+	// owner, which finds its own write here and answers it as accepted, instead of
+	// refusing the caller's one proposal as a second.
+	Request     string              `json:"request,omitempty"`
 	Proposal    *intentd.Proposal   `json:"proposal,omitempty"`
 	ProposedAt  time.Time           `json:"proposed_at,omitzero"`
 	Evidence    json.RawMessage     `json:"evidence,omitempty"`
@@ -75,7 +80,8 @@ type (
 	create  struct{ snap *snapshot }
 	propose struct {
 		proposal intentd.Proposal
-		reread   bool // the intent was read again after a stale write
+		request  string // the cluster request's id; "" for one made on this member
+		reread   bool   // the intent was read again after a stale write
 	}
 	expire struct{}
 	resume struct{}
@@ -112,7 +118,10 @@ func (a *intentActor) Receive(ctx actor.Context) {
 		// actors are spawned for a create of an id that is not taken.
 	default:
 		if !a.loaded {
-			a.load()
+			if err := a.load(); err != nil {
+				ctx.Respond(reply{err: err})
+				return
+			}
 		}
 	}
 	switch msg := msg.(type) {
@@ -129,25 +138,33 @@ func (a *intentActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *intentActor) load() {
-	a.snap, a.loaded = nil, true
+// load reads the intent's snapshot; nil when it is not stored. When the store cannot
+// answer, the actor stays unloaded and says so: the next message reads again, rather
+// than take the intent for missing.
+func (a *intentActor) load() error {
+	a.snap, a.loaded = nil, false
 	data, err := a.e.store.Intent(a.e.ctx, a.id)
 	if errors.Is(err, intentd.ErrNotFound) {
-		return
+		a.loaded = true
+		return nil
 	}
 	if err != nil {
-		// Leaving snap nil would answer "not found" for an intent that exists; panic so
-		// the supervisor retries the load instead.
-		panic(fmt.Sprintf("intent %s: read snapshot: %v", a.id, err))
+		return storeFailed("read snapshot: %w", fmt.Errorf("%s: %w", a.id, err))
 	}
 	s, err := decodeSnapshot(data)
 	if err != nil {
+		// A record that does not decode is a defect, not a passing fault: the
+		// supervisor's restart and the panic's log say so.
 		panic(fmt.Sprintf("intent %s: %v", a.id, err))
 	}
-	a.snap = s
+	a.snap, a.loaded = s, true
+	return nil
 }
 
 func (a *intentActor) create(m create) reply {
+	if a.snap != nil && m.snap.Request != "" && a.snap.Request == m.snap.Request {
+		return reply{} // this request's own create, written by a try before
+	}
 	if a.snap != nil {
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 	}
@@ -158,11 +175,17 @@ func (a *intentActor) create(m create) reply {
 	err = a.e.store.CreateIntent(a.e.ctx, a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
 	switch {
 	case errors.Is(err, intentd.ErrExists):
-		a.load()
+		a.load() // what is there; the next message reads again if this read fails
+		if a.snap != nil && m.snap.Request != "" && a.snap.Request == m.snap.Request {
+			return reply{}
+		}
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 	case errors.Is(err, intentd.ErrPolicyNotFound):
 		if !a.loaded {
-			a.load() // the id may be taken all the same: say so rather than blame the policy
+			// The id may be taken all the same: say so rather than blame the policy.
+			if err := a.load(); err != nil {
+				return reply{err: err}
+			}
 			if a.snap != nil {
 				return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 			}
@@ -186,6 +209,9 @@ func (a *intentActor) propose(m propose) reply {
 			return r
 		}
 	}
+	if a.snap.State != intentd.StateOpen && m.request != "" && a.snap.Request == m.request {
+		return reply{} // this request's own proposal, taken by a try before
+	}
 	switch a.snap.State {
 	case intentd.StateOpen:
 	case intentd.StateExpired:
@@ -199,6 +225,7 @@ func (a *intentActor) propose(m propose) reply {
 	next := a.snap.clone()
 	next.State = intentd.StateProcessing
 	next.Proposal = &m.proposal
+	next.Request = m.request
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()
 	if err == nil {
@@ -208,7 +235,9 @@ func (a *intentActor) propose(m propose) reply {
 		a.e.releaseReservation()
 		if errors.Is(err, intentd.ErrStale) && !m.reread {
 			// Another writer moved the intent on: answer from what it wrote.
-			a.load()
+			if err := a.load(); err != nil {
+				return reply{err: err}
+			}
 			m.reread = true
 			return a.propose(m)
 		}
@@ -231,7 +260,9 @@ func (a *intentActor) resume() reply {
 	if a.snap == nil || a.snap.State != intentd.StateProcessing {
 		// In a cluster this actor may have read the intent before another member took
 		// its proposal and then died: the store knows better than the snapshot held.
-		a.load()
+		if err := a.load(); err != nil {
+			return reply{err: err}
+		}
 	}
 	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true
@@ -286,7 +317,9 @@ func (a *intentActor) finish(o outcome) reply {
 		if errors.Is(err, intentd.ErrStale) {
 			// Another writer finished the intent or moved it on; its record stands, and
 			// this outcome is dropped rather than tried again for ever.
-			a.load()
+			if err := a.load(); err != nil {
+				return reply{err: err} // a busy error: the outcome is delivered again
+			}
 			if a.snap == nil {
 				return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 			}

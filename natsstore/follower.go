@@ -36,12 +36,12 @@ type follower struct {
 // before, which is stopped. It returns the new consumer.
 func (f *follower) start(ctx context.Context, policy jetstream.DeliverPolicy, from uint64) (jetstream.Consumer, error) {
 	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
-		return f.s.js.OrderedConsumer(try, f.s.name, jetstream.OrderedConsumerConfig{
+		return notYet(f.s.js.OrderedConsumer(try, f.s.name, jetstream.OrderedConsumerConfig{
 			FilterSubjects: f.subjects,
 			DeliverPolicy:  policy,
 			OptStartSeq:    from,
 			HeadersOnly:    f.headersOnly,
-		})
+		}))
 	})
 	if err != nil {
 		return nil, err

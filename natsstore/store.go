@@ -246,9 +246,9 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		}
 	}
 	s.stream = stream
-	info, err := retryTries(ctx, func(try context.Context) (*jetstream.StreamInfo, error) { return stream.Info(try) })
+	info, err := retryTries(ctx, func(try context.Context) (*jetstream.StreamInfo, error) { return notYet(stream.Info(try)) })
 	if err != nil {
-		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+		return fmt.Errorf("nats store: read stream %s after it was found or made: %w", s.name, err)
 	}
 	if err := s.follow(ctx); err != nil {
 		return err
@@ -312,12 +312,25 @@ func (s *Store) awaitStream(ctx context.Context) (jetstream.Stream, error) {
 // serve its API: it has no cluster leader yet.
 func jetStreamNotReady(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 // JetStream system temporarily unavailable
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 || // JetStream system temporarily unavailable
+		errors.Is(err, errStreamNotYet)
+}
+
+// errStreamNotYet is a stream not found just after it was found or made: in a cluster,
+// the server asked may not have taken the stream's assignment yet, and asks again.
+var errStreamNotYet = errors.New("the stream is not yet known to the server asked")
+
+// notYet makes a stream not found errStreamNotYet, for the calls that follow the
+// stream's creation.
+func notYet[T any](v T, err error) (T, error) {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return v, fmt.Errorf("%w: %w", errStreamNotYet, err)
+	}
+	return v, err
 }
 
 // streamConfig is the one stream's layout. Rollups keep one snapshot per intent; atomic
-// publish makes a terminal snapshot and its event one write; direct gets let any replica
-// answer a read of the last snapshot.
+// publish makes a terminal snapshot and its event one write.
 func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               s.name,

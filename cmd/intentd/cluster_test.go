@@ -38,52 +38,13 @@ func TestCluster(t *testing.T) {
 	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
 		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
 	}
-	bin := buildIntentd(t)
-	members := startNATSCluster(t, 3)
-	urls := make([]string, len(members))
-	for i, m := range members {
-		urls[i] = m.url
-	}
-	keyFile := filepath.Join(t.TempDir(), "signing.key")
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	nodes := make([]*crashServer, 3)
-	for i := range nodes {
-		nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: []string{
-			"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
-			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile}}
-	}
+	r := startRig(t)
+	nodes, members := r.nodes, r.members
 	var wg sync.WaitGroup
-	for _, n := range nodes {
-		n.start()
-	}
-	defer func() {
-		for k, n := range nodes {
-			if n.cmd.ProcessState == nil {
-				n.kill()
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("node %d's last warnings and errors:\n%s", k, strings.Join(n.warnings(), "\n"))
-			}
-		}
-	}()
-	waitMembers(t, nodes, 3)
-
-	policyID := postPolicy(t, nodes[0].url, crashPolicy)
-	_, signer, _ := ed25519.GenerateKey(nil)
 	submit := func(n *crashServer) string {
-		id := uuid.NewString()
-		raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":5000}}}}`, id, policyID)
-		auth, _ := crypto.SignEd25519(signer, raw)
-		authJSON, _ := json.Marshal(auth)
 		// A 503 says to try again (a member the cluster is moving away from); a retry
 		// of a create that was written is refused as a taken id, which is the same.
-		body := fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)
+		id, body := r.intent()
 		retried := false
 		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
 			code, why := call(n.url+"/intents", body)
@@ -270,6 +231,66 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("node %d has %d events after the rejoin, want %d", k, len(evs), want)
 		}
 	}
+}
+
+// rig is three intentd nodes in one cluster on a three-server JetStream cluster, every
+// one a process of its own on loopback, so that any can be killed with SIGKILL. They
+// are killed when the test ends; one that failed prints its last warnings.
+type rig struct {
+	t       *testing.T
+	nodes   []*crashServer
+	members []*natsMember
+	policy  string
+	signer  ed25519.PrivateKey
+}
+
+func startRig(t *testing.T) *rig {
+	bin := buildIntentd(t)
+	r := &rig{t: t, members: startNATSCluster(t, 3)}
+	urls := make([]string, len(r.members))
+	for i, m := range r.members {
+		urls[i] = m.url
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.nodes = make([]*crashServer, 3)
+	for i := range r.nodes {
+		r.nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: []string{
+			"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
+			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile}}
+	}
+	for _, n := range r.nodes {
+		n.start()
+	}
+	t.Cleanup(func() {
+		for k, n := range r.nodes {
+			if n.cmd.ProcessState == nil {
+				n.kill()
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("node %d's last warnings and errors:\n%s", k, strings.Join(n.warnings(), "\n"))
+			}
+		}
+	})
+	waitMembers(t, r.nodes, 3)
+	r.policy = postPolicy(t, r.nodes[0].url, crashPolicy)
+	_, r.signer, _ = ed25519.GenerateKey(nil)
+	return r
+}
+
+// intent returns a new signed intent's id and the body that submits it.
+func (r *rig) intent() (string, []byte) {
+	id := uuid.NewString()
+	raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":5000}}}}`, id, r.policy)
+	auth, _ := crypto.SignEd25519(r.signer, raw)
+	authJSON, _ := json.Marshal(auth)
+	return id, fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, raw, authJSON)
 }
 
 // readN reads the stream from the start until it has n events and a second more has
