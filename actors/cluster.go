@@ -55,7 +55,14 @@ func (e *Engine) startCluster() {
 	e.cluster = cluster.New(e.system, cfg)
 	e.system.EventStream.Subscribe(func(evt any) {
 		// Called with the member list's lock held: hand the work to a goroutine.
-		if _, ok := evt.(*cluster.ClusterTopology); ok && e.track() {
+		if _, ok := evt.(*cluster.ClusterTopology); !ok {
+			return
+		}
+		e.membersMu.Lock()
+		close(e.membersChanged)
+		e.membersChanged = make(chan struct{})
+		e.membersMu.Unlock()
+		if e.track() {
 			go func() {
 				defer e.wg.Done()
 				e.resumeMoved()
@@ -236,7 +243,7 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 			break
 		}
 		var res any
-		res, err = e.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(min(left, clusterTryTimeout)))
+		res, err = e.clusterTry(ctx, id, cmd, min(left, clusterTryTimeout))
 		if err == nil {
 			return res, nil
 		}
@@ -248,6 +255,55 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 	return nil, &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeMemberUnavailable,
 		Message: "the cluster member that holds the intent did not answer; retry later", Err: err}
 }
+
+// clusterTry sends a command once and waits for its answer, for at most timeout, or
+// until the members change. A request to an owner that died can wait longer than its
+// time-out (protoactor waits a fixed 5 s for the owner's placement actor), and once the
+// others have dropped the dead member the next try reaches the new owner at once; so a
+// try is left to finish by itself, and a new one starts. Both carry one request id, so
+// the command runs once.
+func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
+	if !e.track() {
+		return nil, intentd.ErrEngineClosed
+	}
+	e.membersMu.Lock()
+	changed := e.membersChanged
+	e.membersMu.Unlock()
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer e.wg.Done()
+		res, err := e.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
+		done <- answer{res, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-changed:
+		// Every listener of the change (protoactor's partition table and cache of
+		// owners among them) runs after this one may have: give them a moment.
+		select {
+		case <-time.After(membersSettle):
+		case <-ctx.Done():
+		}
+		return nil, errMembersChanged
+	case <-t.C:
+		return nil, fmt.Errorf("no answer within %v", timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// membersSettle is how long a command waits after the members change before it tries
+// again.
+const membersSettle = 100 * time.Millisecond
+
+var errMembersChanged = errors.New("the members changed while the command waited")
 
 // DefaultClusterRequestTimeout bounds a command to another member when the caller sets
 // no shorter deadline: long enough for the cluster to drop a member that died (its

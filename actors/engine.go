@@ -128,6 +128,10 @@ type Engine struct {
 	cluster *cluster.Cluster // nil unless the engine is a member of a cluster
 	// activations counts the intent grains active on this member.
 	activations atomic.Int64
+	// membersChanged is closed when the members change, and replaced: a command
+	// waiting on an owner that may be gone tries again at once.
+	membersMu      sync.Mutex
+	membersChanged chan struct{}
 
 	registry *registry
 	// dispatcher runs the intent actors' mailboxes.
@@ -216,6 +220,8 @@ func Open(cfg Config) (*Engine, error) {
 		previewed:  make(map[string]int),
 		ready:      make(chan struct{}),
 		expiryWake: make(chan struct{}, 1),
+
+		membersChanged: make(chan struct{}),
 	}
 	if cfg.Observer != nil && cfg.Observer.StoreCall != nil {
 		e.store = timedStore{s: cfg.Store, call: cfg.Observer.StoreCall}

@@ -3,10 +3,6 @@ package natsstore
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,43 +113,11 @@ func embedCluster(b testing.TB, n int) []string {
 // embedServers starts the servers of embedCluster and returns them, so that a test can
 // stop one.
 func embedServers(b testing.TB, n int) []*Embedded {
-	ports := make([]int, 2*n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+	srvs, err := EmbedCluster(b.TempDir(), n)
+	if err != nil {
+		b.Fatal(err)
 	}
-	var routes []string
-	for i := range n {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
-	}
-	srvs := make([]*Embedded, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		dir := b.TempDir()
-		conf := filepath.Join(dir, "nats.conf")
-		text := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\ncluster { name: c\n listen: 127.0.0.1:%d\n routes: [%s] }\n",
-			i, ports[i], ports[n+i], strings.Join(routes, ", "))
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		wg.Go(func() {
-			srv, err := Embed(EmbedOptions{Dir: dir, ConfigFile: conf})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			srvs[i] = srv
-		})
-	}
-	wg.Wait()
 	for _, srv := range srvs {
-		if srv == nil {
-			b.FailNow()
-		}
 		b.Cleanup(srv.Shutdown)
 	}
 	return srvs

@@ -1,10 +1,15 @@
 package natsstore
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -78,6 +83,56 @@ func Embed(opts EmbedOptions) (*Embedded, error) {
 	}
 	return &Embedded{srv: srv}, nil
 }
+
+// EmbedCluster starts n servers in this process as one JetStream cluster on loopback,
+// each from a configuration file it writes under dir, as --nats-embed-config would be
+// given one, with its files in a folder of its own there. It returns them once every one
+// takes connections; the cluster elects its leaders after that. It is for tests and
+// local trials of what a NATS cluster does when a server is lost.
+func EmbedCluster(dir string, n int) ([]*Embedded, error) {
+	ports := make([]int, 2*n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+	}
+	srvs := make([]*Embedded, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		own := filepath.Join(dir, fmt.Sprintf("n%d", i))
+		if err := os.MkdirAll(own, 0o700); err != nil {
+			return nil, err
+		}
+		conf := filepath.Join(own, "nats.conf")
+		text := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\ncluster { name: c\n listen: 127.0.0.1:%d\n routes: [%s] }\n",
+			i, ports[i], ports[n+i], strings.Join(routes, ", "))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			return nil, err
+		}
+		wg.Go(func() { srvs[i], errs[i] = Embed(EmbedOptions{Dir: own, ConfigFile: conf}) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, srv := range srvs {
+			if srv != nil {
+				srv.Shutdown()
+			}
+		}
+		return nil, err
+	}
+	return srvs, nil
+}
+
+// Name is the server's name, as JetStream names a stream's leader and replicas.
+func (e *Embedded) Name() string { return e.srv.Name() }
 
 // URL is the address clients connect to, nats://host:port.
 func (e *Embedded) URL() string { return e.srv.ClientURL() }

@@ -304,8 +304,8 @@ func TestFollowersOutliveAServer(t *testing.T) {
 					t.Fatal(err)
 				}
 				target = ""
-				for i, srv := range srvs {
-					if info.Cluster != nil && info.Cluster.Leader == fmt.Sprintf("n%d", i) {
+				for _, srv := range srvs {
+					if info.Cluster != nil && info.Cluster.Leader == srv.Name() {
 						target = srv.URL()
 					}
 				}

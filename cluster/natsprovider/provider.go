@@ -3,18 +3,23 @@
 // seed list to keep in sync, no other service to run.
 //
 // Each member writes one key, its actor system's id, holding its cluster.Member
-// (protobuf), with a per-key TTL. It renews the key every TTL/3 and watches the whole
-// bucket; the members whose keys are there are the cluster, and the provider hands
-// protoactor a new topology only when that set changes. A member that stops renewing
-// (its process died, or it was paused) loses its key when the TTL runs out, and every
-// other member sees it leave.
+// (protobuf), and renews it every TTL/3; every member watches the whole bucket. The
+// members whose keys are there, and were renewed lately, are the cluster, and the
+// provider hands protoactor a new topology only when that set changes.
+//
+// Liveness is judged by the members, not by a TTL the server enforces: a member that
+// has not renewed its key for a whole TTL, while the observer's own renewals were being
+// taken, is dropped from the observer's view, and its key is deleted. The condition
+// matters: when a NATS server dies and the bucket elects a new leader, which can take
+// longer than a TTL, no member can renew, and a TTL kept by the server would expire
+// every key at once and stop the whole cluster.
 //
 // A member must also notice that it was dropped: protoactor blocks a member that left
 // for good, and one that was paused past its TTL and resumed would otherwise keep
 // serving grains that the others have already placed elsewhere. The provider fences
 // the member when its own key is gone (a renewal refused, or the watch shows it
-// deleted) or when no renewal was acknowledged for a whole TTL, and reports it (Fenced,
-// Config.OnFenced), so that the node stops serving grains and rejoins under a new id.
+// deleted), and reports it (Fenced, Config.OnFenced), so that the node stops serving
+// grains and rejoins under a new id.
 package natsprovider
 
 import (
@@ -25,6 +30,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -33,11 +39,12 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// DefaultTTL is how long a member's key outlives its last renewal. It bounds how long a
-// dead member stays in the others' view, and so how long its grains are unreachable;
-// it must also outlast a pause of the member or a NATS leader election, or a healthy
-// member is fenced. Three seconds keeps a member's loss within the few seconds the
-// service promises while tolerating a stall of two seconds.
+// DefaultTTL is how long a member may go without renewing its key, while the others'
+// renewals are taken, before they drop it. It bounds how long a dead member stays in
+// the others' view, and so how long its grains are unreachable; it must also outlast a
+// stall of a live member (a pause for garbage collection, a reconnection to another
+// NATS server), or a healthy member is fenced. Three seconds keeps a member's loss
+// within the few seconds the service promises while tolerating a stall of two.
 const DefaultTTL = 3 * time.Second
 
 // ErrFenced is the cause Fenced reports: this member was dropped from the cluster, or
@@ -51,8 +58,8 @@ type Config struct {
 	// Bucket is the key-value bucket of the members. Empty means "members-" and the
 	// cluster's name, so that clusters with different names on one NATS stay apart.
 	Bucket string
-	// TTL is how long a member's key lives after its last renewal: whole seconds, at
-	// least one (the server's granularity). Zero means DefaultTTL.
+	// TTL is how long a member may go without renewing before the others drop it:
+	// whole seconds, at least one. Zero means DefaultTTL.
 	TTL time.Duration
 	// Replicas is the bucket's replica count when the provider creates it; zero means 1.
 	// Use 3 on a three-server JetStream cluster, so that losing a server loses no member.
@@ -86,6 +93,11 @@ type Provider struct {
 	// pause is held for reading while a loop does its work; a test takes it for writing
 	// to freeze the member as a stopped process would be frozen.
 	pause sync.RWMutex
+
+	// takenSince is when this member's renewals began to be taken without a miss, and
+	// takenAt when the last one was sent (Unix nanoseconds; 0: the last one failed).
+	// While they are taken the bucket works, and a member that does not renew is gone.
+	takenSince, takenAt atomic.Int64
 
 	mu      sync.Mutex
 	members cluster.Members // the last topology handed to protoactor
@@ -146,11 +158,12 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
 	defer cancel()
 	sent := time.Now()
-	rev, err := p.kv.Create(ctx, p.id, value, jetstream.KeyTTL(p.ttl))
+	rev, err := p.kv.Create(ctx, p.id, value)
 	if err != nil {
 		p.cancel()
 		return fmt.Errorf("natsprovider: register member %s: %w", p.id, err)
 	}
+	p.taken(sent)
 	p.log.Info("cluster member registered", "member", p.id, "address", m.Address(), "bucket", p.cfg.Bucket, "ttl", p.ttl)
 	if err := p.watch(); err != nil {
 		p.cancel()
@@ -182,10 +195,10 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	// History 1 and a limit-marker TTL are what make per-key TTLs work: without the
-	// marker the server does not take a key's TTL, and watchers never hear that a key
-	// expired. Membership is rebuilt by the renewals within a TTL, so memory storage
-	// loses nothing a restart of NATS would not lose anyway.
+	// Membership is rebuilt by the renewals within a TTL, so memory storage loses
+	// nothing a restart of NATS would not lose anyway. Keys carry no TTL of the
+	// server's (see the package comment); the limit marker stays for buckets made
+	// when they did.
 	kv, err := p.cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:         p.cfg.Bucket,
 		Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
@@ -203,9 +216,8 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 }
 
 // heartbeat renews the member's key every TTL/3. Each renewal states the revision it
-// last wrote, so that a key that expired (the server wrote a marker in its place) is
-// refused rather than written again: a member the others dropped must not come back
-// under the id they blocked.
+// last wrote, so that a key the others deleted is refused rather than written again: a
+// member the others dropped must not come back under the id they blocked.
 func (p *Provider) heartbeat(rev uint64, lastOK time.Time) {
 	defer p.wg.Done()
 	subject := "$KV." + p.cfg.Bucket + "." + p.id
@@ -231,19 +243,21 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	}
 	// A member that cannot renew does not fence itself: it cannot reach the NATS that
 	// holds the store either, so its grains can write nothing, and when NATS answers
-	// again the renewal finds the key expired (below) if the others dropped it. Fencing
+	// again the renewal finds the key deleted (below) if the others dropped it. Fencing
 	// on silence alone would stop every member at once whenever the bucket's leader
-	// moves, which takes longer than a short TTL. A member paused past its TTL fences
-	// the same way, on its first renewal after it resumes.
+	// moves. A member paused past its TTL fences the same way, on its first renewal
+	// after it resumes.
 	left := p.ttl - time.Since(lastOK)
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl/3)
 	defer cancel()
 	sent := time.Now()
 	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
-		jetstream.WithMsgTTL(p.ttl), jetstream.WithExpectLastSequencePerSubject(rev))
+		jetstream.WithExpectLastSequencePerSubject(rev))
 	if err == nil {
+		p.taken(sent)
 		return ack.Sequence, sent
 	}
+	p.takenAt.Store(0)
 	if p.ctx.Err() != nil {
 		return rev, lastOK
 	}
@@ -267,6 +281,27 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	return rev, lastOK
 }
 
+// taken records a renewal the bucket took, sent at sent.
+func (p *Provider) taken(sent time.Time) {
+	prev := p.takenAt.Swap(sent.UnixNano())
+	if prev == 0 || sent.Sub(time.Unix(0, prev)) > 2*p.ttl/3 {
+		p.takenSince.Store(sent.UnixNano()) // a new run
+	}
+}
+
+// judgeFrom is the moment from which silence counts against the others: the start of
+// this member's own unbroken run of renewals taken, if the last one was taken lately;
+// else zero, and nobody is judged. A renewal is due every TTL/3: one missed is a
+// failure, or a pause of this member (a process stopped and resumed), and in neither
+// case does this member know what the others could do.
+func (p *Provider) judgeFrom(now time.Time) time.Time {
+	at := p.takenAt.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) > 2*p.ttl/3 {
+		return time.Time{}
+	}
+	return time.Unix(0, p.takenSince.Load())
+}
+
 // watch starts watching the bucket and waits for its first snapshot, so that protoactor
 // has a topology when StartMember returns.
 func (p *Provider) watch() error {
@@ -288,7 +323,10 @@ func (p *Provider) watch() error {
 }
 
 // follow keeps the set of members as the bucket has it and hands protoactor a topology
-// when the set changes, not on every renewal.
+// when the set changes, not on every renewal. Every TTL/3 it drops the members that
+// have been silent for a TTL while this member's renewals were taken (judgeFrom), and
+// deletes their keys, stating the revision it saw, so that a renewal that came
+// meanwhile wins.
 //
 // Every member renews its key each TTL/3, this one too, so a watch that brings nothing
 // for a whole TTL has stopped following: its server went away and its consumer did not
@@ -298,14 +336,49 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	defer func() { _ = w.Stop() }()
 	live := map[string]*cluster.Member{}
 	var next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
+	seen := map[string]time.Time{}      // when each key was last written, by this clock
+	revs := map[string]uint64{}         // and its revision then
 	initial := true
 	updates := w.Updates()
 	last := time.Now()
 	check := time.NewTicker(p.ttl)
 	defer check.Stop()
+	judge := time.NewTicker(p.ttl / 3)
+	defer judge.Stop()
+
+	// handle applies one entry of the watch; p.pause is held.
+	handle := func(e jetstream.KeyValueEntry) {
+		last = time.Now()
+		if e != nil {
+			if e.Operation() == jetstream.KeyValuePut {
+				seen[e.Key()], revs[e.Key()] = last, e.Revision()
+			} else {
+				delete(seen, e.Key())
+				delete(revs, e.Key())
+			}
+		}
+		if next != nil {
+			p.apply(next, e)
+			if e == nil { // the new watch's snapshot is complete
+				changed := !sameMembers(live, next)
+				live, next = next, nil
+				if changed && p.ctx.Err() == nil {
+					p.push(live)
+				}
+			}
+			return
+		}
+		changed := p.apply(live, e)
+		if e == nil && initial {
+			// A nil entry ends the snapshot of the keys that were there.
+			initial, changed = false, true
+			close(ready)
+		}
+		if changed && !initial && p.ctx.Err() == nil {
+			p.push(live)
+		}
+	}
 	for {
-		var e jetstream.KeyValueEntry
-		var ok bool
 		select {
 		case <-p.ctx.Done():
 			return
@@ -321,37 +394,78 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 			p.log.Info("cluster membership watch was silent for a TTL; watching anew", "member", p.id)
 			_ = w.Stop()
 			w, updates, next, last = nw, nw.Updates(), map[string]*cluster.Member{}, time.Now()
-			continue
-		case e, ok = <-updates:
+		case <-judge.C:
+			p.pause.RLock()
+			// What the watch already brought counts before anyone is judged silent.
+		drain:
+			for updates != nil {
+				select {
+				case e, ok := <-updates:
+					if !ok {
+						updates = nil
+						break drain
+					}
+					handle(e)
+				default:
+					break drain
+				}
+			}
+			if !initial && next == nil && p.member != nil {
+				p.dropSilent(live, seen, revs)
+			}
+			p.pause.RUnlock()
+		case e, ok := <-updates:
 			if !ok {
 				updates = nil // until the check above renews the watch
 				continue
 			}
-		}
-		last = time.Now()
-		p.pause.RLock()
-		if next != nil {
-			p.apply(next, e)
-			if e == nil { // the new watch's snapshot is complete
-				changed := !sameMembers(live, next)
-				live, next = next, nil
-				if changed && p.ctx.Err() == nil {
-					p.push(live)
-				}
-			}
+			p.pause.RLock()
+			handle(e)
 			p.pause.RUnlock()
+		}
+	}
+}
+
+// dropSilent drops from live the members silent for a TTL while this member's renewals
+// were taken, hands protoactor the new set, and deletes their keys.
+func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64) {
+	now := time.Now()
+	from := p.judgeFrom(now)
+	if from.IsZero() {
+		return
+	}
+	var gone []string
+	for key := range live {
+		if key == p.id {
 			continue
 		}
-		changed := p.apply(live, e)
-		if e == nil && initial {
-			// A nil entry ends the snapshot of the keys that were there.
-			initial, changed = false, true
-			close(ready)
+		at := seen[key]
+		if from.After(at) {
+			at = from
 		}
-		if changed && !initial && p.ctx.Err() == nil {
-			p.push(live)
+		if now.Sub(at) > p.ttl {
+			gone = append(gone, key)
 		}
-		p.pause.RUnlock()
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, key := range gone {
+		p.log.Info("cluster member silent for a TTL: dropped", "member", p.id, "dropped", key, "last_renewal", seen[key])
+		delete(live, key)
+		rev := revs[key]
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
+			defer cancel()
+			// Refused when the member renewed meanwhile, or another member deleted the
+			// key first: either way there is nothing to do.
+			_ = p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		}()
+	}
+	if p.ctx.Err() == nil {
+		p.push(live)
 	}
 }
 

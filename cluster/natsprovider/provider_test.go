@@ -67,11 +67,14 @@ type peer struct {
 
 var nextPort = 20000
 
-func startPeer(t *testing.T, js jetstream.JetStream) *peer {
+func startPeer(t *testing.T, js jetstream.JetStream) *peer { return startPeerOn(t, js, 1) }
+
+// startPeerOn starts a peer whose bucket, if it makes it, has the given replicas.
+func startPeerOn(t *testing.T, js jetstream.JetStream, replicas int) *peer {
 	t.Helper()
 	nextPort++
 	pr := &peer{fencedBy: make(chan error, 1)}
-	prov, err := New(Config{JetStream: js, TTL: *testTTL, Logger: logger(), OnFenced: func(err error) { pr.fencedBy <- err }})
+	prov, err := New(Config{JetStream: js, TTL: *testTTL, Replicas: replicas, Logger: logger(), OnFenced: func(err error) { pr.fencedBy <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,4 +286,48 @@ func TestConfig(t *testing.T) {
 	if err != nil || p.ttl != DefaultTTL {
 		t.Errorf("defaults: %v, ttl %v", err, p.ttl)
 	}
+}
+
+// TestBucketRefusingRenewalsFencesNobody makes the members bucket refuse every write for
+// three TTLs, as a bucket does while it elects a leader, which can take longer than a
+// TTL: no member can renew meanwhile, and none of them is dropped or fenced for it. When
+// the bucket takes writes again, every view is still whole.
+func TestBucketRefusingRenewalsFencesNobody(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, "KV_members-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	limit := func(size int32) {
+		t.Helper()
+		cfg.MaxMsgSize = size
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit(1) // no member's record fits
+	refused := time.Now()
+	check := func(until time.Time) {
+		t.Helper()
+		for time.Now().Before(until) {
+			for i, p := range ps {
+				select {
+				case err := <-p.fencedBy:
+					t.Fatalf("peer %d fenced %v after the bucket began to refuse renewals: %v", i, time.Since(refused), err)
+				default:
+				}
+			}
+			if v, _ := ps[0].sees(); len(v) != len(ps) {
+				t.Fatalf("%v after the bucket began to refuse renewals, a peer sees %v", time.Since(refused), v)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	check(refused.Add(3 * *testTTL))
+	limit(-1)
+	check(time.Now().Add(2 * *testTTL))
+	waitPeers(t, time.Second, peerIDs(ps...), ps...)
 }
