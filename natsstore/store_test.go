@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -249,13 +250,7 @@ func TestFollowersOutliveAServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			var mu sync.Mutex
-			heard := map[string]int{}
-			f.SetEventSink(func(e intentd.Event) {
-				mu.Lock()
-				heard[e.IntentID]++
-				mu.Unlock()
-			})
+			heard := listen(f)
 			if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +290,7 @@ func TestFollowersOutliveAServer(t *testing.T) {
 			for i := range 20 {
 				write(i)
 			}
-			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(heard) == 20 }, "the first events")
+			eventually(t, func() bool { return len(heard()) == 20 }, "the first events")
 
 			target := f.nc.ConnectedUrl()
 			if victim == "the leader" {
@@ -325,9 +320,7 @@ func TestFollowersOutliveAServer(t *testing.T) {
 			}
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				mu.Lock()
-				n := len(heard)
-				mu.Unlock()
+				n := len(heard())
 				if n == len(ids) {
 					break
 				}
@@ -336,13 +329,11 @@ func TestFollowersOutliveAServer(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			mu.Lock()
-			for id, n := range heard {
+			for id, n := range heard() {
 				if n != 1 {
 					t.Errorf("event of %s heard %d times", id, n)
 				}
 			}
-			mu.Unlock()
 			// Every intent finished: the follower's index has none left.
 			eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.intents) == 0 }, "an empty index")
 		})
@@ -359,13 +350,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 	w, f := open(t, srv.URL()), open(t, srv.URL())
 	defer w.Close()
 	defer f.Close()
-	var mu sync.Mutex
-	heard := map[string]int{}
-	f.SetEventSink(func(e intentd.Event) {
-		mu.Lock()
-		heard[e.IntentID]++
-		mu.Unlock()
-	})
+	heard := listen(f)
 	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +364,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 		}
 	}
 	write("a")
-	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return heard["a"] == 1 }, "the first event heard")
+	eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 	for _, fl := range []*follower{f.watch, f.events} {
 		fl.mu.Lock()
 		fl.cc.Stop()
@@ -389,23 +374,37 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 	write("c")
 	deadline := time.Now().Add(stallAfter + 4*checkEvery)
 	for {
-		mu.Lock()
-		n := len(heard)
-		mu.Unlock()
+		n := len(heard())
 		if n == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the sink heard %v by %v after the followers stopped, want a, b and c", heard, stallAfter+4*checkEvery)
+			t.Fatalf("the sink heard %v by %v after the followers stopped, want a, b and c", heard(), stallAfter+4*checkEvery)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	write("d") // the new followers go on
 	eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(heard) == 4 && heard["a"] == 1 && heard["b"] == 1 && heard["c"] == 1 && heard["d"] == 1
+		h := heard()
+		return len(h) == 4 && h["a"] == 1 && h["b"] == 1 && h["c"] == 1 && h["d"] == 1
 	}, "every event heard once")
 	// The index heard b, c and d finish: none of them is left in it.
 	eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.intents) == 0 }, "an empty index")
+}
+
+// listen makes s's event sink count the events of each intent; the function it returns
+// reads the counts.
+func listen(s *Store) func() map[string]int {
+	var mu sync.Mutex
+	heard := map[string]int{}
+	s.SetEventSink(func(e intentd.Event) {
+		mu.Lock()
+		heard[e.IntentID]++
+		mu.Unlock()
+	})
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(heard)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,12 +19,6 @@ import (
 // once in one order, and the subscribers of a killed node resume on another with no
 // gap and no duplicate.
 func TestClusterKillsUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three intentd and three NATS servers, and kills them")
-	}
-	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
-		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
-	}
 	r := startRig(t)
 
 	// Which nodes are up, and where: a restarted node listens on a new port.
@@ -124,6 +117,11 @@ func TestClusterKillsUnderLoad(t *testing.T) {
 		})
 	}
 
+	// A test that fails on the way stops its workers before it ends.
+	defer func() {
+		stop.Store(true)
+		workers.Wait()
+	}()
 	for round := range 3 {
 		time.Sleep(3 * time.Second)
 		victim := (round + 2) % 3

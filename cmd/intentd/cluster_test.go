@@ -32,12 +32,6 @@ import (
 // and one NATS server are killed with SIGKILL, and every proposal for the open intents,
 // the dead node's included, succeeds through the nodes left within seconds.
 func TestCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three intentd and three NATS servers")
-	}
-	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
-		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
-	}
 	r := startRig(t)
 	nodes, members := r.nodes, r.members
 	var wg sync.WaitGroup
@@ -245,6 +239,12 @@ type rig struct {
 }
 
 func startRig(t *testing.T) *rig {
+	if testing.Short() {
+		t.Skip("starts three intentd and three NATS servers")
+	}
+	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
+		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
+	}
 	bin := buildIntentd(t)
 	r := &rig{t: t, members: startNATSCluster(t, 3)}
 	urls := make([]string, len(r.members))
