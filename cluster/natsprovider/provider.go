@@ -155,10 +155,20 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 		return err
 	}
 	p.member = value
-	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
+	ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 	defer cancel()
-	sent := time.Now()
-	rev, err := p.kv.Create(ctx, p.id, value)
+	var sent time.Time
+	rev, err := retry(ctx, func(try context.Context) (uint64, error) {
+		sent = time.Now()
+		rev, err := p.kv.Create(try, p.id, value)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// A try before was written and its answer lost: the id is this process's.
+			if e, gerr := p.kv.Get(try, p.id); gerr == nil && string(e.Value()) == string(value) {
+				return e.Revision(), nil
+			}
+		}
+		return rev, err
+	})
 	if err != nil {
 		p.cancel()
 		return fmt.Errorf("natsprovider: register member %s: %w", p.id, err)
@@ -193,19 +203,21 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 		p.cfg.Bucket = "members-" + regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(clusterName, "_")
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 	defer cancel()
 	// Membership is rebuilt by the renewals within a TTL, so memory storage loses
 	// nothing a restart of NATS would not lose anyway. Keys carry no TTL of the
 	// server's (see the package comment); the limit marker stays for buckets made
 	// when they did.
-	kv, err := p.cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:         p.cfg.Bucket,
-		Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
-		History:        1,
-		LimitMarkerTTL: p.ttl,
-		Storage:        jetstream.MemoryStorage,
-		Replicas:       p.cfg.Replicas,
+	kv, err := retry(ctx, func(try context.Context) (jetstream.KeyValue, error) {
+		return p.cfg.JetStream.CreateOrUpdateKeyValue(try, jetstream.KeyValueConfig{
+			Bucket:         p.cfg.Bucket,
+			Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
+			History:        1,
+			LimitMarkerTTL: p.ttl,
+			Storage:        jetstream.MemoryStorage,
+			Replicas:       p.cfg.Replicas,
+		})
 	})
 	if err != nil {
 		p.cancel()
@@ -213,6 +225,29 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 	}
 	p.kv = kv
 	return nil
+}
+
+// startTimeout bounds a member's start: long enough for NATS servers started at the
+// same moment, or one just restarted beside the node, to elect their leaders.
+const startTimeout = 30 * time.Second
+
+// retry calls fn with a time-out of a few seconds until it succeeds or ctx ends: while
+// the servers elect a leader, a request goes unanswered, and one try that waited for
+// ctx would leave no time for the next, answered one. The error is the last try's.
+func retry[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	for {
+		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		v, err := fn(try)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // heartbeat renews the member's key every TTL/3. Each renewal states the revision it
@@ -305,7 +340,9 @@ func (p *Provider) judgeFrom(now time.Time) time.Time {
 // watch starts watching the bucket and waits for its first snapshot, so that protoactor
 // has a topology when StartMember returns.
 func (p *Provider) watch() error {
-	w, err := p.kv.WatchAll(p.ctx)
+	ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
+	defer cancel()
+	w, err := retry(ctx, func(context.Context) (jetstream.KeyWatcher, error) { return p.kv.WatchAll(p.ctx) })
 	if err != nil {
 		p.cancel()
 		return fmt.Errorf("natsprovider: watch members: %w", err)
