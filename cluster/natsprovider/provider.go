@@ -8,11 +8,13 @@
 // provider hands protoactor a new topology only when that set changes.
 //
 // Liveness is judged by the members, not by a TTL the server enforces: a member that
-// has not renewed its key for a whole TTL, while the observer's own renewals were being
-// taken, is dropped from the observer's view, and its key is deleted. The condition
-// matters: when a NATS server dies and the bucket elects a new leader, which can take
-// longer than a TTL, no member can renew, and a TTL kept by the server would expire
-// every key at once and stop the whole cluster.
+// has not renewed its key for a whole TTL, while the observer's watch was bringing the
+// observer's own renewals, is dropped from the observer's view, and its key is deleted.
+// The condition matters both ways. When a NATS server dies and the bucket elects a new
+// leader, which can take longer than a TTL, no member can renew, and a TTL kept by the
+// server would expire every key at once and stop the whole cluster; and an observer
+// whose watch went silent with its server sees nobody renew, itself included, and must
+// not take the others for dead.
 //
 // A member must also notice that it was dropped: protoactor blocks a member that left
 // for good, and one that was paused past its TTL and resumed would otherwise keep
@@ -30,7 +32,6 @@ import (
 	"regexp"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -40,7 +41,7 @@ import (
 )
 
 // DefaultTTL is how long a member may go without renewing its key, while the others'
-// renewals are taken, before they drop it. It bounds how long a dead member stays in
+// renewals reach them, before they drop it. It bounds how long a dead member stays in
 // the others' view, and so how long its grains are unreachable; it must also outlast a
 // stall of a live member (a pause for garbage collection, a reconnection to another
 // NATS server), or a healthy member is fenced. Three seconds keeps a member's loss
@@ -93,11 +94,6 @@ type Provider struct {
 	// pause is held for reading while a loop does its work; a test takes it for writing
 	// to freeze the member as a stopped process would be frozen.
 	pause sync.RWMutex
-
-	// takenSince is when this member's renewals began to be taken without a miss, and
-	// takenAt when the last one was sent (Unix nanoseconds; 0: the last one failed).
-	// While they are taken the bucket works, and a member that does not renew is gone.
-	takenSince, takenAt atomic.Int64
 
 	mu      sync.Mutex
 	members cluster.Members // the last topology handed to protoactor
@@ -173,7 +169,6 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 		p.cancel()
 		return fmt.Errorf("natsprovider: register member %s: %w", p.id, err)
 	}
-	p.taken(sent)
 	p.log.Info("cluster member registered", "member", p.id, "address", m.Address(), "bucket", p.cfg.Bucket, "ttl", p.ttl)
 	if err := p.watch(); err != nil {
 		p.cancel()
@@ -226,6 +221,10 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 	p.kv = kv
 	return nil
 }
+
+// renewalGap is the longest wait between two renewals of a member that misses none:
+// one is due every TTL/3, and each may take up to TTL/3 to be taken.
+func renewalGap(ttl time.Duration) time.Duration { return 2 * ttl / 3 }
 
 // startTimeout bounds a member's start: long enough for NATS servers started at the
 // same moment, or one just restarted beside the node, to elect their leaders.
@@ -289,10 +288,8 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
 		jetstream.WithExpectLastSequencePerSubject(rev))
 	if err == nil {
-		p.taken(sent)
 		return ack.Sequence, sent
 	}
-	p.takenAt.Store(0)
 	if p.ctx.Err() != nil {
 		return rev, lastOK
 	}
@@ -314,27 +311,6 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 		p.log.Warn("cluster membership renewal refused and the key could not be read; retrying", "member", p.id, "error", err)
 	}
 	return rev, lastOK
-}
-
-// taken records a renewal the bucket took, sent at sent.
-func (p *Provider) taken(sent time.Time) {
-	prev := p.takenAt.Swap(sent.UnixNano())
-	if prev == 0 || sent.Sub(time.Unix(0, prev)) > 2*p.ttl/3 {
-		p.takenSince.Store(sent.UnixNano()) // a new run
-	}
-}
-
-// judgeFrom is the moment from which silence counts against the others: the start of
-// this member's own unbroken run of renewals taken, if the last one was taken lately;
-// else zero, and nobody is judged. A renewal is due every TTL/3: one missed is a
-// failure, or a pause of this member (a process stopped and resumed), and in neither
-// case does this member know what the others could do.
-func (p *Provider) judgeFrom(now time.Time) time.Time {
-	at := p.takenAt.Load()
-	if at == 0 || now.Sub(time.Unix(0, at)) > 2*p.ttl/3 {
-		return time.Time{}
-	}
-	return time.Unix(0, p.takenSince.Load())
 }
 
 // watch starts watching the bucket and waits for its first snapshot, so that protoactor
@@ -361,9 +337,9 @@ func (p *Provider) watch() error {
 
 // follow keeps the set of members as the bucket has it and hands protoactor a topology
 // when the set changes, not on every renewal. Every TTL/3 it drops the members that
-// have been silent for a TTL while this member's renewals were taken (judgeFrom), and
-// deletes their keys, stating the revision it saw, so that a renewal that came
-// meanwhile wins.
+// have been silent for a TTL while the watch brought this member's own renewals (see
+// dropSilent), and deletes their keys, stating the revision it saw, so that a renewal
+// that came meanwhile wins.
 //
 // Every member renews its key each TTL/3, this one too, so a watch that brings nothing
 // for a whole TTL has stopped following: its server went away and its consumer did not
@@ -375,6 +351,8 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	var next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
 	seen := map[string]time.Time{}      // when each key was last written, by this clock
 	revs := map[string]uint64{}         // and its revision then
+	// ownRun is when the watch began to bring this member's renewals without a gap.
+	var ownRun time.Time
 	initial := true
 	updates := w.Updates()
 	last := time.Now()
@@ -388,6 +366,9 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 		last = time.Now()
 		if e != nil {
 			if e.Operation() == jetstream.KeyValuePut {
+				if e.Key() == p.id && last.Sub(seen[p.id]) > renewalGap(p.ttl) {
+					ownRun = last
+				}
 				seen[e.Key()], revs[e.Key()] = last, e.Revision()
 			} else {
 				delete(seen, e.Key())
@@ -448,7 +429,7 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 				}
 			}
 			if !initial && next == nil && p.member != nil {
-				p.dropSilent(live, seen, revs)
+				p.dropSilent(live, seen, revs, ownRun)
 			}
 			p.pause.RUnlock()
 		case e, ok := <-updates:
@@ -463,14 +444,18 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	}
 }
 
-// dropSilent drops from live the members silent for a TTL while this member's renewals
-// were taken, hands protoactor the new set, and deletes their keys.
-func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64) {
+// dropSilent drops from live the members silent for a TTL, hands protoactor the new
+// set, and deletes their keys. Silence counts only from ownRun, since when the watch has
+// been bringing this member's own renewals without a gap; and nobody is judged while
+// they do not come: the bucket is not taking renewals, or the watch is not following,
+// or this member was paused, and in none of these cases does it know what the others
+// did.
+func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64, ownRun time.Time) {
 	now := time.Now()
-	from := p.judgeFrom(now)
-	if from.IsZero() {
+	if now.Sub(seen[p.id]) > renewalGap(p.ttl) {
 		return
 	}
+	from := ownRun
 	var gone []string
 	for key := range live {
 		if key == p.id {
