@@ -128,9 +128,11 @@ func TestClusterKillsUnderLoad(t *testing.T) {
 		workers.Wait()
 	}()
 	kills := make([]time.Time, 3)
+	led := make([][]string, 3) // what the killed NATS server led
 	for round := range 3 {
 		time.Sleep(3 * time.Second)
 		victim := (round + 2) % 3
+		led[round] = r.ledBy(fmt.Sprintf("m%d", victim))
 		upMu.Lock()
 		up[victim] = false
 		upMu.Unlock()
@@ -165,7 +167,8 @@ func TestClusterKillsUnderLoad(t *testing.T) {
 			}
 			last = max(last, ok.Sub(at))
 		}
-		t.Logf("kill %d: of the proposals that waited, the first was accepted %v after the kill, the last %v", round+1, first.Round(10*time.Millisecond), last.Round(10*time.Millisecond))
+		t.Logf("kill %d (the NATS server killed led %v): of the proposals that waited, the first was accepted %v after the kill, the last %v",
+			round+1, led[round], first.Round(10*time.Millisecond), last.Round(10*time.Millisecond))
 	}
 	statuses := map[string]string{}
 	for id, p := range proposed {

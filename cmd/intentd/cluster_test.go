@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd/crypto"
 )
@@ -282,6 +284,31 @@ func startRig(t *testing.T) *rig {
 	r.policy = postPolicy(t, r.nodes[0].url, crashPolicy)
 	_, r.signer, _ = ed25519.GenerateKey(nil)
 	return r
+}
+
+// ledBy names the store's stream and the members bucket when the NATS server of that
+// name leads them: its death leaves them without a leader until NATS elects one.
+func (r *rig) ledBy(server string) []string {
+	var urls []string
+	for _, m := range r.members {
+		urls = append(urls, m.url)
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		return []string{"(unknown: " + err.Error() + ")"}
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	var out []string
+	for _, name := range []string{"INTENTD", "KV_intentd_members_intentd"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := js.Stream(ctx, name)
+		cancel()
+		if err == nil && st.CachedInfo().Cluster != nil && st.CachedInfo().Cluster.Leader == server {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // intent returns a new signed intent's id and the body that submits it.
