@@ -227,11 +227,13 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, stopped()
 	}
-	var authored intentd.AuthoredIntent
-	if err := json.Unmarshal(snap.Authored, &authored); err != nil {
+	// Only the intent's attrs are needed: the authorship, verified when the intent was
+	// submitted, is not decoded again.
+	intentJSON, _, ok := splitAuthored(snap.Authored)
+	if !ok {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}
-	in, err := intentd.DecodeIntent(authored.Intent)
+	in, err := intentd.DecodeIntent(intentJSON)
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}
