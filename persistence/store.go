@@ -128,9 +128,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	po := &pebble.Options{
-		Cache:  cache,
-		Logger: pebbleLogger{opts.Logger},
-		Levels: make([]pebble.LevelOptions, 7),
+		Cache:        cache,
+		Logger:       pebbleLogger{opts.Logger},
+		Levels:       make([]pebble.LevelOptions, 7),
+		MemTableSize: memTableSize,
 	}
 	// Bloom filters on every level: most point reads are of keys that do not exist (a
 	// new intent's id, checked before it is written), and without a filter each such
@@ -218,6 +219,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	go s.loadIntentIDs()
 	return s, nil
 }
+
+// memTableSize is the size of Pebble's memtable, eight times its default of 4 MiB. An
+// intent's snapshot is written again by its proposal and by its outcome; in a larger
+// memtable those writes replace each other before they are flushed, and the tables
+// flushed are fewer and larger. With the write pattern of decisions (20,000 intents
+// created, then a proposal and an outcome each at 1,000 a second) compactions rewrote
+// 450 MB for 45 MB flushed at 4 MiB, and 70 MB at 32 MiB: compaction had been a sixth
+// of the server's CPU under that load. Up to two memtables are held (Pebble's
+// MemTableStopWritesThreshold), and a restart replays at most that much log.
+const memTableSize = 32 << 20
 
 // checkCurrent refuses a folder that holds a store but not its CURRENT file, which names
 // the manifest to read: Pebble would take the folder for a new store and stop on a nil
