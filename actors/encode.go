@@ -1,11 +1,13 @@
 package actors
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/strictjson"
 )
 
 // encodeAuthored builds the stored AuthoredIntent around the canonical intent without
@@ -22,6 +24,23 @@ func encodeAuthored(canon []byte, a crypto.Authorship) ([]byte, error) {
 	b = append(b, `,"authorship":`...)
 	b = append(b, auth...)
 	return append(b, '}'), nil
+}
+
+// splitAuthored returns the two members of an authored intent as encodeAuthored wrote them, or false when
+// it is not an object of exactly those two.
+func splitAuthored(authored []byte) (intent, authorship []byte, ok bool) {
+	err := strictjson.Members(authored, "", 2, func(m strictjson.Member) error {
+		switch m.Name {
+		case "intent":
+			intent = m.Value
+		case "authorship":
+			authorship = m.Value
+		default:
+			return errors.New("unknown member")
+		}
+		return nil
+	})
+	return intent, authorship, err == nil && intent != nil && authorship != nil
 }
 
 // encode writes the snapshot as JSON. A new intent's snapshot, written once for every

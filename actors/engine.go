@@ -136,7 +136,7 @@ type Engine struct {
 	registry *registry
 	// dispatcher runs the intent actors' mailboxes.
 	dispatcher *warmDispatcher
-	limiter    *actor.PID
+	limiter    *limiter
 	bus        *actor.PID
 
 	policiesMu sync.RWMutex
@@ -241,9 +241,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.obs.Published()
 		e.system.Root.Send(e.bus, publish{ev})
 	})
-	e.limiter = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newLimiter(cfg.MaxProving, cfg.ProvingQueue, cfg.MaxPreviewing)
-	}))
+	e.limiter = newLimiter(cfg.MaxProving, cfg.ProvingQueue, cfg.MaxPreviewing)
 	e.dispatcher = newWarmDispatcher(300) // protoactor's default throughput
 	e.registry = newRegistry(e)
 

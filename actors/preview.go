@@ -42,7 +42,7 @@ func (e *Engine) Preview(ctx context.Context, rawID string, p intentd.Proposal) 
 		e.givePreviewBack(id)
 		return intentd.Preview{}, intentd.Errorf(intentd.KindBusy, intentd.CodeCapacityExceeded, "proving capacity for previews is full; retry later")
 	}
-	defer e.system.Root.Send(e.limiter, previewDone{})
+	defer e.limiter.previewDone()
 
 	pctx, cancel := context.WithTimeout(ctx, e.cfg.ProvingTimeout)
 	defer cancel()
@@ -92,13 +92,7 @@ func (e *Engine) Deadline(ctx context.Context, id string) (time.Time, error) {
 
 // reservePreview asks the limiter for a preview's place.
 func (e *Engine) reservePreview(ctx context.Context) bool {
-	res, err := e.ask(ctx, e.limiter, reservePreview{})
-	ok, _ := res.(bool)
-	if err != nil && ok {
-		// The place was given but the answer came too late to use it.
-		e.system.Root.Send(e.limiter, previewDone{})
-	}
-	return err == nil && ok
+	return ctx.Err() == nil && !e.closed() && e.limiter.reservePreview()
 }
 
 // takePreview counts one more preview of intent id and reports how many are left after

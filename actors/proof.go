@@ -28,11 +28,7 @@ func (p ReceiptProver) Prove(ctx context.Context, in ProofInput) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	signed, err := crypto.SignReceipt(p.Key, r)
-	if err != nil {
-		return nil, err
-	}
-	return signed.MarshalJSON()
+	return crypto.SignReceiptJSON(p.Key, r)
 }
 
 // newReceipt is the unsigned receipt of in.

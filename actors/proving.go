@@ -8,45 +8,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"
 )
 
-// The limiter's messages.
-type (
-	// reserve asks for a place, running or queued; the answer is a bool.
-	reserve struct{}
-	// unreserve gives back a place whose proposal was not written.
-	unreserve struct{}
-	// run starts a job in a reserved place, or queues it. A recovered job had no
-	// reservation: it was accepted before a restart and must run whatever the load. The
-	// job calls release when it no longer needs its place.
-	run struct {
-		job      func(release func())
-		reserved bool
-	}
-	// jobDone frees the running place of a finished job.
-	jobDone struct{}
-	// limiterStats asks for the counts, for metrics and tests.
-	limiterStats struct{}
-	// reservePreview asks for a preview's place; the answer is a bool. previewDone
-	// gives it back.
-	reservePreview struct{}
-	previewDone    struct{}
-)
-
 // limiter counts proving work. Places are reserved before a proposal is written, so a
 // proposal that would not fit is refused before anything changes; bounded mailboxes
-// would block the sender instead, and routers cannot refuse, hence an actor of our own.
+// would block the sender instead, and routers cannot refuse, hence a counter of our own.
+// It is a lock rather than an actor: every proposal reserves a place, runs its job and
+// frees the place, and as messages to an actor those were a future, a goroutine to wait
+// on it and two more sends per proposal, for a few counts that a lock keeps in
+// nanoseconds.
 //
 // Previews have a share of their own, maxPreviews places beside the proposals' max, and
 // are refused while any proposal waits in the queue: a preview never takes a proposal's
 // place nor runs ahead of one, so previews cannot starve proposals however many agents
 // ask for them, and they stop as soon as proving is saturated.
 type limiter struct {
+	mu            sync.Mutex
 	max, queueCap int
 	running       int
 	reserved      int
@@ -59,75 +39,99 @@ func newLimiter(max, queueCap, maxPreviews int) *limiter {
 	return &limiter{max: max, queueCap: queueCap, maxPreviews: maxPreviews}
 }
 
-func (l *limiter) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case reserve:
-		ok := l.running+len(l.queue)+l.reserved < l.max+l.queueCap
-		if ok {
-			l.reserved++
-		}
-		ctx.Respond(ok)
-	case unreserve:
+// reserve asks for a place, running or queued.
+func (l *limiter) reserve() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.running+len(l.queue)+l.reserved < l.max+l.queueCap
+	if ok {
+		l.reserved++
+	}
+	return ok
+}
+
+// unreserve gives back a place whose proposal was not written.
+func (l *limiter) unreserve() {
+	l.mu.Lock()
+	l.reserved--
+	l.mu.Unlock()
+}
+
+// run starts job in a reserved place, or queues it. A recovered job had no reservation:
+// it was accepted before a restart and must run whatever the load. The job calls
+// release when it no longer needs its place.
+func (l *limiter) run(job func(release func()), reserved bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if reserved {
 		l.reserved--
-	case run:
-		if m.reserved {
-			l.reserved--
-		}
-		if l.running < l.max {
-			l.start(ctx, m.job)
-		} else {
-			l.queue = append(l.queue, m.job)
-		}
-	case jobDone:
-		l.running--
-		if len(l.queue) > 0 && l.running < l.max {
-			job := l.queue[0]
-			l.queue[0] = nil
-			l.queue = l.queue[1:]
-			l.start(ctx, job)
-		}
-	case limiterStats:
-		ctx.Respond(intentd.LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved, Previews: l.previews})
-	case reservePreview:
-		ok := l.previews < l.maxPreviews && len(l.queue) == 0
-		if ok {
-			l.previews++
-		}
-		ctx.Respond(ok)
-	case previewDone:
-		l.previews--
+	}
+	if l.running < l.max {
+		l.start(job)
+	} else {
+		l.queue = append(l.queue, job)
 	}
 }
 
-func (l *limiter) start(ctx actor.Context, job func(release func())) {
+// done frees the running place of a finished job and starts the next one waiting.
+func (l *limiter) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running--
+	if len(l.queue) > 0 && l.running < l.max {
+		job := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.start(job)
+	}
+}
+
+// start runs job on a goroutine of its own; l.mu is held.
+func (l *limiter) start(job func(release func())) {
 	l.running++
-	self := ctx.Self()
-	system := ctx.ActorSystem()
 	go func() {
 		var once sync.Once
-		release := func() { once.Do(func() { system.Root.Send(self, jobDone{}) }) }
+		release := func() { once.Do(l.done) }
 		defer release()
 		job(release)
 	}()
 }
 
+// stats reports the counts, for metrics and tests.
+func (l *limiter) stats() intentd.LimiterStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return intentd.LimiterStats{Running: l.running, Queued: len(l.queue), Reserved: l.reserved, Previews: l.previews}
+}
+
+// reservePreview asks for a preview's place; previewDone gives it back.
+func (l *limiter) reservePreview() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.previews < l.maxPreviews && len(l.queue) == 0
+	if ok {
+		l.previews++
+	}
+	return ok
+}
+
+func (l *limiter) previewDone() {
+	l.mu.Lock()
+	l.previews--
+	l.mu.Unlock()
+}
+
 func (e *Engine) reserveSlot() bool {
-	res, err := e.ask(e.ctx, e.limiter, reserve{})
-	ok, _ := res.(bool)
-	return err == nil && ok
+	return !e.closed() && e.limiter.reserve()
 }
 
 func (e *Engine) releaseReservation() {
-	e.system.Root.Send(e.limiter, unreserve{})
+	e.limiter.unreserve()
 }
 
 // ProvingStats reports the limiter's counts.
 func (e *Engine) ProvingStats() (intentd.LimiterStats, error) {
-	res, err := e.ask(e.ctx, e.limiter, limiterStats{})
-	if err != nil {
-		return intentd.LimiterStats{}, intentd.Internal("ask limiter: %w", err)
-	}
-	return res.(intentd.LimiterStats), nil
+	return e.limiter.stats(), nil
 }
 
 // startProving hands a processing intent to a proving worker, through the limiter.
@@ -145,7 +149,7 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 			e.deliver(snap.ID, o)
 		}
 	}
-	e.system.Root.Send(e.limiter, run{job: job, reserved: reserved})
+	e.limiter.run(job, reserved)
 }
 
 // deliver hands an outcome to its intent actor. The actor may have been passivated (it
@@ -223,11 +227,13 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, stopped()
 	}
-	var authored intentd.AuthoredIntent
-	if err := json.Unmarshal(snap.Authored, &authored); err != nil {
+	// Only the intent's attrs are needed: the authorship, verified when the intent was
+	// submitted, is not decoded again.
+	intentJSON, _, ok := splitAuthored(snap.Authored)
+	if !ok {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}
-	in, err := intentd.DecodeIntent(authored.Intent)
+	in, err := intentd.DecodeIntent(intentJSON)
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}

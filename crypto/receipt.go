@@ -113,19 +113,36 @@ func canonicalReceipt(r *Receipt) ([]byte, error) {
 // UTC and an absent failure list as an empty one, and refuses a receipt that Validate
 // refuses.
 func SignReceipt(key *SigningKey, r Receipt) (*SignedReceipt, error) {
+	s, _, err := signReceipt(key, r)
+	return s, err
+}
+
+// SignReceiptJSON is SignReceipt followed by the signed receipt's MarshalJSON, with the
+// receipt canonicalized once for both: a service signs a receipt for every decision and
+// stores its JSON.
+func SignReceiptJSON(key *SigningKey, r Receipt) ([]byte, error) {
+	s, canon, err := signReceipt(key, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.encode(canon), nil
+}
+
+// signReceipt signs r and returns the signed receipt with its canonical bytes.
+func signReceipt(key *SigningKey, r Receipt) (*SignedReceipt, []byte, error) {
 	r.KeyID = key.ID()
 	r.IssuedAt = r.IssuedAt.UTC()
 	if r.ConstraintFailures == nil {
 		r.ConstraintFailures = []ConstraintFailure{}
 	}
 	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("crypto: receipt: %w", err)
+		return nil, nil, fmt.Errorf("crypto: receipt: %w", err)
 	}
 	canon, err := canonicalReceipt(&r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &SignedReceipt{Receipt: r, Signature: key.Sign(canon), PublicKey: key.PublicKey()}, nil
+	return &SignedReceipt{Receipt: r, Signature: key.Sign(canon), PublicKey: key.PublicKey()}, canon, nil
 }
 
 // VerifyReceipt checks that s.Receipt is signed by pub: the receipt names pub's key id,
@@ -258,7 +275,13 @@ func (s SignedReceipt) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.encode(canon), nil
+}
+
+// encode writes the wire form around the receipt's canonical bytes.
+func (s SignedReceipt) encode(canon []byte) []byte {
 	var b bytes.Buffer
+	b.Grow(len(canon) + 200)
 	b.WriteString(`{"receipt":`)
 	b.Write(canon)
 	b.WriteString(`,"signature":`)
@@ -266,7 +289,7 @@ func (s SignedReceipt) MarshalJSON() ([]byte, error) {
 	b.WriteString(`,"public_key":`)
 	writeBase58(&b, s.PublicKey)
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 // UnmarshalJSON decodes with DecodeSignedReceipt.

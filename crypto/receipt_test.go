@@ -474,3 +474,31 @@ func BenchmarkDecodeSignedReceipt(b *testing.B) {
 		}
 	}
 }
+
+// TestSignReceiptJSON holds the one-pass signing and encoding to SignReceipt followed
+// by MarshalJSON, byte for byte, and to its refusals.
+func TestSignReceiptJSON(t *testing.T) {
+	key := testSigningKey(t, "service")
+	for _, tc := range []struct {
+		name   string
+		modify func(*Receipt)
+	}{
+		{"failure", func(*Receipt) {}},
+		{"success", func(r *Receipt) { r.Outcome, r.ConstraintFailures, r.FailureKind = OutcomeSuccess, nil, "" }},
+		{"refused", func(r *Receipt) { r.Outcome = "expired" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := typicalReceipt()
+			tc.modify(&r)
+			got, gotErr := SignReceiptJSON(key, r)
+			var want []byte
+			s, wantErr := SignReceipt(key, r)
+			if wantErr == nil {
+				want, wantErr = s.MarshalJSON()
+			}
+			if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("SignReceiptJSON = %s, %v; SignReceipt and MarshalJSON = %s, %v", got, gotErr, want, wantErr)
+			}
+		})
+	}
+}

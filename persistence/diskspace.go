@@ -16,8 +16,9 @@ import (
 // own once space returns.
 
 // DefaultMinFreeBytes is the margin of free space below which writes are refused.
-// Pebble's memtables are 4 MiB and a compaction of the lower levels writes some tens of
-// megabytes before it deletes what it merged.
+// Pebble flushes a memtable of at most 32 MiB (memTableSize) at a time, two when writes
+// outran a flush, and a compaction of the lower levels writes some tens of megabytes
+// before it deletes what it merged.
 const DefaultMinFreeBytes = 128 << 20
 
 // diskCheckInterval is how often the free space is read. At 10,000 intents a second,

@@ -93,7 +93,7 @@ func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 	fs.IntVar(&o.Intents, "intents", 0, "intake: pre-signed intents (default: enough for 15,000/s); soak-open: open intents to fill (default 1,000,000)")
 	fs.IntVar(&o.Subscribers, "subscribers", 1000, "fanout: stream subscribers")
 	fs.DurationVar(&o.Drain, "drain", 30*time.Second, "decide and fanout: how long to wait for the last events after the load")
-	fs.DurationVar(&o.Settle, "settle", 75*time.Second, "soak-open: wait after the fill before measuring memory again (intent actors passivate after a minute)")
+	fs.DurationVar(&o.Settle, "settle", 75*time.Second, "soak-open: wait after the fill before measuring memory again (intent actors passivate after 10 s idle)")
 	fs.IntVar(&o.StatusSamples, "status-samples", 10000, "soak-open: statuses read after the restart")
 	fs.DurationVar(&o.IntentTTL, "intent-ttl", 30*24*time.Hour, "--intent-ttl of the intentd the tool starts, long so that nothing expires during a run")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
