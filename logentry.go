@@ -63,7 +63,7 @@ func ParseLogEntry(data []byte) (LogEntry, error) {
 	if !e.Type.Terminal() {
 		return LogEntry{}, fmt.Errorf("log entry: type %q is not an outcome", e.Type)
 	}
-	if _, ok := CanonicalIntentID(e.IntentID); !ok {
+	if canon, ok := CanonicalIntentID(e.IntentID); !ok || canon != e.IntentID {
 		return LogEntry{}, fmt.Errorf("log entry: intent_id %q is not a UUID", e.IntentID)
 	}
 	digests := []string{e.EventDigest}

@@ -394,10 +394,20 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 	return out, nil
 }
 
+// Source is what a log is built from: the event stream and the receipts of its
+// outcomes. An intentd.Engine is one.
+type Source interface {
+	// Subscribe follows the events after from, as intentd.Engine.Subscribe.
+	Subscribe(ctx context.Context, from uint64, f intentd.Filter) (intentd.Subscription, error)
+	// Proof returns an intent's proof bundle, or an error with the code
+	// intentd.CodeNoProof when its outcome has no receipt.
+	Proof(ctx context.Context, id string) (*intentd.ProofBundle, error)
+}
+
 // Run follows the engine's events into the log, and signs a checkpoint each interval
 // while leaves come, until ctx ends. It returns ErrGap when the events it needs are no
 // longer retained; then the log serves what it has and grows no more.
-func (l *Log) Run(ctx context.Context, e intentd.Engine) error {
+func (l *Log) Run(ctx context.Context, e Source) error {
 	go l.checkpoints(ctx)
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -422,7 +432,7 @@ func (l *Log) Run(ctx context.Context, e intentd.Engine) error {
 }
 
 // follow appends the events after the log's last one until the subscription ends.
-func (l *Log) follow(ctx context.Context, e intentd.Engine) error {
+func (l *Log) follow(ctx context.Context, e Source) error {
 	l.mu.Lock()
 	from := l.lastEvent
 	l.mu.Unlock()
@@ -460,7 +470,7 @@ func (l *Log) follow(ctx context.Context, e intentd.Engine) error {
 // leafOf makes the leaf of an event: its digest, and its receipt's, which it reads
 // from the engine. A receipt that cannot be read now is asked for again, never left
 // out: a leaf made without it would differ from the one every other node makes.
-func (l *Log) leafOf(ctx context.Context, e intentd.Engine, ev intentd.Event) (leaf, error) {
+func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, error) {
 	d, err := crypto.Digest(ev.Data)
 	if err != nil {
 		return leaf{}, fmt.Errorf("tlog: digest of event %d: %w", ev.ID, err)
