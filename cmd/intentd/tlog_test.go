@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/natsstore"
 	iproof "github.com/intentd/intentd/proof"
 )
 
@@ -239,4 +242,45 @@ func TestTransparencyLog(t *testing.T) {
 			t.Fatalf("the proof of the last outcome: %s", r)
 		}
 	})
+}
+
+// TestTransparencyLogSameOnEveryNode runs two intentd with one key on one NATS stream,
+// as nodes of one service: each builds its log from the stream, and both sign the same
+// checkpoint, byte for byte, over the same tiles.
+func TestTransparencyLogSameOnEveryNode(t *testing.T) {
+	ownStores(t)
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := crypto.WriteSigningKeyFile(keyFile, key); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--store", srv.URL(), "--nats-prefix", "shared", "--signing-key", keyFile}
+	a, b := startServer(t, args), startServer(t, args)
+	const n = 20
+	for i := range n {
+		node := []*testServer{a, b}[i%2]
+		id := node.submit()
+		if r := node.propose(id, solutionPasses); r.status != http.StatusOK {
+			t.Fatalf("proposal: %s", r)
+		}
+	}
+	_, rawA := a.logReader().waitCheckpoint(t, n)
+	_, rawB := b.logReader().waitCheckpoint(t, n)
+	if !bytes.Equal(rawA, rawB) {
+		t.Fatalf("the nodes sign different checkpoints:\n%s\n%s", rawA, rawB)
+	}
+	for _, path := range []string{"/log/tile/0/000.p/20", "/log/tile/entries/000.p/20"} {
+		ra, rb := a.do("GET", path, "", nil), b.do("GET", path, "", nil)
+		if ra.status != http.StatusOK || !bytes.Equal(ra.body, rb.body) {
+			t.Fatalf("GET %s: %d and %d, bodies equal %v", path, ra.status, rb.status, bytes.Equal(ra.body, rb.body))
+		}
+	}
 }
