@@ -103,7 +103,8 @@ type LogReport struct {
 // id, policy id and authorship (an unsigned intent passes, and the report says so); and
 // that the policy, run again on the evidence with the intent's attrs, gives the
 // receipt's outcome and exactly its constraint failures, and, for a receipt of version
-// 2, its failure kind and missing evidence fields. The first check that fails is
+// 2, its failure kind and missing evidence fields; and, when the bundle carries one,
+// its transparency log inclusion (VerifyLogInclusion). The first check that fails is
 // returned as a *VerifyError naming it.
 func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
 	// Canonicalize refuses duplicate keys, which encoding/json would let through with
@@ -150,18 +151,6 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	}
 	if err := crypto.VerifyReceipt(signed, key); err != nil {
 		return nil, verifyErr(CheckSignature, "receipt %v", err)
-	}
-
-	if w.Log != nil {
-		cp, err := VerifyLogInclusion(w.Log, w.Receipt, r, key)
-		if err != nil {
-			return nil, err
-		}
-		report.Log = &LogReport{Origin: cp.Origin, LeafIndex: w.Log.LeafIndex, TreeSize: cp.Size, RootHash: cp.Hash}
-		report.Notes = append(report.Notes, "the log shows this receipt in the history the checkpoint commits to; "+
-			"that everyone is shown the same history needs the checkpoint compared with others' (intentctl log watch, a witness)")
-	} else {
-		report.Notes = append(report.Notes, "the bundle carries no transparency log inclusion: nothing shows the outcome was published to everyone")
 	}
 
 	for _, d := range []struct {
@@ -258,6 +247,19 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 		}
 	} else if err := sameKind(kind, missing, r); err != nil {
 		return nil, err
+	}
+
+	// Last: whether the receipt was published matters once it is known to be right.
+	if w.Log != nil {
+		cp, err := VerifyLogInclusion(w.Log, w.Receipt, r, key)
+		if err != nil {
+			return nil, err
+		}
+		report.Log = &LogReport{Origin: cp.Origin, LeafIndex: w.Log.LeafIndex, TreeSize: cp.Size, RootHash: cp.Hash}
+		report.Notes = append(report.Notes, "the log shows this receipt in the history the checkpoint commits to; "+
+			"that everyone is shown the same history needs the checkpoint compared with others' (intentctl log watch, a witness)")
+	} else {
+		report.Notes = append(report.Notes, "the bundle carries no transparency log inclusion: nothing shows the outcome was published to everyone")
 	}
 
 	report.IntentID, report.PolicyID, report.Outcome = r.IntentID, r.PolicyID, outcome
