@@ -156,4 +156,3 @@ func TestVerifyLog(t *testing.T) {
 		})
 	}
 }
-
