@@ -21,7 +21,8 @@ type LogEntry struct {
 	EventID  uint64 `json:"event_id"`
 	Type     State  `json:"type"`
 	IntentID string `json:"intent_id"`
-	// EventDigest is crypto.Digest of the event's JSON, as the stream sends it.
+	// EventDigest is Base58(SHA-256) of the event's one-line JSON, the bytes the event
+	// stream sends as the event's data: a subscriber hashes what it read, as it is.
 	EventDigest string `json:"event_digest"`
 	// ReceiptDigest is crypto.Digest of the signed receipt's JSON (the "receipt" of a
 	// proof bundle); empty for an outcome without a receipt.

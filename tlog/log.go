@@ -2,7 +2,9 @@ package tlog
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -395,13 +397,13 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 }
 
 // Source is what a log is built from: the event stream and the receipts of its
-// outcomes. An intentd.Engine is one.
+// outcomes. actors.Engine is one.
 type Source interface {
 	// Subscribe follows the events after from, as intentd.Engine.Subscribe.
 	Subscribe(ctx context.Context, from uint64, f intentd.Filter) (intentd.Subscription, error)
-	// Proof returns an intent's proof bundle, or an error with the code
-	// intentd.CodeNoProof when its outcome has no receipt.
-	Proof(ctx context.Context, id string) (*intentd.ProofBundle, error)
+	// Receipt returns the stored JSON of a decided intent's signed receipt, nil when
+	// its outcome has none.
+	Receipt(ctx context.Context, id string) (json.RawMessage, error)
 }
 
 // Run follows the engine's events into the log, and signs a checkpoint each interval
@@ -468,30 +470,23 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 }
 
 // leafOf makes the leaf of an event: its digest, and its receipt's, which it reads
-// from the engine. A receipt that cannot be read now is asked for again, never left
+// from the source. A receipt that cannot be read now is asked for again, never left
 // out: a leaf made without it would differ from the one every other node makes.
 func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, error) {
-	d, err := crypto.Digest(ev.Data)
-	if err != nil {
-		return leaf{}, fmt.Errorf("tlog: digest of event %d: %w", ev.ID, err)
-	}
-	lf := leaf{eventID: ev.ID, entry: intentd.LogEntry{EventID: ev.ID, Type: ev.Type, IntentID: ev.IntentID, EventDigest: d}}
+	sum := sha256.Sum256(ev.Data)
+	lf := leaf{eventID: ev.ID, entry: intentd.LogEntry{EventID: ev.ID, Type: ev.Type, IntentID: ev.IntentID, EventDigest: crypto.EncodeBase58(sum[:])}}
 	if ev.Type == intentd.StateExpired {
 		return lf, nil
 	}
 	for tries := 1; ; tries++ {
-		b, err := e.Proof(ctx, ev.IntentID)
+		raw, err := e.Receipt(ctx, ev.IntentID)
 		switch {
+		case err == nil && len(raw) == 0:
+			return lf, nil
 		case err == nil:
-			raw, err := b.Receipt.MarshalJSON()
-			if err != nil {
-				return leaf{}, fmt.Errorf("tlog: receipt of %s: %w", ev.IntentID, err)
-			}
 			if lf.entry.ReceiptDigest, err = crypto.Digest(raw); err != nil {
 				return leaf{}, fmt.Errorf("tlog: receipt of %s: %w", ev.IntentID, err)
 			}
-			return lf, nil
-		case intentd.ErrorCode(err) == intentd.CodeNoProof:
 			return lf, nil
 		case ctx.Err() != nil:
 			return leaf{}, ctx.Err()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,7 +28,7 @@ type fakeSource struct {
 
 	mu       sync.Mutex
 	events   []intentd.Event
-	receipts map[string]*intentd.ProofBundle
+	receipts map[string]json.RawMessage
 	pruned   uint64 // the events with an id at most this are no longer retained
 	changed  chan struct{}
 	// failProof makes Proof fail this many times before it answers.
@@ -39,7 +40,7 @@ func newFakeSource(t *testing.T) *fakeSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeSource{key: key, receipts: map[string]*intentd.ProofBundle{}, changed: make(chan struct{})}
+	return &fakeSource{key: key, receipts: map[string]json.RawMessage{}, changed: make(chan struct{})}
 }
 
 // add appends n outcomes, with ids that skip numbers as a replicated store's may; every
@@ -72,7 +73,7 @@ func (s *fakeSource) add(t *testing.T, n int) []intentd.Event {
 	return added
 }
 
-func (s *fakeSource) bundle(t *testing.T, intent string) *intentd.ProofBundle {
+func (s *fakeSource) bundle(t *testing.T, intent string) json.RawMessage {
 	d, _ := crypto.Digest([]byte(`{}`))
 	sum := sha256.Sum256([]byte("policy"))
 	r, err := crypto.SignReceipt(s.key, crypto.Receipt{Version: crypto.ReceiptVersion, IntentID: intent, PolicyID: crypto.EncodeBase58(sum[:]),
@@ -80,7 +81,11 @@ func (s *fakeSource) bundle(t *testing.T, intent string) *intentd.ProofBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &intentd.ProofBundle{Receipt: *r}
+	raw, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func (s *fakeSource) Subscribe(_ context.Context, from uint64, _ intentd.Filter) (intentd.Subscription, error) {
@@ -89,17 +94,14 @@ func (s *fakeSource) Subscribe(_ context.Context, from uint64, _ intentd.Filter)
 	return &fakeSub{s: s, after: from, truncated: from < s.pruned}, nil
 }
 
-func (s *fakeSource) Proof(_ context.Context, id string) (*intentd.ProofBundle, error) {
+func (s *fakeSource) Receipt(_ context.Context, id string) (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failProof > 0 {
 		s.failProof--
 		return nil, intentd.Errorf(intentd.KindBusy, intentd.CodeStoreUnavailable, "the store did not answer")
 	}
-	if b, ok := s.receipts[id]; ok {
-		return b, nil
-	}
-	return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNoProof, "no receipt")
+	return s.receipts[id], nil
 }
 
 type fakeSub struct {
@@ -189,10 +191,9 @@ func mth(leaves [][]byte) []byte {
 func wantEntries(t *testing.T, src *fakeSource, evs []intentd.Event) [][]byte {
 	var out [][]byte
 	for _, ev := range evs {
-		d, _ := crypto.Digest(ev.Data)
-		e := intentd.LogEntry{EventID: ev.ID, Type: ev.Type, IntentID: ev.IntentID, EventDigest: d}
-		if b, ok := src.receipts[ev.IntentID]; ok {
-			raw, _ := b.Receipt.MarshalJSON()
+		sum := sha256.Sum256(ev.Data)
+		e := intentd.LogEntry{EventID: ev.ID, Type: ev.Type, IntentID: ev.IntentID, EventDigest: crypto.EncodeBase58(sum[:])}
+		if raw, ok := src.receipts[ev.IntentID]; ok {
 			e.ReceiptDigest, _ = crypto.Digest(raw)
 		}
 		out = append(out, intentd.MarshalLogEntry(e))
