@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +38,7 @@ type logServer struct {
 
 var logKeySeed = bytes.Repeat([]byte{42}, 32)
 
-func startLogServer(t *testing.T, dir string) *logServer {
+func startLogServer(t testing.TB, dir string) *logServer {
 	t.Helper()
 	key, err := crypto.NewSigningKey(logKeySeed)
 	if err != nil {
@@ -83,7 +87,7 @@ func startLogServer(t *testing.T, dir string) *logServer {
 
 // outcomes runs the demo n times (two outcomes each) and waits until the log's
 // checkpoint covers them.
-func (s *logServer) outcomes(t *testing.T, n int) {
+func (s *logServer) outcomes(t testing.TB, n int) {
 	t.Helper()
 	for range n {
 		if r := runCLI(t, s.url, "demo", "--wait", "10s"); r.code != 0 {
@@ -93,7 +97,7 @@ func (s *logServer) outcomes(t *testing.T, n int) {
 	s.waitCheckpoint(t)
 }
 
-func (s *logServer) waitCheckpoint(t *testing.T) {
+func (s *logServer) waitCheckpoint(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -236,3 +240,44 @@ func FuzzParseLogState(f *testing.F) {
 func jsonState(origin, key, cp string) ([]byte, error) {
 	return json.Marshal(&logState{Origin: origin, PublicKey: key, Checkpoint: cp})
 }
+
+// BenchmarkGetProof measures serving a proof over HTTP from a server with a log: the
+// bundle with the outcome's leaf, its inclusion proof and the checkpoint. It reports
+// the median of the requests' times beside the mean.
+func BenchmarkGetProof(b *testing.B) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	srv := startLogServer(b, b.TempDir())
+	var ids []string
+	for range 50 {
+		r := runCLI(b, srv.url, "demo", "--wait", "10s")
+		if r.code != 0 {
+			b.Fatalf("demo: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		for _, m := range demoIDs.FindAllStringSubmatch(r.stdout, -1) {
+			ids = append(ids, m[1])
+		}
+	}
+	srv.waitCheckpoint(b)
+	c := &http.Client{}
+	var times []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		resp, err := c.Get(srv.url + "/intents/" + ids[i%len(ids)] + "/proof")
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"leaf_index"`)) {
+			b.Fatalf("GET proof: %d %s %v", resp.StatusCode, body, err)
+		}
+		times = append(times, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+}
+
+var demoIDs = regexp.MustCompile(`event \d+: intent ([0-9a-f-]{36})`)
