@@ -431,7 +431,11 @@ type Source interface {
 // while leaves come, until ctx ends. It returns ErrGap when the events it needs are no
 // longer retained; then the log serves what it has and grows no more.
 func (l *Log) Run(ctx context.Context, e Source) error {
-	go l.checkpoints(ctx)
+	// The signer stops with Run, so that Close never closes the database under it.
+	sctx, stop := context.WithCancel(ctx)
+	signed := make(chan struct{})
+	go func() { defer close(signed); l.checkpoints(sctx) }()
+	defer func() { stop(); <-signed }()
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.follow(ctx, e)
@@ -487,8 +491,19 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 		if err != nil {
 			return err
 		}
+		// At most one batch each commitEvery: under load the events of that time
+		// wait in the subscription and share one commit, which costs as much for one
+		// leaf as for a hundred.
+		select {
+		case <-time.After(commitEvery):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
+
+// commitEvery spaces the log's writes; a leaf waits at most this long beyond its event.
+const commitEvery = 10 * time.Millisecond
 
 // leafOf makes the leaf of an event: its digest, and its receipt's, which it reads
 // from the source. A receipt that cannot be read now is asked for again, never left
