@@ -90,6 +90,8 @@ type Log struct {
 	cp     atomic.Pointer[checkpoint]
 	// stopped is set when the log met a gap and appends no more.
 	stopped atomic.Bool
+	// following is set while the log holds a subscription to the events.
+	following atomic.Bool
 }
 
 type checkpoint struct {
@@ -194,6 +196,10 @@ func (l *Log) Origin() string { return l.origin }
 
 // VerifierKey is the C2SP note verifier key of the checkpoints.
 func (l *Log) VerifierKey() string { return l.verifier }
+
+// Following reports whether the log holds a subscription to the events now, so
+// that a count of subscribers can leave it out.
+func (l *Log) Following() bool { return l.following.Load() }
 
 // Size is the number of leaves the log holds (the newest checkpoint may cover fewer).
 func (l *Log) Size() uint64 { return l.size.Load() }
@@ -467,7 +473,11 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
+	l.following.Store(true)
+	defer func() {
+		sub.Close()
+		l.following.Store(false)
+	}()
 	if sub.Truncated() {
 		return fmt.Errorf("%w (the log holds up to event %d)", ErrGap, from)
 	}

@@ -496,6 +496,11 @@ func (m *Main) Run(ctx context.Context) error {
 	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
 	ecfg.MaxSubscribers = c.MaxSubscribers
+	if c.Tlog {
+		// The log follows the events as a subscriber of its own; the streams' clients
+		// keep every place --max-subscribers gives them.
+		ecfg.MaxSubscribers++
+	}
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
 	if c.ClusterBind != "" {
@@ -557,7 +562,11 @@ func (m *Main) Run(ctx context.Context) error {
 		opts.Log = m.tlog
 		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
 	}
-	m.server = intenthttp.NewServer(m.engine, opts)
+	var served intentd.Engine = m.engine
+	if m.tlog != nil {
+		served = loggedEngine{m.engine, m.tlog}
+	}
+	m.server = intenthttp.NewServer(served, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return err
@@ -597,6 +606,22 @@ func (m *Main) Run(ctx context.Context) error {
 		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
 	}
 	return nil
+}
+
+// loggedEngine is the engine as the HTTP layer sees it beside a transparency log: the
+// event subscribers it counts are the streams' clients, without the log's own.
+type loggedEngine struct {
+	*actors.Engine
+	log *tlog.Log
+}
+
+// Subscribers counts the engine's subscribers but the log's.
+func (e loggedEngine) Subscribers() int {
+	n := e.Engine.Subscribers()
+	if e.log.Following() && n > 0 {
+		n--
+	}
+	return n
 }
 
 // openTlog opens the transparency log and starts it following the engine's events.
