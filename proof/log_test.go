@@ -156,3 +156,34 @@ func TestVerifyLog(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseCheckpoint checks that a checkpoint is accepted only whole: signed by the
+// key under the origin asked for, with that origin and a 32-byte root.
+func FuzzParseCheckpoint(f *testing.F) {
+	v, err := proof.LogVerifier(testOrigin, serviceKey.PublicKey())
+	if err != nil {
+		f.Fatal(err)
+	}
+	text := log.Checkpoint{Origin: testOrigin, Size: 5, Hash: bytes.Repeat([]byte{3}, 32)}.Marshal()
+	good, err := note.Sign(&note.Note{Text: string(text)}, noteSigner{v, serviceKey})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := proof.ParseCheckpoint(good, testOrigin, serviceKey.PublicKey()); err != nil {
+		f.Fatalf("a checkpoint the log signs is refused: %v", err)
+	}
+	f.Add(good)
+	f.Add([]byte(testOrigin + "\n5\nAAAA\n\n— " + testOrigin + " AAAA\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cp, err := proof.ParseCheckpoint(data, testOrigin, serviceKey.PublicKey())
+		if err != nil {
+			return
+		}
+		if cp.Origin != testOrigin || len(cp.Hash) != 32 {
+			t.Fatalf("accepted %+v", cp)
+		}
+		if _, err := note.Open(data, note.VerifierList(v)); err != nil {
+			t.Fatalf("accepted a checkpoint whose note does not open: %v", err)
+		}
+	})
+}
