@@ -365,6 +365,10 @@ func (l *Log) get(key []byte) ([]byte, error) {
 	return append([]byte(nil), v...), nil
 }
 
+// maxTileIndex is the largest tile index whose first leaf has a uint64 index: a path
+// may name any uint64, and a larger one would wrap around to another tile's leaves.
+const maxTileIndex = (1<<64-1)/TileWidth - 1
+
 // errNotFound is the answer for a tile, bundle or leaf the log does not have.
 func errNotFound(format string, args ...any) error {
 	return intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, format, args...)
@@ -374,8 +378,8 @@ func errNotFound(format string, args ...any) error {
 // TileHeight*level, from index*TileWidth. Full and partial tiles alike are served
 // only once every hash in them exists, so that what is served never changes.
 func (l *Log) Tile(level, index uint64, width int) ([]byte, error) {
-	if level*TileHeight > 63 {
-		return nil, errNotFound("tile level %d is above the tree", level)
+	if level*TileHeight > 63 || index > maxTileIndex {
+		return nil, errNotFound("tile %d/%d is beyond any tree", level, index)
 	}
 	out := make([]byte, 0, width*32)
 	var lo, hi [10]byte
@@ -400,6 +404,9 @@ func (l *Log) Tile(level, index uint64, width int) ([]byte, error) {
 // Entries returns an entry bundle (tlog-tiles): width entries from index*TileWidth,
 // each after its length as a big-endian uint16.
 func (l *Log) Entries(index uint64, width int) ([]byte, error) {
+	if index > maxTileIndex {
+		return nil, errNotFound("entry bundle %d is beyond any tree", index)
+	}
 	start := index * TileWidth
 	it, err := l.db.NewIter(&pebble.IterOptions{
 		LowerBound: indexKey(prefixEntry, start),

@@ -266,6 +266,14 @@ func TestLogIsRFC6962(t *testing.T) {
 					t.Fatalf("inclusion of leaf %d: %v", i, err)
 				}
 			}
+			for _, index := range []uint64{1 << 56, 1<<64 - 1} {
+				if _, err := l.Tile(0, index, 1); intentd.ErrorCode(err) != intentd.CodeLogNotFound {
+					t.Errorf("tile 0/%d, whose leaves wrap around: %v", index, err)
+				}
+				if _, err := l.Entries(index, 1); intentd.ErrorCode(err) != intentd.CodeLogNotFound {
+					t.Errorf("bundle %d, whose leaves wrap around: %v", index, err)
+				}
+			}
 			if inc, err := l.Inclusion(uuid.NewString()); inc != nil || err != nil {
 				t.Errorf("inclusion of an intent not in the log: %v, %v", inc, err)
 			}
