@@ -116,6 +116,10 @@ type ProofBundle struct {
 	// PolicyBytecode is the policy's bytecode (standard Base64 with padding in JSON);
 	// its SHA-256 in Base58 is the policy id.
 	PolicyBytecode []byte `json:"policy_bytecode"`
+	// Log, when the server keeps a transparency log, shows the outcome is in it: the
+	// leaf, its inclusion proof and the signed checkpoint. Absent without a log, and
+	// for the moment between an outcome and its leaf (normally under a second).
+	Log *LogInclusion `json:"log,omitempty"`
 }
 
 // Observer is told what an engine does, for metrics. Every field is optional; each is

@@ -131,6 +131,9 @@ const (
 	// CodePreviewLimit: the intent has had all the previews a server allows one
 	// intent; its one proposal is still there to make.
 	CodePreviewLimit = "preview_limit"
+	// CodeLogNotFound: the transparency log has no such tile, entry bundle or leaf
+	// (yet), or the server keeps no log.
+	CodeLogNotFound = "log_not_found"
 )
 
 // The codes of the errors the HTTP layer finds itself, before an engine is asked. They

@@ -23,6 +23,11 @@ type Info struct {
 	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.
 	PublicKey string `json:"public_key,omitempty"`
 	KeyID     string `json:"key_id,omitempty"`
+	// LogOrigin and LogVerifierKey name the transparency log of outcomes, when the
+	// server keeps one: its checkpoints' origin line and the C2SP note verifier key
+	// they are signed with (the receipt key, under the origin's name).
+	LogOrigin      string `json:"log_origin,omitempty"`
+	LogVerifierKey string `json:"log_verifier_key,omitempty"`
 	// Cluster is set in cluster mode: the cluster's name and the members this node
 	// sees, so that an operator can tell from any node whether it is in the cluster.
 	Cluster *ClusterInfo `json:"cluster,omitempty"`

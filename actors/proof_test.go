@@ -598,3 +598,46 @@ func BenchmarkReceiptProver(b *testing.B) {
 		}
 	}
 }
+
+// TestReceiptIsTheProofs checks that Receipt, the transparency log's cheap read of a
+// decided intent's receipt, gives the receipt its proof bundle holds, and nothing for
+// an outcome without one.
+func TestReceiptIsTheProofs(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name, solution string
+		cfg            func(*Config)
+		state          intentd.State
+		receipt        bool
+	}{
+		{"success", "M-cheap", withProver, intentd.StateSuccess, true},
+		{"constraint failure", "L-dear", withProver, intentd.StateFailure, true},
+		{"no signing key", "M-cheap", nil, intentd.StateSuccess, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.cfg)
+			id := h.decide("M", 2500, tt.solution, tt.state)
+			raw, err := h.e.Receipt(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.receipt {
+				if raw != nil {
+					t.Fatalf("Receipt of an outcome without one: %s", raw)
+				}
+				return
+			}
+			b, err := h.e.Proof(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := b.Receipt.MarshalJSON()
+			if string(raw) != string(want) {
+				t.Fatalf("Receipt = %s\nthe proof's receipt is %s", raw, want)
+			}
+		})
+	}
+	h := newHarness(t, withProver)
+	_, err := h.e.Receipt(ctx, h.submit("M", 2500))
+	wantCode(t, err, intentd.KindNotFound, intentd.CodeProofNotReady)
+}

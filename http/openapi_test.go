@@ -39,7 +39,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	seen := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			pattern := strings.ReplaceAll(strings.ReplaceAll(path, "{intent_id}", ":id"), "{policy_id}", ":id")
+			pattern := strings.NewReplacer("{intent_id}", ":id", "{policy_id}", ":id", "{tile_path}", "*path").Replace(path)
 			key := method + " " + pattern
 			seen[key] = true
 			rt, _ := matchRoute(method, strings.ReplaceAll(pattern, ":id", "x"))
@@ -85,7 +85,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeCapacityExceeded, intentd.CodePolicyInUse, intentd.CodePolicyInvalid, intentd.CodeInvalidIntent,
 		intentd.CodeInvalidID, intentd.CodeAttrsMismatch, intentd.CodeInvalidProposal, intentd.CodeTooManySubscribers,
 		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof, intentd.CodeStorageFull, intentd.CodeStoreUnavailable,
-		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable,
+		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable, intentd.CodeLogNotFound,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

@@ -8,12 +8,24 @@ import (
 
 // handleGetProof answers the proof bundle: the signed receipt with the authored intent,
 // the proposal, the evidence and the policy bytecode it binds, enough to check it
-// offline (docs/proofs.md). A malformed id is a 404, as for any GET.
+// offline (docs/proofs.md), and, when the server keeps a transparency log and the
+// outcome is in it, the outcome's leaf with its inclusion proof and checkpoint. A
+// malformed id is a 404, as for any GET.
 func (s *Server) handleGetProof(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	b, err := s.engine.Proof(r.Context(), ps.ByName("id"))
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
+	}
+	// A receipt signed with an earlier key is not shown with a checkpoint signed by
+	// the current one: a verifier checks both under the key the receipt names.
+	if s.opts.Log != nil && b.Receipt.Receipt.KeyID == s.opts.Info.KeyID {
+		inc, err := s.opts.Log.Inclusion(b.Receipt.Receipt.IntentID)
+		if err != nil {
+			// The receipt stands without its inclusion; a reader asks again.
+			s.log.ErrorContext(r.Context(), "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
+		}
+		b.Log = inc
 	}
 	writeJSON(w, http.StatusOK, b)
 }

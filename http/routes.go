@@ -39,6 +39,8 @@ var routes = []route{
 	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},
 	{"GET", "/events", RoleRead, (*Server).handleEvents},
+	{"GET", "/log/checkpoint", RoleRead, (*Server).handleLogCheckpoint},
+	{"GET", "/log/tile/*path", RoleRead, (*Server).handleLogTile},
 	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
 }
 

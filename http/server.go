@@ -71,6 +71,9 @@ type Options struct {
 	// whose pages may call the API from a browser, or AnyOrigin for every origin on the
 	// routes that need no token; nil: CORS off, and no answer carries its headers.
 	CORSOrigins []string
+	// Log is the transparency log of outcomes, served under /log/ and asked for the
+	// inclusion each proof bundle carries; nil: no log, and /log/ answers 404.
+	Log TransparencyLog
 	// Console serves the browser console under /ui/ (docs/console.md); false: no /ui/
 	// route, and those paths are answered as any path no route serves.
 	Console bool

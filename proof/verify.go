@@ -27,6 +27,7 @@ const (
 	CheckIntent               = "intent"                 // the intent's form, id and policy id against the receipt
 	CheckAuthorship           = "authorship"             // the intent's signature
 	CheckEvaluation           = "evaluation"             // the policy re-run on the evidence against the receipt's outcome
+	// CheckLog (log.go) is the transparency log inclusion, when the bundle has one.
 )
 
 // VerifyError is the error of a failed Verify: which check failed, and a message
@@ -67,6 +68,8 @@ type VerifyReport struct {
 	Authorship string `json:"authorship"`
 	// AuthorKey is the Base58 public key of an Ed25519 or Passkey author; empty otherwise.
 	AuthorKey string `json:"author_key,omitempty"`
+	// Log is what the bundle's log inclusion showed; nil when it had none.
+	Log *LogReport `json:"log,omitempty"`
 	// Notes are the limits of what was checked, for a person to read.
 	Notes []string `json:"notes"`
 }
@@ -79,6 +82,18 @@ type bundleWire struct {
 	Proposal       json.RawMessage `json:"proposal"`
 	Evidence       json.RawMessage `json:"evidence"`
 	PolicyBytecode []byte          `json:"policy_bytecode"`
+	// Log is optional: bundles of servers without a log, and older bundles, have none.
+	Log *intentd.LogInclusion `json:"log"`
+}
+
+// LogReport is what a verified log inclusion establishes: the receipt is leaf
+// LeafIndex of the tree of TreeSize leaves under the checkpoint of Origin.
+type LogReport struct {
+	Origin    string `json:"origin"`
+	LeafIndex uint64 `json:"leaf_index"`
+	TreeSize  uint64 `json:"tree_size"`
+	// RootHash is the checkpoint's root, standard Base64 as the checkpoint writes it.
+	RootHash []byte `json:"root_hash"`
 }
 
 // Verify checks a proof bundle (the JSON of a ProofBundle) offline: the receipt's
@@ -88,7 +103,8 @@ type bundleWire struct {
 // id, policy id and authorship (an unsigned intent passes, and the report says so); and
 // that the policy, run again on the evidence with the intent's attrs, gives the
 // receipt's outcome and exactly its constraint failures, and, for a receipt of version
-// 2, its failure kind and missing evidence fields. The first check that fails is
+// 2, its failure kind and missing evidence fields; and, when the bundle carries one,
+// its transparency log inclusion (VerifyLogInclusion). The first check that fails is
 // returned as a *VerifyError naming it.
 func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
 	// Canonicalize refuses duplicate keys, which encoding/json would let through with
@@ -231,6 +247,19 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 		}
 	} else if err := sameKind(kind, missing, r); err != nil {
 		return nil, err
+	}
+
+	// Last: whether the receipt was published matters once it is known to be right.
+	if w.Log != nil {
+		cp, err := VerifyLogInclusion(w.Log, w.Receipt, r, key)
+		if err != nil {
+			return nil, err
+		}
+		report.Log = &LogReport{Origin: cp.Origin, LeafIndex: w.Log.LeafIndex, TreeSize: cp.Size, RootHash: cp.Hash}
+		report.Notes = append(report.Notes, "the log shows this receipt in the history the checkpoint commits to; "+
+			"that everyone is shown the same history needs the checkpoint compared with others' (intentctl log watch, a witness)")
+	} else {
+		report.Notes = append(report.Notes, "the bundle carries no transparency log inclusion: nothing shows the outcome was published to everyone")
 	}
 
 	report.IntentID, report.PolicyID, report.Outcome = r.IntentID, r.PolicyID, outcome

@@ -330,6 +330,9 @@ func (c *cli) verify(args []string) error {
 	}
 	fmt.Fprintf(w, "  signed by  %s, %s\n", rep.KeyID, trust)
 	fmt.Fprintf(w, "  issued at  %s\n", rep.IssuedAt.Format("2006-01-02 15:04:05.000Z07:00"))
+	if rep.Log != nil {
+		fmt.Fprintf(w, "  in log     leaf %d of %d, %s\n", rep.Log.LeafIndex, rep.Log.TreeSize, rep.Log.Origin)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}

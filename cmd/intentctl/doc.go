@@ -23,6 +23,6 @@
 //	   the one expected
 //	2  usage: a wrong flag, argument or attribute value
 //	3  the server cannot be reached (or did not answer in --timeout)
-//	4  a proof failed verification
+//	4  a proof failed verification; log watch: the log showed a fork (two histories)
 //	5  watch --until-terminal: every intent ended, not all in success
 package main

@@ -105,6 +105,7 @@ func init() {
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
+		{"log", "watch [--state FILE] [--once] | get N", "follow the transparency log's checkpoints and report a fork; print a leaf", (*cli).logCmd},
 		{"mcp", "", "serve the agent tools (MCP) on stdin and stdout, over this server", (*cli).mcp},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
@@ -121,7 +122,7 @@ The server is %s unless --server or INTENTCTL_SERVER (or INTENTD_SERVER) says ot
 Walk-through: docs/cli.md.
 
 Exit codes: 0 done; 1 refused (by the server, or by a local check; demo: not as expected); 2 usage;
-3 server unreachable; 4 verification failed; 5 watch --until-terminal: not all succeeded.
+3 server unreachable; 4 verification failed (log watch: a fork); 5 watch --until-terminal: not all succeeded.
 `, defaultServer)
 }
 

@@ -74,7 +74,7 @@ type result struct {
 	stdout, stderr string
 }
 
-func runCLI(t *testing.T, server string, args ...string) result {
+func runCLI(t testing.TB, server string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	all := append([]string{"--server", server, "--timeout", "10s"}, args...)

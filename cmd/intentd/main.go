@@ -34,6 +34,7 @@ import (
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/tlog"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -148,6 +149,12 @@ type Config struct {
 	ClusterName string
 	// Pprof is the address of a listener serving net/http/pprof; empty: none.
 	Pprof string
+	// Tlog keeps the transparency log of outcomes and serves it under /log/.
+	Tlog bool
+	// TlogDir is the log's folder; empty: tlog in DataDir.
+	TlogDir string
+	// TlogOrigin is the origin line of its checkpoints; empty: tlog.DefaultOrigin.
+	TlogOrigin string
 }
 
 // Main is the program: ParseFlags reads the settings, Run opens the store and the
@@ -177,10 +184,14 @@ type Main struct {
 	digest  func() ([32]byte, error)
 	natsSrv *natsstore.Embedded
 	engine  *actors.Engine
-	server  *intenthttp.Server
-	ln      net.Listener
-	pprof   *http.Server
-	logw    *intenthttp.LogWriter // nil: logs go straight to Stderr
+	// tlog is the transparency log, followed by a goroutine that stopTlog ends.
+	tlog     *tlog.Log
+	stopTlog context.CancelFunc
+	tlogDone chan struct{}
+	server   *intenthttp.Server
+	ln       net.Listener
+	pprof    *http.Server
+	logw     *intenthttp.LogWriter // nil: logs go straight to Stderr
 	// served is closed when Serve returns, with serveErr set before.
 	served   chan struct{}
 	serveErr error
@@ -251,6 +262,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
 	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
+	fs.BoolVar(&c.Tlog, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
+	fs.StringVar(&c.TlogDir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
+	fs.StringVar(&c.TlogOrigin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
 	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -482,6 +496,11 @@ func (m *Main) Run(ctx context.Context) error {
 	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
 	ecfg.MaxSubscribers = c.MaxSubscribers
+	if c.Tlog {
+		// The log follows the events as a subscriber of its own; the streams' clients
+		// keep every place --max-subscribers gives them.
+		ecfg.MaxSubscribers++
+	}
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
 	if c.ClusterBind != "" {
@@ -536,7 +555,18 @@ func (m *Main) Run(ctx context.Context) error {
 		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.ClusterName}
 		opts.ClusterMembers = m.engine.ClusterMembers
 	}
-	m.server = intenthttp.NewServer(m.engine, opts)
+	if c.Tlog {
+		if err := m.openTlog(key); err != nil {
+			return err
+		}
+		opts.Log = m.tlog
+		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
+	}
+	var served intentd.Engine = m.engine
+	if m.tlog != nil {
+		served = loggedEngine{m.engine, m.tlog}
+	}
+	m.server = intenthttp.NewServer(served, opts)
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return err
@@ -575,6 +605,44 @@ func (m *Main) Run(ctx context.Context) error {
 	if c.LogFormat == "text" {
 		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
 	}
+	return nil
+}
+
+// loggedEngine is the engine as the HTTP layer sees it beside a transparency log: the
+// event subscribers it counts are the streams' clients, without the log's own.
+type loggedEngine struct {
+	*actors.Engine
+	log *tlog.Log
+}
+
+// Subscribers counts the engine's subscribers but the log's.
+func (e loggedEngine) Subscribers() int {
+	n := e.Engine.Subscribers()
+	if e.log.Following() && n > 0 {
+		n--
+	}
+	return n
+}
+
+// openTlog opens the transparency log and starts it following the engine's events.
+func (m *Main) openTlog(key *crypto.SigningKey) error {
+	dir := m.Config.TlogDir
+	if dir == "" {
+		dir = filepath.Join(m.Config.DataDir, "tlog")
+	}
+	log := m.logger.With("component", "tlog")
+	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: log})
+	if err != nil {
+		return fmt.Errorf("open the transparency log: %w", err)
+	}
+	m.tlog = l
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopTlog, m.tlogDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.tlogDone)
+		_ = l.Run(ctx, m.engine)
+	}()
+	log.Info("transparency log", "dir", dir, "origin", l.Origin(), "leaves", l.Size())
 	return nil
 }
 
@@ -709,6 +777,16 @@ func (m *Main) Close() error {
 		}
 	} else if m.ln != nil {
 		m.ln.Close()
+	}
+	if m.stopTlog != nil {
+		// Before the engine, whose closing would end the log's subscription.
+		m.stopTlog()
+		<-m.tlogDone
+	}
+	if m.tlog != nil {
+		if err := m.tlog.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the transparency log: %w", err))
+		}
 	}
 	if m.engine != nil {
 		if err := m.engine.Close(); err != nil {

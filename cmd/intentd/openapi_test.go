@@ -123,7 +123,7 @@ func (v *openAPIValidator) check(req *http.Request, resp *http.Response) error {
 			return fmt.Errorf("reading the body: %w", err)
 		}
 	}
-	route, params, err := v.router.FindRoute(req)
+	route, params, err := v.router.FindRoute(tileRouted(req))
 	if err != nil {
 		return v.checkUnrouted(resp, body, err)
 	}
@@ -135,6 +135,20 @@ func (v *openAPIValidator) check(req *http.Request, resp *http.Response) error {
 	}
 	in.SetBodyBytes(body)
 	return openapi3filter.ValidateResponse(req.Context(), in)
+}
+
+// tileRouted is req with the tile path of /log/tile/ as one path segment: OpenAPI has
+// no path parameter that spans segments, so the document names the whole path after
+// tile/ {tile_path}, and the router is given it with its slashes replaced.
+func tileRouted(req *http.Request) *http.Request {
+	rest, ok := strings.CutPrefix(req.URL.Path, "/log/tile/")
+	if !ok {
+		return req
+	}
+	r := req.Clone(req.Context())
+	r.URL.Path = "/log/tile/" + strings.ReplaceAll(rest, "/", "|")
+	r.URL.RawPath = ""
+	return r
 }
 
 // checkUnrouted checks an answer to a request the document has no operation for: it

@@ -159,7 +159,8 @@ export async function verifyBundle(text, trustedKey) {
     // The same text again with each number as its JSON text, for the parts the policy
     // reads (the evidence, the intent's attrs).
     const exact = parseStrict(text, t => new JSONNumber(t));
-    exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], [], "the bundle");
+    // "log", the transparency log inclusion, is checked by intentctl verify, not here.
+    exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], ["log"], "the bundle");
     exactKeys(b.receipt, ["receipt", "signature", "public_key"], [], "receipt");
     const r = b.receipt.receipt;
     checkReceiptShape(r);
