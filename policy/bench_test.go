@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/intentd/intentd/internal/golden"
 )
 
 // bench25 is a 25-constraint policy of the kind the service runs.
@@ -139,5 +141,5 @@ func TestBench25Reasons(t *testing.T) {
 	for _, f := range p.Evaluate(mustAttrs(t, bench25Attrs), mustEvidence(t, bench25Fail)) {
 		fmt.Fprintf(&b, "%d %s\n  %s\n", f.Index, f.PrettyExpr, f.Reason)
 	}
-	golden(t, "testdata/explain/bench25.golden", b.String())
+	golden.Check(t, "testdata/explain/bench25.golden", b.String())
 }

@@ -2,32 +2,13 @@ package policy
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/intentd/intentd/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with the file, or rewrites the file with -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func sources(t *testing.T, dir string) []string {
 	t.Helper()
@@ -48,7 +29,7 @@ func TestPrinterGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := mustCompile(t, string(src))
-			golden(t, strings.TrimSuffix(file, ".src")+".golden", p.Pretty())
+			golden.Check(t, strings.TrimSuffix(file, ".src")+".golden", p.Pretty())
 			q := mustCompile(t, p.Pretty())
 			if q.ID() != p.ID() {
 				t.Fatal("the pretty form compiles to another id")
@@ -74,7 +55,7 @@ func TestErrorsGolden(t *testing.T) {
 			if !errors.As(err, &list) {
 				t.Fatalf("want compile errors, got %v", err)
 			}
-			golden(t, strings.TrimSuffix(file, ".src")+".golden", list.Detail(string(src)))
+			golden.Check(t, strings.TrimSuffix(file, ".src")+".golden", list.Detail(string(src)))
 		})
 	}
 }

@@ -3,17 +3,14 @@ package tlog
 import (
 	"bytes"
 	"encoding/base64"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestFormatsGolden keeps what readers of the log parse byte for byte: the entries,
 // a tile, an entry bundle and the signed checkpoint of a fixed key and fixed leaves.
@@ -57,26 +54,5 @@ func TestFormatsGolden(t *testing.T) {
 	fmt.Fprintf(&b, "# tile/0/000.p/3 (Base64)\n%s\n", base64.StdEncoding.EncodeToString(tile))
 	fmt.Fprintf(&b, "# tile/entries/000.p/3 (Base64)\n%s\n", base64.StdEncoding.EncodeToString(bundle))
 	fmt.Fprintf(&b, "# checkpoint\n%s", l.Checkpoint())
-	golden(t, filepath.Join("testdata", "formats.golden"), b.String())
-}
-
-// golden compares got with the file, or rewrites the file with -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "formats.golden"), b.String())
 }
