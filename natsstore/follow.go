@@ -124,6 +124,28 @@ func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error))
 	}
 }
 
+// catchUp waits until the watcher has applied every record of its subjects that the
+// stream held when catchUp was called, or later ones.
+func (s *Store) catchUp(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		applied, advanced := s.applied, s.advanced
+		s.mu.Unlock()
+		behind, err := s.watch.behind(ctx, applied)
+		if err != nil {
+			return err
+		}
+		if !behind {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // waitApplied waits until the watcher has applied the record at seq, and so every record
 // of its subjects before it.
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {

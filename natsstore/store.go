@@ -835,9 +835,17 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 			return intentd.ErrNotFound
 		}
 		if s.inUse(id, math.MaxUint64) {
-			// Known in use already: refused without a write, so that a refused delete
-			// leaves the stream as it was.
-			return intentd.ErrPolicyInUse
+			// The index may lag the stream: a write of this store is applied to it just
+			// after it is acknowledged, and a reader may have seen the write in between.
+			// Caught up with the stream, the index is asked again.
+			if err := s.catchUp(ctx); err != nil {
+				return s.fail(ctx, err)
+			}
+			if s.inUse(id, math.MaxUint64) {
+				// Known in use: refused without a write, so that a refused delete
+				// leaves the stream as it was.
+				return intentd.ErrPolicyInUse
+			}
 		}
 		tomb := nats.NewMsg(s.subject("policy", id))
 		tomb.Header.Set(hdrOp, opDelete)
