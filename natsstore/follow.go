@@ -36,7 +36,8 @@ func (s *Store) follow(ctx context.Context) error {
 	}
 	s.watch = f
 	// An empty index delivers nothing to wait for: the consumer's state says so. Its
-	// first answer may be slow on a stream just created, so it is asked again.
+	// first answer may be slow on a stream just created, so it is asked again, whatever
+	// the error, until ctx ends.
 	for {
 		try, cancel := context.WithTimeout(ctx, 2*time.Second)
 		info, err := cons.Info(try)
@@ -47,8 +48,10 @@ func (s *Store) follow(ctx context.Context) error {
 			}
 			break
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return fmt.Errorf("nats store: load the indexes: %w", err)
+		case <-time.After(100 * time.Millisecond): // an error that comes at once is not asked again at once
 		}
 	}
 	select {
@@ -129,19 +132,14 @@ func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error))
 func (s *Store) catchUp(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		applied, advanced := s.applied, s.advanced
+		applied := s.applied
 		s.mu.Unlock()
-		behind, err := s.watch.behind(ctx, applied)
-		if err != nil {
+		next, err := s.watch.next(ctx, applied)
+		if err != nil || next == 0 {
 			return err
 		}
-		if !behind {
-			return nil
-		}
-		select {
-		case <-advanced:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.waitApplied(ctx, next); err != nil {
+			return err
 		}
 	}
 }

@@ -108,8 +108,8 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	}
 	since := f.stalledSince
 	f.mu.Unlock()
-	behind, err := f.behind(ctx, last)
-	if err != nil || !behind {
+	next, err := f.next(ctx, last)
+	if err != nil || next == 0 {
 		// A stream that does not answer is not a follower that stands still; the
 		// consumer itself waits for the servers.
 		f.mu.Lock()
@@ -137,20 +137,20 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Unlock()
 }
 
-// behind reports whether the stream holds a record of the follower's subjects after
-// last. It asks the stream's leader, which has every acknowledged record.
-func (f *follower) behind(ctx context.Context, last uint64) (bool, error) {
+// next returns the sequence of a record of the follower's subjects after last, or 0 when
+// the stream holds none. It asks the stream's leader, which has every acknowledged record.
+func (f *follower) next(ctx context.Context, last uint64) (uint64, error) {
 	for _, subj := range f.subjects {
-		_, err := f.s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(subj))
+		m, err := f.s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		return true, nil
+		return m.Sequence, nil
 	}
-	return false, nil
+	return 0, nil
 }
 
 // stop ends the follower's consumer.
