@@ -73,14 +73,12 @@ func (e *Engine) expireDue() {
 		if len(todo) == 0 {
 			return // nothing due, or only entries this sweep already handled
 		}
-		e.expireAll(todo)
+		e.sendAll(todo, expire{}, "expire intent")
 		if len(ids) < expiryBatch {
 			return
 		}
 	}
 }
-
-func (e *Engine) expireAll(ids []string) { e.sendAll(ids, expire{}, "expire intent") }
 
 // sendAll sends msg to the actors of ids side by side, and logs the internal errors.
 func (e *Engine) sendAll(ids []string, msg any, what string) {
