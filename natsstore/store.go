@@ -163,6 +163,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		nats.Name("intentd"),
 		// Once connected, keep trying for ever: a NATS restart must not end the service.
 		nats.MaxReconnects(-1),
+		// A server that stops answering without closing the connection (its machine
+		// gone, a network dropping packets) is found out by pings: by NATS's default,
+		// two missed pings two minutes apart, and the service would wait that long on
+		// a dead server while others are alive. Two missed a second apart move the
+		// connection to another server in about three seconds, about when a cluster
+		// member's lease runs out.
+		nats.PingInterval(time.Second),
+		nats.MaxPingsOutstanding(2),
 		// No buffering while reconnecting: a write fails at once with a 503 to retry,
 		// instead of being sent minutes later, after its caller was told it failed.
 		nats.ReconnectBufSize(-1),

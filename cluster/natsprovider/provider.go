@@ -22,6 +22,10 @@
 // the member when its own key is gone (a renewal refused, or the watch shows it
 // deleted), and reports it (Fenced, Config.OnFenced), so that the node stops serving
 // grains and rejoins under a new id.
+//
+// The bucket itself may be lost (kept in memory, it goes with a restart of a lone NATS
+// server): every member lost its key with it and none was dropped, so each makes the
+// bucket again, or finds it made again by another, and registers anew under its id.
 package natsprovider
 
 import (
@@ -98,6 +102,61 @@ type Provider struct {
 	mu      sync.Mutex
 	members cluster.Members // the last topology handed to protoactor
 	leaving bool            // Shutdown deletes the key; its deletion is no fence
+	made    time.Time       // when the bucket this member registered in was made (server's clock)
+
+	// What the bucket has taken of this member's renewals, by the heartbeat's clock:
+	// the revision and send time of the last one acknowledged, and since when the
+	// acknowledgements have come without a gap. The watch compares them with what it
+	// brings (a renewal taken but not brought means the watch stopped following), and
+	// silence of the others counts only while the run lasts.
+	acks ackRun
+}
+
+// ackRun is the record of acknowledged renewals.
+type ackRun struct {
+	mu    sync.Mutex
+	rev   uint64
+	at    time.Time
+	from  time.Time
+	epoch int // how many times the bucket was made again: revisions before are void
+}
+
+// add records a renewal acknowledged at rev that was sent at sent; gap is the longest
+// wait between two renewals of a run.
+func (a *ackRun) add(rev uint64, sent time.Time, gap time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rev <= a.rev {
+		return
+	}
+	if sent.Sub(a.at) > gap {
+		a.from = sent
+	}
+	a.rev, a.at = rev, sent
+}
+
+// restart records the first renewal acknowledged by a members bucket made again: its
+// revisions start over, and so does the run.
+func (a *ackRun) restart(rev uint64, sent time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rev, a.at, a.from = rev, sent, sent
+	a.epoch++
+}
+
+// last returns the last acknowledged revision, when it was sent, and since when the
+// acknowledgements have come without a gap.
+func (a *ackRun) last() (rev uint64, at, from time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rev, a.at, a.from
+}
+
+// made is how many times the bucket was made again.
+func (a *ackRun) made() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.epoch
 }
 
 var _ cluster.ClusterProvider = (*Provider)(nil)
@@ -156,18 +215,15 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 	var sent time.Time
 	rev, err := retry(ctx, func(try context.Context) (uint64, error) {
 		sent = time.Now()
-		rev, err := p.kv.Create(try, p.id, value)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			// A try before was written and its answer lost: the id is this process's.
-			if e, gerr := p.kv.Get(try, p.id); gerr == nil && string(e.Value()) == string(value) {
-				return e.Revision(), nil
-			}
-		}
-		return rev, err
+		return p.register(try)
 	})
 	if err != nil {
 		p.cancel()
 		return fmt.Errorf("natsprovider: register member %s: %w", p.id, err)
+	}
+	p.acks.add(rev, sent, renewalGap(p.ttl))
+	if made, err := p.bucketMade(ctx); err == nil {
+		p.setMade(made)
 	}
 	p.log.Info("cluster member registered", "member", p.id, "address", m.Address(), "bucket", p.cfg.Bucket, "ttl", p.ttl)
 	if err := p.watch(); err != nil {
@@ -178,6 +234,18 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 	p.wg.Add(1)
 	go p.heartbeat(rev, sent)
 	return nil
+}
+
+// register creates this member's key, expecting none.
+func (p *Provider) register(ctx context.Context) (uint64, error) {
+	rev, err := p.kv.Create(ctx, p.id, p.member)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// A try before was written and its answer lost: the id is this process's.
+		if e, gerr := p.kv.Get(ctx, p.id); gerr == nil && string(e.Value()) == string(p.member) {
+			return e.Revision(), nil
+		}
+	}
+	return rev, err
 }
 
 // StartClient watches the members without joining them: a client places no grains.
@@ -204,22 +272,51 @@ func (p *Provider) open(clusterName, id string, update func(cluster.Members)) er
 	// nothing a restart of NATS would not lose anyway. Keys carry no TTL of the
 	// server's (see the package comment); the limit marker stays for buckets made
 	// when they did.
-	kv, err := retry(ctx, func(try context.Context) (jetstream.KeyValue, error) {
-		return p.cfg.JetStream.CreateOrUpdateKeyValue(try, jetstream.KeyValueConfig{
-			Bucket:         p.cfg.Bucket,
-			Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
-			History:        1,
-			LimitMarkerTTL: p.ttl,
-			Storage:        jetstream.MemoryStorage,
-			Replicas:       p.cfg.Replicas,
-		})
-	})
+	kv, err := retry(ctx, p.bucket)
 	if err != nil {
 		p.cancel()
 		return fmt.Errorf("natsprovider: members bucket %s: %w", p.cfg.Bucket, err)
 	}
 	p.kv = kv
 	return nil
+}
+
+// bucketMade says when the members bucket there now was made, by the server's clock: a
+// bucket made again after it was lost has another time than the one a member joined.
+func (p *Provider) bucketMade(ctx context.Context) (time.Time, error) {
+	st, err := p.kv.Status(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
+		return time.Time{}, errors.New("natsprovider: the bucket's status has no stream information")
+	}
+	return bs.StreamInfo().Created, nil
+}
+
+func (p *Provider) setMade(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.made = t
+}
+
+func (p *Provider) madeAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.made
+}
+
+// bucket creates the members bucket, or updates the one there.
+func (p *Provider) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	return p.cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         p.cfg.Bucket,
+		Description:    "intentd cluster members: one key per member, with a TTL its renewals keep alive",
+		History:        1,
+		LimitMarkerTTL: p.ttl,
+		Storage:        jetstream.MemoryStorage,
+		Replicas:       p.cfg.Replicas,
+	})
 }
 
 // renewalGap is the longest wait between two renewals of a member that misses none:
@@ -288,6 +385,7 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
 		jetstream.WithExpectLastSequencePerSubject(rev))
 	if err == nil {
+		p.acks.add(ack.Sequence, sent, renewalGap(p.ttl))
 		return ack.Sequence, sent
 	}
 	if p.ctx.Err() != nil {
@@ -295,6 +393,13 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	}
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		// Unanswered: NATS is away, or electing, or the bucket itself is gone.
+		look, cancel := context.WithTimeout(p.ctx, p.ttl/3)
+		_, gerr := p.cfg.JetStream.KeyValue(look, p.cfg.Bucket)
+		cancel()
+		if errors.Is(gerr, jetstream.ErrBucketNotFound) {
+			return p.registerAgain(rev, lastOK)
+		}
 		p.log.Warn("cluster membership renewal failed; retrying", "member", p.id, "error", err, "lease_left", left.Round(time.Millisecond))
 		return rev, lastOK
 	}
@@ -305,12 +410,55 @@ func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, 
 	switch {
 	case err == nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(p.member):
 		return e.Revision(), lastOK
-	case err == nil, errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+	case err == nil, errors.Is(err, jetstream.ErrKeyDeleted):
 		p.fence(fmt.Errorf("%w: its membership key %s expired or was deleted", ErrFenced, p.id))
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// Gone, or never in this bucket: one made again after the one this member
+		// joined was lost, by another member that found it gone first.
+		made, merr := p.bucketMade(ctx)
+		switch {
+		case merr != nil:
+			p.log.Warn("cluster membership key missing and the bucket cannot be read; retrying", "member", p.id, "error", merr)
+		case !made.Equal(p.madeAt()):
+			return p.registerAgain(rev, lastOK)
+		default:
+			p.fence(fmt.Errorf("%w: its membership key %s expired or was deleted", ErrFenced, p.id))
+		}
 	default:
 		p.log.Warn("cluster membership renewal refused and the key could not be read; retrying", "member", p.id, "error", err)
 	}
 	return rev, lastOK
+}
+
+// registerAgain makes the members bucket again if it is missing and registers this
+// member in it anew. The bucket was lost, not just this member's key: a NATS server
+// that kept it in memory was restarted, or someone deleted it. Every member lost its
+// key with it, so none of them was dropped by the others, and each comes back under
+// the id it had; a member the others did drop finds its key missing in the bucket it
+// joined, and fences itself. The watch, silent since the bucket went, starts anew on
+// the new one.
+func (p *Provider) registerAgain(rev uint64, lastOK time.Time) (uint64, time.Time) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
+	defer cancel()
+	if _, err := p.bucket(ctx); err != nil {
+		p.log.Warn("cluster members bucket is gone and cannot be made again; retrying", "member", p.id, "bucket", p.cfg.Bucket, "error", err)
+		return rev, lastOK
+	}
+	made, err := p.bucketMade(ctx)
+	if err != nil {
+		p.log.Warn("cluster members bucket made again, but cannot be read; retrying", "member", p.id, "error", err)
+		return rev, lastOK
+	}
+	sent := time.Now()
+	nrev, err := p.register(ctx)
+	if err != nil {
+		p.log.Warn("cluster members bucket made again, but this member's key could not be written; retrying", "member", p.id, "error", err)
+		return rev, lastOK
+	}
+	p.log.Warn("cluster members bucket was lost: this member registered anew", "member", p.id, "bucket", p.cfg.Bucket)
+	p.setMade(made)
+	p.acks.restart(nrev, sent)
+	return nrev, sent
 }
 
 // watch starts watching the bucket and waits for its first snapshot, so that protoactor
@@ -336,14 +484,21 @@ func (p *Provider) watch() error {
 }
 
 // follow keeps the set of members as the bucket has it and hands protoactor a topology
-// when the set changes, not on every renewal. Every TTL/3 it drops the members that
-// have been silent for a TTL while the watch brought this member's own renewals (see
+// when the set changes, not on every renewal. Every TTL/6 it drops the members that
+// have been silent for a TTL while the bucket took this member's own renewals (see
 // dropSilent), and deletes their keys, stating the revision it saw, so that a renewal
 // that came meanwhile wins.
 //
-// Every member renews its key each TTL/3, this one too, so a watch that brings nothing
-// for a whole TTL has stopped following: its server went away and its consumer did not
-// come back. A new watch then takes its place, and its snapshot replaces the set.
+// A watch can stop following while the connection goes on: its server went away and
+// its consumer did not come back. The heartbeat says so first: a renewal the bucket
+// acknowledged and the watch did not bring within TTL/3 means the watch is behind, and
+// a new watch takes its place; its snapshot replaces the set. A watch that brings
+// nothing for a whole TTL is replaced too, whatever the heartbeat says.
+//
+// A member's silence is counted from its last renewal as the bucket stamped it, so a
+// new watch knows at once how long a member has been silent and does not count a TTL
+// afresh: the stamps are the server's clock, turned into this one's by the offset seen
+// on this member's own renewals as they arrived.
 func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	defer p.wg.Done()
 	defer func() { _ = w.Stop() }()
@@ -351,28 +506,62 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 	var next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
 	seen := map[string]time.Time{}      // when each key was last written, by this clock
 	revs := map[string]uint64{}         // and its revision then
-	// ownRun is when the watch began to bring this member's renewals without a gap.
-	var ownRun time.Time
+	// offset turns the server's stamps into this clock: arrival less stamp of this
+	// member's last renewal that arrived while the watch was following.
+	var offset time.Duration
+	var haveOffset bool
 	initial := true
 	updates := w.Updates()
 	last := time.Now()
 	check := time.NewTicker(p.ttl)
 	defer check.Stop()
-	judge := time.NewTicker(p.ttl / 3)
+	// Judging is a look at a few times: often, so that a dead member leaves close to
+	// its TTL.
+	judge := time.NewTicker(p.ttl / 6)
 	defer judge.Stop()
+
+	epoch := p.acks.made()
+	rewatch := func(why string) {
+		if e := p.acks.made(); e != epoch {
+			// The bucket was made again: its revisions start over.
+			epoch, revs = e, map[string]uint64{}
+		}
+		nw, err := p.kv.WatchAll(p.ctx)
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("cluster membership watch is behind and cannot be renewed; retrying", "member", p.id, "why", why, "error", err)
+			return
+		}
+		p.log.Info("cluster membership watch is behind; watching anew", "member", p.id, "why", why)
+		_ = w.Stop()
+		w, updates, next, last = nw, nw.Updates(), map[string]*cluster.Member{}, time.Now()
+	}
 
 	// handle applies one entry of the watch; p.pause is held.
 	handle := func(e jetstream.KeyValueEntry) {
 		last = time.Now()
 		if e != nil {
-			if e.Operation() == jetstream.KeyValuePut {
-				if e.Key() == p.id && last.Sub(seen[p.id]) > renewalGap(p.ttl) {
-					ownRun = last
+			key := e.Key()
+			switch {
+			case e.Operation() != jetstream.KeyValuePut:
+				delete(seen, key)
+				delete(revs, key)
+			case e.Revision() == revs[key]:
+				// A new watch's snapshot brings again what the old one brought.
+			case next != nil && haveOffset:
+				// Written while the old watch was behind: when, the stamp says.
+				at := e.Created().Add(offset)
+				if at.After(last) {
+					at = last
 				}
-				seen[e.Key()], revs[e.Key()] = last, e.Revision()
-			} else {
-				delete(seen, e.Key())
-				delete(revs, e.Key())
+				seen[key], revs[key] = at, e.Revision()
+			default:
+				seen[key], revs[key] = last, e.Revision()
+				if key == p.id && next == nil && !initial {
+					offset, haveOffset = last.Sub(e.Created()), true
+				}
 			}
 		}
 		if next != nil {
@@ -404,14 +593,7 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 			if initial || time.Since(last) <= p.ttl {
 				continue
 			}
-			nw, err := p.kv.WatchAll(p.ctx)
-			if err != nil {
-				p.log.Warn("cluster membership watch is silent and cannot be renewed; retrying", "member", p.id, "error", err)
-				continue
-			}
-			p.log.Info("cluster membership watch was silent for a TTL; watching anew", "member", p.id)
-			_ = w.Stop()
-			w, updates, next, last = nw, nw.Updates(), map[string]*cluster.Member{}, time.Now()
+			rewatch("silent for a TTL")
 		case <-judge.C:
 			p.pause.RLock()
 			// What the watch already brought counts before anyone is judged silent.
@@ -429,7 +611,12 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 				}
 			}
 			if !initial && next == nil && p.member != nil {
-				p.dropSilent(live, seen, revs, ownRun)
+				rev, at, from := p.acks.last()
+				if rev > revs[p.id] && time.Since(at) > p.ttl/3 {
+					rewatch("a renewal the bucket took did not come")
+				} else {
+					p.dropSilent(live, seen, revs, from)
+				}
 			}
 			p.pause.RUnlock()
 		case e, ok := <-updates:
@@ -445,25 +632,24 @@ func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
 }
 
 // dropSilent drops from live the members silent for a TTL, hands protoactor the new
-// set, and deletes their keys. Silence counts only from ownRun, since when the watch has
-// been bringing this member's own renewals without a gap; and nobody is judged while
-// they do not come: the bucket is not taking renewals, or the watch is not following,
-// or this member was paused, and in none of these cases does it know what the others
-// did.
-func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64, ownRun time.Time) {
+// set, and deletes their keys. Silence counts only from since, since when the bucket
+// has taken this member's own renewals without a gap; and nobody is judged while the
+// watch does not bring them. In the other cases (the bucket is not taking renewals,
+// the watch is not following, this member was paused) it does not know what the
+// others did: while a bucket elects a new leader nobody can renew.
+func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64, since time.Time) {
 	now := time.Now()
-	if now.Sub(seen[p.id]) > renewalGap(p.ttl) {
+	if now.Sub(seen[p.id]) > renewalGap(p.ttl) || since.IsZero() {
 		return
 	}
-	from := ownRun
 	var gone []string
 	for key := range live {
 		if key == p.id {
 			continue
 		}
 		at := seen[key]
-		if from.After(at) {
-			at = from
+		if since.After(at) {
+			at = since
 		}
 		if now.Sub(at) > p.ttl {
 			gone = append(gone, key)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,4 +331,175 @@ func TestBucketRefusingRenewalsFencesNobody(t *testing.T) {
 	limit(-1)
 	check(time.Now().Add(2 * *testTTL))
 	waitPeers(t, time.Second, peerIDs(ps...), ps...)
+}
+
+// TestWatchOnADeadServer kills the NATS server that one member is connected to, while
+// another member stops renewing as a killed node would. The member on the dead server
+// moves to another and its watch must not hold it back: it drops the silent member
+// about when the member whose server lived does, counting the silence from the last
+// renewal the bucket took, not from when its new watch began.
+func TestWatchOnADeadServer(t *testing.T) {
+	srvs, err := natsstore.EmbedCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs {
+		t.Cleanup(s.Shutdown)
+	}
+	connect := func(first int) jetstream.JetStream {
+		t.Helper()
+		urls := []string{srvs[first].URL()}
+		for i, s := range srvs {
+			if i != first {
+				urls = append(urls, s.URL())
+			}
+		}
+		nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	ps := []*peer{startPeerOn(t, connect(0), 3)}
+	ctx := context.Background()
+	stream, err := ps[0].prov.cfg.JetStream.Stream(ctx, "KV_members-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server to kill leads nothing of the bucket, so no election comes into it.
+	leader := info.Cluster.Leader
+	victim, other := -1, -1
+	for i, s := range srvs {
+		switch {
+		case s.Name() == leader:
+		case victim < 0:
+			victim = i
+		default:
+			other = i
+		}
+	}
+	_ = ps[0].prov.Shutdown(true)
+	ps = []*peer{startPeerOn(t, connect(victim), 3), startPeerOn(t, connect(other), 3), startPeerOn(t, connect(other), 3)}
+	waitPeers(t, 5*time.Second, peerIDs(ps...), ps...)
+	time.Sleep(*testTTL) // a few renewals through every watch
+
+	ps[2].prov.pause.Lock()
+	defer ps[2].prov.pause.Unlock()
+	srvs[victim].Shutdown()
+	want := peerIDs(ps[0], ps[1])
+	// A member frozen at the kill renewed at most TTL/3 before it; the others judge
+	// every TTL/3, and the member on the dead server notices its watch behind within
+	// TTL/3 of a renewal the bucket took and may miss one renewal while it moves.
+	within := 2*(*testTTL) + *testTTL/2
+	var moved, stayed time.Duration
+	var wg sync.WaitGroup
+	wg.Go(func() { moved = waitPeers(t, 10**testTTL, want, ps[0]) })
+	wg.Go(func() { stayed = waitPeers(t, 10**testTTL, want, ps[1]) })
+	wg.Wait()
+	t.Logf("the silent member was dropped %v after the kill by the member whose server died, %v by the other (TTL %v)",
+		moved.Round(time.Millisecond), stayed.Round(time.Millisecond), *testTTL)
+	if moved > within || stayed > within {
+		t.Errorf("dropping a member silent since the kill took more than %v: the silence was counted afresh", within)
+	}
+}
+
+// TestBucketLost deletes the members bucket under three members, as a restart of a NATS
+// server that kept it in memory loses it: each makes it again, or finds it made again
+// by another and its key missing there, and registers anew; every view is whole again
+// within a few TTLs, and nobody is fenced.
+func TestBucketLost(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		name := "gone"
+		if again {
+			name = "made again by another"
+		}
+		t.Run(name, func(t *testing.T) { bucketLost(t, again) })
+	}
+}
+
+func bucketLost(t *testing.T, madeAgain bool) {
+	js := embed(t)
+	ps := startPeers(t, js, 3)
+	if err := js.DeleteKeyValue(context.Background(), "members-test"); err != nil {
+		t.Fatal(err)
+	}
+	lost := time.Now()
+	if madeAgain {
+		if _, err := ps[0].prov.bucket(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		kv, err := js.KeyValue(context.Background(), "members-test")
+		if err == nil {
+			keys, _ := kv.Keys(context.Background())
+			if len(keys) == len(ps) {
+				break
+			}
+		}
+		if time.Since(lost) > 5**testTTL {
+			t.Fatalf("the bucket was not made again with every member's key: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the bucket was made again with every member's key %v after it was lost (TTL %v)", time.Since(lost).Round(time.Millisecond), *testTTL)
+	// Nobody is dropped meanwhile or later, with the watches on the new bucket.
+	waitPeersStay(t, 2**testTTL, 3**testTTL, peerIDs(ps...), ps...)
+	for i, p := range ps {
+		select {
+		case err := <-p.fencedBy:
+			t.Errorf("peer %d fenced %v after the bucket was lost: %v", i, time.Since(lost), err)
+		default:
+		}
+	}
+	kv, err := js.KeyValue(context.Background(), "members-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.Keys(context.Background())
+	slices.Sort(keys)
+	if err != nil || !slices.Equal(keys, peerIDs(ps...)) {
+		t.Errorf("keys in the bucket made again: %v, %v; want %v", keys, err, peerIDs(ps...))
+	}
+}
+
+// waitPeersStay waits until every peer has seen want for a whole hold, and returns
+// how long it took from the call until that hold began.
+func waitPeersStay(t *testing.T, within, hold time.Duration, want []string, ps ...*peer) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var since time.Time
+	for {
+		ok := true
+		for _, p := range ps {
+			if v, _ := p.sees(); !slices.Equal(v, want) {
+				ok = false
+			}
+		}
+		switch {
+		case !ok:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= hold:
+			return since.Sub(start)
+		}
+		if time.Since(start) > within+hold {
+			for _, p := range ps {
+				v, _ := p.sees()
+				t.Errorf("%s sees %v", p.prov.ID(), v)
+			}
+			t.Fatalf("the peers did not all see %v for %v within %v", want, hold, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
