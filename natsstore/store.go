@@ -58,6 +58,9 @@ const (
 	// hdrCreated is the sequence of an intent's open snapshot, on its later ones: a
 	// policy delete looks for intents created before its tombstone (see DeletePolicy).
 	hdrCreated = "Intentd-Created"
+	// hdrWrite names one write of a fenced record, so that a write whose answer was
+	// lost can be told apart from another writer's when it is looked for.
+	hdrWrite = "Intentd-Write"
 
 	hdrBatchID     = "Nats-Batch-Id"
 	hdrBatchSeq    = "Nats-Batch-Sequence"
@@ -98,6 +101,10 @@ type Store struct {
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}
+	// tryTimeout bounds one try of a write; 0 means writeTry. Tests shorten it.
+	tryTimeout time.Duration
+	// triedAgain counts the tries that went unanswered.
+	triedAgain atomic.Int64
 	// fullAt is when a write was last refused for want of space (Unix nanoseconds), 0
 	// once one has succeeded since.
 	fullAt atomic.Int64
@@ -607,6 +614,73 @@ func retryBusy(ctx context.Context, attempt int) error {
 // publish writes one message and returns its sequence once the stream has it (synced on
 // a server with sync_interval always; on a quorum of replicas for R3).
 func (s *Store) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
+	return s.tries(ctx, m, 0, func(try context.Context) (uint64, error) { return s.sendOne(try, m) })
+}
+
+// writeTry bounds one try of a write. A try that goes unanswered, because the stream's
+// leader died and its replicas are electing another (4 to 9 s in NATS's Raft) or because
+// the acknowledgement was lost, is looked for and sent again, instead of holding the
+// write, and the intent behind it, until the call's whole time-out: the first try after
+// the election goes through.
+const writeTry = 2 * time.Second
+
+// tries sends a write until it is answered or ctx ends. fenced is the write's record
+// that states the sequence it expects on its subject, if any; its sequence plus offset
+// is the write's. A fenced write that went unanswered is looked for on its subject
+// before it is sent again, and is found by its hdrWrite; sent again, the fence refuses
+// a second copy, so a write lands once. A write without a fence is one whose copies are
+// alike (a rollup of the same content), and is sent again as it is.
+func (s *Store) tries(ctx context.Context, fenced *nats.Msg, offset uint64, send func(context.Context) (uint64, error)) (uint64, error) {
+	var id string
+	if fenced.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "" {
+		id = nuid.Next()
+		fenced.Header.Set(hdrWrite, id)
+	}
+	per := s.tryTimeout
+	if per == 0 {
+		per = writeTry
+	}
+	again := false // a try before went unanswered
+	for {
+		try, cancel := context.WithTimeout(ctx, per)
+		started := time.Now()
+		seq, err := send(try)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return seq, err
+		}
+		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		if !unanswered && !(again && isWrongSeq(err)) {
+			return seq, err
+		}
+		again = true
+		s.triedAgain.Add(1)
+		if id != "" {
+			look, cancel := context.WithTimeout(ctx, per)
+			m, lerr := s.last(look, fenced.Subject)
+			cancel()
+			switch {
+			case lerr == nil && m.Header.Get(hdrWrite) == id:
+				return m.Sequence + offset, nil
+			case lerr == nil && isWrongSeq(err):
+				return 0, err // another writer's record is there
+			}
+		}
+		// An answer that came at once (no responders while the stream has no leader)
+		// is not tried again at once.
+		if d := 100*time.Millisecond - time.Since(started); d > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(d):
+			}
+		}
+	}
+}
+
+// sendOne sends one message once, trying again only while the leader refuses its check
+// as busy.
+func (s *Store) sendOne(ctx context.Context, m *nats.Msg) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		ack, err := s.js.PublishMsg(ctx, m)
 		if isCheckBusy(err) {
@@ -634,15 +708,17 @@ func (s *Store) publishBatch(ctx context.Context, msgs ...*nats.Msg) (uint64, er
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	for attempt := 0; ; attempt++ {
-		seq, err := s.publishBatchOnce(ctx, msgs)
-		if !isCheckBusy(err) && !isBatchRefused(err) {
-			return seq, err
+	return s.tries(ctx, msgs[0], uint64(len(msgs)-1), func(try context.Context) (uint64, error) {
+		for attempt := 0; ; attempt++ {
+			seq, err := s.publishBatchOnce(try, msgs)
+			if !isCheckBusy(err) && !isBatchRefused(err) {
+				return seq, err
+			}
+			if err := retryBusy(try, attempt); err != nil {
+				return 0, err
+			}
 		}
-		if err := retryBusy(ctx, attempt); err != nil {
-			return 0, err
-		}
-	}
+	})
 }
 
 // maxBatches bounds this store's atomic batches in flight. A server takes 50 per stream
@@ -673,7 +749,7 @@ func (s *Store) publishBatchOnce(ctx context.Context, msgs []*nats.Msg) (uint64,
 		}
 		m.Header.Set(hdrBatchCommit, "1")
 	}
-	return s.publish(ctx, msgs[len(msgs)-1])
+	return s.sendOne(ctx, msgs[len(msgs)-1])
 }
 
 func (s *Store) last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
