@@ -130,6 +130,11 @@ func (b *consoleBrowser) screenshot(name, ready string) {
 		b.eval("("+ready+").scrollIntoView({block: \"center\"})", nil)
 		// Layout settles within a frame of the resize.
 		time.Sleep(150 * time.Millisecond)
+		var problems []string
+		b.eval(layoutProblems, &problems)
+		for _, p := range problems {
+			b.t.Errorf("%s at %d px: %s", name, size.width, p)
+		}
 		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			b.t.Fatalf("screenshot %s: %v", name, err)
@@ -141,6 +146,32 @@ func (b *consoleBrowser) screenshot(name, ready string) {
 	}
 	b.run(chromedp.EmulateViewport(1280, 800))
 }
+
+// layoutProblems lists what a person would see as broken on the page as drawn: the page
+// scrolling sideways, text of a code block running out of its box, a control touching
+// the box below it, or the connection's dot shown without its words.
+const layoutProblems = `(() => {
+  const out = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > innerWidth) out.push("the page is " + root.scrollWidth + " px wide, wider than the window");
+  for (const el of document.querySelectorAll("main pre, main ol.policy li")) {
+    if (el.scrollWidth > el.clientWidth + 1) out.push("text runs out of its box: " + JSON.stringify(el.textContent.slice(0, 60)));
+  }
+  const controls = [...document.querySelectorAll("main button, main input, main select")].filter(c => c.getClientRects().length);
+  for (const box of document.querySelectorAll("main .card, main .drop")) {
+    const b = box.getBoundingClientRect();
+    for (const c of controls) {
+      if (box.contains(c)) continue;
+      const r = c.getBoundingClientRect();
+      if (b.top - r.bottom >= 0 && b.top - r.bottom < 6 && r.left < b.right && r.right > b.left) {
+        out.push("the " + c.tagName.toLowerCase() + " " + JSON.stringify(c.textContent || c.id) + " touches the box below it");
+      }
+    }
+  }
+  const conn = document.getElementById("conn");
+  if (conn && !conn.textContent.trim() && conn.getClientRects().length) out.push("the connection state shows a dot without words");
+  return out;
+})()`
 
 // jsString quotes s for a script.
 func jsString(s string) string {
