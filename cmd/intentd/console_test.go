@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -464,5 +469,113 @@ func TestConsoleServed(t *testing.T) {
 		if code, _, _ := get(off.url + p); code != http.StatusNotFound {
 			t.Errorf("--ui=false: GET %s answered %d, want 404", p, code)
 		}
+	}
+}
+
+// TestConsoleResume cuts the Live page's stream, through a proxy between the browser and
+// the server, while outcomes are decided, and checks that the page says it is
+// reconnecting, then resumed from the last id it saw, and shows each outcome once: the
+// ones decided while it was cut arrive, and none twice.
+func TestConsoleResume(t *testing.T) {
+	s := startServer(t, nil)
+	b := newConsoleBrowser(t, s)
+
+	target, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // the stream goes through as it comes
+	var (
+		mu      sync.Mutex
+		cuts    []context.CancelFunc
+		resumes []string // the Last-Event-ID of each request of the stream
+	)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events" {
+			ctx, cancel := context.WithCancel(r.Context())
+			mu.Lock()
+			cuts, resumes = append(cuts, cancel), append(resumes, r.Header.Get("Last-Event-ID"))
+			mu.Unlock()
+			r = r.WithContext(ctx)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	cut := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cuts {
+			c()
+		}
+	}
+	// The page's stream is open till the browser goes, after this cleanup: cut it, or
+	// Close waits for it.
+	t.Cleanup(func() { cut(); proxy.CloseClientConnections(); proxy.Close() })
+	b.base = proxy.URL + "/ui/"
+
+	state := `document.getElementById("conn").dataset.state`
+	rows := func() (ids []int, intents []string) {
+		t.Helper()
+		var out []struct {
+			ID     int    `json:"id"`
+			Intent string `json:"intent"`
+		}
+		b.eval(`[...document.querySelectorAll("#events tr")].map(r => ({id: Number(r.dataset.id), intent: r.querySelector("a").textContent}))`, &out)
+		for _, r := range out {
+			ids, intents = append(ids, r.ID), append(intents, r.Intent)
+		}
+		return ids, intents
+	}
+	has := func(id string) string {
+		return fmt.Sprintf(`document.querySelector('#events a[href="#/intent/%s"]')`, id)
+	}
+
+	b.open("#/live")
+	b.wait("the stream to connect", state+` === "connected"`, 10*time.Second)
+	first := s.submit()
+	if r := s.propose(first, solutionPasses); r.status != http.StatusOK {
+		t.Fatalf("proposal: %s", r)
+	}
+	b.wait("the first outcome", has(first), 5*time.Second)
+	ids, _ := rows()
+	lastSeen := ids[0]
+
+	// Cut the stream; decide two more while the page waits to reconnect.
+	cut()
+	b.wait("the page to see the drop", state+` === "reconnecting"`, 5*time.Second)
+	second, third := s.submit(), s.submit()
+	for _, p := range []struct{ id, solution, want string }{{second, solutionOutOfStock, "failure"}, {third, solutionPasses, "success"}} {
+		if r := s.propose(p.id, p.solution); r.status != http.StatusOK {
+			t.Fatalf("proposal: %s", r)
+		}
+		s.waitStatus(p.id, p.want)
+	}
+	var st string
+	if b.eval(state, &st); st != "reconnecting" {
+		t.Fatalf("the page reconnected before the outcomes were decided (state %q): the test proves no resume", st)
+	}
+	b.wait("the page to resume", state+` === "resumed"`, 10*time.Second)
+	if got, want := b.text("#conn"), fmt.Sprintf("resumed from id %d", lastSeen); !strings.Contains(got, want) {
+		t.Errorf("the connection state reads %q, want it to say %q", got, want)
+	}
+	b.wait("the outcomes decided during the drop", has(second)+" && "+has(third), 5*time.Second)
+
+	// A second cut with nothing new: the page resumes and shows nothing twice.
+	cut()
+	b.wait("the page to see the second drop", state+` === "reconnecting"`, 5*time.Second)
+	b.wait("the page to resume again", state+` === "resumed"`, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+
+	ids, intents := rows()
+	if len(ids) != 3 || intents[0] != third || intents[1] != second || intents[2] != first {
+		t.Fatalf("the Live page shows events %v of intents %v; want the three outcomes once each, newest first (%s, %s, %s)", ids, intents, third, second, first)
+	}
+	if !(ids[0] > ids[1] && ids[1] > ids[2]) {
+		t.Errorf("event ids %v are not newest first without repeats", ids)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"", strconv.Itoa(lastSeen), strconv.Itoa(ids[0])}; !slices.Equal(resumes, want) {
+		t.Errorf("the stream was asked for with Last-Event-ID %q, want %q", resumes, want)
 	}
 }
