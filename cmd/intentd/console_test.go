@@ -214,6 +214,43 @@ func TestConsole(t *testing.T) {
 	if got := b.text(`#events tr[data-type="failure"] .badge`); got != "failure: constraints" {
 		t.Errorf("the failure's badge says %q, want %q", got, "failure: constraints")
 	}
+	// A keyboard user on an event's link keeps the focus there as new outcomes arrive.
+	link := fmt.Sprintf(`document.querySelector('#events a[href="#/intent/%s"]')`, passed)
+	b.eval(link+".focus()", nil)
+	another := s.submit()
+	if r := s.propose(another, solutionPasses); r.status != http.StatusOK {
+		t.Fatalf("proposal: %s", r)
+	}
+	b.wait("the next outcome on the Live page", row(another, "success"), 5*time.Second)
+	var focused bool
+	if b.eval("document.activeElement === "+link, &focused); !focused {
+		var on string
+		b.eval(`document.activeElement.outerHTML.slice(0, 120)`, &on)
+		t.Errorf("an outcome's arrival took the keyboard's focus from the link it was on, to %s", on)
+	}
+
+	// The filters: by type, then by part of an intent id, then none.
+	shown := func() (types, intents []string) {
+		var rows []struct{ Type, Intent string }
+		b.eval(`[...document.querySelectorAll("#events tr")].map(r => ({type: r.dataset.type, intent: r.querySelector("a").textContent}))`, &rows)
+		for _, r := range rows {
+			types, intents = append(types, r.Type), append(intents, r.Intent)
+		}
+		return types, intents
+	}
+	b.eval(`(() => { const f = document.getElementById("f-type"); f.value = "failure"; f.dispatchEvent(new Event("change")); })()`, nil)
+	if types, intents := shown(); len(types) != 1 || types[0] != "failure" || intents[0] != failed {
+		t.Errorf("filtered to failures, the Live page shows %v of %v", types, intents)
+	}
+	b.eval(`(() => { const f = document.getElementById("f-type"); f.value = ""; f.dispatchEvent(new Event("change")); })()`, nil)
+	b.run(chromedp.SendKeys(chromedp.CSS("#f-intent"), passed[9:18]))
+	if _, intents := shown(); len(intents) != 1 || intents[0] != passed {
+		t.Errorf("filtered to %q, the Live page shows %v", passed[9:18], intents)
+	}
+	b.eval(`(() => { const f = document.getElementById("f-intent"); f.value = ""; f.dispatchEvent(new Event("input")); })()`, nil)
+	if _, intents := shown(); len(intents) != 3 {
+		t.Errorf("without filters, the Live page shows %v, want 3 outcomes", intents)
+	}
 	b.screenshot("live", `document.querySelector("h1")`)
 
 	// The Intent page of the failed intent: constraint 5 (in stock) is marked, with
