@@ -247,7 +247,7 @@ func TestConsole(t *testing.T) {
 	if _, intents := shown(); len(intents) != 1 || intents[0] != passed {
 		t.Errorf("filtered to %q, the Live page shows %v", passed[9:18], intents)
 	}
-	b.eval(`(() => { const f = document.getElementById("f-intent"); f.value = ""; f.dispatchEvent(new Event("input")); })()`, nil)
+	b.eval(`(() => { const f = document.getElementById("f-intent"); f.value = ""; f.dispatchEvent(new Event("input")); f.blur(); })()`, nil)
 	if _, intents := shown(); len(intents) != 3 {
 		t.Errorf("without filters, the Live page shows %v, want 3 outcomes", intents)
 	}
