@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +135,11 @@ func (b *consoleBrowser) screenshot(name, ready string) {
 		b.eval("("+ready+").scrollIntoView({block: \"center\"})", nil)
 		// Layout settles within a frame of the resize.
 		time.Sleep(150 * time.Millisecond)
+		var problems []string
+		b.eval(layoutProblems, &problems)
+		for _, p := range problems {
+			b.t.Errorf("%s at %d px: %s", name, size.width, p)
+		}
 		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			b.t.Fatalf("screenshot %s: %v", name, err)
@@ -141,6 +151,32 @@ func (b *consoleBrowser) screenshot(name, ready string) {
 	}
 	b.run(chromedp.EmulateViewport(1280, 800))
 }
+
+// layoutProblems lists what a person would see as broken on the page as drawn: the page
+// scrolling sideways, text of a code block running out of its box, a control touching
+// the box below it, or the connection's dot shown without its words.
+const layoutProblems = `(() => {
+  const out = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > innerWidth) out.push("the page is " + root.scrollWidth + " px wide, wider than the window");
+  for (const el of document.querySelectorAll("main pre, main ol.policy li")) {
+    if (el.scrollWidth > el.clientWidth + 1) out.push("text runs out of its box: " + JSON.stringify(el.textContent.slice(0, 60)));
+  }
+  const controls = [...document.querySelectorAll("main button, main input, main select")].filter(c => c.getClientRects().length);
+  for (const box of document.querySelectorAll("main .card, main .drop")) {
+    const b = box.getBoundingClientRect();
+    for (const c of controls) {
+      if (box.contains(c)) continue;
+      const r = c.getBoundingClientRect();
+      if (b.top - r.bottom >= 0 && b.top - r.bottom < 6 && r.left < b.right && r.right > b.left) {
+        out.push("the " + c.tagName.toLowerCase() + " " + JSON.stringify(c.textContent || c.id) + " touches the box below it");
+      }
+    }
+  }
+  const conn = document.getElementById("conn");
+  if (conn && !conn.textContent.trim() && conn.getClientRects().length) out.push("the connection state shows a dot without words");
+  return out;
+})()`
 
 // jsString quotes s for a script.
 func jsString(s string) string {
@@ -177,6 +213,43 @@ func TestConsole(t *testing.T) {
 	}
 	if got := b.text(`#events tr[data-type="failure"] .badge`); got != "failure: constraints" {
 		t.Errorf("the failure's badge says %q, want %q", got, "failure: constraints")
+	}
+	// A keyboard user on an event's link keeps the focus there as new outcomes arrive.
+	link := fmt.Sprintf(`document.querySelector('#events a[href="#/intent/%s"]')`, passed)
+	b.eval(link+".focus()", nil)
+	another := s.submit()
+	if r := s.propose(another, solutionPasses); r.status != http.StatusOK {
+		t.Fatalf("proposal: %s", r)
+	}
+	b.wait("the next outcome on the Live page", row(another, "success"), 5*time.Second)
+	var focused bool
+	if b.eval("document.activeElement === "+link, &focused); !focused {
+		var on string
+		b.eval(`document.activeElement.outerHTML.slice(0, 120)`, &on)
+		t.Errorf("an outcome's arrival took the keyboard's focus from the link it was on, to %s", on)
+	}
+
+	// The filters: by type, then by part of an intent id, then none.
+	shown := func() (types, intents []string) {
+		var rows []struct{ Type, Intent string }
+		b.eval(`[...document.querySelectorAll("#events tr")].map(r => ({type: r.dataset.type, intent: r.querySelector("a").textContent}))`, &rows)
+		for _, r := range rows {
+			types, intents = append(types, r.Type), append(intents, r.Intent)
+		}
+		return types, intents
+	}
+	b.eval(`(() => { const f = document.getElementById("f-type"); f.value = "failure"; f.dispatchEvent(new Event("change")); })()`, nil)
+	if types, intents := shown(); len(types) != 1 || types[0] != "failure" || intents[0] != failed {
+		t.Errorf("filtered to failures, the Live page shows %v of %v", types, intents)
+	}
+	b.eval(`(() => { const f = document.getElementById("f-type"); f.value = ""; f.dispatchEvent(new Event("change")); })()`, nil)
+	b.run(chromedp.SendKeys(chromedp.CSS("#f-intent"), passed[9:18]))
+	if _, intents := shown(); len(intents) != 1 || intents[0] != passed {
+		t.Errorf("filtered to %q, the Live page shows %v", passed[9:18], intents)
+	}
+	b.eval(`(() => { const f = document.getElementById("f-intent"); f.value = ""; f.dispatchEvent(new Event("input")); f.blur(); })()`, nil)
+	if _, intents := shown(); len(intents) != 3 {
+		t.Errorf("without filters, the Live page shows %v, want 3 outcomes", intents)
 	}
 	b.screenshot("live", `document.querySelector("h1")`)
 
@@ -433,5 +506,113 @@ func TestConsoleServed(t *testing.T) {
 		if code, _, _ := get(off.url + p); code != http.StatusNotFound {
 			t.Errorf("--ui=false: GET %s answered %d, want 404", p, code)
 		}
+	}
+}
+
+// TestConsoleResume cuts the Live page's stream, through a proxy between the browser and
+// the server, while outcomes are decided, and checks that the page says it is
+// reconnecting, then resumed from the last id it saw, and shows each outcome once: the
+// ones decided while it was cut arrive, and none twice.
+func TestConsoleResume(t *testing.T) {
+	s := startServer(t, nil)
+	b := newConsoleBrowser(t, s)
+
+	target, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // the stream goes through as it comes
+	var (
+		mu      sync.Mutex
+		cuts    []context.CancelFunc
+		resumes []string // the Last-Event-ID of each request of the stream
+	)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events" {
+			ctx, cancel := context.WithCancel(r.Context())
+			mu.Lock()
+			cuts, resumes = append(cuts, cancel), append(resumes, r.Header.Get("Last-Event-ID"))
+			mu.Unlock()
+			r = r.WithContext(ctx)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	cut := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cuts {
+			c()
+		}
+	}
+	// The page's stream is open till the browser goes, after this cleanup: cut it, or
+	// Close waits for it.
+	t.Cleanup(func() { cut(); proxy.CloseClientConnections(); proxy.Close() })
+	b.base = proxy.URL + "/ui/"
+
+	state := `document.getElementById("conn").dataset.state`
+	rows := func() (ids []int, intents []string) {
+		t.Helper()
+		var out []struct {
+			ID     int    `json:"id"`
+			Intent string `json:"intent"`
+		}
+		b.eval(`[...document.querySelectorAll("#events tr")].map(r => ({id: Number(r.dataset.id), intent: r.querySelector("a").textContent}))`, &out)
+		for _, r := range out {
+			ids, intents = append(ids, r.ID), append(intents, r.Intent)
+		}
+		return ids, intents
+	}
+	has := func(id string) string {
+		return fmt.Sprintf(`document.querySelector('#events a[href="#/intent/%s"]')`, id)
+	}
+
+	b.open("#/live")
+	b.wait("the stream to connect", state+` === "connected"`, 10*time.Second)
+	first := s.submit()
+	if r := s.propose(first, solutionPasses); r.status != http.StatusOK {
+		t.Fatalf("proposal: %s", r)
+	}
+	b.wait("the first outcome", has(first), 5*time.Second)
+	ids, _ := rows()
+	lastSeen := ids[0]
+
+	// Cut the stream; decide two more while the page waits to reconnect.
+	cut()
+	b.wait("the page to see the drop", state+` === "reconnecting"`, 5*time.Second)
+	second, third := s.submit(), s.submit()
+	for _, p := range []struct{ id, solution, want string }{{second, solutionOutOfStock, "failure"}, {third, solutionPasses, "success"}} {
+		if r := s.propose(p.id, p.solution); r.status != http.StatusOK {
+			t.Fatalf("proposal: %s", r)
+		}
+		s.waitStatus(p.id, p.want)
+	}
+	var st string
+	if b.eval(state, &st); st != "reconnecting" {
+		t.Fatalf("the page reconnected before the outcomes were decided (state %q): the test proves no resume", st)
+	}
+	b.wait("the page to resume", state+` === "resumed"`, 10*time.Second)
+	if got, want := b.text("#conn"), fmt.Sprintf("resumed from id %d", lastSeen); !strings.Contains(got, want) {
+		t.Errorf("the connection state reads %q, want it to say %q", got, want)
+	}
+	b.wait("the outcomes decided during the drop", has(second)+" && "+has(third), 5*time.Second)
+
+	// A second cut with nothing new: the page resumes and shows nothing twice.
+	cut()
+	b.wait("the page to see the second drop", state+` === "reconnecting"`, 5*time.Second)
+	b.wait("the page to resume again", state+` === "resumed"`, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+
+	ids, intents := rows()
+	if len(ids) != 3 || intents[0] != third || intents[1] != second || intents[2] != first {
+		t.Fatalf("the Live page shows events %v of intents %v; want the three outcomes once each, newest first (%s, %s, %s)", ids, intents, third, second, first)
+	}
+	if !(ids[0] > ids[1] && ids[1] > ids[2]) {
+		t.Errorf("event ids %v are not newest first without repeats", ids)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"", strconv.Itoa(lastSeen), strconv.Itoa(ids[0])}; !slices.Equal(resumes, want) {
+		t.Errorf("the stream was asked for with Last-Event-ID %q, want %q", resumes, want)
 	}
 }

@@ -54,9 +54,25 @@ export function livePage(main) {
     h("td", { class: "hide-narrow mono" }, e.data.proposal ? e.data.proposal.solution : ""),
     h("td", { class: "hide-narrow" }, e.data.reason || ""));
 
+  // drawRows keeps the rows already drawn in place and only adds the new ones above and
+  // drops the old ones below: a row taken out of the page and put back loses the
+  // keyboard's focus, and a person tabbing to an intent's link while outcomes arrive
+  // would be thrown back to the top of the page at every event.
+  const drawn = new Map(); // event id -> its row
   function drawRows() {
     const shown = live.events.filter(matches);
-    tbody.replaceChildren(...shown.slice(-SHOWN).reverse().map(row));
+    const want = shown.slice(-SHOWN).reverse();
+    const keep = new Set(want.map(e => e.id));
+    for (const [id, tr] of drawn) {
+      if (!keep.has(id)) { tr.remove(); drawn.delete(id); }
+    }
+    let next = tbody.firstElementChild;
+    for (const e of want) {
+      let tr = drawn.get(e.id);
+      if (tr === next) { next = next.nextElementSibling; continue; }
+      if (!tr) { tr = row(e); drawn.set(e.id, tr); }
+      tbody.insertBefore(tr, next);
+    }
     summary.textContent = shown.length
       ? `${shown.length} of the ${live.events.length} events this page holds` + (shown.length > SHOWN ? `; the newest ${SHOWN} shown` : "")
       : live.events.length ? "No event matches the filters." : "No event yet: outcomes appear here as intents are decided or expire.";

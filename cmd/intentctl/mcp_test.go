@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/crypto"
+)
+
+// TestMCP runs intentctl mcp as a desktop agent's host does, speaking the protocol on
+// its standard input and output, and makes an agent's flow through it against a real
+// server: the tools listed, the intent read, two candidates previewed, the passing one
+// proposed, its outcome awaited and its proof verified; then a second proposal refused
+// with the service's code. Closing its input ends the command with status 0.
+func TestMCP(t *testing.T) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	server := startServer(t)
+	api, err := client.NewClient(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyID, err := api.PutPolicy(t.Context(), demoPolicySource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, author, _ := ed25519.GenerateKey(nil)
+	id := uuid.NewString()
+	intent := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},`+
+		`"colors":{"Set":{"String":["navy","blue"]}},"max_price_cents":{"Int":3000}}}}`, id, policyID)
+	auth, err := crypto.SignEd25519(author, intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.SubmitIntent(t.Context(), intent, auth); err != nil {
+		t.Fatal(err)
+	}
+
+	// The command reads the agent's messages from inR and writes its answers to outW.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stdin = inR
+	t.Cleanup(func() { stdin = nil })
+	done := make(chan int, 1)
+	var stderr syncWriter
+	go func() {
+		code := runContext(context.Background(), []string{"--server", server, "mcp"}, outW, &stderr)
+		outW.Close()
+		done <- code
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop-agent", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect to intentctl mcp: %v (stderr: %s)", err, stderr.String())
+	}
+
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"await_outcome", "get_intent", "get_proof", "preview_solution", "propose_solution"}; !slices.Equal(names, want) {
+		t.Fatalf("intentctl mcp lists %q, want %q", names, want)
+	}
+	call := func(tool string, args map[string]any) (map[string]any, string) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if res.IsError {
+			var te struct{ Code string }
+			json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &te)
+			return nil, te.Code
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out, ""
+	}
+	must := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		out, code := call(tool, args)
+		if code != "" {
+			t.Fatalf("%s: tool error %s", tool, code)
+		}
+		return out
+	}
+
+	if out := must("get_intent", map[string]any{"intent_id": id}); out["status"] != "open" || out["policy_id"] != policyID {
+		t.Fatalf("get_intent = %v", out)
+	}
+	for solution, want := range map[string]string{solutionFails: "failure", solutionPasses: "success"} {
+		if out := must("preview_solution", map[string]any{"intent_id": id, "solution": solution}); out["status"] != want || out["proof"] != false {
+			t.Fatalf("preview_solution of %s = %v, want %s", solution, out, want)
+		}
+	}
+	if st, err := api.Status(t.Context(), id); err != nil || st.State != "open" {
+		t.Fatalf("after the previews the intent is %v (%v)", st, err)
+	}
+	must("propose_solution", map[string]any{"intent_id": id, "solution": solutionPasses})
+	if out := must("await_outcome", map[string]any{"intent_id": id, "timeout_seconds": 10}); out["status"] != "success" || out["decided"] != true {
+		t.Fatalf("await_outcome = %v", out)
+	}
+	if out := must("get_proof", map[string]any{"intent_id": id}); out["verified"] != true {
+		t.Fatalf("get_proof = %v", out)
+	}
+	if _, code := call("propose_solution", map[string]any{"intent_id": id, "solution": solutionPasses}); code != "proposal_exists" {
+		t.Fatalf("a second proposal through intentctl mcp: code %q, want proposal_exists", code)
+	}
+
+	inW.Close() // the host goes away
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("intentctl mcp ended with %d when its input closed; stderr: %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("intentctl mcp did not end when its input closed")
+	}
+	cs.Close()
+}
+
+// syncWriter is a buffer the command writes from its goroutine and the test reads.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
