@@ -43,7 +43,13 @@ func embed(t *testing.T) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
+	return connectJS(t, srv.URL())
+}
+
+// connectJS connects to NATS at urls for one test and returns a JetStream connection.
+func connectJS(t *testing.T, urls string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,16 +360,7 @@ func TestWatchOnADeadServer(t *testing.T) {
 				urls = append(urls, s.URL())
 			}
 		}
-		nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return js
+		return connectJS(t, strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	}
 	ps := []*peer{startPeerOn(t, connect(0), 3)}
 	ctx := context.Background()
