@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -190,30 +192,79 @@ func TestTransparencyLog(t *testing.T) {
 	}
 
 	t.Run("cache headers", func(t *testing.T) {
+		// C2SP tlog-tiles: the checkpoint is text/plain and "mutable, so its headers
+		// SHOULD prevent caching beyond a few seconds"; tiles and entry bundles, full
+		// and partial, are application/octet-stream and "immutable, so [their] caching
+		// headers SHOULD be long-lived".
+		const immutable = "public, max-age=31536000, immutable"
+		const octets = "application/octet-stream"
 		for _, tt := range []struct {
-			path, cache string
-			status      int
-			code        string
+			path, cache, contentType string
+			status                   int
+			code                     string
 		}{
-			{"/log/checkpoint", "no-cache", 200, ""},
-			{"/log/tile/0/000", "public, max-age=31536000, immutable", 200, ""},
-			{"/log/tile/entries/001", "public, max-age=31536000, immutable", 200, ""},
-			{"/log/tile/0/002.p/3", "public, max-age=60", 200, ""},
-			{"/log/tile/1/000.p/2", "public, max-age=60", 200, ""},
-			{"/log/tile/0/002", "", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/002.p/4", "", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/x000/002", "", 404, intentd.CodeNotFound},
-			{"/log/tile/entries/2", "", 404, intentd.CodeNotFound},
+			{"/log/checkpoint", "no-cache", "text/plain; charset=utf-8", 200, ""},
+			{"/log/tile/0/000", immutable, octets, 200, ""},
+			{"/log/tile/entries/001", immutable, octets, 200, ""},
+			{"/log/tile/0/002.p/3", immutable, octets, 200, ""},
+			{"/log/tile/entries/002.p/3", immutable, octets, 200, ""},
+			{"/log/tile/1/000.p/2", immutable, octets, 200, ""},
+			{"/log/tile/0/002", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/0/002.p/4", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/entries/003", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/0/x000/002", "", "application/json", 404, intentd.CodeNotFound},
+			{"/log/tile/entries/2", "", "application/json", 404, intentd.CodeNotFound},
 		} {
-			r := s.do("GET", tt.path, "", nil)
-			if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache && tt.status == 200 {
-				t.Errorf("GET %s: %d, Cache-Control %q; want %d, %q", tt.path, r.status, r.header.Get("Cache-Control"), tt.status, tt.cache)
-			}
-			if tt.code != "" {
-				if code, _ := r.errorBody(t); code != tt.code {
-					t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
+			t.Run(strings.TrimPrefix(tt.path, "/log/"), func(t *testing.T) {
+				r := s.do("GET", tt.path, "", nil)
+				if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache || r.header.Get("Content-Type") != tt.contentType {
+					t.Errorf("GET %s: %d, Cache-Control %q, Content-Type %q; want %d, %q, %q", tt.path, r.status,
+						r.header.Get("Cache-Control"), r.header.Get("Content-Type"), tt.status, tt.cache, tt.contentType)
 				}
-			}
+				if tt.code != "" {
+					if code, _ := r.errorBody(t); code != tt.code {
+						t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("compressed bundles", func(t *testing.T) {
+		// "Entry bundles SHOULD be compressed at the HTTP layer", by Accept-Encoding.
+		for _, tt := range []struct {
+			path, accept string
+			gzipped      bool
+		}{
+			{"/log/tile/entries/000", "gzip", true},
+			{"/log/tile/entries/002.p/3", "br, gzip;q=0.5", true},
+			{"/log/tile/entries/000", "identity", false},
+			{"/log/tile/entries/000", "*;q=1, gzip;q=0", false},
+			{"/log/tile/0/000", "gzip", false},
+		} {
+			t.Run(tt.path+" "+tt.accept, func(t *testing.T) {
+				plain := s.do("GET", tt.path, "", nil, "Accept-Encoding", "identity")
+				r := s.do("GET", tt.path, "", nil, "Accept-Encoding", tt.accept)
+				if r.status != 200 || (r.header.Get("Content-Encoding") == "gzip") != tt.gzipped {
+					t.Fatalf("GET %s with Accept-Encoding %q: %d, Content-Encoding %q", tt.path, tt.accept, r.status, r.header.Get("Content-Encoding"))
+				}
+				body := r.body
+				if tt.gzipped {
+					zr, err := gzip.NewReader(bytes.NewReader(r.body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if body, err = io.ReadAll(zr); err != nil {
+						t.Fatal(err)
+					}
+					if len(r.body) >= len(plain.body) {
+						t.Errorf("gzipped, the bundle is %d bytes, plain %d", len(r.body), len(plain.body))
+					}
+				}
+				if !bytes.Equal(body, plain.body) {
+					t.Fatal("the bundle differs from the plain one")
+				}
+			})
 		}
 	})
 
