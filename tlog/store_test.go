@@ -3,49 +3,56 @@ package tlog
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"math"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
-	"github.com/intentd/intentd/natsstore"
-	"github.com/intentd/intentd/persistence"
 )
+
+// memStore is an intentd.LogStore in memory, with the contract storetest checks of the
+// real stores (persistence, natsstore), which this package may not import; the tests of
+// cmd/intentd run the log over both.
+type memStore struct {
+	mu      sync.Mutex
+	bundles map[uint64][]byte
+}
+
+func (m *memStore) PutLogBundle(_ context.Context, index uint64, bundle []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stored := m.bundles[index]
+	switch {
+	case bytes.HasPrefix(stored, bundle):
+	case !bytes.HasPrefix(bundle, stored):
+		return fmt.Errorf("%w: entry bundle %d", intentd.ErrLogFork, index)
+	default:
+		m.bundles[index] = bytes.Clone(bundle)
+	}
+	return nil
+}
+
+func (m *memStore) LogBundle(_ context.Context, index uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.bundles[index]
+	if !ok {
+		return nil, intentd.ErrNotFound
+	}
+	return bytes.Clone(b), nil
+}
 
 // logStores are the stores a log keeps its entries in, each made empty for a test.
 var logStores = []struct {
 	name string
 	open func(t testing.TB) intentd.LogStore
 }{
-	{"pebble", func(t testing.TB) intentd.LogStore {
-		s, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
-	{"nats", func(t testing.TB) intentd.LogStore {
-		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Shutdown)
-		s, err := natsstore.Open(context.Background(), natsstore.Options{URLs: []string{srv.URL()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
+	{"memory", func(testing.TB) intentd.LogStore { return &memStore{bundles: map[uint64][]byte{}} }},
 }
 
 func openShared(t *testing.T, dir string, key *crypto.SigningKey, store intentd.LogStore) *Log {
@@ -217,53 +224,4 @@ func TestLogFindsFork(t *testing.T) {
 			t.Fatalf("after the fork the log serves %d leaves and\n%s", l.Size(), l.Checkpoint())
 		}
 	})
-}
-
-// BenchmarkRebuildFromStore measures how fast a log with no leaves rebuilds from the
-// store when no event is retained: 65,536 leaves (256 full bundles) a run, written to
-// the store once, before the timer.
-func BenchmarkRebuildFromStore(b *testing.B) {
-	const n = 256 * TileWidth
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, st := range logStores {
-		b.Run(st.name, func(b *testing.B) {
-			store := st.open(b)
-			ctx := context.Background()
-			var bundle []byte
-			for i := range uint64(n) {
-				sum := sha256.Sum256(binary.BigEndian.AppendUint64(nil, i))
-				e := intentd.LogEntry{EventID: 2*i + 1, Type: intentd.StateSuccess, IntentID: uuid.NewString(),
-					EventDigest: crypto.EncodeBase58(sum[:]), ReceiptDigest: crypto.EncodeBase58(sum[:])}
-				bundle = AppendBundle(bundle, intentd.MarshalLogEntry(e))
-				if (i+1)%TileWidth == 0 {
-					if err := store.PutLogBundle(ctx, i/TileWidth, bundle); err != nil {
-						b.Fatal(err)
-					}
-					bundle = bundle[:0]
-				}
-			}
-			// Every event is pruned: the log takes all it can from the store, then
-			// finds the gap after it, and Run returns.
-			src := &fakeSource{key: key, receipts: map[string]json.RawMessage{}, changed: make(chan struct{}), pruned: math.MaxUint64}
-			b.ResetTimer()
-			for range b.N {
-				b.StopTimer()
-				l, err := Open(Options{Dir: b.TempDir(), Key: key, Store: store})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if err := l.Run(ctx, src); !errors.Is(err, ErrGap) || l.Size() != n {
-					b.Fatalf("Run: %v with %d leaves", err, l.Size())
-				}
-				b.StopTimer()
-				l.Close()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/leaf")
-		})
-	}
 }
