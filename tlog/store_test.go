@@ -191,6 +191,35 @@ func TestLogFindsFork(t *testing.T) {
 		})
 	}
 
+	t.Run("a store behind the log is none", func(t *testing.T) {
+		// The store holds the first 10 of the log's 20 leaves, and no event is
+		// retained: the log has nothing to take, and stops at the gap, not at a fork.
+		src := newFakeSource(t)
+		evs := src.add(t, 20)
+		ahead := &memStore{bundles: map[uint64][]byte{}}
+		dir := t.TempDir()
+		l := openShared(t, dir, src.key, ahead)
+		run(t, l, src, 20)
+		l.Close()
+		full, err := ahead.LogBundle(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := ParseBundle(full)
+		if err != nil || len(entries) != 20 {
+			t.Fatalf("the store holds %d entries (%v), want 20", len(entries), err)
+		}
+		behind := &memStore{bundles: map[uint64][]byte{0: AppendBundle(nil, entries[:10]...)}}
+		src.mu.Lock()
+		src.pruned = evs[19].ID + 1
+		src.mu.Unlock()
+		l = openShared(t, dir, src.key, behind)
+		defer l.Close()
+		if err := l.Run(context.Background(), src); !errors.Is(err, ErrGap) {
+			t.Fatalf("Run: %v, want ErrGap", err)
+		}
+	})
+
 	t.Run("checkpoint", func(t *testing.T) {
 		// A folder holding a checkpoint of 5 leaves of another history, and no leaves:
 		// the tree rebuilt from the events is not the one signed.
