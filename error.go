@@ -134,6 +134,9 @@ const (
 	// CodeLogNotFound: the transparency log has no such tile, entry bundle or leaf
 	// (yet), or the server keeps no log.
 	CodeLogNotFound = "log_not_found"
+	// CodeLogFork: the entries a node made of the events differ from those the store
+	// keeps for the transparency log; see ErrLogFork.
+	CodeLogFork = "log_fork"
 )
 
 // The codes of the errors the HTTP layer finds itself, before an engine is asked. They

@@ -13,6 +13,8 @@
 //	<prefix>.bytecode.<id>  a policy's bytecode, kept after a delete for proofs
 //	<prefix>.event          the event log: one message per outcome
 //	<prefix>.meta.floor     the lowest event id not pruned
+//	<prefix>.tlog.<n>       the transparency log's entry bundle n, the longest written
+//	                        (log.go); never pruned
 //
 // One stream rather than a stream and KV buckets, because JetStream's atomic batches and
 // its expected-sequence checks work within one stream: an intent's creation (snapshot

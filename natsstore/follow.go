@@ -43,7 +43,7 @@ func (s *Store) follow(ctx context.Context) error {
 		info, err := cons.Info(try)
 		cancel()
 		if err == nil {
-			if info.NumPending == 0 && info.Delivered.Stream == 0 {
+			if info.NumPending == 0 && info.Delivered.Consumer == 0 {
 				return nil
 			}
 			break

@@ -121,3 +121,25 @@ func TestDigestFollowsWrites(t *testing.T) {
 		t.Fatalf("digest after re-open = %x, want %x", got, processing)
 	}
 }
+
+// TestDigestLeavesOutLogBundles checks that the transparency log's bundles, which the log
+// writes on its own timer, do not change the digest, and that the records beside them do.
+func TestDigestLeavesOutLogBundles(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	before := digest(t, s)
+	for i, b := range []string{"\x00\x01a", "\x00\x01a\x00\x01b"} {
+		if err := s.PutLogBundle(t.Context(), uint64(i), []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := digest(t, s); got != before {
+		t.Fatalf("log bundles changed the digest: %x -> %x", before[:6], got[:6])
+	}
+	if _, err := s.PutPolicy(t.Context(), "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := digest(t, s); got == before {
+		t.Fatal("a policy beside the bundles left the digest unchanged")
+	}
+}

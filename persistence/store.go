@@ -118,6 +118,9 @@ type Store struct {
 	full      atomic.Bool
 	freeBytes atomic.Uint64
 	diskDone  chan struct{}
+
+	// logMu makes the check and the write of a log bundle one step (logbundle.go).
+	logMu sync.Mutex
 }
 
 // Open opens or creates the store in dir.

@@ -58,6 +58,7 @@ func Run(t *testing.T, backend Backend) {
 		{"EventsAfterAnyID", withPolicy(testEventsAfterAnyID)},
 		{"PruneEvents", withPolicy(testPruneEvents)},
 		{"Closed", testClosed},
+		{"LogBundles", testLogBundles},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, backend(t))
@@ -534,5 +535,96 @@ func testClosed(t *testing.T, open func(*testing.T) Store) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// testLogBundles checks intentd.LogStore on a store that has it: a bundle grows, never
+// shrinks, survives a reopen, and one that disagrees with the stored one is refused as
+// a fork, also when writers race.
+func testLogBundles(t *testing.T, open func(*testing.T) Store) {
+	s := open(t)
+	ls, ok := s.(intentd.LogStore)
+	if !ok {
+		s.Close()
+		t.Skip("the store keeps no log bundles")
+	}
+	bundle := func(entries ...string) []byte {
+		var b []byte
+		for _, e := range entries {
+			b = append(b, byte(len(e)>>8), byte(len(e)))
+			b = append(b, e...)
+		}
+		return b
+	}
+	if _, err := ls.LogBundle(ctx, 0); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("LogBundle of an empty store: %v, want ErrNotFound", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		index  uint64
+		put    []byte
+		fork   bool
+		stored []byte
+	}{
+		{"first", 0, bundle("a"), false, bundle("a")},
+		{"longer", 0, bundle("a", "b", "c"), false, bundle("a", "b", "c")},
+		{"shorter is kept out", 0, bundle("a", "b"), false, bundle("a", "b", "c")},
+		{"same again", 0, bundle("a", "b", "c"), false, bundle("a", "b", "c")},
+		{"other entry", 0, bundle("a", "x"), true, bundle("a", "b", "c")},
+		{"other entry, longer", 0, bundle("a", "b", "x", "d"), true, bundle("a", "b", "c")},
+		{"another bundle", 1<<56 + 3, bundle("z"), false, bundle("z")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ls.PutLogBundle(ctx, tc.index, tc.put)
+			if tc.fork != errors.Is(err, intentd.ErrLogFork) || !tc.fork && err != nil {
+				t.Fatalf("PutLogBundle: %v, want a fork: %v", err, tc.fork)
+			}
+			if tc.fork && intentd.ErrorKind(err) != intentd.KindConflict {
+				t.Fatalf("a fork is of kind %v, want conflict", intentd.ErrorKind(err))
+			}
+			got, err := ls.LogBundle(ctx, tc.index)
+			if err != nil || string(got) != string(tc.stored) {
+				t.Fatalf("LogBundle: %q, %v; want %q", got, err, tc.stored)
+			}
+		})
+	}
+
+	t.Run("racing writers", func(t *testing.T) {
+		// Each writer extends bundle 2 by one entry more than the last it wrote; all
+		// agree, so the longest stays and no one sees a fork.
+		entries := make([]string, 40)
+		for i := range entries {
+			entries[i] = fmt.Sprintf("entry %d", i)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4*len(entries))
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := w + 1; n <= len(entries); n += 2 {
+					if err := ls.PutLogBundle(ctx, 2, bundle(entries[:n]...)); err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("PutLogBundle: %v", err)
+		}
+		got, err := ls.LogBundle(ctx, 2)
+		if err != nil || string(got) != string(bundle(entries...)) {
+			t.Fatalf("after the race the bundle is %d bytes (%v), want all %d entries", len(got), err, len(entries))
+		}
+	})
+
+	s.Close()
+	s = open(t)
+	defer s.Close()
+	got, err := s.(intentd.LogStore).LogBundle(ctx, 0)
+	if err != nil || string(got) != string(bundle("a", "b", "c")) {
+		t.Fatalf("after a reopen bundle 0 is %q, %v", got, err)
 	}
 }

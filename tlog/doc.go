@@ -12,7 +12,14 @@
 // a cluster, following the same events, builds the same tree and signs the same
 // checkpoints. What it has built it keeps in a Pebble database of its own, beside the
 // store: the leaves, every node hash of the tree and an index from intent to leaf.
-// Pruning the event stream for replay does not touch it; a log whose files are lost
-// is rebuilt from the events while they are all retained, and refuses to start over
-// from a pruned stream, which would make another tree.
+//
+// The entries also go to the store (intentd.LogStore), a tlog-tiles entry bundle at a
+// time, each interval, where pruning the event stream does not reach them. A log whose
+// files are lost, or a new node's, builds its tree from the events while they are
+// retained and from the store's entries where they are not; the hashes are made again
+// from the entries. Every node writes its bundles and compares them with those already
+// stored, so that two nodes that made different trees of one stream find it: the log
+// stops with intentd.ErrLogFork, as it does when the tree it rebuilt has another root
+// than a checkpoint it signed before. Without the entries in the store a log refuses to
+// start over from a pruned stream, which would make another tree.
 package tlog

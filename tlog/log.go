@@ -62,6 +62,11 @@ type Options struct {
 	Interval time.Duration
 	// Logger receives what the log does wrong; nil discards it.
 	Logger *slog.Logger
+	// Store is where the log keeps its entries beside the events, for every node to
+	// rebuild from once the events are pruned (intentd.LogStore); nil keeps them in
+	// Dir only, and a log that lost Dir then rebuilds only while all events are
+	// retained.
+	Store intentd.LogStore
 }
 
 // DefaultOrigin is the origin of a log signed by key: the same on every member of a
@@ -78,6 +83,7 @@ type Log struct {
 	verifier string
 	interval time.Duration
 	log      *slog.Logger
+	store    intentd.LogStore
 
 	// mu is held by the one writer while it appends, and by a signer reading the root.
 	mu        sync.Mutex
@@ -92,10 +98,18 @@ type Log struct {
 	stopped atomic.Bool
 	// following is set while the log holds a subscription to the events.
 	following atomic.Bool
+
+	// check is a checkpoint this node signed of more leaves than it holds (written
+	// before a crash took the leaves, or before its folder was restored from an older
+	// copy): the tree rebuilt must have its root at its size. Under mu.
+	check *checkpoint
+	// shared is how many leaves the store is known to hold, owned by shareLoop.
+	shared uint64
 }
 
 type checkpoint struct {
 	size uint64
+	root []byte
 	note []byte
 }
 
@@ -127,7 +141,7 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}
-	l := &Log{db: db, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger}
+	l := &Log{db: db, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}
 	if err := l.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -178,9 +192,13 @@ func (l *Log) load() error {
 	if c.Size > size {
 		// The leaves after the checkpoint were not yet on disk when the node
 		// stopped; they come again from the event stream, the same.
-		l.log.Warn("the log's checkpoint is ahead of its leaves; they are rebuilt from the events", "checkpoint", c.Size, "leaves", size)
+		l.log.Warn("the log's checkpoint is ahead of its leaves; they are rebuilt from the events, or from the store", "checkpoint", c.Size, "leaves", size)
 	}
-	l.cp.Store(&checkpoint{size: c.Size, note: append([]byte(nil), v...)})
+	cp := &checkpoint{size: c.Size, root: c.Hash, note: append([]byte(nil), v...)}
+	if c.Size > size {
+		l.check = cp
+	}
+	l.cp.Store(cp)
 	if c.Size < size {
 		_, err := l.publish()
 		return err
@@ -215,7 +233,9 @@ func (l *Log) publish() (*checkpoint, error) {
 	cur := l.cp.Load()
 	l.mu.Lock()
 	size := l.rng.End()
-	if cur != nil && cur.size >= size {
+	if cur != nil && cur.size >= size || l.check != nil {
+		// A log still short of a checkpoint it signed signs none smaller: a reader
+		// who saw the larger one would take the smaller for a fork.
 		l.mu.Unlock()
 		return cur, nil
 	}
@@ -235,7 +255,7 @@ func (l *Log) publish() (*checkpoint, error) {
 	if err := l.db.Set([]byte(keyCP), signed, pebble.Sync); err != nil {
 		return nil, fmt.Errorf("tlog: store checkpoint: %w", err)
 	}
-	c := &checkpoint{size: size, note: signed}
+	c := &checkpoint{size: size, root: root, note: signed}
 	l.cp.Store(c)
 	return c, nil
 }
@@ -270,6 +290,19 @@ func (l *Log) append(leaves []leaf) error {
 			return fmt.Errorf("tlog: append: %w", err)
 		}
 		size, last, added = size+1, lf.eventID, added+1
+		if l.check != nil && size == l.check.size {
+			root, err := l.rng.GetRootHash(nil)
+			if err != nil {
+				return fmt.Errorf("tlog: root: %w", err)
+			}
+			if !bytes.Equal(root, l.check.root) {
+				// What was appended is not written; the range in memory is not the disk's.
+				l.stopped.Store(true)
+				return fmt.Errorf("%w: the tree rebuilt has root %x at size %d, the checkpoint this log signed has %x",
+					intentd.ErrLogFork, root, size, l.check.root)
+			}
+			l.check = nil
+		}
 	}
 	if added == 0 {
 		return nil
@@ -419,9 +452,7 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 	var out []byte
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		v := it.Value()
-		out = binary.BigEndian.AppendUint16(out, uint16(len(v)))
-		out = append(out, v...)
+		out = AppendBundle(out, it.Value())
 		n++
 	}
 	if n != width {
@@ -441,20 +472,43 @@ type Source interface {
 }
 
 // Run follows the engine's events into the log, and signs a checkpoint each interval
-// while leaves come, until ctx ends. It returns ErrGap when the events it needs are no
-// longer retained; then the log serves what it has and grows no more.
+// while leaves come, until ctx ends; with Options.Store it also writes the entries to
+// the store each interval, and takes from there the leaves whose events are no longer
+// retained. It returns ErrGap when the events it needs are retained nowhere, and an
+// error that is intentd.ErrLogFork when its tree differs from the one the store keeps or
+// it signed before; then the log serves what it has and grows no more.
 func (l *Log) Run(ctx context.Context, e Source) error {
-	// The signer stops with Run, so that Close never closes the database under it.
+	// A fork the writer finds ends Run with it as the cause.
+	ctx, fork := context.WithCancelCause(ctx)
+	defer fork(nil)
+	// The signer and the writer stop with Run, so that Close never closes the database
+	// under them.
 	sctx, stop := context.WithCancel(ctx)
-	signed := make(chan struct{})
-	go func() { defer close(signed); l.checkpoints(sctx) }()
-	defer func() { stop(); <-signed }()
+	var workers sync.WaitGroup
+	workers.Add(1)
+	go func() { defer workers.Done(); l.checkpoints(sctx) }()
+	if l.store != nil {
+		workers.Add(1)
+		go func() { defer workers.Done(); l.shareLoop(sctx, fork) }()
+	}
+	defer func() { stop(); workers.Wait() }()
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.follow(ctx, e)
-		if errors.Is(err, ErrGap) {
+		if errors.Is(err, errRestored) {
+			continue // follow the events after the leaves the store gave
+		}
+		if cause := context.Cause(ctx); errors.Is(cause, intentd.ErrLogFork) {
+			err = cause
+		}
+		if errors.Is(err, ErrGap) || errors.Is(err, intentd.ErrLogFork) {
 			l.stopped.Store(true)
-			l.log.Error("the transparency log stops: restore its folder from a copy, or from another node", "err", err, "last_event", l.lastEvent)
+			what := "the transparency log stops: restore its folder from a copy, or from another node"
+			if errors.Is(err, intentd.ErrLogFork) {
+				what = "FORK: the transparency log stops: its tree is not the one it kept or signed before"
+				fork(err) // nor does the writer write this tree to the store as it stops
+			}
+			l.log.Error(what, "err", err, "last_event", l.lastEvent, "leaves", l.Size())
 			return err
 		}
 		if ctx.Err() != nil || l.stopped.Load() {
@@ -486,6 +540,14 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 		l.following.Store(false)
 	}()
 	if sub.Truncated() {
+		n, err := l.restore(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			l.log.Info("the transparency log took leaves from the store, whose events are pruned", "leaves", n, "size", l.Size())
+			return errRestored
+		}
 		return fmt.Errorf("%w (the log holds up to event %d)", ErrGap, from)
 	}
 	batch := make([]leaf, 0, TileWidth)
@@ -521,6 +583,132 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 
 // commitEvery spaces the log's writes; a leaf waits at most this long beyond its event.
 const commitEvery = 10 * time.Millisecond
+
+// errRestored ends a subscription that found its first events pruned, after the log
+// took the leaves of those events from the store: the log follows again from its new
+// last event.
+var errRestored = errors.New("tlog: leaves restored from the store")
+
+// restore appends the leaves the store keeps beyond the log's own, a bundle at a time,
+// and returns how many. The entries the log holds of a bundle must begin the stored
+// one; the stored entries must be in the log's own form, of events after its last.
+func (l *Log) restore(ctx context.Context) (int, error) {
+	if l.store == nil {
+		return 0, nil
+	}
+	added := 0
+	for {
+		size := l.Size()
+		b := size / TileWidth
+		raw, err := l.store.LogBundle(ctx, b)
+		if errors.Is(err, intentd.ErrNotFound) {
+			return added, nil
+		}
+		if err != nil {
+			return added, fmt.Errorf("tlog: read entry bundle %d from the store: %w", b, err)
+		}
+		entries, err := ParseBundle(raw)
+		if err != nil {
+			return added, fmt.Errorf("tlog: entry bundle %d in the store: %w", b, err)
+		}
+		have := int(size - b*TileWidth)
+		if have > 0 {
+			mine, err := l.Entries(b, have)
+			if err != nil {
+				return added, err
+			}
+			// The store may hold fewer of them than the log (its writer lags): only
+			// what both hold is compared.
+			if !bytes.HasPrefix(raw, mine) && !bytes.HasPrefix(mine, raw) {
+				return added, fmt.Errorf("%w: entry bundle %d and the log's %d entries of it differ", intentd.ErrLogFork, b, have)
+			}
+		}
+		if len(entries) <= have {
+			return added, nil
+		}
+		l.mu.Lock()
+		last := l.lastEvent
+		l.mu.Unlock()
+		leaves := make([]leaf, 0, len(entries)-have)
+		for i, data := range entries[have:] {
+			e, err := intentd.ParseLogEntry(data)
+			if err != nil {
+				return added, fmt.Errorf("tlog: entry %d in the store: %w", size+uint64(i), err)
+			}
+			if e.EventID <= last {
+				return added, fmt.Errorf("tlog: entry %d in the store is of event %d, not after event %d", size+uint64(i), e.EventID, last)
+			}
+			last = e.EventID
+			leaves = append(leaves, leaf{eventID: e.EventID, entry: e})
+		}
+		if err := l.append(leaves); err != nil {
+			return added, err
+		}
+		added += len(leaves)
+		if len(entries) < TileWidth {
+			return added, nil
+		}
+	}
+}
+
+// shareLoop writes the log's entries to the store each interval, and once more when
+// ctx ends, so that a node stopped in order leaves the store every leaf it made; a fork
+// it finds ends Run.
+func (l *Log) shareLoop(ctx context.Context, fork context.CancelCauseFunc) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	failing := false
+	for ctx.Err() == nil {
+		err := l.share(ctx)
+		switch {
+		case errors.Is(err, intentd.ErrLogFork):
+			fork(err)
+			return
+		case err == nil:
+			failing = false
+		case ctx.Err() == nil && !failing:
+			// Said once, until a write succeeds: the store is tried each interval.
+			l.log.Warn("the transparency log cannot write its entries to the store; it tries again", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	if errors.Is(context.Cause(ctx), intentd.ErrLogFork) {
+		return
+	}
+	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastShare)
+	defer cancel()
+	if err := l.share(last); err != nil {
+		l.log.Warn("the transparency log could not write its last entries to the store; its next start writes them", "err", err)
+	}
+}
+
+// lastShare bounds the write of the last entries when the log stops.
+const lastShare = 2 * time.Second
+
+// share writes the bundles of the leaves the store does not hold yet: each full one
+// once, and the last, partial one as it grows. Its first pass after a start writes or
+// compares every bundle, so that a node checks the whole of its tree against the one
+// the store keeps.
+func (l *Log) share(ctx context.Context) error {
+	size := l.Size()
+	for l.shared < size {
+		b := l.shared / TileWidth
+		width := min(TileWidth, size-b*TileWidth)
+		bundle, err := l.Entries(b, int(width))
+		if err != nil {
+			return err
+		}
+		if err := l.store.PutLogBundle(ctx, b, bundle); err != nil {
+			return fmt.Errorf("tlog: write entry bundle %d: %w", b, err)
+		}
+		l.shared = b*TileWidth + width
+	}
+	return nil
+}
 
 // leafOf makes the leaf of an event: its digest, and its receipt's, which it reads
 // from the source. A receipt that cannot be read now is asked for again, never left

@@ -77,7 +77,15 @@ const (
 // byte for byte as it was (by Store.Digest before and after each request), except the
 // few that are meant to store.
 func TestHostileInput(t *testing.T) {
-	s := startServer(t, nil)
+	var args []string
+	if testNATS != "" {
+		// The NATS store's digest counts every record of its stream, the transparency
+		// log's entry bundles among them, which the log writes on a timer of its own
+		// after an outcome, not in step with any request. (Pebble's digest leaves them
+		// out.) No case here reads the log.
+		args = []string{"--tlog=false"}
+	}
+	s := startServer(t, args)
 	f := newHostileFixture(t, s)
 	cases := f.cases()
 	if len(cases) < 150 {

@@ -631,7 +631,10 @@ func (m *Main) openTlog(key *crypto.SigningKey) error {
 		dir = filepath.Join(m.Config.DataDir, "tlog")
 	}
 	log := m.logger.With("component", "tlog")
-	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: log})
+	// Both stores keep the log's entries, so that the log outlives the events' retention
+	// and every node of a cluster rebuilds the same tree (docs/proofs.md).
+	shared, _ := m.store.(intentd.LogStore)
+	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: log, Store: shared})
 	if err != nil {
 		return fmt.Errorf("open the transparency log: %w", err)
 	}

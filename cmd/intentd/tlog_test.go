@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,6 +27,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/natsstore"
 	iproof "github.com/intentd/intentd/proof"
+	"github.com/intentd/intentd/tlog"
 )
 
 // decideMany submits n intents and proposes to each, the first of every seven a
@@ -187,30 +192,79 @@ func TestTransparencyLog(t *testing.T) {
 	}
 
 	t.Run("cache headers", func(t *testing.T) {
+		// C2SP tlog-tiles: the checkpoint is text/plain and "mutable, so its headers
+		// SHOULD prevent caching beyond a few seconds"; tiles and entry bundles, full
+		// and partial, are application/octet-stream and "immutable, so [their] caching
+		// headers SHOULD be long-lived".
+		const immutable = "public, max-age=31536000, immutable"
+		const octets = "application/octet-stream"
 		for _, tt := range []struct {
-			path, cache string
-			status      int
-			code        string
+			path, cache, contentType string
+			status                   int
+			code                     string
 		}{
-			{"/log/checkpoint", "no-cache", 200, ""},
-			{"/log/tile/0/000", "public, max-age=31536000, immutable", 200, ""},
-			{"/log/tile/entries/001", "public, max-age=31536000, immutable", 200, ""},
-			{"/log/tile/0/002.p/3", "public, max-age=60", 200, ""},
-			{"/log/tile/1/000.p/2", "public, max-age=60", 200, ""},
-			{"/log/tile/0/002", "", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/002.p/4", "", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/x000/002", "", 404, intentd.CodeNotFound},
-			{"/log/tile/entries/2", "", 404, intentd.CodeNotFound},
+			{"/log/checkpoint", "no-cache", "text/plain; charset=utf-8", 200, ""},
+			{"/log/tile/0/000", immutable, octets, 200, ""},
+			{"/log/tile/entries/001", immutable, octets, 200, ""},
+			{"/log/tile/0/002.p/3", immutable, octets, 200, ""},
+			{"/log/tile/entries/002.p/3", immutable, octets, 200, ""},
+			{"/log/tile/1/000.p/2", immutable, octets, 200, ""},
+			{"/log/tile/0/002", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/0/002.p/4", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/entries/003", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+			{"/log/tile/0/x000/002", "", "application/json", 404, intentd.CodeNotFound},
+			{"/log/tile/entries/2", "", "application/json", 404, intentd.CodeNotFound},
 		} {
-			r := s.do("GET", tt.path, "", nil)
-			if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache && tt.status == 200 {
-				t.Errorf("GET %s: %d, Cache-Control %q; want %d, %q", tt.path, r.status, r.header.Get("Cache-Control"), tt.status, tt.cache)
-			}
-			if tt.code != "" {
-				if code, _ := r.errorBody(t); code != tt.code {
-					t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
+			t.Run(strings.TrimPrefix(tt.path, "/log/"), func(t *testing.T) {
+				r := s.do("GET", tt.path, "", nil)
+				if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache || r.header.Get("Content-Type") != tt.contentType {
+					t.Errorf("GET %s: %d, Cache-Control %q, Content-Type %q; want %d, %q, %q", tt.path, r.status,
+						r.header.Get("Cache-Control"), r.header.Get("Content-Type"), tt.status, tt.cache, tt.contentType)
 				}
-			}
+				if tt.code != "" {
+					if code, _ := r.errorBody(t); code != tt.code {
+						t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("compressed bundles", func(t *testing.T) {
+		// "Entry bundles SHOULD be compressed at the HTTP layer", by Accept-Encoding.
+		for _, tt := range []struct {
+			path, accept string
+			gzipped      bool
+		}{
+			{"/log/tile/entries/000", "gzip", true},
+			{"/log/tile/entries/002.p/3", "br, gzip;q=0.5", true},
+			{"/log/tile/entries/000", "identity", false},
+			{"/log/tile/entries/000", "*;q=1, gzip;q=0", false},
+			{"/log/tile/0/000", "gzip", false},
+		} {
+			t.Run(tt.path+" "+tt.accept, func(t *testing.T) {
+				plain := s.do("GET", tt.path, "", nil, "Accept-Encoding", "identity")
+				r := s.do("GET", tt.path, "", nil, "Accept-Encoding", tt.accept)
+				if r.status != 200 || (r.header.Get("Content-Encoding") == "gzip") != tt.gzipped {
+					t.Fatalf("GET %s with Accept-Encoding %q: %d, Content-Encoding %q", tt.path, tt.accept, r.status, r.header.Get("Content-Encoding"))
+				}
+				body := r.body
+				if tt.gzipped {
+					zr, err := gzip.NewReader(bytes.NewReader(r.body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if body, err = io.ReadAll(zr); err != nil {
+						t.Fatal(err)
+					}
+					if len(r.body) >= len(plain.body) {
+						t.Errorf("gzipped, the bundle is %d bytes, plain %d", len(r.body), len(plain.body))
+					}
+				}
+				if !bytes.Equal(body, plain.body) {
+					t.Fatal("the bundle differs from the plain one")
+				}
+			})
 		}
 	})
 
@@ -282,5 +336,189 @@ func TestTransparencyLogSameOnEveryNode(t *testing.T) {
 		if ra.status != http.StatusOK || !bytes.Equal(ra.body, rb.body) {
 			t.Fatalf("GET %s: %d and %d, bodies equal %v", path, ra.status, rb.status, bytes.Equal(ra.body, rb.body))
 		}
+	}
+}
+
+// logSnapshot is what a reader fetches of a log: its checkpoint and the resources the
+// checkpoint's tree is served as, for two servers to be compared byte for byte.
+func (s *testServer) logSnapshot(n uint64) map[string][]byte {
+	s.t.Helper()
+	paths := []string{"/log/checkpoint"}
+	for b := uint64(0); b*256 < n; b++ {
+		w := min(256, n-b*256)
+		suffix := ""
+		if w < 256 {
+			suffix = ".p/" + strconv.FormatUint(w, 10)
+		}
+		idx := fmt.Sprintf("%03d", b)
+		paths = append(paths, "/log/tile/0/"+idx+suffix, "/log/tile/entries/"+idx+suffix)
+	}
+	if n >= 256 {
+		paths = append(paths, "/log/tile/1/000.p/"+strconv.FormatUint(n/256, 10))
+	}
+	out := map[string][]byte{}
+	for _, p := range paths {
+		r := s.do("GET", p, "", nil)
+		if r.status != http.StatusOK {
+			s.t.Fatalf("GET %s: %s", p, r)
+		}
+		out[p] = r.body
+	}
+	return out
+}
+
+// waitSameLog waits until s serves want, byte for byte.
+func (s *testServer) waitSameLog(want map[string][]byte, n uint64) {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := s.do("GET", "/log/checkpoint", "", nil)
+		if bytes.Equal(r.body, want["/log/checkpoint"]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("after 30s the checkpoint is\n%s\nwant\n%s\nlogs:\n%s", r.body, want["/log/checkpoint"], s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for p, body := range s.logSnapshot(n) {
+		if !bytes.Equal(body, want[p]) {
+			s.t.Fatalf("GET %s differs from the first server's", p)
+		}
+	}
+}
+
+// TestTransparencyLogRebuildsAfterPruning loses a node's log folder after the events
+// were pruned: the node rebuilds, from the entries the store keeps, the tree it served
+// before (the same signed checkpoint, tiles and bundles), and goes on with it.
+func TestTransparencyLogRebuildsAfterPruning(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) []string
+	}{
+		{"pebble", func(t *testing.T) []string { ownStores(t); return nil }},
+		{"nats", func(t *testing.T) []string {
+			srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Shutdown)
+			return []string{"--store", srv.URL(), "--nats-prefix", "rebuild"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// The newest event only is kept, and a start prunes the rest.
+			args := append(tc.store(t), "--event-retention", "1")
+			s := startServerIn(t, dir, args)
+			const n = 256 + 4
+			s.decideMany(n)
+			_, raw := s.logReader().waitCheckpoint(t, n)
+			want := s.logSnapshot(n)
+			if !bytes.Equal(want["/log/checkpoint"], raw) {
+				t.Fatal("the checkpoint changed between two reads")
+			}
+			if err := s.m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(dir, "tlog")); err != nil {
+				t.Fatal(err)
+			}
+
+			s = startServerIn(t, dir, args)
+			if first, last, err := s.m.store.EventBounds(context.Background()); err != nil || first != last {
+				t.Fatalf("after the restart the events retained are %d to %d (%v), want the newest only", first, last, err)
+			}
+			s.waitSameLog(want, n)
+			if !strings.Contains(s.logs.String(), "took leaves from the store") {
+				t.Fatalf("the log was not rebuilt from the store:\n%s", s.logs)
+			}
+			// It goes on: a later checkpoint is consistent with the one before.
+			lr := s.logReader()
+			cp0, _, _, err := tclient.FetchCheckpoint(context.Background(), func(context.Context) ([]byte, error) { return raw, nil }, lr.verifier, lr.origin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.decideMany(3)
+			cp, _ := lr.waitCheckpoint(t, n+3)
+			pb, err := tclient.NewProofBuilder(context.Background(), cp.Size, lr.f.ReadTile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons, err := pb.ConsistencyProof(context.Background(), cp0.Size, cp.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, cp0.Size, cp.Size, cons, cp0.Hash, cp.Hash); err != nil {
+				t.Fatalf("the rebuilt log is not consistent with the one before: %v", err)
+			}
+		})
+	}
+}
+
+// TestTransparencyLogNewNodeAfterPruning starts a second node on a NATS store whose
+// events were all pruned: it serves the first node's tree, byte for byte, and both go
+// on to sign the same checkpoints.
+func TestTransparencyLogNewNodeAfterPruning(t *testing.T) {
+	ownStores(t)
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := crypto.WriteSigningKeyFile(keyFile, key); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--store", srv.URL(), "--nats-prefix", "shared", "--signing-key", keyFile}
+	a := startServer(t, args)
+	const n = 256 + 7
+	a.decideMany(n)
+	a.logReader().waitCheckpoint(t, n)
+
+	// Prune every event, once the store holds every entry.
+	st, err := natsstore.Open(context.Background(), natsstore.Options{URLs: []string{srv.URL()}, Prefix: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := st.LogBundle(context.Background(), 1)
+		if entries, perr := tlog.ParseBundle(b); err == nil && perr == nil && len(entries) == n-256 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store does not hold the log's entries after 20s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := st.PruneEvents(context.Background(), 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, err := st.EventBounds(context.Background()); err != nil || first != 0 {
+		t.Fatalf("after the prune the first event is %d (%v), want none", first, err)
+	}
+
+	b := startServer(t, args)
+	b.waitSameLog(a.logSnapshot(n), n)
+	if !strings.Contains(b.logs.String(), "took leaves from the store") {
+		t.Fatalf("the second node did not build from the store:\n%s", b.logs)
+	}
+	for i := range 4 {
+		node := []*testServer{a, b}[i%2]
+		id := node.submit()
+		if r := node.propose(id, solutionPasses); r.status != http.StatusOK {
+			t.Fatalf("proposal: %s", r)
+		}
+	}
+	_, rawA := a.logReader().waitCheckpoint(t, n+4)
+	_, rawB := b.logReader().waitCheckpoint(t, n+4)
+	if !bytes.Equal(rawA, rawB) {
+		t.Fatalf("after new outcomes the nodes sign different checkpoints:\n%s\n%s", rawA, rawB)
 	}
 }
