@@ -7,7 +7,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/http/console"
 )
 
@@ -16,7 +15,6 @@ import (
 const (
 	consolePrefix       = "/ui/"
 	consoleFilesPattern = "/ui/"
-	consoleTimeline     = "/ui/api/intents/:id/timeline"
 )
 
 // consoleHeaders are sent with every console file. The content security policy lets
@@ -33,9 +31,8 @@ var consoleHeaders = map[string]string{
 }
 
 // routeConsole registers the console: its files under /ui/, with /ui/ itself the
-// index page, config.json saying whether the API wants a token, and the times of an
-// intent (the API's status carries none). The files need no token: they hold no data,
-// and the page must load to ask for one; the times need the read role, as a status does.
+// index page, and config.json saying whether the API wants a token. The files need no
+// token: they hold no data, and the page must load to ask for one.
 func (s *Server) routeConsole(r *httprouter.Router) {
 	files := console.Files()
 	files = append(files, console.File{
@@ -58,10 +55,6 @@ func (s *Server) routeConsole(r *httprouter.Router) {
 	r.Handle(http.MethodGet, "/ui", s.chain(filesRoute, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
 		http.Redirect(w, req, consolePrefix, http.StatusMovedPermanently)
 	}))
-	timeline := &route{method: http.MethodGet, pattern: consoleTimeline, role: RoleRead, handle: (*Server).handleTimeline}
-	r.Handle(http.MethodGet, consoleTimeline, s.chain(timeline, false, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
-		timeline.handle(s, w, req, ps)
-	}))
 }
 
 func serveConsoleFile(w http.ResponseWriter, r *http.Request, f console.File) {
@@ -74,21 +67,4 @@ func serveConsoleFile(w http.ResponseWriter, r *http.Request, f console.File) {
 		h.Set("ETag", f.ETag)
 	}
 	http.ServeContent(w, r, f.Name, time.Time{}, bytes.NewReader(f.Body))
-}
-
-// handleTimeline answers the times of an intent, for the console's timeline and its
-// countdown to the deadline. An engine that keeps no times answers 404 not_found, and
-// the console shows the intent without them.
-func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	tr, ok := s.engine.(intentd.TimelineReader)
-	if !ok {
-		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "this server's engine keeps no times of intents"))
-		return
-	}
-	t, err := tr.Timeline(r.Context(), ps.ByName("id"))
-	if err != nil {
-		Error(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, t)
 }

@@ -48,7 +48,7 @@ async function render(id, setTimer) {
   const [authored, status, times] = await Promise.all([
     getJSON(path),
     getJSON(path + "/status"),
-    getJSON("/ui/api/intents/" + encodeURIComponent(id) + "/timeline").catch(() => null),
+    getJSON(path + "/timeline").catch(() => null),
   ]);
   const intent = authored.intent;
   let policyText = null, policyError = null;
