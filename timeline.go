@@ -28,3 +28,27 @@ type TimelineReader interface {
 	// Timeline returns the times of an intent: KindNotFound (CodeIntentNotFound).
 	Timeline(ctx context.Context, id string) (Timeline, error)
 }
+
+// EventMarks places times in the event log: which events came before each. The event
+// stream carries no time (spec part 6), and a reader who replays it, as the console
+// does at its first connection, learns from these when each replayed outcome happened.
+type EventMarks struct {
+	// Before holds, for each time asked about, the id of the newest event stored before
+	// it; an event with id n came before time i exactly when n <= Before[i].
+	Before []uint64
+	// Last is the id of the newest event when the marks were read: events after it are
+	// newer than every mark.
+	Last uint64
+	// RetainedFrom is the time of the oldest retained event when older ones were
+	// pruned, zero when none was: what happened before it is no longer known.
+	RetainedFrom time.Time
+}
+
+// EventMarker is an Engine that can place times among its retained events: an
+// interface of its own, as TimelineReader is, so that an engine without event times
+// is still an Engine.
+type EventMarker interface {
+	// MarkEvents answers the EventMarks of times, which are in ascending order. Its
+	// cost is a few reads of the event log per time, whatever the number of events.
+	MarkEvents(ctx context.Context, times []time.Time) (EventMarks, error)
+}
