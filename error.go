@@ -147,7 +147,7 @@ const (
 	CodeUnsupportedContentType = "unsupported_content_type" // 400: Content-Type missing, another than the route's, or not UTF-8
 	CodeBodyTooLarge           = "body_too_large"           // 413: the body is over the server's limit
 	CodeMethodNotAllowed       = "method_not_allowed"       // 405: the route does not serve this method
-	CodeNotFound               = "not_found"                // 404: no route has this path
+	CodeNotFound               = "not_found"                // 404: no route has this path, or no times kept (GET /intents/{id}/timeline)
 	CodeMalformedAuthorship    = "malformed_authorship"     // 422: the authorship does not match the schema
 	CodeSupersededShape        = "superseded_shape"         // 422: a shape of an earlier interface version
 	CodeInvalidLastEventID     = "invalid_last_event_id"    // 400: the resume point is not an event id

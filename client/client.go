@@ -247,6 +247,19 @@ func (c *Client) Status(ctx context.Context, id string) (*IntentStatus, error) {
 	return &st, nil
 }
 
+// Timeline calls GET /intents/{id}/timeline, an extension of the API: when the intent
+// was created, proposed and ended, and its deadline (ExpiresAt), by the server's clock.
+// An agent deciding how long it may search reads the deadline here, since the status
+// carries none. Codes of its 404s: intent_not_found, and not_found from a server whose
+// engine keeps no times.
+func (c *Client) Timeline(ctx context.Context, id string) (*intentd.Timeline, error) {
+	var t intentd.Timeline
+	if err := c.getJSON(ctx, "/intents/"+url.PathEscape(id)+"/timeline", &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // Proof calls GET /intents/{id}/proof and returns the bundle's JSON as the server sent
 // it, ready for proof.Verify or for a file. Codes of its 404s: intent_not_found,
 // proof_not_ready (ask again once the intent is decided), no_proof (there will be none).

@@ -306,3 +306,59 @@ func TestKindOfEveryStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestClientTimeline reads the times of intents from a real server listening on a port
+// of its own: an open intent's deadline is the engine's TTL after its creation, a
+// decided one has its proposal's and its end's times, and an unknown one is
+// intent_not_found.
+func TestClientTimeline(t *testing.T) {
+	f := newClientFixture(t)
+	ctx := t.Context()
+	before := time.Now()
+	open := f.submit(t, 2500)
+	decided := f.submit(t, 2500)
+	if err := f.c.Propose(ctx, decided, navyM); err != nil {
+		t.Fatal(err)
+	}
+	f.decided(t, decided)
+	after := time.Now()
+
+	tests := []struct {
+		name    string
+		id      string
+		code    string
+		decided bool
+	}{
+		{"open", open, "", false},
+		{"decided", decided, "", true},
+		{"unknown", uuid.NewString(), intentd.CodeIntentNotFound, false},
+		{"not a uuid", "not-an-id", intentd.CodeIntentNotFound, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl, err := f.c.Timeline(ctx, tt.id)
+			if tt.code != "" {
+				var ae *client.APIError
+				if !errors.As(err, &ae) || ae.Status != 404 || ae.Code != tt.code || intentd.ErrorKind(err) != intentd.KindNotFound {
+					t.Fatalf("Timeline(%s) = %+v, %v; want a 404 %s", tt.id, tl, err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tl.CreatedAt.Before(before.Add(-time.Second)) || tl.CreatedAt.After(after.Add(time.Second)) {
+				t.Errorf("created_at %s, want between %s and %s", tl.CreatedAt, before, after)
+			}
+			if got := tl.ExpiresAt.Sub(tl.CreatedAt); got != actors.DefaultConfig().IntentTTL {
+				t.Errorf("the deadline is %s after creation, want the TTL %s", got, actors.DefaultConfig().IntentTTL)
+			}
+			if done := !tl.ProposedAt.IsZero() && !tl.FinishedAt.IsZero(); done != tt.decided {
+				t.Errorf("proposed_at %s, finished_at %s; decided %v", tl.ProposedAt, tl.FinishedAt, tt.decided)
+			}
+			if tt.decided && (tl.ProposedAt.Before(tl.CreatedAt) || tl.FinishedAt.Before(tl.ProposedAt)) {
+				t.Errorf("timeline out of order: %+v", tl)
+			}
+		})
+	}
+}

@@ -58,6 +58,24 @@ func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps http
 	writeJSON(w, http.StatusOK, st)
 }
 
+// handleGetTimeline answers the times of an intent, an extension of the API: the
+// status and the event bodies are fixed by the spec and carry none, and an agent
+// needs the deadline, a person the story. An engine that keeps no times answers 404
+// not_found, which a caller tells from intent_not_found.
+func (s *Server) handleGetTimeline(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	tr, ok := s.engine.(intentd.TimelineReader)
+	if !ok {
+		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "this server's engine keeps no times of intents"))
+		return
+	}
+	t, err := tr.Timeline(r.Context(), ps.ByName("id"))
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
 // handlePostProposal accepts the one proposal of an open intent.
 func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, p, err := s.proposalRequest(w, r, ps)

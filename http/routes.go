@@ -35,6 +35,7 @@ var routes = []route{
 	{"POST", "/intents", RoleSubmit, (*Server).handlePostIntent},
 	{"GET", "/intents/:id", RoleRead, (*Server).handleGetIntent},
 	{"GET", "/intents/:id/status", RoleRead, (*Server).handleGetStatus},
+	{"GET", "/intents/:id/timeline", RoleRead, (*Server).handleGetTimeline},
 	{"POST", "/intents/:id/proposal", RolePropose, (*Server).handlePostProposal},
 	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},

@@ -16,8 +16,11 @@ import (
 const (
 	consolePrefix       = "/ui/"
 	consoleFilesPattern = "/ui/"
-	consoleTimeline     = "/ui/api/intents/:id/timeline"
+	consoleMinutes      = "/ui/api/minutes"
 )
+
+// chartMinutes is how many minutes the Live page's chart covers, the current one last.
+const chartMinutes = 60
 
 // consoleHeaders are sent with every console file. The content security policy lets
 // the pages load only their own files and talk only to this server, so that a page
@@ -33,9 +36,10 @@ var consoleHeaders = map[string]string{
 }
 
 // routeConsole registers the console: its files under /ui/, with /ui/ itself the
-// index page, config.json saying whether the API wants a token, and the times of an
-// intent (the API's status carries none). The files need no token: they hold no data,
-// and the page must load to ask for one; the times need the read role, as a status does.
+// index page, config.json saying whether the API wants a token, and the minutes of the
+// event log for the Live page's chart. The files need no token: they hold no data,
+// and the page must load to ask for one; the minutes need the read role, as the
+// stream they place does.
 func (s *Server) routeConsole(r *httprouter.Router) {
 	files := console.Files()
 	files = append(files, console.File{
@@ -58,9 +62,9 @@ func (s *Server) routeConsole(r *httprouter.Router) {
 	r.Handle(http.MethodGet, "/ui", s.chain(filesRoute, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
 		http.Redirect(w, req, consolePrefix, http.StatusMovedPermanently)
 	}))
-	timeline := &route{method: http.MethodGet, pattern: consoleTimeline, role: RoleRead, handle: (*Server).handleTimeline}
-	r.Handle(http.MethodGet, consoleTimeline, s.chain(timeline, false, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
-		timeline.handle(s, w, req, ps)
+	minutes := &route{method: http.MethodGet, pattern: consoleMinutes, role: RoleRead}
+	r.Handle(http.MethodGet, consoleMinutes, s.chain(minutes, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		s.handleConsoleMinutes(w, req)
 	}))
 }
 
@@ -76,19 +80,46 @@ func serveConsoleFile(w http.ResponseWriter, r *http.Request, f console.File) {
 	http.ServeContent(w, r, f.Name, time.Time{}, bytes.NewReader(f.Body))
 }
 
-// handleTimeline answers the times of an intent, for the console's timeline and its
-// countdown to the deadline. An engine that keeps no times answers 404 not_found, and
-// the console shows the intent without them.
-func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	tr, ok := s.engine.(intentd.TimelineReader)
+// consoleMinutesAnswer places the minutes of the last hour in the event log, for the
+// Live page's chart: the stream's events carry no time (spec part 6), and the page
+// replays every retained one when it connects, so it needs the server to say which
+// minute each id belongs to. An event with id n is of minute Minute-59+i when
+// Before[i] < n <= Before[i+1] (Before[60] being LastID), older than the hour when
+// n <= Before[0], and newer than the answer when n > LastID.
+type consoleMinutesAnswer struct {
+	// Now is the server's clock, so that the page counts the events it gets later in
+	// the server's minutes.
+	Now time.Time `json:"now"`
+	// Minute is the current minute, in minutes since the Unix epoch.
+	Minute int64    `json:"minute"`
+	Before []uint64 `json:"before"`
+	LastID uint64   `json:"last_id"`
+	// RetainedFrom is when the oldest retained event was stored, when older ones were
+	// pruned: the chart knows nothing of the minutes before it.
+	RetainedFrom time.Time `json:"retained_from,omitzero"`
+}
+
+// handleConsoleMinutes answers the marks of the last hour's minutes. Its cost is
+// bounded whatever the traffic: the engine finds each mark by halving the event log's
+// ids. An engine that cannot answers 404 not_found, and the page counts events by
+// when they reached it, saying so.
+func (s *Server) handleConsoleMinutes(w http.ResponseWriter, r *http.Request) {
+	em, ok := s.engine.(intentd.EventMarker)
 	if !ok {
-		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "this server's engine keeps no times of intents"))
+		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, CodeNotFound, "this server's engine keeps no times of events"))
 		return
 	}
-	t, err := tr.Timeline(r.Context(), ps.ByName("id"))
+	now := time.Now()
+	minute := now.Unix() / 60
+	times := make([]time.Time, chartMinutes)
+	for i := range times {
+		times[i] = time.Unix((minute-chartMinutes+1+int64(i))*60, 0)
+	}
+	m, err := em.MarkEvents(r.Context(), times)
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, consoleMinutesAnswer{Now: now.UTC(), Minute: minute, Before: m.Before, LastID: m.Last, RetainedFrom: m.RetainedFrom.UTC()})
 }

@@ -166,14 +166,25 @@ type remote struct {
 	*client.Client
 }
 
-// Remote is the Backend of the server c speaks to. The deadline of an intent is not
-// reported: the HTTP API does not carry it.
+// Remote is the Backend of the server c speaks to. The deadline of an intent comes
+// from the server's GET /intents/{id}/timeline, as the server's clock has it.
 func Remote(c *client.Client) Backend {
 	return remote{c}
 }
 
-func (r remote) Deadline(context.Context, string) (time.Time, bool, error) {
-	return time.Time{}, false, nil
+// Deadline reads the intent's timeline. A server without one (an older server, whose
+// answer is 404 not_found, or an engine that keeps no times) reports no deadline rather
+// than failing get_intent, which has everything else an agent needs; an unknown intent
+// is intent_not_found, and stays an error.
+func (r remote) Deadline(ctx context.Context, id string) (time.Time, bool, error) {
+	t, err := r.Timeline(ctx, id)
+	if intentd.ErrorCode(err) == intentd.CodeNotFound {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return t.ExpiresAt, !t.ExpiresAt.IsZero(), nil
 }
 
 func (r remote) Preview(ctx context.Context, id, solution string) (*client.Preview, error) {

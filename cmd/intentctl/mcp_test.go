@@ -21,7 +21,7 @@ import (
 
 // TestMCP runs intentctl mcp as a desktop agent's host does, speaking the protocol on
 // its standard input and output, and makes an agent's flow through it against a real
-// server: the tools listed, the intent read, two candidates previewed, the passing one
+// server: the tools listed, the intent read with the server's deadline, two candidates previewed, the passing one
 // proposed, its outcome awaited and its proof verified; then a second proposal refused
 // with the service's code. Closing its input ends the command with status 0.
 func TestMCP(t *testing.T) {
@@ -102,8 +102,20 @@ func TestMCP(t *testing.T) {
 		return out
 	}
 
-	if out := must("get_intent", map[string]any{"intent_id": id}); out["status"] != "open" || out["policy_id"] != policyID {
+	out := must("get_intent", map[string]any{"intent_id": id})
+	if out["status"] != "open" || out["policy_id"] != policyID {
 		t.Fatalf("get_intent = %v", out)
+	}
+	// The deadline over stdio is the server's, read from its timeline, as at /mcp.
+	tl, err := api.Timeline(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := tl.ExpiresAt.UTC().Format(time.RFC3339); out["deadline"] != want {
+		t.Fatalf("get_intent's deadline over stdio = %v, want the server's %s", out["deadline"], want)
+	}
+	if d, err := time.Parse(time.RFC3339, fmt.Sprint(out["deadline"])); err != nil || time.Until(d) < time.Hour {
+		t.Fatalf("get_intent's deadline %v (%v) is not an open intent's", out["deadline"], err)
 	}
 	for solution, want := range map[string]string{solutionFails: "failure", solutionPasses: "success"} {
 		if out := must("preview_solution", map[string]any{"intent_id": id, "solution": solution}); out["status"] != want || out["proof"] != false {
@@ -119,6 +131,10 @@ func TestMCP(t *testing.T) {
 	}
 	if out := must("get_proof", map[string]any{"intent_id": id}); out["verified"] != true {
 		t.Fatalf("get_proof = %v", out)
+	}
+	// A decided intent has no deadline left to report.
+	if out := must("get_intent", map[string]any{"intent_id": id}); out["status"] != "success" || out["deadline"] != nil {
+		t.Fatalf("get_intent of the decided intent = %v, want success and no deadline", out)
 	}
 	if _, code := call("propose_solution", map[string]any{"intent_id": id, "solution": solutionPasses}); code != "proposal_exists" {
 		t.Fatalf("a second proposal through intentctl mcp: code %q, want proposal_exists", code)

@@ -480,7 +480,8 @@ func TestConsoleServed(t *testing.T) {
 		t.Errorf("GET /ui/config.json: %s", body)
 	}
 	id := s.submit()
-	timeline := s.url + "/ui/api/intents/" + id + "/timeline"
+	// The console reads the times from the API's extension, which needs the read role.
+	timeline := s.url + "/intents/" + id + "/timeline"
 	if code, _, _ := get(timeline); code != http.StatusUnauthorized {
 		t.Errorf("GET the timeline without a token: %d, want 401", code)
 	}
@@ -497,15 +498,23 @@ func TestConsoleServed(t *testing.T) {
 		times.ExpiresAt.Sub(times.CreatedAt) != 24*time.Hour || times.ProposedAt != nil {
 		t.Errorf("GET the timeline of an open intent: %d %s (%v)", code, body, err)
 	}
-	if code, _, body := get(s.url+"/ui/api/intents/not-an-id/timeline", "Authorization", "Bearer "+readToken); code != http.StatusNotFound || !strings.Contains(body, "intent_not_found") {
+	if code, _, body := get(s.url+"/intents/not-an-id/timeline", "Authorization", "Bearer "+readToken); code != http.StatusNotFound || !strings.Contains(body, "intent_not_found") {
 		t.Errorf("GET the timeline of a malformed id: %d %s", code, body)
+	}
+	// The console's former path of it is no route.
+	if code, _, body := get(s.url+"/ui/api/intents/"+id+"/timeline", "Authorization", "Bearer "+readToken); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("GET /ui/api/intents/{id}/timeline: %d %s, want 404 not_found", code, body)
 	}
 
 	off := startServer(t, []string{"--ui=false"})
-	for _, p := range []string{"/ui/", "/ui/app.js", "/ui/api/intents/" + id + "/timeline"} {
+	for _, p := range []string{"/ui/", "/ui/app.js", "/ui/config.json"} {
 		if code, _, _ := get(off.url + p); code != http.StatusNotFound {
 			t.Errorf("--ui=false: GET %s answered %d, want 404", p, code)
 		}
+	}
+	// The timeline is the API's, served with the console off.
+	if code, _, body := get(off.url + "/intents/" + off.submit() + "/timeline"); code != http.StatusOK {
+		t.Errorf("--ui=false: GET the timeline: %d %s, want 200", code, body)
 	}
 }
 

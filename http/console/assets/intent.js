@@ -4,7 +4,7 @@
 
 import { getJSON, getText, APIError } from "./api.js";
 import { h, badge, errorBox, time, duration, kvTable } from "./dom.js";
-import { subscribe } from "./events.js";
+import { subscribe, serverNow } from "./events.js";
 import { parsePolicy } from "./policytext.js";
 
 export function intentPage(main, id) {
@@ -48,7 +48,7 @@ async function render(id, setTimer) {
   const [authored, status, times] = await Promise.all([
     getJSON(path),
     getJSON(path + "/status"),
-    getJSON("/ui/api/intents/" + encodeURIComponent(id) + "/timeline").catch(() => null),
+    getJSON(path + "/timeline").catch(() => null),
   ]);
   const intent = authored.intent;
   let policyText = null, policyError = null;
@@ -69,7 +69,8 @@ async function render(id, setTimer) {
   // The timeline, with a countdown while the intent waits for a proposal.
   const countdown = h("span", { class: "countdown", id: "countdown" });
   const tick = () => {
-    const left = (new Date(times.expires_at) - Date.now()) / 1000;
+    // By the server's clock, as the deadline is, once the stream has learned it.
+    const left = (new Date(times.expires_at) - serverNow()) / 1000;
     countdown.textContent = left > 0 ? duration(left) : "due now";
   };
   if (times && st === "open") { tick(); setTimer(setInterval(tick, 1000)); }

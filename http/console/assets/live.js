@@ -2,7 +2,7 @@
 // counts per minute over the last hour.
 
 import { h, badge, intentLink } from "./dom.js";
-import { live, subscribe } from "./events.js";
+import { live, subscribe, chartMinutes, serverNow } from "./events.js";
 
 const SHOWN = 200; // rows drawn at most; the newest first
 
@@ -21,6 +21,7 @@ export function livePage(main) {
   const intent = h("input", { type: "text", id: "f-intent", placeholder: "part of an intent id", autocomplete: "off", spellcheck: "false" });
   const counts = h("p", { class: "counts", "aria-live": "polite" });
   const chart = h("div", { class: "chart" });
+  const note = h("span", { class: "muted", id: "chart-note" });
   const tbody = h("tbody", { id: "events" });
   const summary = h("p", { class: "muted" });
 
@@ -34,7 +35,7 @@ export function livePage(main) {
       h("h2", { id: "chart-h" }, "Outcomes per minute, last hour"),
       chart,
       h("p", { class: "legend" }, h("span", { class: "success" }, "success"), h("span", { class: "failure" }, "failure"), h("span", { class: "expired" }, "expired"),
-        h("span", { class: "muted" }, "counted when they reached this page"))),
+        note)),
     h("section", { "aria-labelledby": "ev-h" },
       h("h2", { id: "ev-h" }, "Events, newest first"),
       summary,
@@ -87,18 +88,22 @@ export function livePage(main) {
       h("span", { class: "muted" }, `last id ${live.lastId}`));
   }
 
+  // The chart is in the server's minutes: each replayed or resumed event is placed in
+  // the minute the server stored it, not the one it reached this page in.
   function drawChart() {
-    const now = Math.floor(Date.now() / 60000);
+    const now = Math.floor(serverNow() / 60000);
+    const minutes = chartMinutes();
     const W = 600, H = 100, pad = 1, bw = (W - 2) / 60;
     let max = 1;
     for (let m = now - 59; m <= now; m++) {
-      const v = live.minutes.get(m);
+      const v = minutes.get(m);
       if (v) max = Math.max(max, v.success + v.failure + v.expired);
     }
     const bars = [];
     let total = 0;
     for (let i = 0; i < 60; i++) {
-      const v = live.minutes.get(now - 59 + i);
+      const minute = now - 59 + i;
+      const v = minutes.get(minute);
       if (!v) continue;
       let y = H - pad;
       for (const t of ["success", "failure", "expired"]) {
@@ -106,11 +111,19 @@ export function livePage(main) {
         total += v[t];
         const bh = v[t] / max * (H - pad - 4);
         y -= bh;
-        bars.push(svg("rect", { class: t, x: 1 + i * bw, y, width: Math.max(bw - 1, 1), height: bh },
+        bars.push(svg("rect", { class: t, x: 1 + i * bw, y, width: Math.max(bw - 1, 1), height: bh, "data-minute": minute, "data-count": v[t] },
           svg("title", {}, `${v[t]} ${t}, ${59 - i} min ago`)));
       }
     }
+    const from = live.retainedFrom && live.retainedFrom.getTime() > (now - 59) * 60000
+      ? `; the server no longer holds outcomes before ${live.retainedFrom.toLocaleTimeString()}` : "";
+    note.textContent = {
+      placed: "each in the minute the server stored it, by the server's clock" + from,
+      waiting: "placing them in their minutes…",
+      arrival: "counted when they reached this page: the server did not say when they happened",
+    }[live.chart];
     chart.replaceChildren(h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, `max ${max}/min`)), svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
+      "data-chart": live.chart, "data-minute": now,
       "aria-label": `${total} outcomes in the last hour, at most ${max === 1 && total === 0 ? 0 : max} in one minute` },
     svg("line", { x1: 0, x2: W, y1: H - pad, y2: H - pad, stroke: "#c4c8cc" }),
     ...bars), h("div", { class: "axis", "aria-hidden": "true" }, h("span", {}, "60 min ago"), h("span", {}, "now")));
@@ -124,7 +137,7 @@ export function livePage(main) {
   // Redraws are batched, one per 100 ms: a replay sends thousands of events at once.
   let pending = false;
   const off = subscribe(w => {
-    if (!w.event || pending) return;
+    if (!(w.event || "marks" in w) || pending) return;
     pending = true;
     setTimeout(() => { pending = false; redraw(); }, 100);
   });
