@@ -307,6 +307,11 @@ func crashRecovery(t *testing.T, bin string, storeArgs []string, gapless bool, a
 	srv := &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: storeArgs}
 	srv.start()
 	defer func() {
+		if t.Failed() {
+			t.Logf("the server's last warnings and errors, across its restarts:\n%s", strings.Join(srv.warnings(), "\n"))
+		}
+	}()
+	defer func() {
 		if srv.cmd.ProcessState == nil {
 			srv.kill()
 		}
