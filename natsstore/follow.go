@@ -44,7 +44,7 @@ func (s *Store) follow(ctx context.Context) error {
 		cancel()
 		if err == nil {
 			if info.NumPending == 0 && info.Delivered.Consumer == 0 {
-				return nil
+				return s.indexCaughtUp(ctx, f)
 			}
 			break
 		}
@@ -56,9 +56,43 @@ func (s *Store) follow(ctx context.Context) error {
 	}
 	select {
 	case <-loaded:
-		return nil
+		return s.indexCaughtUp(ctx, f)
 	case <-ctx.Done():
 		return fmt.Errorf("nats store: load the indexes: %w", ctx.Err())
+	}
+}
+
+// indexCaughtUp returns once the stream's leader has no record of the index's subjects
+// after the last one the follower handled. The follower's consumer may be served by a
+// replica that is behind the leader, one just restarted and catching up: it says it
+// has handed over everything while the stream has more, and an index loaded from it
+// alone would miss intents, whose proposals would then never be resumed. A follower
+// that does not reach the leader's records within stallAfter is replaced.
+func (s *Store) indexCaughtUp(ctx context.Context, f *follower) error {
+	for {
+		f.mu.Lock()
+		last := f.last
+		f.mu.Unlock()
+		next, err := retryTries(ctx, func(try context.Context) (uint64, error) { return f.next(try, last) })
+		if err != nil {
+			return fmt.Errorf("nats store: load the indexes: %w", err)
+		}
+		if next == 0 {
+			return nil
+		}
+		wait, cancel := context.WithTimeout(ctx, stallAfter)
+		err = s.waitApplied(wait, next)
+		cancel()
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("nats store: load the indexes: the stream's leader has record %d, the index reached %d: %w", next, last, ctx.Err())
+		}
+		s.log.Warn("nats store: the index stands behind the stream's leader at start; a new follower takes over", "last", last, "next", next)
+		if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, last+1); err != nil {
+			return fmt.Errorf("nats store: load the indexes: %w", err)
+		}
 	}
 }
 

@@ -1317,10 +1317,21 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 	floor := s.floor
 	s.mu.Unlock()
 	next := max(after+1, floor)
+	n := 0
 	if limit >= pageByConsumer {
-		return s.eventsByConsumer(ctx, next, limit, fn)
+		// The consumer may be served by a replica that is behind the leader (one
+		// just restarted and catching up): it says nothing is pending while the
+		// stream has more. What it handed over counts; the leader tells the rest.
+		got, last, err := s.eventsByConsumer(ctx, next, limit, fn)
+		if err != nil {
+			return err
+		}
+		n = got
+		if got > 0 {
+			next = last + 1
+		}
 	}
-	for n := 0; n < limit; n++ {
+	for ; n < limit; n++ {
 		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(s.eventSubject()))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
@@ -1346,61 +1357,62 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 // gets (BenchmarkEventsPage); a page of a few is quicker by direct gets.
 const pageByConsumer = 32
 
-func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) error {
+// eventsByConsumer hands fn up to limit events from next on, read through a consumer,
+// and says how many it handed over and the last one's id.
+func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) (got int, last uint64, err error) {
 	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{s.eventSubject()},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    next,
 	})
 	if err != nil {
-		return s.fail(ctx, err)
+		return 0, 0, s.fail(ctx, err)
 	}
 	// A fetch that does not wait answers with what the server has ready at once, which
 	// for a consumer just made can be part of what there is, or nothing. Fetches go on
 	// until the page is full or the consumer says nothing more is pending.
-	got := 0
 	for got < limit {
 		batch, err := cons.FetchNoWait(limit - got)
 		if err != nil {
-			return s.fail(ctx, err)
+			return got, last, s.fail(ctx, err)
 		}
 		n, pending := 0, uint64(1)
 		for m := range batch.Messages() {
 			meta, err := m.Metadata()
 			if err != nil {
-				return err
+				return got, last, err
 			}
 			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
 			if err != nil {
-				return err
+				return got, last, err
 			}
 			if err := fn(ev); err != nil {
-				return err
+				return got, last, err
 			}
-			n, got, pending = n+1, got+1, meta.NumPending
+			n, got, pending, last = n+1, got+1, meta.NumPending, meta.Sequence.Stream
 		}
 		if err := batch.Error(); err != nil {
-			return s.fail(ctx, err)
+			return got, last, s.fail(ctx, err)
 		}
 		if n > 0 && pending == 0 {
-			return nil
+			return got, last, nil
 		}
 		if n == 0 {
 			info, err := cons.Info(ctx)
 			if err != nil {
-				return s.fail(ctx, err)
+				return got, last, s.fail(ctx, err)
 			}
 			if info.NumPending == 0 {
-				return nil
+				return got, last, nil
 			}
 			select { // the server has more but did not hand it over yet
 			case <-ctx.Done():
-				return s.fail(ctx, ctx.Err())
+				return got, last, s.fail(ctx, ctx.Err())
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	}
-	return nil
+	return got, last, nil
 }
 
 // EventBounds reports the oldest retained event id (0 for none) and the last assigned.
