@@ -230,7 +230,11 @@ func Open(cfg Config) (*Engine, error) {
 	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return cfg.Logger.With("component", "actor")
 	}))
-	_, last, err := e.store.EventBounds(e.ctx)
+	var last uint64
+	err := e.atStart("read the event bounds", func() (err error) {
+		_, last, err = e.store.EventBounds(e.ctx)
+		return err
+	})
 	if err != nil {
 		return nil, storeFailed("read event bounds: %w", err)
 	}
@@ -314,7 +318,11 @@ func (e *Engine) resumeProcessing() error {
 		return intentd.Internal("list processing intents: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := e.registry.call(e.ctx, id, resume{}); err != nil {
+		err := e.atStart("resume an interrupted proposal", func() error {
+			_, err := e.registry.call(e.ctx, id, resume{})
+			return err
+		})
+		if err != nil {
 			return intentd.Internal("resume intent: %w", fmt.Errorf("%s: %w", id, err))
 		}
 	}
@@ -322,6 +330,32 @@ func (e *Engine) resumeProcessing() error {
 		e.log.Info("resumed interrupted proposals", "count", len(ids))
 	}
 	return nil
+}
+
+// startWait bounds how long the start waits for a store that answers "retry later": a
+// store on a NATS cluster whose servers restarted with this node may take a few seconds
+// to elect its leaders, as the store's own open waits for them.
+const startWait = 30 * time.Second
+
+// atStart calls fn until it succeeds, fails for another reason than a store that says
+// to retry later, or startWait passes.
+func (e *Engine) atStart(what string, fn func() error) error {
+	deadline := time.Now().Add(startWait)
+	for logged := false; ; {
+		err := fn()
+		if err == nil || intentd.ErrorCode(err) != intentd.CodeStoreUnavailable || time.Now().After(deadline) {
+			return err
+		}
+		if !logged {
+			e.log.Info("the store asks to retry later; the start waits", "doing", what, "error", err)
+			logged = true
+		}
+		select {
+		case <-e.ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // PutPolicy compiles source and stores the policy; it returns the policy's id. The same

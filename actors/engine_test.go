@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -918,5 +919,65 @@ func TestCallerGivesUp(t *testing.T) {
 			t.Fatalf("the intent was never stored after its caller gave up: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// awayStore answers "retry later" to its first reads of the event bounds and of an
+// intent, as a store on a NATS cluster does while its servers elect their leaders.
+type awayStore struct {
+	storetest.Store
+	left atomic.Int32 // how many more reads fail
+}
+
+func (a *awayStore) away() error {
+	if a.left.Add(-1) >= 0 {
+		return &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeStoreUnavailable, Message: "the store is unreachable; retry later"}
+	}
+	return nil
+}
+
+func (a *awayStore) EventBounds(ctx context.Context) (uint64, uint64, error) {
+	if err := a.away(); err != nil {
+		return 0, 0, err
+	}
+	return a.Store.EventBounds(ctx)
+}
+
+func (a *awayStore) Intent(ctx context.Context, id string) ([]byte, error) {
+	if err := a.away(); err != nil {
+		return nil, err
+	}
+	return a.Store.Intent(ctx, id)
+}
+
+// TestStartWaitsForTheStore restarts the engine with proposals interrupted while its
+// store asks to retry later for a while: the start waits for the store rather than
+// failing, and the proposals are resumed to their outcomes.
+func TestStartWaitsForTheStore(t *testing.T) {
+	h := newHarness(t, nil)
+	ids := make([]string, 3)
+	for i := range ids {
+		ids[i] = h.submit("M", 2500)
+		if err := proposeTo(h, ids[i], "block:M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-h.ext.started
+	h.close()
+	h.ext.release = make(chan struct{})
+	close(h.ext.release)
+	open := h.openStore
+	var away *awayStore
+	h.openStore = func(t *testing.T) storetest.Store {
+		away = &awayStore{Store: open(t)}
+		away.left.Store(6)
+		return away
+	}
+	h.open()
+	if left := away.left.Load(); left > 0 {
+		t.Fatalf("the start made only %d of the reads that fail", 6-left)
+	}
+	for _, id := range ids {
+		h.waitState(id, intentd.StateSuccess)
 	}
 }
