@@ -122,7 +122,7 @@ func TestServerThatStopsAnswering(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if time.Since(stalled) > 10*time.Second {
+		if time.Since(stalled) > 20*time.Second {
 			t.Fatalf("writes still fail %v after the server stopped answering: %v", time.Since(stalled).Round(time.Millisecond), err)
 		}
 		time.Sleep(100 * time.Millisecond)

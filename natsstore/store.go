@@ -173,10 +173,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// A server that stops answering without closing the connection (its machine
 		// gone, a network dropping packets) is found out by pings: by NATS's default,
 		// two missed pings two minutes apart, and the service would wait that long on
-		// a dead server while others are alive. Two missed a second apart move the
-		// connection to another server in about three seconds, about when a cluster
-		// member's lease runs out.
-		nats.PingInterval(time.Second),
+		// a dead server while others are alive. Two missed two seconds apart move the
+		// connection to another server within about six seconds; shorter, a server
+		// slowed by load (a PONG late by a second or two) would be left for nothing,
+		// with the writes and followers in flight.
+		nats.PingInterval(2 * time.Second),
 		nats.MaxPingsOutstanding(2),
 		// No buffering while reconnecting: a write fails at once with a 503 to retry,
 		// instead of being sent minutes later, after its caller was told it failed.
