@@ -140,3 +140,43 @@ func checkLarge(t *testing.T, path, got string) {
 	}
 	t.Fatalf("%s: %d lines, want %d", path, len(g), len(w))
 }
+
+// TestEvaluateLargePolicy covers a policy whose values do not fit the array an
+// evaluation keeps on its stack, twice over, so that a pooled buffer is reused.
+func TestEvaluateLargePolicy(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("name large\nparameters {\n  limit: int\n}\nevidence {\n")
+	for i := range 90 {
+		fmt.Fprintf(&src, "  e%02d: int\n", i)
+	}
+	src.WriteString("}\nrequires {\n")
+	for i := range 90 {
+		fmt.Fprintf(&src, "  evidence.e%02d <= parameters.limit + %d;\n", i, i)
+	}
+	src.WriteString("}\n")
+	p := mustCompile(t, src.String())
+	if n := p.maxStack + len(p.params) + len(p.evidence); n <= inlineValues {
+		t.Fatalf("%d values fit on the stack; the test needs more", n)
+	}
+	a := Attrs{"limit": IntValue(10)}
+	for round := range 3 {
+		ev := map[string]any{}
+		for i := range 90 {
+			if i%3 == round {
+				ev[fmt.Sprintf("e%02d", i)] = json.Number(fmt.Sprint(i + 11 + round))
+			} else {
+				ev[fmt.Sprintf("e%02d", i)] = json.Number("0")
+			}
+		}
+		fails := p.Evaluate(a, ev)
+		if len(fails) != 30 {
+			t.Fatalf("round %d: %d failures, want 30", round, len(fails))
+		}
+		for _, f := range fails {
+			want := fmt.Sprintf("evidence.e%02d = %d, which is not <= parameters.limit + %d = %d", f.Index, f.Index+11+round, f.Index, 10+f.Index)
+			if f.Index%3 != round || f.Reason != want {
+				t.Fatalf("round %d: failure %d: %q, want %q", round, f.Index, f.Reason, want)
+			}
+		}
+	}
+}
