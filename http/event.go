@@ -103,6 +103,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	// nginx buffers proxied responses unless told not to, which would hold events
 	// back until its buffer fills.
 	h.Set("X-Accel-Buffering", "no")
+	// No chunked encoding: net/http writes a chunk's header, its bytes and its end
+	// through its own 4 KiB buffer, and a flush larger than that became two or three
+	// write calls, the most of what a delivered event costs. With "identity" the
+	// stream's bytes go out as they are, one write call a flush, and the connection
+	// closes when the stream ends, which is what ends an event stream anyway (the
+	// set-up the Server-Sent Events recommendation gives; HTTP/2 ignores the header).
+	h.Set("Transfer-Encoding", "identity")
 	w.WriteHeader(http.StatusOK)
 
 	st := &stream{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, frames: &s.frames}
@@ -248,6 +255,8 @@ type stream struct {
 	writeTimeout time.Duration
 	frames       *frameCache // nil: no sharing
 	buf          bytes.Buffer
+	// deadline is the write deadline last set on the connection.
+	deadline time.Time
 }
 
 // event buffers one event's frame.
@@ -328,10 +337,17 @@ func encodeFrame(ev intentd.Event) ([]byte, error) {
 // flushBytes bounds what a stream buffers before it writes.
 const flushBytes = 32 << 10
 
-// flush sends what is buffered. Each write gets its own deadline, so that a client
-// that stops reading frees its handler instead of holding it for ever.
+// flush sends what is buffered. Each write has a deadline of its own, at least nine
+// tenths of the write time-out away, so that a client that stops reading frees its
+// handler instead of holding it for ever. Setting a deadline re-arms the poller's
+// timer under a lock; a stream that writes many times a second sets it again only
+// when a tenth of the time-out has passed.
 func (st *stream) flush() error {
-	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	now := time.Now()
+	if st.deadline.Sub(now) < st.writeTimeout-st.writeTimeout/10 {
+		st.deadline = now.Add(st.writeTimeout)
+		st.rc.SetWriteDeadline(st.deadline)
+	}
 	_, err := st.w.Write(st.buf.Bytes())
 	st.buf.Reset()
 	if err != nil {
