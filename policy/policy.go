@@ -221,23 +221,30 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 	// Every constraint runs before any is explained, so that the failures are counted
 	// and their slice made at its length: one allocation of what is needed, not of room
 	// for every constraint left. The explainer reads only the parameters and evidence,
-	// which running does not change.
-	var resLocal [MaxConstraints]result
-	results := resLocal[:0]
-	if len(p.cons) > len(resLocal) {
-		results = make([]result, 0, len(p.cons))
+	// which running does not change. A bit a constraint says which failed and which
+	// of those could not be decided; a passing evaluation sets none.
+	var failedBits, faultBits [MaxConstraints / 64]uint64
+	var bits results
+	if len(p.cons) <= MaxConstraints {
+		bits = results{failed: failedBits[:], fault: faultBits[:]}
+	} else {
+		bits = results{failed: make([]uint64, (len(p.cons)+63)/64), fault: make([]uint64, (len(p.cons)+63)/64)}
 	}
 	failed := 0
 	for k := range p.cons {
 		c := &p.cons[k]
-		res := resTrue
-		if !c.optional || !anyAbsent(fr.params, c.optSlots) {
-			res = p.pg.run(c.code, &fr)
+		if c.optional && anyAbsent(fr.params, c.optSlots) {
+			continue
 		}
-		if res != resTrue {
+		switch p.pg.run(c.code, &fr) {
+		case resFalse:
+			bits.failed[k/64] |= 1 << (k % 64)
+			failed++
+		case resFault:
+			bits.failed[k/64] |= 1 << (k % 64)
+			bits.fault[k/64] |= 1 << (k % 64)
 			failed++
 		}
-		results = append(results, res)
 	}
 	var fails []Failure
 	if failed > 0 {
@@ -251,7 +258,7 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 			h.v = append(h.v[:0], vals...)
 		}
 		h.fr = frame{params: h.v[p.maxStack:np:np], ev: h.v[np:n]}
-		fails = p.explain(&h.fr, results, failed, a, evidence)
+		fails = p.explain(&h.fr, bits, failed, a, evidence)
 		h.fr = frame{}
 		if h != big {
 			clear(h.v)
@@ -266,15 +273,25 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 	return fails
 }
 
+// results records which constraints of an evaluation failed, a bit each.
+type results struct {
+	failed []uint64 // did not hold
+	fault  []uint64 // of those, could not be decided
+}
+
 // explain makes the Failures of the constraints that did not hold, in order.
-func (p *Policy) explain(fr *frame, results []result, failed int, a Attrs, evidence map[string]any) []Failure {
+func (p *Policy) explain(fr *frame, bits results, failed int, a Attrs, evidence map[string]any) []Failure {
 	rb := reasonBufs.Get().(*reasonBuf)
 	x := explainer{p: p, fr: fr, attrs: a, evidence: evidence, buf: rb.out[:0], ends: rb.ends[:0]}
 	fails := make([]Failure, failed)
 	i := 0
-	for k, res := range results {
-		if res == resTrue {
+	for k := range p.cons {
+		if bits.failed[k/64]&(1<<(k%64)) == 0 {
 			continue
+		}
+		res := resFalse
+		if bits.fault[k/64]&(1<<(k%64)) != 0 {
+			res = resFault
 		}
 		c := &p.cons[k]
 		x.missing = nil
