@@ -169,6 +169,21 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 		}
 	}
 	for {
+		// An event already waiting is taken without the three-way select: a stream
+		// that gathers the events of a moment reads several in a row, and the select
+		// locks every channel it waits on. Once ctx has ended, the select below
+		// decides, as it always has.
+		if ctx.Err() == nil {
+			select {
+			case ev := <-s.live:
+				if ev.ID <= s.after {
+					continue
+				}
+				s.after = ev.ID
+				return *ev, nil
+			default:
+			}
+		}
 		select {
 		case ev := <-s.live:
 			if ev.ID <= s.after {

@@ -103,16 +103,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	// nginx buffers proxied responses unless told not to, which would hold events
 	// back until its buffer fills.
 	h.Set("X-Accel-Buffering", "no")
+	// No chunked encoding: net/http writes a chunk's header, its bytes and its end
+	// through its own 4 KiB buffer, and a flush larger than that became two or three
+	// write calls, the most of what a delivered event costs. With "identity" the
+	// stream's bytes go out as they are, one write call a flush, and the connection
+	// closes when the stream ends, which is what ends an event stream anyway (the
+	// set-up the Server-Sent Events recommendation gives; HTTP/2 ignores the header).
+	h.Set("Transfer-Encoding", "identity")
 	w.WriteHeader(http.StatusOK)
 
 	st := &stream{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, frames: &s.frames}
-	st.buf.WriteString("retry: ")
-	st.buf.WriteString(strconv.FormatInt(s.opts.Retry.Milliseconds(), 10))
-	st.buf.WriteString("\n\n")
+	b := st.out()
+	b.WriteString("retry: ")
+	b.WriteString(strconv.FormatInt(s.opts.Retry.Milliseconds(), 10))
+	b.WriteString("\n\n")
 	if sub.Truncated() {
-		st.buf.WriteString(": events after ")
-		st.buf.WriteString(strconv.FormatUint(sr.from, 10))
-		st.buf.WriteString(" are no longer retained; the stream starts at the oldest retained event\n\n")
+		b.WriteString(": events after ")
+		b.WriteString(strconv.FormatUint(sr.from, 10))
+		b.WriteString(" are no longer retained; the stream starts at the oldest retained event\n\n")
 	}
 	if err := st.flush(); err != nil {
 		return
@@ -136,10 +144,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			}
 			// While more events are ready (a replay, a burst) they share one write and
 			// one flush.
-			if sub.Pending() && st.buf.Len() < flushBytes {
+			if sub.Pending() && st.buffered() < flushBytes {
 				continue
 			}
-			full := st.buf.Len() >= flushBytes
+			full := st.buffered() >= flushBytes
 			if err := st.flush(); err != nil {
 				s.log.DebugContext(ctx, "event stream: write failed", "err", err)
 				return
@@ -161,7 +169,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			// The client left, or the server is shutting down.
 			return
 		case hb.due():
-			st.buf.WriteString(": heartbeat\n\n")
+			st.out().WriteString(": heartbeat\n\n")
 			if err := st.flush(); err != nil {
 				return
 			}
@@ -247,7 +255,14 @@ type stream struct {
 	rc           *http.ResponseController
 	writeTimeout time.Duration
 	frames       *frameCache // nil: no sharing
-	buf          bytes.Buffer
+	// buf holds what is to be written; nil between writes. It comes from streamBufs
+	// and goes back after each write: a stream that has caught up holds nothing
+	// between its writes, so a few buffers serve thousands of streams, instead of
+	// each stream growing one of its own to the size of its largest backlog (and
+	// clearing fresh memory for it as it grows).
+	buf *bytes.Buffer
+	// deadline is the write deadline last set on the connection.
+	deadline time.Time
 }
 
 // event buffers one event's frame.
@@ -263,8 +278,31 @@ func (st *stream) event(ev intentd.Event) error {
 	if err != nil {
 		return err
 	}
-	st.buf.Write(f)
+	st.out().Write(f)
 	return nil
+}
+
+// streamBufs are the streams' write buffers.
+var streamBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf is the largest buffer kept for another stream: one that held an
+// unusually large event is let go.
+const maxPooledBuf = 4 * flushBytes
+
+// out is the stream's buffer, taken from the pool if it has none.
+func (st *stream) out() *bytes.Buffer {
+	if st.buf == nil {
+		st.buf = streamBufs.Get().(*bytes.Buffer)
+	}
+	return st.buf
+}
+
+// buffered is how many bytes wait to be written.
+func (st *stream) buffered() int {
+	if st.buf == nil {
+		return 0
+	}
+	return st.buf.Len()
 }
 
 // frameSlots is how many recent events' frames are kept: enough that every stream
@@ -328,12 +366,26 @@ func encodeFrame(ev intentd.Event) ([]byte, error) {
 // flushBytes bounds what a stream buffers before it writes.
 const flushBytes = 32 << 10
 
-// flush sends what is buffered. Each write gets its own deadline, so that a client
-// that stops reading frees its handler instead of holding it for ever.
+// flush sends what is buffered. Each write has a deadline of its own, at least nine
+// tenths of the write time-out away, so that a client that stops reading frees its
+// handler instead of holding it for ever. Setting a deadline re-arms the poller's
+// timer under a lock; a stream that writes many times a second sets it again only
+// when a tenth of the time-out has passed.
 func (st *stream) flush() error {
-	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
-	_, err := st.w.Write(st.buf.Bytes())
-	st.buf.Reset()
+	now := time.Now()
+	if st.deadline.Sub(now) < st.writeTimeout-st.writeTimeout/10 {
+		st.deadline = now.Add(st.writeTimeout)
+		st.rc.SetWriteDeadline(st.deadline)
+	}
+	var err error
+	if b := st.buf; b != nil {
+		_, err = st.w.Write(b.Bytes())
+		st.buf = nil
+		b.Reset()
+		if b.Cap() <= maxPooledBuf {
+			streamBufs.Put(b)
+		}
+	}
 	if err != nil {
 		return err
 	}

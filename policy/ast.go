@@ -47,6 +47,11 @@ type exprNode struct {
 	// quote subexpressions, and printing them for every failure would cost more than
 	// the evaluation itself.
 	text string
+	// desc is how an explanation quotes the node before its value: the text, in
+	// parentheses when it is a comparison, and " = " unless it is a literal (whose
+	// text is its value). Also set when the policy is built.
+	desc string
+	lit  bool
 }
 
 func (n *exprNode) node() *exprNode { return n }

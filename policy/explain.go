@@ -274,27 +274,42 @@ func isLiteral(e expr) bool {
 	return false
 }
 
-// appendDescribe appends "expr = value", or the literal alone.
-func appendDescribe(b []byte, e expr, v Value) []byte {
-	s := e.node().text
+// describePrefix is what appendDescribe writes before e's value, and whether e is a
+// literal, which is quoted without a value.
+func describePrefix(e expr, text string) (string, bool) {
 	if exprPrec(e) <= precCmp {
 		// A comparison quoted inside a comparison needs its parentheses back.
-		b = append(b, '(')
-		b = append(b, s...)
-		b = append(b, ')')
-	} else {
-		b = append(b, s...)
+		text = "(" + text + ")"
 	}
 	if isLiteral(e) {
+		return text, true
+	}
+	return text + " = ", false
+}
+
+// appendDescribe appends "expr = value", or the literal alone.
+func appendDescribe(b []byte, e expr, v Value) []byte {
+	n := e.node()
+	b = append(b, n.desc...)
+	if n.lit {
 		return b
 	}
-	b = append(b, " = "...)
 	return appendValue(b, v, valueLimit)
 }
 
 // value is the value of e, which the evaluation has already reached without a fault.
 // A reason eval would give is dropped: it is not what the sentence is about.
 func (x *explainer) value(e expr) Value {
+	// Most operands are references: their value is in the frame.
+	if r, ok := e.(*ref); ok {
+		v := x.fr.ev
+		if !r.evidence {
+			v = x.fr.params
+		}
+		if v[r.slot].t.isValue() {
+			return v[r.slot]
+		}
+	}
 	n := len(x.buf)
 	v, _ := x.evalInto(e)
 	x.buf = x.buf[:n]

@@ -121,7 +121,9 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, err
 		}
 		p.maxStack = max(p.maxStack, h)
 		walk(c.x, func(e expr) {
-			e.node().text = exprString(e)
+			n := e.node()
+			n.text = exprString(e)
+			n.desc, n.lit = describePrefix(e, n.text)
 			if s, ok := e.(*setLit); ok {
 				s.val = &setValue{strs: s.strs, ints: s.ints}
 			}
@@ -183,10 +185,21 @@ func (p *Policy) NumConstraints() int { return len(p.cons) }
 // evidence field names it in MissingEvidence. The result depends on nothing but the
 // arguments.
 func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
-	fr := frames.Get().(*frame)
-	fr.stack = grow(fr.stack, p.maxStack)
-	fr.params = grow(fr.params, len(p.params))
-	fr.ev = grow(fr.ev, len(p.evidence))
+	var local [inlineValues]Value
+	var big *valueBuf
+	n := p.maxStack + len(p.params) + len(p.evidence)
+	vals := local[:0]
+	if n <= len(local) {
+		vals = local[:n]
+	} else {
+		big = valueBufs.Get().(*valueBuf)
+		if cap(big.v) < n {
+			big.v = make([]Value, n)
+		}
+		vals = big.v[:n]
+	}
+	np := p.maxStack + len(p.params)
+	fr := frame{stack: vals[:p.maxStack:p.maxStack], params: vals[p.maxStack:np:np], ev: vals[np:]}
 	for i, d := range p.params {
 		v, ok := a[d.Name]
 		switch {
@@ -205,36 +218,102 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 		}
 		fr.ev[i], _ = convert(raw, f.Type, false)
 	}
-	var fails []Failure
-	x := explainer{p: p, fr: fr, attrs: a, evidence: evidence, buf: fr.out[:0], ends: fr.ends[:0]}
+	// Every constraint runs before any is explained, so that the failures are counted
+	// and their slice made at its length: one allocation of what is needed, not of room
+	// for every constraint left. The explainer reads only the parameters and evidence,
+	// which running does not change. A bit a constraint says which failed and which
+	// of those could not be decided; a passing evaluation sets none.
+	var failedBits, faultBits [MaxConstraints / 64]uint64
+	var bits results
+	if len(p.cons) <= MaxConstraints {
+		bits = results{failed: failedBits[:], fault: faultBits[:]}
+	} else {
+		bits = results{failed: make([]uint64, (len(p.cons)+63)/64), fault: make([]uint64, (len(p.cons)+63)/64)}
+	}
+	failed := 0
 	for k := range p.cons {
 		c := &p.cons[k]
 		if c.optional && anyAbsent(fr.params, c.optSlots) {
 			continue
 		}
-		res := p.pg.run(c.code, fr)
-		if res == resTrue {
+		switch p.pg.run(c.code, &fr) {
+		case resFalse:
+			bits.failed[k/64] |= 1 << (k % 64)
+			failed++
+		case resFault:
+			bits.failed[k/64] |= 1 << (k % 64)
+			bits.fault[k/64] |= 1 << (k % 64)
+			failed++
+		}
+	}
+	var fails []Failure
+	if failed > 0 {
+		// The explainer reads the values from a heap copy. Escape analysis cannot
+		// tell its appends to its own buffer from a leak of what it points to, so a
+		// pointer to the array on the stack would move that array to the heap for
+		// every evaluation, passing ones too.
+		h := big
+		if h == nil {
+			h = valueBufs.Get().(*valueBuf)
+			h.v = append(h.v[:0], vals...)
+		}
+		h.fr = frame{params: h.v[p.maxStack:np:np], ev: h.v[np:n]}
+		fails = p.explain(&h.fr, bits, failed, a, evidence)
+		h.fr = frame{}
+		if h != big {
+			clear(h.v)
+			valueBufs.Put(h)
+		}
+	}
+	if big != nil {
+		// Drop references to the caller's strings and sets before pooling.
+		clear(vals)
+		valueBufs.Put(big)
+	}
+	return fails
+}
+
+// results records which constraints of an evaluation failed, a bit each.
+type results struct {
+	failed []uint64 // did not hold
+	fault  []uint64 // of those, could not be decided
+}
+
+// explain makes the Failures of the constraints that did not hold, in order.
+func (p *Policy) explain(fr *frame, bits results, failed int, a Attrs, evidence map[string]any) []Failure {
+	rb := reasonBufs.Get().(*reasonBuf)
+	x := explainer{p: p, fr: fr, attrs: a, evidence: evidence, buf: rb.out[:0], ends: rb.ends[:0]}
+	fails := make([]Failure, failed)
+	i := 0
+	for k := range p.cons {
+		if bits.failed[k/64]&(1<<(k%64)) == 0 {
 			continue
 		}
-		if fails == nil {
-			// At most the constraints left can fail: one allocation, not a growing slice.
-			fails = make([]Failure, 0, len(p.cons)-k)
+		res := resFalse
+		if bits.fault[k/64]&(1<<(k%64)) != 0 {
+			res = resFault
 		}
+		c := &p.cons[k]
 		x.missing = nil
 		x.appendReason(c.x, res)
-		fails = append(fails, Failure{Index: k, PrettyExpr: c.pretty, MissingEvidence: x.missing})
+		// Field by field: the slice is on the heap, and a whole Failure written into it
+		// while the collector runs goes through the runtime's bulk barrier.
+		f := &fails[i]
+		f.Index, f.PrettyExpr, f.MissingEvidence = k, c.pretty, x.missing
 		x.ends = append(x.ends, len(x.buf))
+		i++
 	}
-	if len(fails) > 0 {
-		// Every reason is a piece of one string: one allocation for all of them.
-		all, start := string(x.buf), 0
-		for i, end := range x.ends {
-			fails[i].Reason = all[start:end]
-			start = end
-		}
+	// Every reason is a piece of one string: one allocation for all of them.
+	all, start := string(x.buf), 0
+	for i, end := range x.ends {
+		fails[i].Reason = all[start:end]
+		start = end
 	}
-	fr.out, fr.ends = x.buf, x.ends[:0]
-	fr.release()
+	rb.out, rb.ends = x.buf[:0], x.ends[:0]
+	if cap(rb.out) > maxPooledOut {
+		rb.out = nil
+	}
+	reasonBufs.Put(rb)
 	return fails
 }
 

@@ -43,14 +43,36 @@ const (
 	faultOverflow
 )
 
-// frame is the machine's working memory for one evaluation, pooled so that a passing
-// evaluation allocates nothing.
+// frame is the machine's working memory for one evaluation: the operand stack, and
+// the parameters and evidence fields converted to values, in the policy's slots.
+// Evaluate keeps it on its goroutine's stack (see inlineValues), so that copying a
+// Value, which holds pointers, into it needs no write barrier while the collector
+// runs: on the heap every such copy went through the runtime's barrier code, most of
+// a failing evaluation's cost when allocation kept the collector busy.
 type frame struct {
 	stack  []Value
 	params []Value
 	ev     []Value
-	// out and ends are the explainer's buffer for reasons and where each ends; pooled
-	// with the rest so that a failing evaluation allocates little more than its result.
+}
+
+// inlineValues is how many Values (stack, parameters and evidence together) an
+// evaluation holds in an array on its goroutine's stack: 2.5 KiB, more than the
+// policies the service runs use. A larger policy takes its values from valueBufs.
+const inlineValues = 64
+
+// valueBuf holds the values of a policy too large for inlineValues, pooled so that
+// an evaluation of one allocates nothing for them.
+type valueBuf struct {
+	v  []Value
+	fr frame
+}
+
+var valueBufs = sync.Pool{New: func() any { return new(valueBuf) }}
+
+// reasonBuf is the explainer's buffer for reasons and where each ends, pooled so that a
+// failing evaluation allocates little more than its result. Only an evaluation with a
+// failure takes one.
+type reasonBuf struct {
 	out  []byte
 	ends []int
 }
@@ -59,25 +81,7 @@ type frame struct {
 // quoted huge values is dropped rather than held for ever.
 const maxPooledOut = 16 << 10
 
-var frames = sync.Pool{New: func() any { return new(frame) }}
-
-func grow(s []Value, n int) []Value {
-	if cap(s) < n {
-		return make([]Value, n)
-	}
-	return s[:n]
-}
-
-func (fr *frame) release() {
-	// Drop references to the caller's strings and sets before pooling.
-	clear(fr.stack)
-	clear(fr.params)
-	clear(fr.ev)
-	if cap(fr.out) > maxPooledOut {
-		fr.out = nil
-	}
-	frames.Put(fr)
-}
+var reasonBufs = sync.Pool{New: func() any { return new(reasonBuf) }}
 
 // run executes one constraint's code.
 func (pg *program) run(code []instr, fr *frame) result {
