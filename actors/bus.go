@@ -176,28 +176,24 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 		if ctx.Err() == nil {
 			select {
 			case ev := <-s.live:
-				if ev.ID <= s.after {
-					continue
+				if s.take(ev) {
+					return *ev, nil
 				}
-				s.after = ev.ID
-				return *ev, nil
+				continue
 			default:
 			}
 		}
 		select {
 		case ev := <-s.live:
-			if ev.ID <= s.after {
-				continue
+			if s.take(ev) {
+				return *ev, nil
 			}
-			s.after = ev.ID
-			return *ev, nil
 		case <-s.done:
 			// Events queued before the cut are still delivered; the reader resumes
 			// after the last one.
 			select {
 			case ev := <-s.live:
-				if ev.ID > s.after {
-					s.after = ev.ID
+				if s.take(ev) {
 					return *ev, nil
 				}
 				continue
@@ -208,6 +204,15 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 			return intentd.Event{}, ctx.Err()
 		}
 	}
+}
+
+// take takes a live event unless the replay delivered it already.
+func (s *Subscription) take(ev *intentd.Event) bool {
+	if ev.ID <= s.after {
+		return false
+	}
+	s.after = ev.ID
+	return true
 }
 
 func (s *Subscription) fill(ctx context.Context) error {

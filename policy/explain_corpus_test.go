@@ -2,13 +2,14 @@ package policy
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/intentd/intentd/internal/golden"
 )
 
 // corpusInputs are inputs for a policy from its declared schema alone: mostly values of
@@ -112,33 +113,7 @@ func TestExplainCorpus(t *testing.T) {
 			write(fmt.Sprintf("generated %d input %d", seed, j), p, a, ev)
 		}
 	}
-	checkLarge(t, filepath.Join("testdata", "explain", "corpus.golden"), b.String())
-}
-
-// checkLarge is golden.Check for a file too large to print whole: it names the first
-// line that differs. With -update it rewrites the file, as golden.Check does.
-func checkLarge(t *testing.T, path, got string) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got == string(want) {
-		return
-	}
-	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-	for i := range min(len(g), len(w)) {
-		if g[i] != w[i] {
-			t.Fatalf("%s: line %d differs:\n got  %q\n want %q", path, i+1, g[i], w[i])
-		}
-	}
-	t.Fatalf("%s: %d lines, want %d", path, len(g), len(w))
+	golden.Check(t, filepath.Join("testdata", "explain", "corpus.golden"), b.String())
 }
 
 // TestEvaluateLargePolicy covers a policy whose values do not fit the array an

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,7 +29,21 @@ func Check(t testing.TB, path, got string) {
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
-	if got != string(want) {
+	if got == string(want) {
+		return
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	if len(w) <= printWhole {
 		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			t.Fatalf("%s: line %d differs:\n got  %q\n want %q", path, i+1, g[i], w[i])
+		}
+	}
+	t.Fatalf("%s: %d lines, want %d", path, len(g), len(w))
 }
+
+// printWhole is the most lines a differing file is printed whole with; past it, a
+// failure names the first line that differs, which a reader can act on.
+const printWhole = 200
