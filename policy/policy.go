@@ -188,7 +188,7 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 	var local [inlineValues]Value
 	var big *valueBuf
 	n := p.maxStack + len(p.params) + len(p.evidence)
-	vals := local[:0]
+	var vals []Value
 	if n <= len(local) {
 		vals = local[:n]
 	} else {
