@@ -302,6 +302,22 @@ func TestTransparencyLog(t *testing.T) {
 // as nodes of one service: each builds its log from the stream, and both sign the same
 // checkpoint, byte for byte, over the same tiles.
 func TestTransparencyLogSameOnEveryNode(t *testing.T) {
+	_, args := sharedNodes(t)
+	a, b := startServer(t, args), startServer(t, args)
+	const n = 20
+	decideThroughBoth(t, a, b, n, n)
+	for _, path := range []string{"/log/tile/0/000.p/20", "/log/tile/entries/000.p/20"} {
+		ra, rb := a.do("GET", path, "", nil), b.do("GET", path, "", nil)
+		if ra.status != http.StatusOK || !bytes.Equal(ra.body, rb.body) {
+			t.Fatalf("GET %s: %d and %d, bodies equal %v", path, ra.status, rb.status, bytes.Equal(ra.body, rb.body))
+		}
+	}
+}
+
+// sharedNodes starts a NATS server for nodes of one service and writes the signing key
+// they share: the arguments start a node on it.
+func sharedNodes(t *testing.T) (*natsstore.Embedded, []string) {
+	t.Helper()
 	ownStores(t)
 	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
 	if err != nil {
@@ -316,26 +332,24 @@ func TestTransparencyLogSameOnEveryNode(t *testing.T) {
 	if err := crypto.WriteSigningKeyFile(keyFile, key); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--store", srv.URL(), "--nats-prefix", "shared", "--signing-key", keyFile}
-	a, b := startServer(t, args), startServer(t, args)
-	const n = 20
-	for i := range n {
+	return srv, []string{"--store", srv.URL(), "--nats-prefix", "shared", "--signing-key", keyFile}
+}
+
+// decideThroughBoth decides k intents, submitted and proposed to through a and b in
+// turn, and waits until both sign the same checkpoint, byte for byte, of size leaves.
+func decideThroughBoth(t *testing.T, a, b *testServer, k int, size uint64) {
+	t.Helper()
+	for i := range k {
 		node := []*testServer{a, b}[i%2]
 		id := node.submit()
 		if r := node.propose(id, solutionPasses); r.status != http.StatusOK {
 			t.Fatalf("proposal: %s", r)
 		}
 	}
-	_, rawA := a.logReader().waitCheckpoint(t, n)
-	_, rawB := b.logReader().waitCheckpoint(t, n)
+	_, rawA := a.logReader().waitCheckpoint(t, size)
+	_, rawB := b.logReader().waitCheckpoint(t, size)
 	if !bytes.Equal(rawA, rawB) {
-		t.Fatalf("the nodes sign different checkpoints:\n%s\n%s", rawA, rawB)
-	}
-	for _, path := range []string{"/log/tile/0/000.p/20", "/log/tile/entries/000.p/20"} {
-		ra, rb := a.do("GET", path, "", nil), b.do("GET", path, "", nil)
-		if ra.status != http.StatusOK || !bytes.Equal(ra.body, rb.body) {
-			t.Fatalf("GET %s: %d and %d, bodies equal %v", path, ra.status, rb.status, bytes.Equal(ra.body, rb.body))
-		}
+		t.Fatalf("the nodes sign different checkpoints at %d leaves:\n%s\n%s", size, rawA, rawB)
 	}
 }
 
@@ -460,21 +474,7 @@ func TestTransparencyLogRebuildsAfterPruning(t *testing.T) {
 // events were all pruned: it serves the first node's tree, byte for byte, and both go
 // on to sign the same checkpoints.
 func TestTransparencyLogNewNodeAfterPruning(t *testing.T) {
-	ownStores(t)
-	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "signing.key")
-	if err := crypto.WriteSigningKeyFile(keyFile, key); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--store", srv.URL(), "--nats-prefix", "shared", "--signing-key", keyFile}
+	srv, args := sharedNodes(t)
 	a := startServer(t, args)
 	const n = 256 + 7
 	a.decideMany(n)
@@ -509,16 +509,5 @@ func TestTransparencyLogNewNodeAfterPruning(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "took leaves from the store") {
 		t.Fatalf("the second node did not build from the store:\n%s", b.logs)
 	}
-	for i := range 4 {
-		node := []*testServer{a, b}[i%2]
-		id := node.submit()
-		if r := node.propose(id, solutionPasses); r.status != http.StatusOK {
-			t.Fatalf("proposal: %s", r)
-		}
-	}
-	_, rawA := a.logReader().waitCheckpoint(t, n+4)
-	_, rawB := b.logReader().waitCheckpoint(t, n+4)
-	if !bytes.Equal(rawA, rawB) {
-		t.Fatalf("after new outcomes the nodes sign different checkpoints:\n%s\n%s", rawA, rawB)
-	}
+	decideThroughBoth(t, a, b, 4, n+4)
 }
