@@ -588,17 +588,7 @@ func TestRestartMidProcessing(t *testing.T) { eachStore(t, testRestartMidProcess
 func testRestartMidProcessing(t *testing.T, backend storetest.Backend) {
 	h := newHarnessOn(t, backend, func(c *Config) { c.MaxProving = 4 })
 	const n = 20
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = h.submit("M", 2500)
-		if err := proposeTo(h, ids[i], "block:M-cheap"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	<-h.ext.started
-	h.close()
-	h.ext.release = make(chan struct{})
-	close(h.ext.release)
+	ids := h.interruptProposals(n)
 	h.open()
 	for _, id := range ids {
 		h.waitState(id, intentd.StateSuccess)
@@ -614,6 +604,24 @@ func testRestartMidProcessing(t *testing.T, backend storetest.Backend) {
 			t.Fatalf("intent %s has %d events, want 1", id, seen[id])
 		}
 	}
+}
+
+// interruptProposals submits n intents and proposes to each, closes the engine while
+// their proving is under way, and lets proving go on once the engine is opened again.
+func (h *harness) interruptProposals(n int) []string {
+	h.t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.submit("M", 2500)
+		if err := proposeTo(h, ids[i], "block:M-cheap"); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	<-h.ext.started
+	h.close()
+	h.ext.release = make(chan struct{})
+	close(h.ext.release)
+	return ids
 }
 
 // TestExpiryWhileDown expires, at start-up, intents whose time passed while the engine
@@ -955,17 +963,7 @@ func (a *awayStore) Intent(ctx context.Context, id string) ([]byte, error) {
 // failing, and the proposals are resumed to their outcomes.
 func TestStartWaitsForTheStore(t *testing.T) {
 	h := newHarness(t, nil)
-	ids := make([]string, 3)
-	for i := range ids {
-		ids[i] = h.submit("M", 2500)
-		if err := proposeTo(h, ids[i], "block:M-cheap"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	<-h.ext.started
-	h.close()
-	h.ext.release = make(chan struct{})
-	close(h.ext.release)
+	ids := h.interruptProposals(3)
 	open := h.openStore
 	var away *awayStore
 	h.openStore = func(t *testing.T) storetest.Store {
