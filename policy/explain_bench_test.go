@@ -9,16 +9,7 @@ func BenchmarkExplainOnly(b *testing.B) {
 	p := mustCompile(b, bench25)
 	a, ev := mustAttrs(b, bench25Attrs), mustEvidence(b, bench25Fail)
 	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence))}
-	for i, d := range p.params {
-		v, ok := a[d.Name]
-		switch {
-		case !ok:
-			v = Value{t: typeAbsent}
-		case v.t != d.Type:
-			v = Value{t: typeBad}
-		}
-		fr.params[i] = v
-	}
+	p.loadParams(fr.params, a)
 	for i, f := range p.evidence {
 		fr.ev[i], _ = convert(ev[f.Name], f.Type, false)
 	}

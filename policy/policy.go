@@ -176,6 +176,22 @@ func (p *Policy) EvidenceSchema() []Field { return slices.Clone(p.evidence) }
 // NumConstraints is the number of constraints.
 func (p *Policy) NumConstraints() int { return len(p.cons) }
 
+// loadParams puts the intent's attrs into params, in the order the policy declares its
+// parameters: an absent one as typeAbsent, one of another type than declared as typeBad,
+// which the constraints that read them treat as such.
+func (p *Policy) loadParams(params []Value, a Attrs) {
+	for i, d := range p.params {
+		v, ok := a[d.Name]
+		switch {
+		case !ok:
+			v = Value{t: typeAbsent}
+		case v.t != d.Type:
+			v = Value{t: typeBad}
+		}
+		params[i] = v
+	}
+}
+
 // Evaluate runs every constraint on the intent's attrs and the extracted evidence and
 // returns the ones that do not hold, in order; nil when all hold. Evidence is a flat
 // JSON object decoded with UseNumber (see convert for the Go values accepted). A
@@ -200,16 +216,7 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 	}
 	np := p.maxStack + len(p.params)
 	fr := frame{stack: vals[:p.maxStack:p.maxStack], params: vals[p.maxStack:np:np], ev: vals[np:]}
-	for i, d := range p.params {
-		v, ok := a[d.Name]
-		switch {
-		case !ok:
-			v = Value{t: typeAbsent}
-		case v.t != d.Type:
-			v = Value{t: typeBad}
-		}
-		fr.params[i] = v
-	}
+	p.loadParams(fr.params, a)
 	for i, f := range p.evidence {
 		raw, ok := evidence[f.Name]
 		if !ok {

@@ -254,16 +254,7 @@ func TestProperties(t *testing.T) {
 func agree(t *testing.T, p *Policy, a Attrs, ev map[string]any) {
 	t.Helper()
 	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence))}
-	for i, d := range p.params {
-		v, ok := a[d.Name]
-		switch {
-		case !ok:
-			v = Value{t: typeAbsent}
-		case v.t != d.Type:
-			v = Value{t: typeBad}
-		}
-		fr.params[i] = v
-	}
+	p.loadParams(fr.params, a)
 	for i, f := range p.evidence {
 		if raw, ok := ev[f.Name]; ok {
 			fr.ev[i], _ = convert(raw, f.Type, false)
