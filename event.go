@@ -2,6 +2,7 @@ package intentd
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -18,6 +19,19 @@ type Event struct {
 	IntentID string
 	At       time.Time
 	Data     []byte
+	// Decided is what the node that wrote a terminal event knows of it beyond its
+	// JSON, handed to that node's own subscribers in memory: no store keeps it, and an
+	// event read back from one has none.
+	Decided *Decided
+}
+
+// Decided is the part of a decision that its event carries in memory on the node that
+// made it. The transparency log takes each outcome's receipt from here rather than read
+// the intent's snapshot back, which cost a twentieth of a proposal.
+type Decided struct {
+	// Receipt is the outcome's signed receipt as stored with its snapshot; nil when
+	// the outcome has none.
+	Receipt json.RawMessage
 }
 
 // NewEvent is the event of a terminal status, without its id and time, which the store

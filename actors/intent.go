@@ -309,6 +309,7 @@ func (a *intentActor) finish(o outcome) reply {
 	if err != nil {
 		return reply{err: intentd.Internal("encode event: %w", err)}
 	}
+	event.Decided = &intentd.Decided{Receipt: next.Receipt}
 	data, err := next.encode()
 	if err != nil {
 		return reply{err: intentd.Internal("encode snapshot: %w", err)}

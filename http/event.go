@@ -126,6 +126,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 
+	s.openStreams.Add(1)
+	defer s.openStreams.Add(-1)
 	hb := newHeartbeat(ctx, s.opts.Heartbeat)
 	defer hb.stop()
 	var gather *time.Timer
@@ -153,13 +155,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 				return
 			}
 			hb.wrote()
-			if gather == nil || full {
-				// A replay that filled the buffer goes on at once.
+			window := s.flushWindow()
+			if gather == nil || full || window == 0 {
+				// A replay that filled the buffer goes on at once, and so does a
+				// stream among few.
 				continue
 			}
 			// Caught up: the events of the next moment gather in the subscription's
 			// buffer and go out together, rather than a write and a flush each.
-			gather.Reset(s.opts.FlushWindow)
+			gather.Reset(window)
 			select {
 			case <-gather.C:
 			case <-ctx.Done():
@@ -186,6 +190,30 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			return
 		}
 	}
+}
+
+// streamWriteShare is how long a caught-up stream waits between writes for each
+// stream open: the streams together write about 20,000 times a second, whatever
+// their number. A write to a connection costs 12 to 19 µs of the server's CPU on
+// loopback (docs/benchmarks.md), most of it in the system call, so 20,000 a second
+// keep the writes to about a third of a core; below minFlushWindow a stream does
+// not wait at all, which is what a few streams (a console, an agent waiting on its
+// outcome) get: every event as it is stored.
+const (
+	streamWriteShare = 50 * time.Microsecond
+	minFlushWindow   = time.Millisecond
+)
+
+// flushWindow is how long a stream that has caught up waits before its next write.
+func (s *Server) flushWindow() time.Duration {
+	if s.opts.FlushWindow <= 0 {
+		return 0
+	}
+	w := time.Duration(s.openStreams.Load()) * streamWriteShare
+	if w < minFlushWindow {
+		return 0
+	}
+	return min(w, s.opts.FlushWindow)
 }
 
 // heartbeat ends the wait for events once the stream has been silent for its

@@ -31,11 +31,14 @@ type Options struct {
 	Heartbeat time.Duration
 	// Retry is the reconnection delay advised to event stream clients; 3 s by default.
 	Retry time.Duration
-	// FlushWindow is how long an event stream that has caught up waits after a write
-	// before it writes again, so that the events of that time share one write and one
-	// flush: at a hundred events a second, a write per event costs each connection far
-	// more than the events themselves. The first event after a quiet spell goes out at
-	// once. 20 ms by default; negative: write every event as it comes.
+	// FlushWindow is the longest an event stream that has caught up waits after a
+	// write before it writes again, so that the events of that time share one write
+	// and one flush: to a hundred events a second, a write per event costs each
+	// connection far more than the events themselves. How long a stream waits grows
+	// with the number of open streams (streamWriteShare each), so that a few streams
+	// get every event at once and thousands together make about 20,000 writes a
+	// second; the first event after a quiet spell goes out at once. 100 ms by
+	// default; negative: write every event as it comes.
 	FlushWindow time.Duration
 	// ReadHeaderTimeout bounds reading a request's headers; 10 s by default.
 	ReadHeaderTimeout time.Duration
@@ -88,7 +91,7 @@ func (o *Options) setDefaults() {
 	def(&o.Heartbeat, 15*time.Second)
 	def(&o.Retry, 3*time.Second)
 	if o.FlushWindow == 0 {
-		o.FlushWindow = 20 * time.Millisecond
+		o.FlushWindow = 100 * time.Millisecond
 	}
 	def(&o.ReadHeaderTimeout, 10*time.Second)
 	def(&o.ReadTimeout, 30*time.Second)
@@ -132,6 +135,9 @@ type Server struct {
 	// frames holds the SSE frames of recent events, encoded once for all the streams
 	// that send them.
 	frames frameCache
+	// openStreams counts the event streams being served; it sets how long each waits
+	// between writes.
+	openStreams atomic.Int64
 }
 
 // NewServer returns a server over e.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
@@ -153,6 +154,34 @@ func TestStreamFraming(t *testing.T) {
 			}
 			if rec.Body.String() != tt.want || !rec.Flushed {
 				t.Fatalf("wrote %q (flushed %v), want %q", rec.Body.String(), rec.Flushed, tt.want)
+			}
+		})
+	}
+}
+
+// TestFlushWindow checks how long a caught-up stream waits between writes: not at
+// all among a few streams, longer with more of them, never past Options.FlushWindow.
+func TestFlushWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		max     time.Duration
+		streams int64
+		want    time.Duration
+	}{
+		{"one stream", 100 * time.Millisecond, 1, 0},
+		{"a few streams", 100 * time.Millisecond, 19, 0},
+		{"twenty streams", 100 * time.Millisecond, 20, time.Millisecond},
+		{"a thousand streams", 100 * time.Millisecond, 1000, 50 * time.Millisecond},
+		{"two thousand streams", 100 * time.Millisecond, 2000, 100 * time.Millisecond},
+		{"past the longest window", 100 * time.Millisecond, 10000, 100 * time.Millisecond},
+		{"a shorter longest window", 20 * time.Millisecond, 2000, 20 * time.Millisecond},
+		{"gathering off", -1, 10000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{opts: Options{FlushWindow: tc.max}}
+			s.openStreams.Store(tc.streams)
+			if got := s.flushWindow(); got != tc.want {
+				t.Errorf("flushWindow with %d streams = %v, want %v", tc.streams, got, tc.want)
 			}
 		})
 	}

@@ -710,8 +710,8 @@ func (l *Log) share(ctx context.Context) error {
 	return nil
 }
 
-// leafOf makes the leaf of an event: its digest, and its receipt's, which it reads
-// from the source. A receipt that cannot be read now is asked for again, never left
+// leafOf makes the leaf of an event: its digest, and its receipt's, which the event
+// carries when this node decided it and which is read from the source otherwise. A receipt that cannot be read now is asked for again, never left
 // out: a leaf made without it would differ from the one every other node makes.
 func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, error) {
 	sum := sha256.Sum256(ev.Data)
@@ -720,7 +720,13 @@ func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, err
 		return lf, nil
 	}
 	for tries := 1; ; tries++ {
-		raw, err := e.Receipt(ctx, ev.IntentID)
+		var raw json.RawMessage
+		var err error
+		if ev.Decided != nil {
+			raw = ev.Decided.Receipt // decided on this node: what it stored
+		} else {
+			raw, err = e.Receipt(ctx, ev.IntentID)
+		}
 		switch {
 		case err == nil && len(raw) == 0:
 			return lf, nil

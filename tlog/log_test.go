@@ -33,6 +33,10 @@ type fakeSource struct {
 	changed  chan struct{}
 	// failProof makes Proof fail this many times before it answers.
 	failProof int
+	// carry makes the events added carry their receipts, as those decided on the
+	// log's own node do; reads counts the receipts read from the source.
+	carry bool
+	reads int
 }
 
 func newFakeSource(t *testing.T) *fakeSource {
@@ -64,6 +68,9 @@ func (s *fakeSource) add(t *testing.T, n int) []intentd.Event {
 			ev.Type = intentd.StateSuccess
 			ev.Data = fmt.Appendf(nil, `{"type":"success","intent_id":%q,"proposal":{"solution":"s"},"evidence":{}}`, intent)
 			s.receipts[intent] = s.bundle(t, intent)
+		}
+		if s.carry {
+			ev.Decided = &intentd.Decided{Receipt: s.receipts[intent]}
 		}
 		s.events = append(s.events, ev)
 		added = append(added, ev)
@@ -97,6 +104,7 @@ func (s *fakeSource) Subscribe(_ context.Context, from uint64, _ intentd.Filter)
 func (s *fakeSource) Receipt(_ context.Context, id string) (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	if s.failProof > 0 {
 		s.failProof--
 		return nil, intentd.Errorf(intentd.KindBusy, intentd.CodeStoreUnavailable, "the store did not answer")
@@ -362,6 +370,32 @@ func TestLogWaitsForReceipts(t *testing.T) {
 	}
 	if !bytes.Equal(inc.Entry, wantEntries(t, src, evs[:1])[0]) {
 		t.Fatalf("entry %s lacks its receipt", inc.Entry)
+	}
+}
+
+// TestLogTakesCarriedReceipts checks that the receipts events carry make the same
+// leaves as those read from the source, and that none is read then.
+func TestLogTakesCarriedReceipts(t *testing.T) {
+	src := newFakeSource(t)
+	src.carry = true
+	evs := src.add(t, 9)
+	l := openLog(t, t.TempDir(), src.key)
+	defer l.Close()
+	run(t, l, src, 9)
+	want := wantEntries(t, src, evs)
+	for i, ev := range evs {
+		inc, err := l.Inclusion(ev.IntentID)
+		if err != nil || inc == nil {
+			t.Fatal(inc, err)
+		}
+		if !bytes.Equal(inc.Entry, want[i]) {
+			t.Errorf("entry %d: %s, want %s", i, inc.Entry, want[i])
+		}
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if src.reads != 0 {
+		t.Errorf("%d receipts read from the source, want none", src.reads)
 	}
 }
 
