@@ -465,6 +465,20 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 		CreatedAt: now,
 		ExpiresAt: now.Add(e.cfg.IntentTTL),
 	}
+	if e.cluster == nil {
+		if done, err := e.registry.createIdle(ctx, id, func() error {
+			_, err := e.storeCreate(id, snap, func() (*snapshot, error) {
+				s, err := e.loadSnapshot(e.ctx, id)
+				if intentd.ErrorKind(err) == intentd.KindNotFound {
+					return nil, nil
+				}
+				return s, err
+			})
+			return err
+		}); done {
+			return err
+		}
+	}
 	_, err = e.registry.call(ctx, id, create{snap: snap})
 	return err
 }

@@ -882,9 +882,13 @@ func TestConfigRefused(t *testing.T) {
 type slowStore struct {
 	*persistence.Store
 	release chan struct{}
+	entered chan struct{} // when not nil, told of each create held
 }
 
 func (s *slowStore) CreateIntent(ctx context.Context, id, policyID string, snap []byte, at time.Time) error {
+	if s.entered != nil {
+		s.entered <- struct{}{}
+	}
 	<-s.release
 	return s.Store.CreateIntent(ctx, id, policyID, snap, at)
 }
@@ -928,6 +932,48 @@ func TestCallerGivesUp(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestProposalDuringCreate checks that a proposal which comes while its intent's create
+// is being written, with no actor live for it, waits for the write and is taken, rather
+// than answered 404 by an actor that read the store too early.
+func TestProposalDuringCreate(t *testing.T) {
+	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	slow := &slowStore{Store: store, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Extractor, cfg.Verify.AllowUnsigned = slow, newFakeExtractor(), true
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h := &harness{t: t, e: e, store: store}
+	if h.policy, err = e.PutPolicy(context.Background(), testPolicy); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	created := make(chan error, 1)
+	go func() { created <- submitRaw(context.Background(), e, h.intentJSON(id, "M", 2500), crypto.Authorship{}) }()
+	<-slow.entered
+	proposed := make(chan error, 1)
+	go func() { proposed <- e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}) }()
+	select {
+	case err := <-proposed:
+		t.Fatalf("the proposal was answered before its intent was written: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(slow.release)
+	if err := <-created; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := <-proposed; err != nil {
+		t.Fatalf("the proposal made during the create: %v", err)
+	}
+	h.waitState(id, intentd.StateSuccess)
 }
 
 // awayStore answers "retry later" to its first reads of the event bounds and of an

@@ -168,36 +168,49 @@ func (a *intentActor) create(m create) reply {
 	if a.snap != nil {
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 	}
-	data, err := m.snap.encode()
-	if err != nil {
-		return reply{err: intentd.Internal("encode snapshot: %w", err)}
+	written, err := a.e.storeCreate(a.id, m.snap, func() (*snapshot, error) {
+		err := a.load() // what is there; the next message reads again if this read fails
+		return a.snap, err
+	})
+	if written {
+		a.snap, a.loaded = m.snap, true
 	}
-	err = a.e.store.CreateIntent(a.e.ctx, a.id, m.snap.PolicyID, data, m.snap.ExpiresAt)
+	return reply{err: err}
+}
+
+// storeCreate writes the snapshot of a new intent and answers as a create does,
+// reporting whether it wrote it. When the id turns out to be taken, or the policy
+// missing, stored reads what the store holds under the id: a retried cluster request
+// finds its own create there, and a taken id is reported as taken rather than blamed
+// on the policy.
+func (e *Engine) storeCreate(id string, snap *snapshot, stored func() (*snapshot, error)) (written bool, err error) {
+	data, err := snap.encode()
+	if err != nil {
+		return false, intentd.Internal("encode snapshot: %w", err)
+	}
+	err = e.store.CreateIntent(e.ctx, id, snap.PolicyID, data, snap.ExpiresAt)
 	switch {
 	case errors.Is(err, intentd.ErrExists):
-		a.load() // what is there; the next message reads again if this read fails
-		if a.snap != nil && m.snap.Request != "" && a.snap.Request == m.snap.Request {
-			return reply{}
+		there, _ := stored()
+		if there != nil && snap.Request != "" && there.Request == snap.Request {
+			return false, nil
 		}
-		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
+		return false, intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", id)
 	case errors.Is(err, intentd.ErrPolicyNotFound):
-		if !a.loaded {
-			// The id may be taken all the same: say so rather than blame the policy.
-			if err := a.load(); err != nil {
-				return reply{err: err}
-			}
-			if a.snap != nil {
-				return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
-			}
+		there, err := stored()
+		if err != nil {
+			return false, err
 		}
-		return reply{err: intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", m.snap.PolicyID)}
+		if there != nil {
+			return false, intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", id)
+		}
+		return false, intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", snap.PolicyID)
 	case err != nil:
-		return reply{err: storeFailed("store intent: %w", err)}
+		return false, storeFailed("store intent: %w", err)
 	}
-	a.snap, a.loaded = m.snap, true
-	a.e.scheduleExpiry(m.snap.ExpiresAt)
-	a.e.obs.Transition(intentd.StateOpen, "")
-	return reply{}
+	e.scheduleExpiry(snap.ExpiresAt)
+	e.obs.Transition(intentd.StateOpen, "")
+	return true, nil
 }
 
 func (a *intentActor) propose(m propose) reply {
