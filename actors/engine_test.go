@@ -957,7 +957,9 @@ func TestProposalDuringCreate(t *testing.T) {
 	}
 	id := uuid.NewString()
 	created := make(chan error, 1)
-	go func() { created <- submitRaw(context.Background(), e, h.intentJSON(id, "M", 2500), crypto.Authorship{}) }()
+	go func() {
+		created <- submitRaw(context.Background(), e, h.intentJSON(id, "M", 2500), crypto.Authorship{})
+	}()
 	<-slow.entered
 	proposed := make(chan error, 1)
 	go func() { proposed <- e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}) }()
