@@ -2,10 +2,11 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
-	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/internal/strictjson"
 )
@@ -43,69 +44,167 @@ func splitAuthored(authored []byte) (intent, authorship []byte, ok bool) {
 	return intent, authorship, err == nil && intent != nil && authorship != nil
 }
 
-// encode writes the snapshot as JSON. A new intent's snapshot, written once for every
-// intent submitted, is built by hand: the reflection of encoding/json, and its second
-// pass over the authored intent, cost more than the rest of the encoding. The bytes are
-// those marshalJSON would write; a test holds the two together.
+// encode writes the snapshot as JSON, built by hand: the reflection of encoding/json,
+// and its second pass over the raw members (the authored intent, the evidence, the
+// receipt), cost a proposal more than the rest of its encoding, twice, for a snapshot
+// written at each transition. The bytes are those intentd.MarshalJSON would write; a
+// test holds the two together for every field. The raw members are written as they
+// are: each comes from one of the service's own encoders, compact and valid.
 func (s *snapshot) encode() ([]byte, error) {
-	if !s.isNew() {
-		return intentd.MarshalJSON(s)
+	n := 400 + len(s.Authored) + len(s.Evidence) + len(s.Receipt) + len(s.Reason)
+	for _, f := range s.Failures {
+		n += 48 + len(f.PrettyExpr) + len(f.Reason)
 	}
-	b := make([]byte, 0, 320+len(s.Authored))
+	b := make([]byte, 0, n)
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(s.V), 10)
 	b = append(b, `,"id":`...)
-	b, ok := appendPlainString(b, s.ID)
-	if !ok {
-		return intentd.MarshalJSON(s)
-	}
+	b = appendString(b, s.ID)
 	b = append(b, `,"policy_id":`...)
-	if b, ok = appendPlainString(b, s.PolicyID); !ok {
-		return intentd.MarshalJSON(s)
-	}
-	b = append(b, `,"authored":`...)
-	b = append(b, s.Authored...)
+	b = appendString(b, s.PolicyID)
+	b = appendRaw(b, `,"authored":`, s.Authored)
 	b = append(b, `,"state":`...)
-	if b, ok = appendPlainString(b, string(s.State)); !ok {
-		return intentd.MarshalJSON(s)
+	b = appendString(b, string(s.State))
+	var err error
+	if b, err = appendTime(b, `,"created_at":`, s.CreatedAt); err != nil {
+		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		t    time.Time
-	}{{`,"created_at":`, s.CreatedAt}, {`,"expires_at":`, s.ExpiresAt}} {
-		if y := f.t.Year(); y < 0 || y > 9999 {
-			return intentd.MarshalJSON(s) // for the error encoding/json gives
-		}
-		b = append(b, f.name...)
-		b = append(b, '"')
-		b = f.t.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
+	if b, err = appendTime(b, `,"expires_at":`, s.ExpiresAt); err != nil {
+		return nil, err
 	}
 	if s.Request != "" {
 		b = append(b, `,"request":`...)
-		if b, ok = appendPlainString(b, s.Request); !ok {
-			return intentd.MarshalJSON(s)
+		b = appendString(b, s.Request)
+	}
+	if s.Proposal != nil {
+		b = append(b, `,"proposal":{"solution":`...)
+		b = appendString(b, s.Proposal.Solution)
+		b = append(b, '}')
+	}
+	if !s.ProposedAt.IsZero() {
+		if b, err = appendTime(b, `,"proposed_at":`, s.ProposedAt); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Evidence) > 0 {
+		b = appendRaw(b, `,"evidence":`, s.Evidence)
+	}
+	if s.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, s.Reason)
+	}
+	if s.FailureKind != "" {
+		b = append(b, `,"failure_kind":`...)
+		b = appendString(b, string(s.FailureKind))
+	}
+	if len(s.Failures) > 0 {
+		b = append(b, `,"failures":[`...)
+		for i, f := range s.Failures {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(f.Index), 10)
+			b = append(b, `,"pretty_expr":`...)
+			b = appendString(b, f.PrettyExpr)
+			b = append(b, `,"reason":`...)
+			b = appendString(b, f.Reason)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(s.EvidenceMissing) > 0 {
+		b = append(b, `,"evidence_missing":[`...)
+		for i, f := range s.EvidenceMissing {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, f)
+		}
+		b = append(b, ']')
+	}
+	if len(s.Receipt) > 0 {
+		b = appendRaw(b, `,"receipt":`, s.Receipt)
+	}
+	if !s.FinishedAt.IsZero() {
+		if b, err = appendTime(b, `,"finished_at":`, s.FinishedAt); err != nil {
+			return nil, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// isNew reports whether the snapshot has only the fields of a new open intent, the shape
-// encode builds by hand; Authored must be the compact JSON encodeAuthored made.
-func (s *snapshot) isNew() bool {
-	return s.Proposal == nil && s.ProposedAt.IsZero() && len(s.Evidence) == 0 && s.Reason == "" &&
-		s.FailureKind == "" && len(s.Failures) == 0 && len(s.EvidenceMissing) == 0 && len(s.Receipt) == 0 && s.FinishedAt.IsZero()
+// appendRaw writes a member whose value is JSON already; an empty one is written as
+// null, as encoding/json writes an empty json.RawMessage.
+func appendRaw(b []byte, name string, raw []byte) []byte {
+	b = append(b, name...)
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
 }
 
-// appendPlainString quotes s when it needs no escaping (printable ASCII without quote or
-// backslash, as ids and states are); otherwise it reports false.
-func appendPlainString(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return b, false
-		}
+// appendTime writes a member holding t as time.Time's MarshalJSON does, and fails as it
+// does for a year that RFC 3339 cannot write.
+func appendTime(b []byte, name string, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("encode snapshot: time %v: year outside of range [0,9999]", t)
 	}
+	b = append(b, name...)
 	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), true
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), nil
+}
+
+// appendString quotes s as encoding/json does with HTML escaping off: quote, backslash
+// and control characters escaped, \b \f \n \r \t by name, U+2028 and U+2029 escaped for
+// JavaScript, and each byte of invalid UTF-8 replaced by U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
