@@ -643,6 +643,31 @@ func testExpiryWhileDown(t *testing.T, backend storetest.Backend) {
 	}
 }
 
+// TestDecidedActorsRetire checks that the actor of a decided or expired intent stops
+// without waiting for passivation, and that the intent still answers afterwards.
+func TestDecidedActorsRetire(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PassivateAfter = time.Hour; c.IntentTTL = 300 * time.Millisecond })
+	decided := h.submit("M", 2500)
+	expiring := h.submit("M", 2500)
+	if err := proposeTo(h, decided, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(decided, intentd.StateSuccess)
+	h.waitState(expiring, intentd.StateExpired)
+	deadline := time.Now().Add(5 * time.Second)
+	for h.e.registry.live() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actors still live an hour before their passivation", h.e.registry.live())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, id := range []string{decided, expiring} {
+		if err := proposeTo(h, id, "M-cheap"); intentd.ErrorKind(err) != intentd.KindConflict {
+			t.Fatalf("a proposal to the ended intent %s: %v, want a conflict", id, err)
+		}
+	}
+}
+
 // TestPassivation checks that idle actors stop and come back from their snapshot.
 func TestPassivation(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })

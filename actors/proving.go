@@ -158,8 +158,12 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 func (e *Engine) deliver(id string, o outcome) {
 	backoff := 10 * time.Millisecond
 	for {
-		_, err := e.registry.call(e.ctx, id, proved{outcome: o})
-		if err == nil || !retryable(err) {
+		reply, err := e.registry.call(e.ctx, id, proved{outcome: o})
+		if err == nil {
+			e.registry.retireIfDone(id, reply)
+			return
+		}
+		if !retryable(err) {
 			return
 		}
 		e.log.Error("deliver outcome", "intent_id", id, "err", err)

@@ -172,6 +172,45 @@ func (r *registry) acquire(id string) (*actor.PID, error) {
 	}
 }
 
+// retire stops the actor of an intent that has reached its end, as soon as no call is
+// in flight; one that is busy stays for passivation. A decided intent's actor has
+// nothing left to do, and until passivation it kept its snapshot, evidence and receipt
+// included: at a thousand decisions a second that was most of the live heap, whose
+// marking by the collector set the tail of the decide path's latency (p99 32 to 45 ms
+// against 13 to 17 ms with the actors gone within a second). In a cluster the actors
+// are grains the cluster owns, and retire leaves them be.
+func (r *registry) retire(id string) {
+	if r.e.cluster != nil {
+		return
+	}
+	s := r.shard(id)
+	s.mu.Lock()
+	la := s.m[id]
+	if la == nil || la.pid == nil || la.inflight > 0 || la.stopping != nil {
+		s.mu.Unlock()
+		return
+	}
+	la.stopping = make(chan struct{})
+	s.mu.Unlock()
+	go func() {
+		r.e.system.Root.StopFuture(la.pid).Wait()
+		s.mu.Lock()
+		if s.m[id] == la {
+			delete(s.m, id)
+		}
+		s.mu.Unlock()
+		close(la.stopping)
+	}()
+}
+
+// retireIfDone retires the actor of id when reply, an actor's answer, is the snapshot
+// of an intent that has reached its end.
+func (r *registry) retireIfDone(id string, reply any) {
+	if snap, ok := reply.(*snapshot); ok && snap.State.Terminal() {
+		r.retire(id)
+	}
+}
+
 func (r *registry) release(id string, pid *actor.PID, dead bool) {
 	s := r.shard(id)
 	s.mu.Lock()

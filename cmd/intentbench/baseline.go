@@ -20,9 +20,13 @@ import (
 )
 
 // baselineEnv, set in the environment of this program's own executable, makes it serve
-// the bare server instead of running a scenario. The bare server runs in a process of
-// its own, as intentd does, so that intake and baseline share the machine alike.
+// a bare server instead of running a scenario: the intake's bare server, or with the
+// value floorServer the decide path's floor (floor.go). A bare server runs in a process
+// of its own, as intentd does, so that intentd and it share the machine alike.
 const baselineEnv = "INTENTBENCH_BASELINE_SERVER"
+
+// floorServer is the value of baselineEnv that asks for the decide path's floor.
+const floorServer = "decide"
 
 // bareEngine is the stateless part of intake and nothing else: the intent's strict
 // decoding, its canonical (JCS) form, the attributes checked against the policy, and
@@ -108,12 +112,27 @@ func (e *bareEngine) Proof(context.Context, string) (*intentd.ProofBundle, error
 
 var errBare = intentd.Errorf(intentd.KindNotFound, intenthttp.CodeNotFound, "the baseline server stores nothing")
 
-// serveBaseline runs the bare server on a free loopback port until SIGTERM or SIGINT,
-// printing the banner line the parent waits for.
-func serveBaseline(stderr io.Writer) error {
+// serveBaseline runs a bare server of the kind baselineEnv names on a free loopback
+// port until SIGTERM or SIGINT, printing the banner line the parent waits for. The
+// floor keeps its store in a temporary folder, removed when it ends.
+func serveBaseline(stderr io.Writer, kind string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	srv := intenthttp.NewServer(&bareEngine{policies: map[string]*policy.Policy{}}, intenthttp.Options{})
+	var engine intentd.Engine = &bareEngine{policies: map[string]*policy.Policy{}}
+	if kind == floorServer {
+		dir, err := os.MkdirTemp("", "intentbench-floor-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		floor, err := newFloorEngine(dir)
+		if err != nil {
+			return err
+		}
+		defer floor.close()
+		engine = floor
+	}
+	srv := intenthttp.NewServer(engine, intenthttp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

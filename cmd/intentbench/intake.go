@@ -128,7 +128,7 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 			return err
 		}
 	}
-	bare, err := b.startBaseline(ctx)
+	bare, err := b.startBaseline(ctx, "intake")
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,8 @@ import (
 )
 
 func main() {
-	if os.Getenv(baselineEnv) != "" {
-		if err := serveBaseline(os.Stderr); err != nil {
+	if kind := os.Getenv(baselineEnv); kind != "" {
+		if err := serveBaseline(os.Stderr, kind); err != nil {
 			fmt.Fprintln(os.Stderr, "intentbench baseline server:", err)
 			os.Exit(1)
 		}
@@ -43,9 +43,13 @@ var scenarios = map[string]struct {
 	about string
 	run   func(ctx context.Context, b *bench, r *Report) error
 }{
-	"intake":    {"POST /intents, Ed25519-signed, at a concurrency or a rate", runIntake},
-	"baseline":  {"intake, then the same load on a bare server (no actors, no store), and their ratio", runBaseline},
-	"decide":    {"intents, then proposals at a rate; latency from a proposal's 200 to its event on the stream", runDecide},
+	"intake":   {"POST /intents, Ed25519-signed, at a concurrency or a rate", runIntake},
+	"baseline": {"intake, then the same load on a bare server (no actors, no store), and their ratio", runBaseline},
+	"decide":   {"intents, then proposals at a rate; latency from a proposal's 200 to its event on the stream", runDecide},
+	"decide-floor": {"decide on a bare server that does only the proposal's work: two synced writes, extraction, evaluation, the receipt, the stream", func(ctx context.Context, b *bench, r *Report) error {
+		b.floor = true
+		return runDecide(ctx, b, r)
+	}},
 	"fanout":    {"N stream subscribers while events are produced at a rate; lost, duplicated, delivery lag", runFanout},
 	"soak-open": {"fill the store with N open intents; resident memory, restart time, status latency after restart", runSoakOpen},
 }
@@ -141,11 +145,11 @@ func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 	}
 	if o.Rate < 0 {
 		o.Rate = 0
-		if name == "decide" || name == "fanout" {
+		if name == "decide" || name == "decide-floor" || name == "fanout" {
 			o.Rate = 1000
 		}
 	}
-	if (name == "decide" || name == "fanout") && o.Rate == 0 {
+	if (name == "decide" || name == "decide-floor" || name == "fanout") && o.Rate == 0 {
 		return "", o, fmt.Errorf("--rate: %s needs a rate above 0", name)
 	}
 	if name == "soak-open" && o.Server != "" {
@@ -207,7 +211,7 @@ func (o options) settings(name string) map[string]string {
 	switch name {
 	case "intake", "baseline":
 		s["warmup"] = o.Warmup.String()
-	case "decide":
+	case "decide", "decide-floor":
 		s["drain"] = o.Drain.String()
 	case "fanout":
 		s["subscribers"] = strconv.Itoa(o.Subscribers)
@@ -241,6 +245,8 @@ type bench struct {
 	servers []*child // started by the tool, stopped by close
 	// subscribers is the stream clients the run opens, for --max-subscribers.
 	subscribers int
+	// floor makes the run's server the decide path's floor instead of intentd.
+	floor bool
 }
 
 // hasFlag reports whether the binary's -h lists the flag, so that a flag newer than
@@ -302,6 +308,14 @@ func (b *bench) target(ctx context.Context) (string, *child, error) {
 	if b.opts.Server != "" {
 		return b.opts.Server, nil, nil
 	}
+	if b.floor {
+		c, err := b.startBaseline(ctx, floorServer)
+		if err != nil {
+			return "", nil, err
+		}
+		b.logf("the decide floor %s serving", c.url)
+		return c.url, c, nil
+	}
 	dir, err := os.MkdirTemp(b.tmp, "data-")
 	if err != nil {
 		return "", nil, err
@@ -314,13 +328,14 @@ func (b *bench) target(ctx context.Context) (string, *child, error) {
 	return c.url, c, nil
 }
 
-// startBaseline starts the bare server: this program's own executable in baseline mode.
-func (b *bench) startBaseline(ctx context.Context) (*child, error) {
+// startBaseline starts a bare server of the kind baselineEnv names: this program's own
+// executable in baseline mode.
+func (b *bench) startBaseline(ctx context.Context, kind string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	c, err := startChild(ctx, "baseline server", exe, nil, []string{baselineEnv + "=1"})
+	c, err := startChild(ctx, "baseline server", exe, nil, []string{baselineEnv + "=" + kind})
 	if err != nil {
 		return nil, err
 	}

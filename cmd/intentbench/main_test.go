@@ -14,8 +14,8 @@ import (
 // TestMain lets the test binary stand in for the tool's own executable when the
 // baseline scenario starts it as the bare server.
 func TestMain(m *testing.M) {
-	if os.Getenv(baselineEnv) != "" {
-		if err := serveBaseline(os.Stderr); err != nil {
+	if kind := os.Getenv(baselineEnv); kind != "" {
+		if err := serveBaseline(os.Stderr, kind); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
