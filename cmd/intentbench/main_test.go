@@ -110,6 +110,15 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("%v events duplicated", f.Value)
 			}
 		}},
+		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
+			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
+			if f := figureOf(t, r, "events missing"); f.Value != 0 {
+				t.Errorf("%v events missing", f.Value)
+			}
+			if f := figureOf(t, r, "per proposal: server CPU per request"); f.Value <= 0 {
+				t.Errorf("the floor's CPU per proposal is %v, want it measured", f.Value)
+			}
+		}},
 		{"fanout", []string{"--duration", "1s", "--rate", "20", "--subscribers", "25", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "delivery lag (proposal 200 -> read)"), 20*25)
 			for name, want := range map[string]float64{"events produced": 20, "deliveries read": 500, "events lost": 0, "events duplicated": 0} {
