@@ -51,9 +51,17 @@ func splitAuthored(authored []byte) (intent, authorship []byte, ok bool) {
 // test holds the two together for every field. The raw members are written as they
 // are: each comes from one of the service's own encoders, compact and valid.
 func (s *snapshot) encode() ([]byte, error) {
-	n := 400 + len(s.Authored) + len(s.Evidence) + len(s.Receipt) + len(s.Reason)
+	// The names, numbers and times take under 400 bytes; strings to escape may take
+	// more, and the slice grows for them.
+	n := 400 + len(s.ID) + len(s.PolicyID) + len(s.Request) + len(s.Authored) + len(s.Evidence) + len(s.Receipt) + len(s.Reason)
+	if s.Proposal != nil {
+		n += len(s.Proposal.Solution)
+	}
 	for _, f := range s.Failures {
 		n += 48 + len(f.PrettyExpr) + len(f.Reason)
+	}
+	for _, f := range s.EvidenceMissing {
+		n += 3 + len(f)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"v":`...)
