@@ -918,31 +918,40 @@ func (s *slowStore) CreateIntent(ctx context.Context, id, policyID string, snap 
 	return s.Store.CreateIntent(ctx, id, policyID, snap, at)
 }
 
-// TestCallerGivesUp checks that an engine call returns when the caller's ctx ends, with
-// the canceled code, and that what the engine was doing meanwhile is done all the same:
-// the intent is stored once the write goes through.
-func TestCallerGivesUp(t *testing.T) {
+// slowHarness opens an engine on a slowStore, whose creates wait for release and are
+// each announced on entered.
+func slowHarness(t *testing.T) (*harness, *slowStore) {
+	t.Helper()
 	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	slow := &slowStore{Store: store, release: make(chan struct{})}
+	t.Cleanup(func() { store.Close() })
+	slow := &slowStore{Store: store, release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	cfg := DefaultConfig()
 	cfg.Store, cfg.Extractor, cfg.Verify.AllowUnsigned = slow, newFakeExtractor(), true
 	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	h := &harness{t: t, e: e, store: store}
 	if h.policy, err = e.PutPolicy(context.Background(), testPolicy); err != nil {
 		t.Fatal(err)
 	}
+	return h, slow
+}
+
+// TestCallerGivesUp checks that an engine call returns when the caller's ctx ends, with
+// the canceled code, and that what the engine was doing meanwhile is done all the same:
+// the intent is stored once the write goes through.
+func TestCallerGivesUp(t *testing.T) {
+	h, slow := slowHarness(t)
+	e := h.e
 	id := uuid.NewString()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err = submitRaw(ctx, e, h.intentJSON(id, "M", 2500), crypto.Authorship{})
+	err := submitRaw(ctx, e, h.intentJSON(id, "M", 2500), crypto.Authorship{})
 	wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)
 
 	close(slow.release)
@@ -963,23 +972,8 @@ func TestCallerGivesUp(t *testing.T) {
 // is being written, with no actor live for it, waits for the write and is taken, rather
 // than answered 404 by an actor that read the store too early.
 func TestProposalDuringCreate(t *testing.T) {
-	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	slow := &slowStore{Store: store, release: make(chan struct{}), entered: make(chan struct{}, 1)}
-	cfg := DefaultConfig()
-	cfg.Store, cfg.Extractor, cfg.Verify.AllowUnsigned = slow, newFakeExtractor(), true
-	e, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	h := &harness{t: t, e: e, store: store}
-	if h.policy, err = e.PutPolicy(context.Background(), testPolicy); err != nil {
-		t.Fatal(err)
-	}
+	h, slow := slowHarness(t)
+	e := h.e
 	id := uuid.NewString()
 	created := make(chan error, 1)
 	go func() {
