@@ -193,14 +193,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 // streamWriteShare is how long a caught-up stream waits between writes for each
-// stream open: the streams together write about 20,000 times a second, whatever
+// stream open: the streams together write about 13,000 times a second, whatever
 // their number. A write to a connection costs 12 to 19 µs of the server's CPU on
-// loopback (docs/benchmarks.md), most of it in the system call, so 20,000 a second
-// keep the writes to about a third of a core; below minFlushWindow a stream does
-// not wait at all, which is what a few streams (a console, an agent waiting on its
-// outcome) get: every event as it is stored.
+// loopback (docs/benchmarks.md), most of it in the system call, so 13,000 a second
+// keep the writes to about a fifth of a core; at 2,000 streams each waits 150 ms, and
+// a delivery cost 2.8 to 2.9 µs of server CPU with a lag p99 of 154 to 160 ms (50 µs
+// a stream gave 3.5 µs and 105 ms; 100 µs gave 2.5 to 3.3 µs and 211 to 219 ms).
+// Below minFlushWindow a stream does not wait at all, which is what a few streams
+// (a console, an agent waiting on its outcome) get: every event as it is stored.
 const (
-	streamWriteShare = 50 * time.Microsecond
+	streamWriteShare = 75 * time.Microsecond
 	minFlushWindow   = time.Millisecond
 )
 

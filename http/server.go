@@ -36,8 +36,8 @@ type Options struct {
 	// and one flush: to a hundred events a second, a write per event costs each
 	// connection far more than the events themselves. How long a stream waits grows
 	// with the number of open streams (streamWriteShare each), so that a few streams
-	// get every event at once and thousands together make about 20,000 writes a
-	// second; the first event after a quiet spell goes out at once. 100 ms by
+	// get every event at once and thousands together make about 13,000 writes a
+	// second; the first event after a quiet spell goes out at once. 150 ms by
 	// default; negative: write every event as it comes.
 	FlushWindow time.Duration
 	// ReadHeaderTimeout bounds reading a request's headers; 10 s by default.
@@ -91,7 +91,7 @@ func (o *Options) setDefaults() {
 	def(&o.Heartbeat, 15*time.Second)
 	def(&o.Retry, 3*time.Second)
 	if o.FlushWindow == 0 {
-		o.FlushWindow = 100 * time.Millisecond
+		o.FlushWindow = 150 * time.Millisecond
 	}
 	def(&o.ReadHeaderTimeout, 10*time.Second)
 	def(&o.ReadTimeout, 30*time.Second)

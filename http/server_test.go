@@ -168,12 +168,12 @@ func TestFlushWindow(t *testing.T) {
 		streams int64
 		want    time.Duration
 	}{
-		{"one stream", 100 * time.Millisecond, 1, 0},
-		{"a few streams", 100 * time.Millisecond, 19, 0},
-		{"twenty streams", 100 * time.Millisecond, 20, time.Millisecond},
-		{"a thousand streams", 100 * time.Millisecond, 1000, 50 * time.Millisecond},
-		{"two thousand streams", 100 * time.Millisecond, 2000, 100 * time.Millisecond},
-		{"past the longest window", 100 * time.Millisecond, 10000, 100 * time.Millisecond},
+		{"one stream", 150 * time.Millisecond, 1, 0},
+		{"a few streams", 150 * time.Millisecond, 13, 0},
+		{"fourteen streams", 150 * time.Millisecond, 14, 1050 * time.Microsecond},
+		{"a thousand streams", 150 * time.Millisecond, 1000, 75 * time.Millisecond},
+		{"two thousand streams", 150 * time.Millisecond, 2000, 150 * time.Millisecond},
+		{"past the longest window", 150 * time.Millisecond, 10000, 150 * time.Millisecond},
 		{"a shorter longest window", 20 * time.Millisecond, 2000, 20 * time.Millisecond},
 		{"gathering off", -1, 10000, 0},
 	} {
