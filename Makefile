@@ -92,8 +92,9 @@ load: ## the load scenarios at a few minutes' size (docs/benchmarks.md); LOADFLA
 	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentbench
 	$(BIN)/intentbench baseline  --intentd $(BIN)/intentd --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench decide    --intentd $(BIN)/intentd --rate 1000 --duration 20s $(LOADFLAGS)
-	$(BIN)/intentbench fanout    --intentd $(BIN)/intentd --subscribers 1000 --rate 100 --duration 10s $(LOADFLAGS)
-	$(BIN)/intentbench soak-open --intentd $(BIN)/intentd --intents 100000 --settle 70s $(LOADFLAGS)
+	$(BIN)/intentbench decide-floor --rate 1000 --duration 20s $(LOADFLAGS)
+	$(BIN)/intentbench fanout    --intentd $(BIN)/intentd --subscribers 2000 --rate 100 --duration 10s $(LOADFLAGS)
+	$(BIN)/intentbench soak-open --intentd $(BIN)/intentd --intents 100000 --settle 15s $(LOADFLAGS)
 
 .PHONY: fuzz
 fuzz: ## a short run of every fuzz target (FUZZTIME=10s each)
