@@ -997,6 +997,35 @@ func TestProposalDuringCreate(t *testing.T) {
 	h.waitState(id, intentd.StateSuccess)
 }
 
+// TestProposalBehindAStalledCreate proposes to an intent whose create the store holds
+// up: the proposal waits for the write, but no longer than its caller's deadline.
+func TestProposalBehindAStalledCreate(t *testing.T) {
+	h, slow := slowHarness(t)
+	id := uuid.NewString()
+	created := make(chan error, 1)
+	go func() {
+		created <- submitRaw(context.Background(), h.e, h.intentJSON(id, "M", 2500), crypto.Authorship{})
+	}()
+	<-slow.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	proposed := make(chan error, 1)
+	go func() { proposed <- h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"}) }()
+	select {
+	case err := <-proposed:
+		wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the proposal outlived its deadline behind a stalled create")
+	}
+	close(slow.release)
+	if err := <-created; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if s := h.status(id); s.State != intentd.StateOpen {
+		t.Fatalf("state %s after a proposal that gave up, want open", s.State)
+	}
+}
+
 // awayStore answers "retry later" to its first reads of the event bounds and of an
 // intent, as a store on a NATS cluster does while its servers elect their leaders.
 type awayStore struct {

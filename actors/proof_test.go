@@ -43,6 +43,13 @@ func (failingProver) Prove(context.Context, ProofInput) (json.RawMessage, error)
 	return nil, errors.New("the signer is unavailable")
 }
 
+// garbledProver answers a receipt cut short, as a faulty signer might.
+type garbledProver struct{}
+
+func (garbledProver) Prove(context.Context, ProofInput) (json.RawMessage, error) {
+	return json.RawMessage(`{"receipt":`), nil
+}
+
 // decide submits an intent, proposes solution and waits for the terminal state.
 func (h *harness) decide(size string, max int, solution string, want intentd.State) string {
 	h.t.Helper()
@@ -239,6 +246,17 @@ func TestProof(t *testing.T) {
 			id := h.decide("M", 2500, "M-cheap", intentd.StateFailure)
 			if s := h.status(id); s.FailureKind != intentd.FailureProof {
 				t.Fatalf("failure kind %s, want proof", s.FailureKind)
+			}
+			_, err := h.e.Proof(ctx, id)
+			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
+		}},
+		{"a receipt that is not JSON is a proof failure, and the intent stays readable", func(c *Config) { c.Prover = garbledProver{} }, func(t *testing.T, h *harness) {
+			id := h.decide("M", 2500, "M-cheap", intentd.StateFailure)
+			if s := h.status(id); s.FailureKind != intentd.FailureProof {
+				t.Fatalf("failure kind %s, want proof", s.FailureKind)
+			}
+			if _, err := h.e.GetIntent(ctx, id); err != nil {
+				t.Fatalf("the intent after a garbled receipt: %v", err)
 			}
 			_, err := h.e.Proof(ctx, id)
 			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)

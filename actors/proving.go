@@ -208,6 +208,11 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
 			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(),
 		})
+		if err == nil && !json.Valid(receipt) {
+			// The snapshot embeds the receipt as it is: one that is not JSON would make
+			// the intent's record unreadable for good.
+			err = fmt.Errorf("the prover answered %d bytes that are not JSON", len(receipt))
+		}
 		if err != nil {
 			if e.closed() {
 				return outcome{}, true

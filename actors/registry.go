@@ -79,7 +79,7 @@ func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 // written.
 func (r *registry) localCall(ctx context.Context, id string, msg any) (any, error) {
 	for attempt := 0; ; attempt++ {
-		pid, err := r.acquire(id)
+		pid, err := r.acquire(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -111,13 +111,16 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 // the service does for an intent it takes in. As with an actor, a caller whose ctx
 // ends first is answered at once, and the write goes on.
 func (r *registry) createIdle(ctx context.Context, id string, create func() error) (bool, error) {
-	if r.e.closed() {
+	// The write is counted among the work Close waits for, so that the store is not
+	// closed under it.
+	if !r.e.track() {
 		return true, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down")
 	}
 	s := r.shard(id)
 	s.mu.Lock()
 	if s.m[id] != nil {
 		s.mu.Unlock()
+		r.e.wg.Done()
 		return false, nil
 	}
 	la := &liveActor{stopping: make(chan struct{})}
@@ -125,6 +128,7 @@ func (r *registry) createIdle(ctx context.Context, id string, create func() erro
 	s.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
+		defer r.e.wg.Done()
 		err := create()
 		s.mu.Lock()
 		delete(s.m, id)
@@ -140,7 +144,11 @@ func (r *registry) createIdle(ctx context.Context, id string, create func() erro
 	}
 }
 
-func (r *registry) acquire(id string) (*actor.PID, error) {
+// acquire counts a call in flight to the actor of id, spawning it when none is live.
+// An actor being stopped, or a create being written without one, is waited for first;
+// a caller whose ctx ends meanwhile is answered at once, since that wait lasts as long
+// as a store write, which a full disk or a store gone away can make long.
+func (r *registry) acquire(ctx context.Context, id string) (*actor.PID, error) {
 	s := r.shard(id)
 	for {
 		if r.e.closed() {
@@ -151,7 +159,12 @@ func (r *registry) acquire(id string) (*actor.PID, error) {
 		if la != nil && la.stopping != nil {
 			ch := la.stopping
 			s.mu.Unlock()
-			<-ch
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, intentd.Canceled(ctx.Err())
+			case <-r.e.ctx.Done():
+			}
 			continue
 		}
 		if la == nil {

@@ -11,7 +11,8 @@ import (
 )
 
 // Prover makes the proof of a decided proposal. It is called on success and on a
-// constraint failure; an error makes the outcome a failure of kind proof.
+// constraint failure; an error makes the outcome a failure of kind proof, and so does
+// an answer that is not valid JSON.
 type Prover interface {
 	Prove(ctx context.Context, in ProofInput) (json.RawMessage, error)
 }
