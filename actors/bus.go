@@ -52,6 +52,12 @@ func (b *bus) Receive(ctx actor.Context) {
 			}
 			select {
 			case sub.live <- ev:
+				if len(sub.live) >= cap(sub.live)/2 {
+					select {
+					case sub.filling <- struct{}{}:
+					default:
+					}
+				}
 			default:
 				sub.end(intentd.ErrSubscriberTooSlow)
 				delete(b.subs, sub)
@@ -87,8 +93,10 @@ type Subscription struct {
 	e      *Engine
 	filter intentd.Filter
 	live   chan *intentd.Event // events are shared between subscribers: never modified
-	done   chan struct{}       // closed by end
-	reason error               // why it ended; written before done is closed
+	// filling has a value when live was last seen half full or more.
+	filling chan struct{}
+	done    chan struct{} // closed by end
+	reason  error         // why it ended; written before done is closed
 
 	after     uint64 // the last id delivered or skipped
 	replayTo  uint64 // replay from the store up to this id, then go live
@@ -117,11 +125,12 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	}
 	f.IntentIDs = ids
 	sub := &Subscription{
-		e:      e,
-		filter: f,
-		live:   make(chan *intentd.Event, e.cfg.SubscriberBuffer),
-		done:   make(chan struct{}),
-		after:  from,
+		e:       e,
+		filter:  f,
+		live:    make(chan *intentd.Event, e.cfg.SubscriberBuffer),
+		filling: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		after:   from,
 	}
 	res, err := e.ask(ctx, e.bus, subscribe{sub: sub})
 	if err != nil {
@@ -251,6 +260,9 @@ var errStopReplay = errors.New("end of replay")
 func (s *Subscription) Pending() bool {
 	return len(s.replay) > 0 || s.after < s.replayTo || len(s.live) > 0
 }
+
+// Filling receives when the live events waiting fill half the subscriber's buffer.
+func (s *Subscription) Filling() <-chan struct{} { return s.filling }
 
 // Close ends the subscription.
 func (s *Subscription) Close() {

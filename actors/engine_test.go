@@ -791,6 +791,32 @@ func TestSlowSubscriber(t *testing.T) {
 	}
 }
 
+// TestSubscriptionFilling checks that a subscription says when its unread events reach
+// half its buffer, and not before.
+func TestSubscriptionFilling(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
+	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for i := range 2 {
+		select {
+		case <-sub.Filling():
+			t.Fatalf("filling with %d of 4 events unread", i)
+		default:
+		}
+		id := h.submit("M", 2500)
+		proposeTo(h, id, "M-cheap")
+		h.waitState(id, intentd.StateSuccess)
+	}
+	select {
+	case <-sub.Filling():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no word of filling with 2 of 4 events unread")
+	}
+}
+
 // TestFilter checks that the intent and type filters select events.
 func TestFilter(t *testing.T) {
 	h := newHarness(t, nil)

@@ -163,9 +163,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			}
 			// Caught up: the events of the next moment gather in the subscription's
 			// buffer and go out together, rather than a write and a flush each.
+			// A burst that fills half the subscription's buffer ends the wait early:
+			// waiting on, the stream would be cut off as too slow.
 			gather.Reset(window)
 			select {
 			case <-gather.C:
+			case <-sub.Filling():
+				gather.Stop()
 			case <-ctx.Done():
 				return
 			}

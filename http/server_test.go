@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +186,116 @@ func TestFlushWindow(t *testing.T) {
 				t.Errorf("flushWindow with %d streams = %v, want %v", tc.streams, got, tc.want)
 			}
 		})
+	}
+}
+
+// burstEngine serves one subscription that is fed by the test and, as the engine's
+// are, holds at most cap events: one more cuts the reader off.
+type burstEngine struct {
+	intentd.Engine
+	sub *burstSub
+}
+
+func (b burstEngine) Subscribe(context.Context, uint64, intentd.Filter) (intentd.Subscription, error) {
+	return b.sub, nil
+}
+
+type burstSub struct {
+	live    chan intentd.Event
+	filling chan struct{}
+	cut     chan struct{}
+	cutOnce sync.Once
+}
+
+// publish hands ev to the reader as the engine's bus does.
+func (s *burstSub) publish(ev intentd.Event) {
+	select {
+	case s.live <- ev:
+		if len(s.live) >= cap(s.live)/2 {
+			select {
+			case s.filling <- struct{}{}:
+			default:
+			}
+		}
+	default:
+		s.cutOnce.Do(func() { close(s.cut) })
+	}
+}
+
+func (s *burstSub) Next(ctx context.Context) (intentd.Event, error) {
+	select {
+	case ev := <-s.live:
+		return ev, nil
+	case <-s.cut:
+		return intentd.Event{}, intentd.ErrSubscriberTooSlow
+	case <-ctx.Done():
+		return intentd.Event{}, ctx.Err()
+	}
+}
+
+func (s *burstSub) Pending() bool            { return len(s.live) > 0 }
+func (s *burstSub) Filling() <-chan struct{} { return s.filling }
+func (s *burstSub) Truncated() bool          { return false }
+func (s *burstSub) Close()                   {}
+
+// TestBurstDuringTheWindow sends a caught-up stream, waiting out a long window, more
+// events than its subscription holds: the stream writes as the buffer fills instead of
+// being cut off, and every event arrives on the one connection.
+func TestBurstDuringTheWindow(t *testing.T) {
+	const buffer, burst = 128, 400
+	sub := &burstSub{live: make(chan intentd.Event, buffer), filling: make(chan struct{}, 1), cut: make(chan struct{})}
+	srv := NewServer(burstEngine{sub: sub}, Options{FlushWindow: 3 * time.Second, Heartbeat: time.Minute})
+	// As if thousands of streams were open: this one waits the whole window.
+	srv.openStreams.Store(1 << 20)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	event := func(id uint64) intentd.Event {
+		return intentd.Event{ID: id, Type: intentd.StateSuccess, Data: []byte(`{"intent_id":"x"}`)}
+	}
+	got := make(chan uint64, burst+1)
+	go func() {
+		defer close(got)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				n, _ := strconv.ParseUint(id, 10, 64)
+				got <- n
+			}
+		}
+	}()
+	sub.publish(event(1)) // written at once; the stream then waits its window
+	if n := <-got; n != 1 {
+		t.Fatalf("first event id %d, want 1", n)
+	}
+	time.Sleep(50 * time.Millisecond) // the stream is in its window now
+	// 500 events a second: the buffer fills in a fifth of the window.
+	for id := uint64(2); id <= burst+1; id++ {
+		time.Sleep(2 * time.Millisecond)
+		sub.publish(event(id))
+	}
+	// The last events, fewer than half a buffer, go out when the window ends.
+	deadline := time.After(10 * time.Second)
+	for want := uint64(2); want <= burst+1; want++ {
+		select {
+		case n, ok := <-got:
+			if !ok {
+				t.Fatalf("the stream ended before event %d", want)
+			}
+			if n != want {
+				t.Fatalf("event id %d, want %d", n, want)
+			}
+		case <-deadline:
+			t.Fatalf("event %d did not arrive within 10 s", want)
+		}
+	}
+	select {
+	case <-sub.cut:
+		t.Fatal("the subscription was cut off")
+	default:
 	}
 }

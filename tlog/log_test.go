@@ -146,9 +146,10 @@ func (f *fakeSub) Next(ctx context.Context) (intentd.Event, error) {
 	}
 }
 
-func (f *fakeSub) Pending() bool   { ev, _ := f.next(); return ev != nil }
-func (f *fakeSub) Truncated() bool { return f.truncated }
-func (f *fakeSub) Close()          {}
+func (f *fakeSub) Pending() bool            { ev, _ := f.next(); return ev != nil }
+func (f *fakeSub) Filling() <-chan struct{} { return nil }
+func (f *fakeSub) Truncated() bool          { return f.truncated }
+func (f *fakeSub) Close()                   {}
 
 // run runs a log over src until it holds want leaves, then stops it.
 func run(t *testing.T, l *Log, src Source, want uint64) {

@@ -33,9 +33,10 @@ func (prunedSub) Next(ctx context.Context) (intentd.Event, error) {
 	<-ctx.Done()
 	return intentd.Event{}, ctx.Err()
 }
-func (prunedSub) Pending() bool   { return false }
-func (prunedSub) Truncated() bool { return true }
-func (prunedSub) Close()          {}
+func (prunedSub) Pending() bool            { return false }
+func (prunedSub) Filling() <-chan struct{} { return nil }
+func (prunedSub) Truncated() bool          { return true }
+func (prunedSub) Close()                   {}
 
 // BenchmarkRebuildFromStore measures how fast a log with no leaves rebuilds from each
 // real store when no event is retained: 65,536 leaves (256 full bundles) a run, written

@@ -175,10 +175,13 @@ func (e *floorEngine) Subscribe(context.Context, uint64, intentd.Filter) (intent
 	return s, nil
 }
 
+// close closes the floor's store.
 func (e *floorEngine) close() error {
 	return e.store.Close()
 }
 
+// floorSub is one stream's subscription: live events only, cut off when its 1,024
+// places are full, as intentd's are.
 type floorSub struct {
 	e  *floorEngine
 	ch chan intentd.Event
@@ -196,9 +199,11 @@ func (s *floorSub) Next(ctx context.Context) (intentd.Event, error) {
 	}
 }
 
-func (s *floorSub) Pending() bool   { return len(s.ch) > 0 }
-func (s *floorSub) Truncated() bool { return false }
+func (s *floorSub) Pending() bool            { return len(s.ch) > 0 }
+func (s *floorSub) Filling() <-chan struct{} { return nil }
+func (s *floorSub) Truncated() bool          { return false }
 
+// Close ends the subscription once.
 func (s *floorSub) Close() {
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
