@@ -75,7 +75,26 @@ func (s *crashServer) warnings() []string {
 	return slices.Clone(s.warns)
 }
 
+// start starts intentd and waits until it is ready. A cluster node that is dropped
+// from its cluster while it starts (docs/cluster.md, "Fencing": its first renewals can
+// go unanswered while NATS elects a leader after a server's death) stops with exit
+// code 1 for its supervisor to start it again; start is that supervisor, twice at most.
 func (s *crashServer) start() {
+	s.t.Helper()
+	for try := 0; ; try++ {
+		if s.startOnce() {
+			return
+		}
+		if try == 2 {
+			s.t.Fatal("intentd was dropped from its cluster three times in a row while starting")
+		}
+		s.t.Logf("intentd on %s was dropped from its cluster while starting; started again as its supervisor would", s.data)
+	}
+}
+
+// startOnce starts intentd and waits until it is ready; false when it was dropped from
+// its cluster before it was, and has stopped.
+func (s *crashServer) startOnce() bool {
 	s.t.Helper()
 	s.cmd = exec.Command(s.bin, append([]string{"--listen", "127.0.0.1:0", "--data", s.data, "--intent-ttl", "1500ms",
 		"--max-proving", "8", "--log-format", "json"}, s.args...)...)
@@ -87,6 +106,7 @@ func (s *crashServer) start() {
 		s.t.Fatal(err)
 	}
 	found := make(chan string, 1)
+	var fenced atomic.Bool
 	var tailMu sync.Mutex
 	var tail []string // the last lines, for a start that fails
 	go func() {
@@ -107,6 +127,9 @@ func (s *crashServer) start() {
 			if rec.Msg == "listening" {
 				found <- rec.URL
 			}
+			if strings.HasPrefix(rec.Msg, "this node was dropped from the cluster") {
+				fenced.Store(true)
+			}
 			if rec.Level == "WARN" || rec.Level == "ERROR" {
 				s.warnMu.Lock()
 				s.warns = append(s.warns[max(0, len(s.warns)-199):], line)
@@ -124,16 +147,21 @@ func (s *crashServer) start() {
 	// Wait for recovery: /readyz when it exists, else a status read of nothing.
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		if fenced.Load() {
+			s.cmd.Wait()
+			return false
+		}
 		resp, err := http.Get(s.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound {
-				return
+				return true
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.t.Fatal("intentd did not become ready")
+	return false
 }
 
 func (s *crashServer) kill() {
