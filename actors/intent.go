@@ -140,8 +140,13 @@ func (a *intentActor) Receive(ctx actor.Context) {
 
 // load reads the intent's snapshot; nil when it is not stored. When the store cannot
 // answer, the actor stays unloaded and says so: the next message reads again, rather
-// than take the intent for missing.
+// than take the intent for missing. The snapshot of an intent created moments ago
+// comes from memory, once (recent.go).
 func (a *intentActor) load() error {
+	if s := a.e.recent.take(a.id); s != nil {
+		a.snap, a.loaded = s, true
+		return nil
+	}
 	a.snap, a.loaded = nil, false
 	data, err := a.e.store.Intent(a.e.ctx, a.id)
 	if errors.Is(err, intentd.ErrNotFound) {

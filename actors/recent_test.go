@@ -1,0 +1,110 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+)
+
+func recentSnap(id string, authored int) *snapshot {
+	return &snapshot{V: snapshotVersion, ID: id, PolicyID: "p", Authored: []byte(strings.Repeat("x", authored))}
+}
+
+func TestRecentIntents(t *testing.T) {
+	size := func(s *snapshot) int { return snapshotWeight + len(s.ID) + len(s.PolicyID) + len(s.Authored) }
+	one := size(recentSnap("id-0", 1000))
+	for _, tc := range []struct {
+		name   string
+		budget int
+		run    func(r *recentIntents) []string // the ids taken, in order, "" for none
+		want   []string
+		held   int
+	}{
+		{"a snapshot is taken once", 10 * one, func(r *recentIntents) []string {
+			r.put(recentSnap("a", 1000))
+			return []string{takeID(r, "a"), takeID(r, "a")}
+		}, []string{"a", ""}, 0},
+		{"the oldest go first past the budget", 3 * one, func(r *recentIntents) []string {
+			for i := range 5 {
+				r.put(recentSnap(fmt.Sprintf("id-%d", i), 1000))
+			}
+			return []string{takeID(r, "id-0"), takeID(r, "id-1"), takeID(r, "id-2"), takeID(r, "id-4")}
+		}, []string{"", "", "id-2", "id-4"}, 1},
+		{"a snapshot put again stays past its first place", 2 * one, func(r *recentIntents) []string {
+			r.put(recentSnap("id-0", 1000))
+			r.put(recentSnap("id-1", 1000))
+			r.put(recentSnap("id-0", 1000)) // replaces the first: still two held
+			r.put(recentSnap("id-2", 1000)) // pushes out id-1, not the second id-0
+			return []string{takeID(r, "id-1"), takeID(r, "id-0"), takeID(r, "id-2")}
+		}, []string{"", "id-0", "id-2"}, 0},
+		{"one larger than the budget is not held", one - 1, func(r *recentIntents) []string {
+			r.put(recentSnap("id-0", 1000))
+			return []string{takeID(r, "id-0")}
+		}, []string{""}, 0},
+		{"no budget holds none", 0, func(r *recentIntents) []string {
+			r.put(recentSnap("a", 10))
+			return []string{takeID(r, "a")}
+		}, []string{""}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecentIntents(tc.budget)
+			got := tc.run(r)
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("taken %q, want %q", got, tc.want)
+			}
+			if n, bytes := r.stats(); n != tc.held || bytes > tc.budget {
+				t.Fatalf("%d held in %d bytes, want %d within %d", n, bytes, tc.held, tc.budget)
+			}
+		})
+	}
+}
+
+func takeID(r *recentIntents, id string) string {
+	if s := r.take(id); s != nil {
+		return s.ID
+	}
+	return ""
+}
+
+// TestRecentIntentsOrderStaysBounded puts and takes many snapshots, as intents created
+// and proposed to at once: the order of places does not grow with them.
+func TestRecentIntentsOrderStaysBounded(t *testing.T) {
+	r := newRecentIntents(1 << 20)
+	for i := range 100_000 {
+		id := fmt.Sprintf("id-%d", i)
+		r.put(recentSnap(id, 100))
+		if r.take(id) == nil {
+			t.Fatalf("%s not held", id)
+		}
+	}
+	if len(r.order) > 2048 || cap(r.order) > 4096 {
+		t.Fatalf("the order holds %d places in an array of %d after every snapshot was taken", len(r.order), cap(r.order))
+	}
+}
+
+// TestRecentIntentStartsTheActor checks that the actor of an intent created moments
+// ago starts from the snapshot in memory, and that one passivated after its proposal
+// comes back from the store with the proposal and its outcome.
+func TestRecentIntentStartsTheActor(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })
+	id := h.submit("M", 2500)
+	if n, _ := h.e.recent.stats(); n != 1 {
+		t.Fatalf("%d snapshots held after a create, want 1", n)
+	}
+	if err := proposeTo(h, id, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := h.e.recent.stats(); n != 0 {
+		t.Fatalf("%d snapshots held after the proposal, want 0", n)
+	}
+	h.waitState(id, intentd.StateSuccess)
+	// Passivated or retired, the actor reads the store: a second proposal is refused
+	// for the proposal the store holds, not taken for the first.
+	time.Sleep(100 * time.Millisecond)
+	err := h.e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"})
+	wantCode(t, err, intentd.KindConflict, intentd.CodeProposalExists)
+}
