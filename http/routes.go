@@ -130,7 +130,8 @@ func (s *Server) unmatched(h httprouter.Handle) http.Handler {
 // then its count in the metrics and its log line. Everything the labels, the CORS
 // headers and the log level depend on is known here, once, rather than looked up per
 // request. Health checks are logged at debug, since load balancers ask every few
-// seconds; every other request is logged at info.
+// seconds; every other request is logged at info when it failed, and when it did not
+// only with Options.LogRequests (at debug otherwise).
 func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httprouter.Handle {
 	pattern, method, idKey, level := unmatchedRoute, "", "", slog.LevelInfo
 	if rt != nil {
@@ -186,6 +187,10 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 			}
 		}
 
+		level := level
+		if status < 400 && !s.opts.LogRequests {
+			level = min(level, slog.LevelDebug)
+		}
 		if !s.log.Enabled(ctx, level) {
 			return
 		}

@@ -24,6 +24,10 @@ const APIVersion = "0.10.0"
 type Options struct {
 	// Logger receives request and error logs; nil discards them.
 	Logger *slog.Logger
+	// LogRequests logs every request at info. Without it a request answered with an
+	// error is logged at info and one answered otherwise at debug: a line for each
+	// success cost a busy server as much as the rest of the request's bookkeeping.
+	LogRequests bool
 	// MaxBodyBytes limits a request body; DefaultMaxBodyBytes by default.
 	MaxBodyBytes int64
 	// Heartbeat is how long an event stream may be silent before a comment line is

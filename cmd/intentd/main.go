@@ -104,7 +104,9 @@ type Config struct {
 	MaxBody           int64
 	LogFormat         string
 	LogLevel          string
-	ShutdownTimeout   time.Duration
+	// LogRequests logs every request at info, not only those answered with an error.
+	LogRequests     bool
+	ShutdownTimeout time.Duration
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
 	// MinFreeDisk is the free space below which writes are refused; 0: never.
@@ -237,6 +239,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.LogRequests, "log-requests", false, "log a line for every request at info; without it, only requests answered with an error are (the others at debug)")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
 	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written); without it such a store is refused")
@@ -535,6 +538,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	opts.Tokens = tokens
 	opts.CORSOrigins = c.CORSOrigins
+	opts.LogRequests = c.LogRequests
 	opts.Console = c.UI
 	opts.Metrics = metrics
 	opts.Ready = m.engine.Ready()

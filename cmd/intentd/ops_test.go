@@ -477,9 +477,9 @@ func TestReady(t *testing.T) {
 }
 
 // TestRequestLog checks the request log line: method, route, status, duration and the
-// intent id, at info.
+// intent id, at info with --log-requests.
 func TestRequestLog(t *testing.T) {
-	s := startServer(t, []string{"--log-level", "info"})
+	s := startServer(t, []string{"--log-level", "info", "--log-requests"})
 	id := s.submit()
 	s.propose(id, solutionPasses)
 	logs := s.logs.String()
@@ -495,6 +495,25 @@ func TestRequestLog(t *testing.T) {
 	// The signature is in the body, which is never logged.
 	if strings.Contains(logs, `"signature"`) || strings.Contains(logs, "Signed") {
 		t.Errorf("the logs hold a signature:\n%s", logs)
+	}
+}
+
+// TestRequestLogErrorsOnly checks the default: a request answered with an error is
+// logged at info, one that succeeded is not.
+func TestRequestLogErrorsOnly(t *testing.T) {
+	s := startServer(t, []string{"--log-level", "info"})
+	id := s.submit()
+	s.propose(id, solutionPasses)
+	missing := uuid.NewString()
+	if r := s.do("GET", "/intents/"+missing+"/status", "", nil); r.status != 404 {
+		t.Fatalf("status of a missing intent: %s", r)
+	}
+	logs := s.logs.String()
+	if want := `msg=request component=http method=GET route=/intents/:id/status status=404 duration=`; !strings.Contains(logs, want) {
+		t.Errorf("the logs lack %q:\n%s", want, logs)
+	}
+	if strings.Contains(logs, "status=200") {
+		t.Errorf("a request that succeeded was logged without --log-requests:\n%s", logs)
 	}
 }
 
