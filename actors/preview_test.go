@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,13 +81,14 @@ func TestPreview(t *testing.T) {
 // and that the preview does not write the expiry itself.
 func TestPreviewExpired(t *testing.T) {
 	now := time.Now()
-	clock := func() time.Time { return now }
+	// The expiry scheduler reads the clock on its own goroutine, woken by the create.
+	var ahead atomic.Int64
 	h := newHarness(t, func(c *Config) {
-		c.Now = func() time.Time { return clock() }
+		c.Now = func() time.Time { return now.Add(time.Duration(ahead.Load())) }
 		c.ExpiryInterval = time.Hour // the scheduler stays out of the way
 	})
 	id := h.submit("M", 5000)
-	clock = func() time.Time { return now.Add(25 * time.Hour) }
+	ahead.Store(int64(25 * time.Hour))
 	_, err := previewOf(h, id, "M-cheap")
 	wantCode(t, err, intentd.KindConflict, intentd.CodeIntentExpired)
 }
