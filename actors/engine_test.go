@@ -763,9 +763,7 @@ func TestSlowSubscriber(t *testing.T) {
 	defer sub.Close()
 	const n = 12
 	for range n {
-		id := h.submit("M", 2500)
-		proposeTo(h, id, "M-cheap")
-		h.waitState(id, intentd.StateSuccess)
+		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 	}
 	var last uint64
 	var got int
@@ -806,9 +804,7 @@ func TestSubscriptionFilling(t *testing.T) {
 			t.Fatalf("filling with %d of 4 events unread", i)
 		default:
 		}
-		id := h.submit("M", 2500)
-		proposeTo(h, id, "M-cheap")
-		h.waitState(id, intentd.StateSuccess)
+		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 	}
 	select {
 	case <-sub.Filling():
