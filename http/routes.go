@@ -140,6 +140,10 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 			level = slog.LevelDebug
 		}
 	}
+	okLevel := level // of a request answered without an error
+	if !s.opts.LogRequests {
+		okLevel = min(level, slog.LevelDebug)
+	}
 	// A request no route serves needs a token, as authorize has it.
 	needsToken := s.opts.Tokens != nil && (rt == nil || rt.role != "")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -188,8 +192,8 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 		}
 
 		level := level
-		if status < 400 && !s.opts.LogRequests {
-			level = min(level, slog.LevelDebug)
+		if status < 400 {
+			level = okLevel
 		}
 		if !s.log.Enabled(ctx, level) {
 			return
