@@ -11,6 +11,15 @@ import (
 // for this many a second. A run that uses them all up stops early and says so.
 const intakeRateGuess = 15000
 
+// defaultWarmup is how long intake and baseline load a server before they measure it.
+// A fresh intentd spends its first 20 s or so of intake growing its memory: Pebble's
+// memtables double from 256 KiB to their full size, each a fresh mapping, and the heap
+// and the block cache fill. Every fresh page costs a fault (perf stat counted 15,000 to
+// 20,000 a second then, under 100 a second after), and a 2 s warm-up measured mostly
+// that start, not the server that runs for days. The bare server has no such start;
+// it is warmed up as long, all the same.
+const defaultWarmup = 30 * time.Second
+
 // intakePool is how many intents a load of spec needs.
 func intakePool(spec loadSpec, given int) int {
 	if given > 0 {

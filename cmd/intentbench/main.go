@@ -93,7 +93,7 @@ func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "requests in flight (closed loop), or at most in flight (with --rate)")
 	fs.Float64Var(&o.Rate, "rate", -1, "requests per second (open loop); intake: 0 = closed loop (default), decide and fanout: 1000")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long the measured load runs")
-	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "intake and baseline: load run first and not counted")
+	fs.DurationVar(&o.Warmup, "warmup", defaultWarmup, "intake and baseline: load run first and not counted, long enough that the server has grown its memory")
 	fs.IntVar(&o.Intents, "intents", 0, "intake: pre-signed intents (default: enough for 15,000/s); soak-open: open intents to fill (default 1,000,000)")
 	fs.IntVar(&o.Subscribers, "subscribers", 1000, "fanout: stream subscribers")
 	fs.DurationVar(&o.Drain, "drain", 30*time.Second, "decide and fanout: how long to wait for the last events after the load")

@@ -109,6 +109,13 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "events duplicated"); f.Value != 0 {
 				t.Errorf("%v events duplicated", f.Value)
 			}
+			// One second of 40 proposals is below the 100 a second needs to count.
+			if f := figureOf(t, r, "seconds with over 1 % of gaps above 10 ms"); f.Value != 0 {
+				t.Errorf("%v bursty seconds counted in a run without a whole second", f.Value)
+			}
+			if f := figureOf(t, r, "per proposal: server page faults per second"); f.Value < 0 {
+				t.Errorf("page faults per second %v", f.Value)
+			}
 		}},
 		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)

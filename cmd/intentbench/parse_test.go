@@ -199,14 +199,16 @@ func TestParseProcStatus(t *testing.T) {
 func TestParseProcStat(t *testing.T) {
 	tests := []struct {
 		name, text string
-		want       time.Duration
+		want       procStat
 		wantErr    bool
 	}{
-		{"plain", "4242 (intentd) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0", 3 * time.Second, false},
-		{"a name with spaces and parentheses", "7 (a b) c) R 1 7 7 0 -1 0 0 0 0 0 100 0 0 0 20 0 1 0", time.Second, false},
-		{"short", "7 (x) R 1 2", 0, true},
-		{"no name", "7 x R", 0, true},
-		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 u 0 0 0", 0, true},
+		{"plain", "4242 (intentd) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0", procStat{CPU: 3 * time.Second, MinorFaults: 1000}, false},
+		{"a name with spaces and parentheses", "7 (a b) c) R 1 7 7 0 -1 0 12 0 0 0 100 0 0 0 20 0 1 0", procStat{CPU: time.Second, MinorFaults: 12}, false},
+		{"short", "7 (x) R 1 2", procStat{}, true},
+		{"no name", "7 x R", procStat{}, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 u 0 0 0", procStat{}, true},
+		{"faults not a number", "7 (x) R 1 7 7 0 -1 0 x 0 0 0 1 0 0 0", procStat{}, true},
+		{"negative", "7 (x) R 1 7 7 0 -1 0 -4 0 0 0 1 0 0 0", procStat{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,5 +236,55 @@ func TestHasFlag(t *testing.T) {
 	}
 	if hasFlag(filepath.Join(t.TempDir(), "missing"), "max-body") {
 		t.Error("a missing binary has no flags")
+	}
+}
+
+func TestBurstySeconds(t *testing.T) {
+	// Each row gives, per second, how many gaps and how many of them over slowGap.
+	tests := []struct {
+		name      string
+		all, slow []int64
+		want      int
+		worst     float64
+	}{
+		{"none slow", []int64{1000, 1000}, []int64{0, 0}, 0, 0},
+		{"1 % is not over", []int64{1000, 1000}, []int64{10, 0}, 0, 0.01},
+		{"one burst", []int64{1000, 1000, 1000}, []int64{0, 62, 11}, 2, 0.062},
+		{"part seconds left out", []int64{40, 1000, 7}, []int64{40, 5, 7}, 0, 0.005},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h hist
+			p := newPairClock(1, &h, len(tt.all))
+			for i := range tt.all {
+				p.perSecond[i].Store(tt.all[i])
+				p.slowPerSecond[i].Store(tt.slow[i])
+			}
+			n, worst := p.burstySeconds()
+			if n != tt.want || worst != tt.worst {
+				t.Errorf("got %d, %v; want %d, %v", n, worst, tt.want, tt.worst)
+			}
+		})
+	}
+}
+
+func TestPairClockCountsSlowGapsBySecond(t *testing.T) {
+	var h hist
+	p := newPairClock(2, &h, 3)
+	p.origin = time.Now().Add(-1500 * time.Millisecond) // in the run's second second
+	p.acked(0)
+	p.evented(0)
+	p.event[1].Store(p.now())
+	p.ack[1].Store(p.now() - int64(2*slowGap))
+	p.seen[1].Store(1)
+	p.done(1) // the 200 came 20 ms before the event: a slow gap
+	if got := p.perSecond[1].Load(); got != 2 {
+		t.Errorf("gaps in second 1: %d, want 2", got)
+	}
+	if got := p.slowPerSecond[1].Load(); got != 1 {
+		t.Errorf("slow gaps in second 1: %d, want 1", got)
+	}
+	if h.Count() != 2 {
+		t.Errorf("histogram holds %d gaps, want 2", h.Count())
 	}
 }
