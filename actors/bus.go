@@ -14,9 +14,12 @@ import (
 type (
 	// publish carries a durable event from the store's committer, in id order.
 	publish struct{ ev intentd.Event }
-	// subscribe adds a subscriber; the answer is the id of the last event published
-	// before it, or an error when the subscribers are at their limit.
+	// subscribe adds a subscriber; the answer is a subscribed, or an error when the
+	// subscribers are at their limit.
 	subscribe struct{ sub *Subscription }
+	// subscribed is where a new subscriber starts: the id of the last event published
+	// before it, and the feed's position after that event.
+	subscribed struct{ last, pos uint64 }
 	// unsubscribe removes a subscriber.
 	unsubscribe struct{ sub *Subscription }
 	// closeBus ends every subscription, for Close.
@@ -25,44 +28,27 @@ type (
 	busStats struct{}
 )
 
-// bus fans events out to subscribers. Events arrive in id order from one sender, so each
-// subscriber's channel gets them in order; a subscriber whose buffer is full is cut off
-// at once rather than let it slow the others.
+// bus puts events on the feed its subscribers read, and counts and ends the
+// subscribers. Events arrive in id order from one sender; a subscriber learns where in
+// the feed it starts from the bus, in the same order, so that nothing is read twice or
+// missed between its replay and the feed.
 type bus struct {
 	last   uint64
 	max    int
+	feed   *feed
 	subs   map[*Subscription]struct{}
 	closed bool
 }
 
-func newBus(last uint64, max int) *bus {
-	return &bus{last: last, max: max, subs: make(map[*Subscription]struct{})}
+func newBus(last uint64, max int, f *feed) *bus {
+	return &bus{last: last, max: max, feed: f, subs: make(map[*Subscription]struct{})}
 }
 
 func (b *bus) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case publish:
 		b.last = m.ev.ID
-		// One event, shared by every subscriber's buffer: a buffer of pointers costs
-		// 8 bytes a place, so ten thousand subscribers do not reserve a gigabyte.
-		ev := &m.ev
-		for sub := range b.subs {
-			if !sub.filter.Match(*ev) {
-				continue
-			}
-			select {
-			case sub.live <- ev:
-				if len(sub.live) >= cap(sub.live)/2 {
-					select {
-					case sub.filling <- struct{}{}:
-					default:
-					}
-				}
-			default:
-				sub.end(intentd.ErrSubscriberTooSlow)
-				delete(b.subs, sub)
-			}
-		}
+		b.feed.append(m.ev)
 	case subscribe:
 		switch {
 		case b.closed:
@@ -71,7 +57,7 @@ func (b *bus) Receive(ctx actor.Context) {
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
 		default:
 			b.subs[m.sub] = struct{}{}
-			ctx.Respond(b.last)
+			ctx.Respond(subscribed{last: b.last, pos: b.feed.head.Load()})
 		}
 	case unsubscribe:
 		delete(b.subs, m.sub)
@@ -88,15 +74,13 @@ func (b *bus) Receive(ctx actor.Context) {
 }
 
 // Subscription is one reader of the event stream: the retained events after its
-// starting id, then live ones, with no gap and no duplicate.
+// starting id, then live ones from the feed, with no gap and no duplicate.
 type Subscription struct {
 	e      *Engine
 	filter intentd.Filter
-	live   chan *intentd.Event // events are shared between subscribers: never modified
-	// filling has a value when live was last seen half full or more.
-	filling chan struct{}
-	done    chan struct{} // closed by end
-	reason  error         // why it ended; written before done is closed
+	pos    uint64        // the feed position of the next live event to read
+	done   chan struct{} // closed by end
+	reason error         // why it ended; written before done is closed
 
 	after     uint64 // the last id delivered or skipped
 	replayTo  uint64 // replay from the store up to this id, then go live
@@ -125,12 +109,10 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	}
 	f.IntentIDs = ids
 	sub := &Subscription{
-		e:       e,
-		filter:  f,
-		live:    make(chan *intentd.Event, e.cfg.SubscriberBuffer),
-		filling: make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		after:   from,
+		e:      e,
+		filter: f,
+		done:   make(chan struct{}),
+		after:  from,
 	}
 	res, err := e.ask(ctx, e.bus, subscribe{sub: sub})
 	if err != nil {
@@ -140,10 +122,10 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	switch v := res.(type) {
 	case error:
 		return nil, v
-	case uint64:
-		sub.replayTo = v
+	case subscribed:
+		sub.replayTo, sub.pos = v.last, v.pos
 		if from == intentd.SubscribeLive {
-			sub.after = v
+			sub.after = v.last
 			return sub, nil
 		}
 	}
@@ -177,45 +159,54 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 			return ev, nil
 		}
 	}
+	ended := false
 	for {
-		// An event already waiting is taken without the three-way select: a stream
-		// that gathers the events of a moment reads several in a row, and the select
-		// locks every channel it waits on. Once ctx has ended, the select below
-		// decides, as it always has.
-		if ctx.Err() == nil {
-			select {
-			case ev := <-s.live:
-				if s.take(ev) {
-					return *ev, nil
-				}
-				continue
-			default:
-			}
+		if err := ctx.Err(); err != nil {
+			return intentd.Event{}, err
+		}
+		// The waiter is taken before the feed is read, so that an event appended
+		// after the read still ends the wait.
+		wake := s.e.feed.waiter()
+		ev, err := s.nextLive()
+		switch {
+		case err != nil:
+			return intentd.Event{}, err
+		case ev != nil:
+			return *ev, nil
+		case ended:
+			// Events put on the feed before the end are still delivered; the reader
+			// resumes after the last one.
+			return intentd.Event{}, s.reason
 		}
 		select {
-		case ev := <-s.live:
-			if s.take(ev) {
-				return *ev, nil
-			}
+		case <-wake:
 		case <-s.done:
-			// Events queued before the cut are still delivered; the reader resumes
-			// after the last one.
-			select {
-			case ev := <-s.live:
-				if s.take(ev) {
-					return *ev, nil
-				}
-				continue
-			default:
-			}
-			return intentd.Event{}, s.reason
+			ended = true
 		case <-ctx.Done():
 			return intentd.Event{}, ctx.Err()
 		}
 	}
 }
 
-// take takes a live event unless the replay delivered it already.
+// nextLive reads the feed on to the next event for this subscriber: nil when there is
+// none yet, ErrSubscriberTooSlow when the feed has gone past the subscriber.
+func (s *Subscription) nextLive() (*intentd.Event, error) {
+	for {
+		e, overrun := s.e.feed.at(s.pos)
+		if overrun {
+			return nil, intentd.ErrSubscriberTooSlow
+		}
+		if e == nil {
+			return nil, nil
+		}
+		s.pos++
+		if s.take(&e.ev) && s.filter.Match(e.ev) {
+			return &e.ev, nil
+		}
+	}
+}
+
+// take takes a live event unless the replay delivered it or skipped past it already.
 func (s *Subscription) take(ev *intentd.Event) bool {
 	if ev.ID <= s.after {
 		return false
@@ -256,13 +247,35 @@ func (s *Subscription) fill(ctx context.Context) error {
 var errStopReplay = errors.New("end of replay")
 
 // Pending reports whether an event can be had from Next without waiting, so that a
-// writer can batch its flushes.
+// writer can batch its flushes. It reads past the live events the filter leaves out,
+// as Next would, so that a writer that goes on never waits in Next with its batch
+// unwritten.
 func (s *Subscription) Pending() bool {
-	return len(s.replay) > 0 || s.after < s.replayTo || len(s.live) > 0
+	if len(s.replay) > 0 || s.after < s.replayTo {
+		return true
+	}
+	for {
+		e, overrun := s.e.feed.at(s.pos)
+		switch {
+		case overrun:
+			return true // Next says so at once
+		case e == nil:
+			return false
+		case e.ev.ID > s.after && s.filter.Match(e.ev):
+			return true
+		}
+		s.pos++
+		s.after = max(s.after, e.ev.ID)
+	}
 }
 
-// Filling receives when the live events waiting fill half the subscriber's buffer.
-func (s *Subscription) Filling() <-chan struct{} { return s.filling }
+// Filling is closed once the live events put on the feed after those this subscriber
+// has read fill half the feed: a writer that gathers events waits for the earlier of
+// its time and this, and is not cut off for a wait.
+func (s *Subscription) Filling() <-chan struct{} {
+	half := max(s.e.feed.size()/2, 1)
+	return s.e.feed.mark(s.pos + half)
+}
 
 // Close ends the subscription.
 func (s *Subscription) Close() {

@@ -54,7 +54,10 @@ type Config struct {
 	EventRetentionAge time.Duration
 	// MaxSubscribers bounds the event subscribers; at least 1.
 	MaxSubscribers int
-	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off.
+	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off:
+	// the newest events the engine keeps for its subscribers, rounded up to a power of
+	// two. All subscribers share them, and every event counts, those a subscriber's
+	// filter leaves out too.
 	SubscriberBuffer int
 	// RecentIntentBytes is how much memory the snapshots of new intents may take while
 	// they wait for their first proposal (recent.go), so that its actor starts without
@@ -91,7 +94,9 @@ func DefaultConfig() Config {
 		EventRetention:       1_000_000,
 		EventRetentionAge:    7 * 24 * time.Hour,
 		MaxSubscribers:       10_000,
-		SubscriberBuffer:     1024,
+		// About 8 s of events at 1,000 a second; held once for every subscriber, a few
+		// MiB whatever their number.
+		SubscriberBuffer: 8192,
 		// About 20,000 intents of 1.5 KB: a proposal that comes within that many
 		// creates of its intent's skips a read of the store.
 		RecentIntentBytes: 32 << 20,
@@ -147,6 +152,7 @@ type Engine struct {
 	dispatcher *warmDispatcher
 	limiter    *limiter
 	bus        *actor.PID
+	feed       *feed // the events the bus hands its subscribers
 
 	policiesMu sync.RWMutex
 	policies   map[string]*policy.Policy
@@ -247,8 +253,9 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, storeFailed("read event bounds: %w", err)
 	}
+	e.feed = newFeed(cfg.SubscriberBuffer)
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newBus(last, cfg.MaxSubscribers)
+		return newBus(last, cfg.MaxSubscribers, e.feed)
 	}))
 	e.store.SetEventSink(func(ev intentd.Event) {
 		e.obs.Published()

@@ -753,7 +753,8 @@ func wantIncreasing(t *testing.T, evs []intentd.Event) {
 	}
 }
 
-// TestSlowSubscriber cuts off a subscriber that does not read, and lets it resume.
+// TestSlowSubscriber cuts off a subscriber that does not read, and lets it resume with
+// nothing lost.
 func TestSlowSubscriber(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
 	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
@@ -777,11 +778,14 @@ func TestSlowSubscriber(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
+		if ev.ID != last+1 {
+			t.Fatalf("event %d after %d: a gap before the cut", ev.ID, last)
+		}
 		last = ev.ID
 		got++
 	}
-	if got == 0 || got >= n {
-		t.Fatalf("a subscriber that did not read got %d of %d events before the cut", got, n)
+	if got >= n {
+		t.Fatalf("a subscriber that did not read got all %d events", n)
 	}
 	rest := h.events(last, n-got)
 	if rest[0].ID != last+1 || rest[len(rest)-1].ID != n {
@@ -789,8 +793,58 @@ func TestSlowSubscriber(t *testing.T) {
 	}
 }
 
-// TestSubscriptionFilling checks that a subscription says when its unread events reach
-// half its buffer, and not before.
+// TestSlowSubscriberAmongOthers cuts off only the subscriber that fell behind: one that
+// kept up, and one whose filter left out the events, read on.
+func TestSlowSubscriberAmongOthers(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
+	ctx := context.Background()
+	slow, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	keen, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keen.Close()
+	picky, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{Types: []intentd.State{intentd.StateExpired}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer picky.Close()
+	const n = 10
+	for i := range n {
+		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ev, err := keen.Next(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the subscriber that kept up, event %d: %v", i+1, err)
+		}
+		if ev.Type != intentd.StateSuccess {
+			t.Fatalf("event %d is %s", ev.ID, ev.Type)
+		}
+		if picky.Pending() {
+			t.Fatalf("a success is pending for a subscriber of expiries")
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := slow.Next(rctx); !errors.Is(err, intentd.ErrSubscriberTooSlow) {
+		t.Fatalf("the subscriber that never read: %v, want cut off", err)
+	}
+	// The picky one read past every success as it checked for pending events, so
+	// it is not behind: it waits for an expiry.
+	pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer pcancel()
+	if _, err := picky.Next(pctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the subscriber of expiries: %v, want to wait", err)
+	}
+}
+
+// TestSubscriptionFilling checks that what Filling gives is closed once the unread
+// events reach half the buffer, and not before, counted from what was read.
 func TestSubscriptionFilling(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
 	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
@@ -798,19 +852,40 @@ func TestSubscriptionFilling(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	for i := range 2 {
+	filling := sub.Filling()
+	notYet := func(unread int) {
+		t.Helper()
 		select {
-		case <-sub.Filling():
-			t.Fatalf("filling with %d of 4 events unread", i)
+		case <-filling:
+			t.Fatalf("filling with %d of 4 events unread", unread)
 		default:
 		}
-		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 	}
-	select {
-	case <-sub.Filling():
-	case <-time.After(5 * time.Second):
-		t.Fatal("no word of filling with 2 of 4 events unread")
+	waitFilling := func(unread int) {
+		t.Helper()
+		select {
+		case <-filling:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no word of filling with %d of 4 events unread", unread)
+		}
 	}
+	notYet(0)
+	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	notYet(1)
+	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	waitFilling(2)
+	// Asked again after reading both, it counts from there.
+	for range 2 {
+		if _, err := sub.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filling = sub.Filling()
+	notYet(0)
+	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	notYet(1)
+	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	waitFilling(2)
 }
 
 // TestFilter checks that the intent and type filters select events.

@@ -164,17 +164,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 			// Caught up: the events of the next moment gather in the subscription's
 			// buffer and go out together, rather than a write and a flush each.
 			// A burst that fills half the subscription's buffer ends the wait early:
-			// waiting on, the stream would be cut off as too slow. A word of filling
-			// from before this write is stale, since the stream has just caught up;
-			// left, it would end every wait of a stream that once fell behind.
-			select {
-			case <-sub.Filling():
-			default:
-			}
+			// waiting on, the stream would be cut off as too slow.
+			filling := sub.Filling()
 			gather.Reset(window)
 			select {
 			case <-gather.C:
-			case <-sub.Filling():
+			case <-filling:
 				gather.Stop()
 			case <-ctx.Done():
 				return

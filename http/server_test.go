@@ -200,26 +200,44 @@ func (b burstEngine) Subscribe(context.Context, uint64, intentd.Filter) (intentd
 	return b.sub, nil
 }
 
+// burstSub holds events for the stream in a buffer of its own, cut off when it is
+// full, and closes what Filling gave once half of it waits: the contract of
+// intentd.Subscription, not the engine's way of keeping it.
 type burstSub struct {
 	live    chan intentd.Event
-	filling chan struct{}
 	cut     chan struct{}
 	cutOnce sync.Once
+	mu      sync.Mutex
+	filling []chan struct{}
 }
 
-// publish hands ev to the reader as the engine's bus does.
 func (s *burstSub) publish(ev intentd.Event) {
 	select {
 	case s.live <- ev:
-		if len(s.live) >= cap(s.live)/2 {
-			select {
-			case s.filling <- struct{}{}:
-			default:
-			}
-		}
 	default:
 		s.cutOnce.Do(func() { close(s.cut) })
+		return
 	}
+	if len(s.live) >= cap(s.live)/2 {
+		s.mu.Lock()
+		for _, c := range s.filling {
+			close(c)
+		}
+		s.filling = nil
+		s.mu.Unlock()
+	}
+}
+
+func (s *burstSub) Filling() <-chan struct{} {
+	c := make(chan struct{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.live) >= cap(s.live)/2 {
+		close(c)
+	} else {
+		s.filling = append(s.filling, c)
+	}
+	return c
 }
 
 func (s *burstSub) Next(ctx context.Context) (intentd.Event, error) {
@@ -233,17 +251,16 @@ func (s *burstSub) Next(ctx context.Context) (intentd.Event, error) {
 	}
 }
 
-func (s *burstSub) Pending() bool            { return len(s.live) > 0 }
-func (s *burstSub) Filling() <-chan struct{} { return s.filling }
-func (s *burstSub) Truncated() bool          { return false }
-func (s *burstSub) Close()                   {}
+func (s *burstSub) Pending() bool   { return len(s.live) > 0 }
+func (s *burstSub) Truncated() bool { return false }
+func (s *burstSub) Close()          {}
 
 // TestBurstDuringTheWindow sends a caught-up stream, waiting out a long window, more
 // events than its subscription holds: the stream writes as the buffer fills instead of
 // being cut off, and every event arrives on the one connection.
 func TestBurstDuringTheWindow(t *testing.T) {
 	const buffer, burst = 128, 400
-	sub := &burstSub{live: make(chan intentd.Event, buffer), filling: make(chan struct{}, 1), cut: make(chan struct{})}
+	sub := &burstSub{live: make(chan intentd.Event, buffer), cut: make(chan struct{})}
 	srv := NewServer(burstEngine{sub: sub}, Options{FlushWindow: 3 * time.Second, Heartbeat: time.Minute})
 	// As if thousands of streams were open: this one waits the whole window.
 	srv.openStreams.Store(1 << 20)
