@@ -28,20 +28,26 @@ type (
 	busStats struct{}
 )
 
-// bus puts events on the feed its subscribers read, and counts and ends the
-// subscribers. Events arrive in id order from one sender; a subscriber learns where in
-// the feed it starts from the bus, in the same order, so that nothing is read twice or
-// missed between its replay and the feed.
+// bus hands events to subscribers, and counts and ends them. Events arrive in id order
+// from one sender. A subscriber without a filter reads them from the feed, where the
+// bus puts each event once; one with a filter is handed those it matches, one by one,
+// into a buffer of its own, so that a subscriber waiting for one intent's outcome is
+// woken by that outcome and not by every other. A subscriber learns from the bus where
+// its live events start, in the same order as the events, so that nothing is read twice
+// or missed between its replay and them; one whose buffer is full is cut off at once
+// rather than let it slow the others.
 type bus struct {
-	last   uint64
-	max    int
-	feed   *feed
-	subs   map[*Subscription]struct{}
+	last uint64
+	max  int
+	feed *feed
+	subs map[*Subscription]struct{}
+	// picky are the subscribers with a filter, also in subs.
+	picky  map[*Subscription]struct{}
 	closed bool
 }
 
 func newBus(last uint64, max int, f *feed) *bus {
-	return &bus{last: last, max: max, feed: f, subs: make(map[*Subscription]struct{})}
+	return &bus{last: last, max: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{})}
 }
 
 func (b *bus) Receive(ctx actor.Context) {
@@ -49,6 +55,28 @@ func (b *bus) Receive(ctx actor.Context) {
 	case publish:
 		b.last = m.ev.ID
 		b.feed.append(m.ev)
+		// One event, shared by every filtered subscriber's buffer: a buffer of
+		// pointers costs 8 bytes a place, so ten thousand subscribers do not reserve
+		// a gigabyte.
+		ev := &m.ev
+		for sub := range b.picky {
+			if !sub.filter.Match(*ev) {
+				continue
+			}
+			select {
+			case sub.live <- ev:
+				if len(sub.live) >= cap(sub.live)/2 {
+					select {
+					case sub.filling <- struct{}{}:
+					default:
+					}
+				}
+			default:
+				sub.end(intentd.ErrSubscriberTooSlow)
+				delete(b.subs, sub)
+				delete(b.picky, sub)
+			}
+		}
 	case subscribe:
 		switch {
 		case b.closed:
@@ -57,16 +85,21 @@ func (b *bus) Receive(ctx actor.Context) {
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
 		default:
 			b.subs[m.sub] = struct{}{}
+			if m.sub.live != nil {
+				b.picky[m.sub] = struct{}{}
+			}
 			ctx.Respond(subscribed{last: b.last, pos: b.feed.head.Load()})
 		}
 	case unsubscribe:
 		delete(b.subs, m.sub)
+		delete(b.picky, m.sub)
 	case closeBus:
 		b.closed = true
 		for sub := range b.subs {
 			sub.end(intentd.ErrEngineClosed)
 		}
 		clear(b.subs)
+		clear(b.picky)
 		ctx.Respond(true)
 	case busStats:
 		ctx.Respond(len(b.subs))
@@ -74,13 +107,20 @@ func (b *bus) Receive(ctx actor.Context) {
 }
 
 // Subscription is one reader of the event stream: the retained events after its
-// starting id, then live ones from the feed, with no gap and no duplicate.
+// starting id, then live ones, with no gap and no duplicate.
 type Subscription struct {
 	e      *Engine
 	filter intentd.Filter
-	pos    uint64        // the feed position of the next live event to read
-	done   chan struct{} // closed by end
-	reason error         // why it ended; written before done is closed
+	// pos is the feed position of the next live event to read, for a subscriber
+	// without a filter.
+	pos uint64
+	// live is where a subscriber with a filter is handed its events; nil without one.
+	// The events are shared between subscribers: never modified.
+	live chan *intentd.Event
+	// filling has a value when live was last seen half full or more.
+	filling chan struct{}
+	done    chan struct{} // closed by end
+	reason  error         // why it ended; written before done is closed
 
 	after     uint64 // the last id delivered or skipped
 	replayTo  uint64 // replay from the store up to this id, then go live
@@ -113,6 +153,10 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 		filter: f,
 		done:   make(chan struct{}),
 		after:  from,
+	}
+	if len(f.IntentIDs) > 0 || len(f.Types) > 0 {
+		sub.live = make(chan *intentd.Event, e.cfg.SubscriberBuffer)
+		sub.filling = make(chan struct{}, 1)
 	}
 	res, err := e.ask(ctx, e.bus, subscribe{sub: sub})
 	if err != nil {
@@ -159,6 +203,9 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 			return ev, nil
 		}
 	}
+	if s.live != nil {
+		return s.nextHanded(ctx)
+	}
 	ended := false
 	for {
 		if err := ctx.Err(); err != nil {
@@ -174,14 +221,55 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 		case ev != nil:
 			return *ev, nil
 		case ended:
-			// Events put on the feed before the end are still delivered; the reader
-			// resumes after the last one.
+			// What the feed held for the reader when the subscription ended has been
+			// delivered; the reader resumes after the last of it.
 			return intentd.Event{}, s.reason
 		}
 		select {
 		case <-wake:
 		case <-s.done:
 			ended = true
+		case <-ctx.Done():
+			return intentd.Event{}, ctx.Err()
+		}
+	}
+}
+
+// nextHanded is Next's live part for a subscriber with a filter: the events the bus
+// handed it.
+func (s *Subscription) nextHanded(ctx context.Context) (intentd.Event, error) {
+	for {
+		// An event already waiting is taken without the three-way select: a stream
+		// that gathers the events of a moment reads several in a row, and the select
+		// locks every channel it waits on. Once ctx has ended, the select below
+		// decides.
+		if ctx.Err() == nil {
+			select {
+			case ev := <-s.live:
+				if s.take(ev) {
+					return *ev, nil
+				}
+				continue
+			default:
+			}
+		}
+		select {
+		case ev := <-s.live:
+			if s.take(ev) {
+				return *ev, nil
+			}
+		case <-s.done:
+			// Events queued before the cut are still delivered; the reader
+			// resumes after the last one.
+			select {
+			case ev := <-s.live:
+				if s.take(ev) {
+					return *ev, nil
+				}
+				continue
+			default:
+			}
+			return intentd.Event{}, s.reason
 		case <-ctx.Done():
 			return intentd.Event{}, ctx.Err()
 		}
@@ -200,7 +288,7 @@ func (s *Subscription) nextLive() (*intentd.Event, error) {
 			return nil, nil
 		}
 		s.pos++
-		if s.take(&e.ev) && s.filter.Match(e.ev) {
+		if s.take(&e.ev) {
 			return &e.ev, nil
 		}
 	}
@@ -247,34 +335,43 @@ func (s *Subscription) fill(ctx context.Context) error {
 var errStopReplay = errors.New("end of replay")
 
 // Pending reports whether an event can be had from Next without waiting, so that a
-// writer can batch its flushes. It reads past the live events the filter leaves out,
-// as Next would, so that a writer that goes on never waits in Next with its batch
-// unwritten.
+// writer can batch its flushes. A subscriber the feed has gone past has none: its
+// writer sends what it holds, and Next then says it was cut off.
 func (s *Subscription) Pending() bool {
-	if len(s.replay) > 0 || s.after < s.replayTo {
+	switch {
+	case len(s.replay) > 0 || s.after < s.replayTo:
 		return true
+	case s.live != nil:
+		return len(s.live) > 0
 	}
 	for {
-		e, overrun := s.e.feed.at(s.pos)
+		e, _ := s.e.feed.at(s.pos)
 		switch {
-		case overrun:
-			return true // Next says so at once
 		case e == nil:
 			return false
-		case e.ev.ID > s.after && s.filter.Match(e.ev):
+		case e.ev.ID > s.after:
 			return true
 		}
-		s.pos++
-		s.after = max(s.after, e.ev.ID)
+		s.pos++ // delivered by the replay already, as Next would find
 	}
 }
 
-// Filling is closed once the live events put on the feed after those this subscriber
-// has read fill half the feed: a writer that gathers events waits for the earlier of
-// its time and this, and is not cut off for a wait.
+// Filling is closed, or receives, once the live events waiting for this subscriber
+// fill half its buffer: a writer that gathers events waits for the earlier of its time
+// and this, and is not cut off for a wait.
 func (s *Subscription) Filling() <-chan struct{} {
-	half := max(s.e.feed.size()/2, 1)
-	return s.e.feed.mark(s.pos + half)
+	if s.live == nil {
+		return s.e.feed.mark(s.pos + max(s.e.feed.size()/2, 1))
+	}
+	// A word from before the reader read on is stale.
+	select {
+	case <-s.filling:
+	default:
+	}
+	if len(s.live) >= cap(s.live)/2 {
+		return closedChan
+	}
+	return s.filling
 }
 
 // Close ends the subscription.

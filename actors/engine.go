@@ -54,10 +54,10 @@ type Config struct {
 	EventRetentionAge time.Duration
 	// MaxSubscribers bounds the event subscribers; at least 1.
 	MaxSubscribers int
-	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off:
-	// the newest events the engine keeps for its subscribers, rounded up to a power of
-	// two. All subscribers share them, and every event counts, those a subscriber's
-	// filter leaves out too.
+	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off.
+	// Subscribers without a filter share one ring of the newest events, this many
+	// rounded up to a power of two; one with a filter has a buffer of its own, for the
+	// events it matches.
 	SubscriberBuffer int
 	// RecentIntentBytes is how much memory the snapshots of new intents may take while
 	// they wait for their first proposal (recent.go), so that its actor starts without
@@ -94,9 +94,7 @@ func DefaultConfig() Config {
 		EventRetention:       1_000_000,
 		EventRetentionAge:    7 * 24 * time.Hour,
 		MaxSubscribers:       10_000,
-		// About 8 s of events at 1,000 a second; held once for every subscriber, a few
-		// MiB whatever their number.
-		SubscriberBuffer: 8192,
+		SubscriberBuffer:     1024,
 		// About 20,000 intents of 1.5 KB: a proposal that comes within that many
 		// creates of its intent's skips a read of the store.
 		RecentIntentBytes: 32 << 20,

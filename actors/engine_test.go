@@ -753,43 +753,67 @@ func wantIncreasing(t *testing.T, evs []intentd.Event) {
 	}
 }
 
-// TestSlowSubscriber cuts off a subscriber that does not read, and lets it resume with
-// nothing lost.
+// TestSlowSubscriber cuts off a subscriber that stops reading, with or without a filter,
+// after what it read, and lets it resume with nothing lost.
 func TestSlowSubscriber(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
-	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	const n = 12
-	for range n {
-		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-	}
-	var last uint64
-	var got int
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		ev, err := sub.Next(ctx)
-		cancel()
-		if errors.Is(err, intentd.ErrSubscriberTooSlow) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
-		if ev.ID != last+1 {
-			t.Fatalf("event %d after %d: a gap before the cut", ev.ID, last)
-		}
-		last = ev.ID
-		got++
-	}
-	if got >= n {
-		t.Fatalf("a subscriber that did not read got all %d events", n)
-	}
-	rest := h.events(last, n-got)
-	if rest[0].ID != last+1 || rest[len(rest)-1].ID != n {
-		t.Fatalf("resumed %d..%d, want %d..%d", rest[0].ID, rest[len(rest)-1].ID, last+1, n)
+	for _, tt := range []struct {
+		name   string
+		filter intentd.Filter
+	}{
+		{"every event", intentd.Filter{}},
+		{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
+			sub, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			next := func() (intentd.Event, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return sub.Next(ctx)
+			}
+			// Read while the first events come...
+			var first uint64
+			for i := range 2 {
+				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+				ev, err := next()
+				if err != nil {
+					t.Fatalf("event %d: %v", i+1, err)
+				}
+				if first == 0 {
+					first = ev.ID
+				}
+			}
+			// ...then stop reading while more than the buffer holds come.
+			const more = 10
+			for range more {
+				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+			}
+			last := first + 1
+			for {
+				ev, err := next()
+				if errors.Is(err, intentd.ErrSubscriberTooSlow) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				if ev.ID != last+1 {
+					t.Fatalf("event %d after %d: a gap before the cut", ev.ID, last)
+				}
+				last = ev.ID
+			}
+			if last >= first+1+more {
+				t.Fatalf("a subscriber that stopped reading read on to the end (%d), uncut", last)
+			}
+			rest := h.events(last, int(first+1+more-last))
+			if rest[0].ID != last+1 || rest[len(rest)-1].ID != first+1+more {
+				t.Fatalf("resumed %d..%d, want %d..%d", rest[0].ID, rest[len(rest)-1].ID, last+1, first+1+more)
+			}
+		})
 	}
 }
 
@@ -843,49 +867,77 @@ func TestSlowSubscriberAmongOthers(t *testing.T) {
 	}
 }
 
-// TestSubscriptionFilling checks that what Filling gives is closed once the unread
-// events reach half the buffer, and not before, counted from what was read.
+// TestSubscriptionFilling checks that what Filling gives fires once the unread events
+// reach half the buffer, and not before, counted from what was read, with or without a
+// filter.
 func TestSubscriptionFilling(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
-	sub, err := h.e.Subscribe(context.Background(), 0, intentd.Filter{})
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		name   string
+		filter intentd.Filter
+	}{
+		{"every event", intentd.Filter{}},
+		{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
+			ctx := context.Background()
+			sub, err := h.e.Subscribe(ctx, intentd.SubscribeLive, tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			// A second subscriber that reads each event says when the bus has handed
+			// it out, which is when sub's count can move.
+			witness, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer witness.Close()
+			outcome := func() {
+				t.Helper()
+				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				if _, err := witness.Next(wctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			filling := sub.Filling()
+			notYet := func(unread int) {
+				t.Helper()
+				select {
+				case <-filling:
+					t.Fatalf("filling with %d of 4 events unread", unread)
+				default:
+				}
+			}
+			waitFilling := func(unread int) {
+				t.Helper()
+				select {
+				case <-filling:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no word of filling with %d of 4 events unread", unread)
+				}
+			}
+			notYet(0)
+			outcome()
+			notYet(1)
+			outcome()
+			waitFilling(2)
+			// Asked again after reading both, it counts from there.
+			for range 2 {
+				if _, err := sub.Next(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			filling = sub.Filling()
+			notYet(0)
+			outcome()
+			notYet(1)
+			outcome()
+			waitFilling(2)
+		})
 	}
-	defer sub.Close()
-	filling := sub.Filling()
-	notYet := func(unread int) {
-		t.Helper()
-		select {
-		case <-filling:
-			t.Fatalf("filling with %d of 4 events unread", unread)
-		default:
-		}
-	}
-	waitFilling := func(unread int) {
-		t.Helper()
-		select {
-		case <-filling:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no word of filling with %d of 4 events unread", unread)
-		}
-	}
-	notYet(0)
-	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-	notYet(1)
-	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-	waitFilling(2)
-	// Asked again after reading both, it counts from there.
-	for range 2 {
-		if _, err := sub.Next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	filling = sub.Filling()
-	notYet(0)
-	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-	notYet(1)
-	h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-	waitFilling(2)
 }
 
 // TestFilter checks that the intent and type filters select events.
