@@ -753,23 +753,24 @@ func wantIncreasing(t *testing.T, evs []intentd.Event) {
 	}
 }
 
+// subscriberKinds are the two ways the bus serves a subscriber: from the shared feed
+// (no filter), or handed its matching events one by one (a filter that every outcome
+// of the tests below passes).
+var subscriberKinds = []struct {
+	name   string
+	filter intentd.Filter
+}{
+	{"every event", intentd.Filter{}},
+	{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}},
+}
+
 // TestSlowSubscriber cuts off a subscriber that stops reading, with or without a filter,
 // after what it read, and lets it resume with nothing lost.
 func TestSlowSubscriber(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		filter intentd.Filter
-	}{
-		{"every event", intentd.Filter{}},
-		{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}},
-	} {
+	for _, tt := range subscriberKinds {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
-			sub, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, tt.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Close()
+			sub := subscribeLive(t, h, tt.filter)
 			next := func() (intentd.Event, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -817,26 +818,25 @@ func TestSlowSubscriber(t *testing.T) {
 	}
 }
 
+// subscribeLive subscribes to the events from now on, closed when the test ends.
+func subscribeLive(t *testing.T, h *harness, f intentd.Filter) intentd.Subscription {
+	t.Helper()
+	sub, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
+}
+
 // TestSlowSubscriberAmongOthers cuts off only the subscriber that fell behind: one that
 // kept up, and one whose filter left out the events, read on.
 func TestSlowSubscriberAmongOthers(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
 	ctx := context.Background()
-	slow, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	keen, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer keen.Close()
-	picky, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{Types: []intentd.State{intentd.StateExpired}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer picky.Close()
+	slow := subscribeLive(t, h, intentd.Filter{})
+	keen := subscribeLive(t, h, intentd.Filter{})
+	picky := subscribeLive(t, h, intentd.Filter{Types: []intentd.State{intentd.StateExpired}})
 	const n = 10
 	for i := range n {
 		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
@@ -858,8 +858,8 @@ func TestSlowSubscriberAmongOthers(t *testing.T) {
 	if _, err := slow.Next(rctx); !errors.Is(err, intentd.ErrSubscriberTooSlow) {
 		t.Fatalf("the subscriber that never read: %v, want cut off", err)
 	}
-	// The picky one read past every success as it checked for pending events, so
-	// it is not behind: it waits for an expiry.
+	// The picky one was handed none of the successes, so none counted towards its
+	// cut: it waits for an expiry.
 	pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer pcancel()
 	if _, err := picky.Next(pctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -871,28 +871,14 @@ func TestSlowSubscriberAmongOthers(t *testing.T) {
 // reach half the buffer, and not before, counted from what was read, with or without a
 // filter.
 func TestSubscriptionFilling(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		filter intentd.Filter
-	}{
-		{"every event", intentd.Filter{}},
-		{"by type", intentd.Filter{Types: []intentd.State{intentd.StateSuccess}}},
-	} {
+	for _, tt := range subscriberKinds {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
 			ctx := context.Background()
-			sub, err := h.e.Subscribe(ctx, intentd.SubscribeLive, tt.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Close()
+			sub := subscribeLive(t, h, tt.filter)
 			// A second subscriber that reads each event says when the bus has handed
 			// it out, which is when sub's count can move.
-			witness, err := h.e.Subscribe(ctx, intentd.SubscribeLive, intentd.Filter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer witness.Close()
+			witness := subscribeLive(t, h, intentd.Filter{})
 			outcome := func() {
 				t.Helper()
 				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
