@@ -65,10 +65,11 @@ type Subscription interface {
 	// Pending reports whether Next has an event without waiting, so that a writer can
 	// batch its flushes.
 	Pending() bool
-	// Filling returns a channel closed once the events waiting, from the point the
-	// reader has reached, fill half of what the subscription may fall behind, so that
-	// a writer gathering events into fewer writes goes before the reader is cut off.
-	// Ask for it again after reading on; nil when nothing limits the subscription.
+	// Filling returns a channel that is closed, or receives once, when the events
+	// waiting, from the point the reader has reached, fill half of what the
+	// subscription may fall behind, so that a writer gathering events into fewer
+	// writes goes before the reader is cut off. Ask for it again after reading on; nil
+	// when nothing limits the subscription.
 	Filling() <-chan struct{}
 	// Truncated reports whether events after the starting id were no longer retained,
 	// so that the stream starts at the oldest retained one.

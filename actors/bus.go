@@ -110,6 +110,7 @@ func (b *bus) Receive(ctx actor.Context) {
 // starting id, then live ones, with no gap and no duplicate.
 type Subscription struct {
 	e      *Engine
+	ctx    context.Context // the subscription's, for the store reads of Pending
 	filter intentd.Filter
 	// pos is the feed position of the next live event to read, for a subscriber
 	// without a filter.
@@ -137,7 +138,8 @@ func (s *Subscription) end(reason error) {
 const replayPage = 256
 
 // Subscribe starts a subscription after the event id from (0: from the oldest retained
-// event). Close it when done.
+// event). ctx also bounds the reads of the log that Pending makes while the
+// subscription lasts. Close it when done.
 func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (intentd.Subscription, error) {
 	ids := make([]string, len(f.IntentIDs))
 	for i, id := range f.IntentIDs {
@@ -150,6 +152,7 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	f.IntentIDs = ids
 	sub := &Subscription{
 		e:      e,
+		ctx:    ctx,
 		filter: f,
 		done:   make(chan struct{}),
 		after:  from,
@@ -221,8 +224,8 @@ func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
 		case ev != nil:
 			return *ev, nil
 		case ended:
-			// What the feed held for the reader when the subscription ended has been
-			// delivered; the reader resumes after the last of it.
+			// The reader has read what the feed held for it, including events the
+			// store put there while the engine closed; it resumes after the last.
 			return intentd.Event{}, s.reason
 		}
 		select {
@@ -338,10 +341,24 @@ var errStopReplay = errors.New("end of replay")
 // writer can batch its flushes. A subscriber the feed has gone past has none: its
 // writer sends what it holds, and Next then says it was cut off.
 func (s *Subscription) Pending() bool {
-	switch {
-	case len(s.replay) > 0 || s.after < s.replayTo:
-		return true
-	case s.live != nil:
+	// The replay is read on past the events the filter leaves out, as Next would: a
+	// writer told that more is coming would otherwise hold the event it has, an
+	// agent's outcome say, until the next matching event or heartbeat. Pages of the
+	// log are read with the context the subscription was made with.
+	for s.after < s.replayTo {
+		if len(s.replay) == 0 {
+			if err := s.fill(s.ctx); err != nil {
+				return true // Next meets the error and says so
+			}
+			continue
+		}
+		if s.filter.Match(s.replay[0]) {
+			return true
+		}
+		s.after = s.replay[0].ID
+		s.replay = s.replay[1:]
+	}
+	if s.live != nil {
 		return len(s.live) > 0
 	}
 	for {

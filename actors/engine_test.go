@@ -818,15 +818,21 @@ func TestSlowSubscriber(t *testing.T) {
 	}
 }
 
-// subscribeLive subscribes to the events from now on, closed when the test ends.
-func subscribeLive(t *testing.T, h *harness, f intentd.Filter) intentd.Subscription {
+// subscribeFrom subscribes to the events after from, closed when the test ends.
+func subscribeFrom(t *testing.T, h *harness, from uint64, f intentd.Filter) intentd.Subscription {
 	t.Helper()
-	sub, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, f)
+	sub, err := h.e.Subscribe(context.Background(), from, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sub.Close)
 	return sub
+}
+
+// subscribeLive subscribes to the events from now on, closed when the test ends.
+func subscribeLive(t *testing.T, h *harness, f intentd.Filter) intentd.Subscription {
+	t.Helper()
+	return subscribeFrom(t, h, intentd.SubscribeLive, f)
 }
 
 // TestSlowSubscriberAmongOthers cuts off only the subscriber that fell behind: one that
@@ -869,27 +875,38 @@ func TestSlowSubscriberAmongOthers(t *testing.T) {
 
 // TestSubscriptionFilling checks that what Filling gives fires once the unread events
 // reach half the buffer, and not before, counted from what was read, with or without a
-// filter.
+// filter; a word of filling from before the reader read on is stale.
 func TestSubscriptionFilling(t *testing.T) {
 	for _, tt := range subscriberKinds {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.SubscriberBuffer = 4 })
 			ctx := context.Background()
-			sub := subscribeLive(t, h, tt.filter)
-			// A second subscriber that reads each event says when the bus has handed
-			// it out, which is when sub's count can move.
-			witness := subscribeLive(t, h, intentd.Filter{})
+			sub := subscribeLive(t, h, tt.filter).(*Subscription)
+			// outcome decides an intent and waits until the bus has given sub its
+			// event: only then can sub's count have moved.
+			unread := 0
 			outcome := func() {
 				t.Helper()
 				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
-				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				if _, err := witness.Next(wctx); err != nil {
-					t.Fatal(err)
+				unread++
+				deadline := time.Now().Add(5 * time.Second)
+				for waiting(sub) < unread {
+					if time.Now().After(deadline) {
+						t.Fatalf("the bus did not give the subscriber its event %d", unread)
+					}
+					time.Sleep(time.Millisecond)
 				}
 			}
-			filling := sub.Filling()
-			notYet := func(unread int) {
+			read := func() {
+				t.Helper()
+				for ; unread > 0; unread-- {
+					if _, err := sub.Next(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var filling <-chan struct{}
+			notYet := func() {
 				t.Helper()
 				select {
 				case <-filling:
@@ -897,7 +914,7 @@ func TestSubscriptionFilling(t *testing.T) {
 				default:
 				}
 			}
-			waitFilling := func(unread int) {
+			waitFilling := func() {
 				t.Helper()
 				select {
 				case <-filling:
@@ -905,23 +922,74 @@ func TestSubscriptionFilling(t *testing.T) {
 					t.Fatalf("no word of filling with %d of 4 events unread", unread)
 				}
 			}
-			notYet(0)
-			outcome()
-			notYet(1)
-			outcome()
-			waitFilling(2)
-			// Asked again after reading both, it counts from there.
-			for range 2 {
-				if _, err := sub.Next(ctx); err != nil {
-					t.Fatal(err)
-				}
+			// Asked for, it fires at the second unread event of four, not the first.
+			fillHalf := func() {
+				t.Helper()
+				filling = sub.Filling()
+				notYet()
+				outcome()
+				notYet()
+				outcome()
+				waitFilling()
 			}
-			filling = sub.Filling()
-			notYet(0)
+			fillHalf()
+			read()
+			// Half the buffer fills again while nobody listens, and is read.
 			outcome()
-			notYet(1)
 			outcome()
-			waitFilling(2)
+			read()
+			// Asked again after reading, it counts from there.
+			fillHalf()
+		})
+	}
+}
+
+// waiting is how many live events wait for the subscriber.
+func waiting(s *Subscription) int {
+	if s.live != nil {
+		return len(s.live)
+	}
+	return int(s.e.feed.head.Load() - s.pos)
+}
+
+// TestPendingSkipsWhatTheFilterLeavesOut checks that Pending reads a filtered
+// subscriber's replay on past the events its filter leaves out: a stream told that
+// more is coming holds the event it has, so a true answer with nothing to come kept
+// an agent's outcome back until the next heartbeat.
+func TestPendingSkipsWhatTheFilterLeavesOut(t *testing.T) {
+	h := newHarness(t, nil)
+	ids := make([]string, 3)
+	for i := range ids {
+		ids[i] = h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	}
+	tests := []struct {
+		name         string
+		filter       intentd.Filter
+		before, left bool // Pending before the first Next, and after it
+	}{
+		{"the first intent's", intentd.Filter{IntentIDs: ids[:1]}, true, false},
+		{"the last intent's", intentd.Filter{IntentIDs: ids[2:]}, true, false},
+		{"two intents'", intentd.Filter{IntentIDs: []string{ids[0], ids[2]}}, true, true},
+		{"a type none has", intentd.Filter{Types: []intentd.State{intentd.StateExpired}}, false, false},
+		{"every event", intentd.Filter{}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := subscribeFrom(t, h, 0, tt.filter)
+			if got := sub.Pending(); got != tt.before {
+				t.Fatalf("Pending before the first event: %v, want %v", got, tt.before)
+			}
+			if !tt.before {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := sub.Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := sub.Pending(); got != tt.left {
+				t.Fatalf("Pending after the first event: %v, want %v", got, tt.left)
+			}
 		})
 	}
 }
