@@ -192,19 +192,13 @@ func (s *Subscription) Truncated() bool { return s.truncated }
 // Next returns the next event. It ends with ErrSubscriberTooSlow when the reader fell
 // behind, ErrEngineClosed when the engine closes, or the context's error.
 func (s *Subscription) Next(ctx context.Context) (intentd.Event, error) {
-	for s.after < s.replayTo {
-		if len(s.replay) == 0 {
-			if err := s.fill(ctx); err != nil {
-				return intentd.Event{}, err
-			}
-			continue
-		}
+	if ok, err := s.skipReplay(ctx); err != nil {
+		return intentd.Event{}, err
+	} else if ok {
 		ev := s.replay[0]
 		s.replay = s.replay[1:]
 		s.after = ev.ID
-		if s.filter.Match(ev) {
-			return ev, nil
-		}
+		return ev, nil
 	}
 	if s.live != nil {
 		return s.nextHanded(ctx)
@@ -279,25 +273,55 @@ func (s *Subscription) nextHanded(ctx context.Context) (intentd.Event, error) {
 	}
 }
 
-// nextLive reads the feed on to the next event for this subscriber: nil when there is
-// none yet, ErrSubscriberTooSlow when the feed has gone past the subscriber.
-func (s *Subscription) nextLive() (*intentd.Event, error) {
-	for {
-		e, overrun := s.e.feed.at(s.pos)
-		if overrun {
-			return nil, intentd.ErrSubscriberTooSlow
+// skipReplay reads the replay on past the events the filter leaves out, so that the
+// next one it matches, if the replay has one, is first in s.replay. Next takes that
+// event; Pending only looks, and what both skip is skipped once.
+func (s *Subscription) skipReplay(ctx context.Context) (bool, error) {
+	for s.after < s.replayTo {
+		if len(s.replay) == 0 {
+			if err := s.fill(ctx); err != nil {
+				return false, err
+			}
+			continue
 		}
-		if e == nil {
-			return nil, nil
+		if s.filter.Match(s.replay[0]) {
+			return true, nil
+		}
+		s.after = s.replay[0].ID
+		s.replay = s.replay[1:]
+	}
+	return false, nil
+}
+
+// peekLive reads the feed on past the events the replay delivered already, to the next
+// one for this subscriber: nil when none is there yet, and overrun true when the feed
+// has gone past the subscriber.
+func (s *Subscription) peekLive() (e *fedEvent, overrun bool) {
+	for {
+		e, overrun = s.e.feed.at(s.pos)
+		if e == nil || e.ev.ID > s.after {
+			return e, overrun
 		}
 		s.pos++
-		if s.take(&e.ev) {
-			return &e.ev, nil
-		}
 	}
 }
 
-// take takes a live event unless the replay delivered it or skipped past it already.
+// nextLive takes the next event of the feed for this subscriber: nil when there is
+// none yet, ErrSubscriberTooSlow when the feed has gone past the subscriber.
+func (s *Subscription) nextLive() (*intentd.Event, error) {
+	e, overrun := s.peekLive()
+	if overrun {
+		return nil, intentd.ErrSubscriberTooSlow
+	}
+	if e == nil {
+		return nil, nil
+	}
+	s.pos++
+	s.after = e.ev.ID
+	return &e.ev, nil
+}
+
+// take takes a handed event unless the replay delivered it or skipped past it already.
 func (s *Subscription) take(ev *intentd.Event) bool {
 	if ev.ID <= s.after {
 		return false
@@ -345,32 +369,14 @@ func (s *Subscription) Pending() bool {
 	// writer told that more is coming would otherwise hold the event it has, an
 	// agent's outcome say, until the next matching event or heartbeat. Pages of the
 	// log are read with the context the subscription was made with.
-	for s.after < s.replayTo {
-		if len(s.replay) == 0 {
-			if err := s.fill(s.ctx); err != nil {
-				return true // Next meets the error and says so
-			}
-			continue
-		}
-		if s.filter.Match(s.replay[0]) {
-			return true
-		}
-		s.after = s.replay[0].ID
-		s.replay = s.replay[1:]
+	if ok, err := s.skipReplay(s.ctx); ok || err != nil {
+		return true // an error, Next meets and says
 	}
 	if s.live != nil {
 		return len(s.live) > 0
 	}
-	for {
-		e, _ := s.e.feed.at(s.pos)
-		switch {
-		case e == nil:
-			return false
-		case e.ev.ID > s.after:
-			return true
-		}
-		s.pos++ // delivered by the replay already, as Next would find
-	}
+	e, _ := s.peekLive()
+	return e != nil
 }
 
 // Filling is closed, or receives, once the live events waiting for this subscriber
