@@ -668,6 +668,46 @@ func TestDecidedActorsRetire(t *testing.T) {
 	}
 }
 
+// TestRetireWaitsForCallsInFlight checks that an actor whose intent ends while another
+// call is in flight (as a proposal's own call can be when proving is quick) is not
+// stopped under that call, and stops when it finishes rather than an hour later.
+func TestRetireWaitsForCallsInFlight(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PassivateAfter = time.Hour })
+	id := h.submit("M", 2500)
+	pid, err := h.e.registry.acquire(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proposeTo(h, id, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, intentd.StateSuccess)
+	s := h.e.registry.shard(id)
+	ended := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		la := s.m[id]
+		return la != nil && la.ended
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ended() {
+		if time.Now().After(deadline) {
+			t.Fatal("the actor of a decided intent was not marked to stop")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := h.e.registry.live(); n != 1 {
+		t.Fatalf("%d actors live while a call is in flight, want 1", n)
+	}
+	h.e.registry.release(id, pid, false)
+	for h.e.registry.live() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the actor stayed live after the last call in flight finished")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestPassivation checks that idle actors stop and come back from their snapshot.
 func TestPassivation(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })
