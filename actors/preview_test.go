@@ -204,6 +204,10 @@ func TestSubscribeLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitState(first, intentd.StateSuccess)
+	// The outcome is durable, and its status read, a moment before the bus publishes
+	// its event; an event read through a subscription is one the bus has published, so
+	// the live subscription below comes after it.
+	h.events(0, 1)
 	sub, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, intentd.Filter{})
 	if err != nil {
 		t.Fatal(err)
