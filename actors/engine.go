@@ -177,26 +177,13 @@ type Engine struct {
 const callTimeout = 30 * time.Second
 
 // ask sends msg to pid and waits for its answer, for at most callTimeout and no longer
-// than ctx allows.
+// than ctx allows. protoactor's futures block without a context, so a caller whose ctx
+// can end waits on a goroutine of its own. The intent actors, asked far more often, are
+// asked through a channel instead (registry.localCall).
 func (e *Engine) ask(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	res, err := e.wait(ctx, e.system.Root.RequestFuture(pid, msg, callTimeout), nil)
-	if err != nil && err == ctx.Err() {
-		return nil, intentd.Canceled(err)
-	}
-	return res, err
-}
-
-// wait waits for f's answer or for ctx to end, whichever comes first, and returns what
-// came; done, when not nil, is called with the answer once it comes, even after ctx
-// ended. protoactor's futures block without a context, so a caller whose ctx can end
-// waits on a goroutine of its own.
-func (e *Engine) wait(ctx context.Context, f *actor.Future, done func(any, error)) (any, error) {
+	f := e.system.Root.RequestFuture(pid, msg, callTimeout)
 	if ctx.Done() == nil {
-		res, err := f.Result()
-		if done != nil {
-			done(res, err)
-		}
-		return res, err
+		return f.Result()
 	}
 	type answer struct {
 		res any
@@ -205,16 +192,13 @@ func (e *Engine) wait(ctx context.Context, f *actor.Future, done func(any, error
 	ch := make(chan answer, 1)
 	go func() {
 		res, err := f.Result()
-		if done != nil {
-			done(res, err)
-		}
 		ch <- answer{res, err}
 	}()
 	select {
 	case a := <-ch:
 		return a.res, a.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, intentd.Canceled(ctx.Err())
 	}
 }
 
@@ -243,6 +227,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return cfg.Logger.With("component", "actor")
 	}))
+	e.system.EventStream.Subscribe(answerDeadLetters)
 	var last uint64
 	err := e.atStart("read the event bounds", func() (err error) {
 		_, last, err = e.store.EventBounds(e.ctx)

@@ -708,6 +708,39 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 	}
 }
 
+// TestCallFindsItsActorGone stops an intent actor behind the registry's back: the next
+// call lands in protoactor's dead letters, is answered from there, and is sent again
+// to an actor spawned from the snapshot, rather than waiting out its time-out.
+func TestCallFindsItsActorGone(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PassivateAfter = time.Hour })
+	id := h.submit("M", 2500)
+	pid, err := h.e.registry.acquire(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e.registry.release(id, pid, false)
+	if err := h.e.system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := h.e.registry.localCall(ctx, id, expire{})
+	if err != nil {
+		t.Fatalf("a call to the intent of a stopped actor: %v", err)
+	}
+	if snap, ok := res.(*snapshot); !ok || snap.ID != id || snap.State != intentd.StateOpen {
+		t.Fatalf("the call answered %#v, want the open intent's snapshot", res)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the call took %v", d)
+	}
+	if err := proposeTo(h, id, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, intentd.StateSuccess)
+}
+
 // TestPassivation checks that idle actors stop and come back from their snapshot.
 func TestPassivation(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })

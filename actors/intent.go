@@ -107,6 +107,9 @@ type intentActor struct {
 func (a *intentActor) Receive(ctx actor.Context) {
 	defer guard(ctx, a.e.log.Error)
 	msg := ctx.Message()
+	if req, ok := msg.(*request); ok {
+		msg = req.msg
+	}
 	switch msg.(type) {
 	case *actor.Started:
 		// Started also follows a restart after a panic: the state comes back from the
@@ -119,22 +122,22 @@ func (a *intentActor) Receive(ctx actor.Context) {
 	default:
 		if !a.loaded {
 			if err := a.load(); err != nil {
-				ctx.Respond(reply{err: err})
+				answer(ctx, reply{err: err})
 				return
 			}
 		}
 	}
 	switch msg := msg.(type) {
 	case create:
-		ctx.Respond(a.create(msg))
+		answer(ctx, a.create(msg))
 	case propose:
-		ctx.Respond(a.propose(msg))
+		answer(ctx, a.propose(msg))
 	case expire:
-		ctx.Respond(a.expire())
+		answer(ctx, a.expire())
 	case resume:
-		ctx.Respond(a.resume())
+		answer(ctx, a.resume())
 	case proved:
-		ctx.Respond(a.finish(msg.outcome))
+		answer(ctx, a.finish(msg.outcome))
 	}
 }
 
