@@ -741,6 +741,51 @@ func TestCallFindsItsActorGone(t *testing.T) {
 	h.waitState(id, intentd.StateSuccess)
 }
 
+// heldStore holds every BeginProcessing until release is closed.
+type heldStore struct {
+	storetest.Store
+	release chan struct{}
+}
+
+func (s *heldStore) BeginProcessing(ctx context.Context, id string, snap []byte, at time.Time) error {
+	<-s.release
+	return s.Store.BeginProcessing(ctx, id, snap, at)
+}
+
+// TestCallerLeavesActorCall checks that a caller whose ctx ends while the intent's actor
+// is writing is answered at once, that the actor is not passivated under the message it
+// still holds, and that the write it was making goes through and the call is given
+// back once it answers.
+func TestCallerLeavesActorCall(t *testing.T) {
+	open := stores[0].backend(t)
+	held := make(chan struct{})
+	h := newHarnessWith(t, func(t *testing.T) storetest.Store {
+		return &heldStore{Store: open(t), release: held}
+	}, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })
+	id := h.submit("M", 2500)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"})
+	wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the caller was answered after %v", d)
+	}
+	time.Sleep(100 * time.Millisecond) // several passivation periods
+	if n := h.e.registry.live(); n != 1 {
+		t.Fatalf("%d actors live while one holds a write, want 1", n)
+	}
+	close(held)
+	h.waitState(id, intentd.StateSuccess)
+	deadline := time.Now().Add(5 * time.Second)
+	for h.e.registry.live() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the actor stayed live after it answered the call its caller left")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestPassivation checks that idle actors stop and come back from their snapshot.
 func TestPassivation(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PassivateAfter = 20 * time.Millisecond })

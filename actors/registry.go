@@ -94,8 +94,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 		case rep = <-req.reply:
 			timeout.Stop()
 		case <-timeout.C:
-			// The call stays counted: an actor that answers nothing in this long is
-			// in trouble, and it is not stopped under the message it still holds.
+			r.release(id, pid, false)
 			return nil, intentd.Internal("ask intent actor: %w", fmt.Errorf("%s: no answer in %v", id, callTimeout))
 		case <-ctx.Done():
 			timeout.Stop()
@@ -115,7 +114,8 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 }
 
 // releaseWhenAnswered gives back the call of a caller that left before the answer,
-// once the answer comes, so that the actor is not stopped under the message.
+// once the answer comes, so that the actor is not stopped under the message; or after
+// callTimeout, as for a caller that waited that long.
 func (r *registry) releaseWhenAnswered(id string, pid *actor.PID, req *request) {
 	timeout := time.NewTimer(callTimeout)
 	defer timeout.Stop()
@@ -123,6 +123,7 @@ func (r *registry) releaseWhenAnswered(id string, pid *actor.PID, req *request) 
 	case rep := <-req.reply:
 		r.release(id, pid, errors.Is(rep.err, errDeadLetter))
 	case <-timeout.C:
+		r.release(id, pid, false)
 	}
 }
 
