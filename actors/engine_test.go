@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
@@ -668,16 +669,24 @@ func TestDecidedActorsRetire(t *testing.T) {
 	}
 }
 
-// TestRetireWaitsForCallsInFlight checks that an actor whose intent ends while another
-// call is in flight (as a proposal's own call can be when proving is quick) is not
-// stopped under that call, and stops when it finishes rather than an hour later.
-func TestRetireWaitsForCallsInFlight(t *testing.T) {
+// acquiredIntent submits an intent on an engine that does not passivate within a test,
+// and counts a call to its actor in flight, as the registry does for each call.
+func acquiredIntent(t *testing.T) (*harness, string, *actor.PID) {
+	t.Helper()
 	h := newHarness(t, func(c *Config) { c.PassivateAfter = time.Hour })
 	id := h.submit("M", 2500)
 	pid, err := h.e.registry.acquire(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, id, pid
+}
+
+// TestRetireWaitsForCallsInFlight checks that an actor whose intent ends while another
+// call is in flight (as a proposal's own call can be when proving is quick) is not
+// stopped under that call, and stops when it finishes rather than an hour later.
+func TestRetireWaitsForCallsInFlight(t *testing.T) {
+	h, id, pid := acquiredIntent(t)
 	if err := proposeTo(h, id, "M-cheap"); err != nil {
 		t.Fatal(err)
 	}
@@ -712,12 +721,7 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 // call lands in protoactor's dead letters, is answered from there, and is sent again
 // to an actor spawned from the snapshot, rather than waiting out its time-out.
 func TestCallFindsItsActorGone(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.PassivateAfter = time.Hour })
-	id := h.submit("M", 2500)
-	pid, err := h.e.registry.acquire(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, id, pid := acquiredIntent(t)
 	h.e.registry.release(id, pid, false)
 	if err := h.e.system.Root.StopFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
