@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -18,8 +19,8 @@ type (
 	// subscribers are at their limit.
 	subscribe struct{ sub *Subscription }
 	// subscribed is where a new subscriber starts: the id of the last event published
-	// before it, and the feed's position after that event.
-	subscribed struct{ last, pos uint64 }
+	// before it. Its position in the feed, after that event, the bus sets on it.
+	subscribed struct{ last uint64 }
 	// unsubscribe removes a subscriber.
 	unsubscribe struct{ sub *Subscription }
 	// closeBus ends every subscription, for Close.
@@ -81,14 +82,17 @@ func (b *bus) Receive(ctx actor.Context) {
 		switch {
 		case b.closed:
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
-		case len(b.subs) >= b.max:
+		case len(b.subs) >= b.max && b.dropOverrun() == 0:
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
 		default:
 			b.subs[m.sub] = struct{}{}
 			if m.sub.live != nil {
 				b.picky[m.sub] = struct{}{}
 			}
-			ctx.Respond(subscribed{last: b.last, pos: b.feed.head.Load()})
+			// Set here, before any event after it is appended and before dropOverrun
+			// can read it.
+			m.sub.pos.Store(b.feed.head.Load())
+			ctx.Respond(subscribed{last: b.last})
 		}
 	case unsubscribe:
 		delete(b.subs, m.sub)
@@ -106,6 +110,25 @@ func (b *bus) Receive(ctx actor.Context) {
 	}
 }
 
+// dropOverrun ends the subscribers without a filter that the feed has gone past, and
+// reports how many. Such a subscriber learns it when it next reads, but one whose
+// stream is stuck writing to a slow client may not read for as long as the write
+// time-out, and until then it held a place that new subscribers were refused for. The
+// bus looks only when it is at its limit: a walk of every subscriber per event is the
+// cost the feed removed.
+func (b *bus) dropOverrun() int {
+	head, size := b.feed.head.Load(), b.feed.size()
+	n := 0
+	for sub := range b.subs {
+		if sub.live == nil && head-sub.pos.Load() > size {
+			sub.end(intentd.ErrSubscriberTooSlow)
+			delete(b.subs, sub)
+			n++
+		}
+	}
+	return n
+}
+
 // Subscription is one reader of the event stream: the retained events after its
 // starting id, then live ones, with no gap and no duplicate.
 type Subscription struct {
@@ -113,8 +136,9 @@ type Subscription struct {
 	ctx    context.Context // the subscription's, for the store reads of Pending
 	filter intentd.Filter
 	// pos is the feed position of the next live event to read, for a subscriber
-	// without a filter.
-	pos uint64
+	// without a filter. The reader moves it; the bus reads it to find a subscriber the
+	// feed has gone past (dropOverrun).
+	pos atomic.Uint64
 	// live is where a subscriber with a filter is handed its events; nil without one.
 	// The events are shared between subscribers: never modified.
 	live chan *intentd.Event
@@ -170,7 +194,7 @@ func (e *Engine) Subscribe(ctx context.Context, from uint64, f intentd.Filter) (
 	case error:
 		return nil, v
 	case subscribed:
-		sub.replayTo, sub.pos = v.last, v.pos
+		sub.replayTo = v.last
 		if from == intentd.SubscribeLive {
 			sub.after = v.last
 			return sub, nil
@@ -298,11 +322,11 @@ func (s *Subscription) skipReplay(ctx context.Context) (bool, error) {
 // has gone past the subscriber.
 func (s *Subscription) peekLive() (e *fedEvent, overrun bool) {
 	for {
-		e, overrun = s.e.feed.at(s.pos)
+		e, overrun = s.e.feed.at(s.pos.Load())
 		if e == nil || e.ev.ID > s.after {
 			return e, overrun
 		}
-		s.pos++
+		s.pos.Store(s.pos.Load() + 1) // only the reader moves it: no locked add
 	}
 }
 
@@ -316,7 +340,7 @@ func (s *Subscription) nextLive() (*intentd.Event, error) {
 	if e == nil {
 		return nil, nil
 	}
-	s.pos++
+	s.pos.Store(s.pos.Load() + 1)
 	s.after = e.ev.ID
 	return &e.ev, nil
 }
@@ -384,7 +408,7 @@ func (s *Subscription) Pending() bool {
 // and this, and is not cut off for a wait.
 func (s *Subscription) Filling() <-chan struct{} {
 	if s.live == nil {
-		return s.e.feed.mark(s.pos + max(s.e.feed.size()/2, 1))
+		return s.e.feed.mark(s.pos.Load() + max(s.e.feed.size()/2, 1))
 	}
 	// A word from before the reader read on is stale.
 	select {

@@ -995,6 +995,56 @@ func TestSlowSubscriberAmongOthers(t *testing.T) {
 	}
 }
 
+// TestSubscriberLimit fills the subscribers' places with one that does not read and one
+// that does, publishes events, and asks for a third place: only a subscriber the feed
+// has gone past gives its place up, and it is told it was too slow.
+func TestSubscriberLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		filter  intentd.Filter
+		events  int
+		dropped bool
+	}{
+		{"a subscriber the feed has gone past gives its place up", intentd.Filter{}, 5, true},
+		{"one behind but not passed keeps it", intentd.Filter{}, 3, false},
+		{"one whose filter left the events out keeps it", intentd.Filter{Types: []intentd.State{intentd.StateExpired}}, 5, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.SubscriberBuffer, c.MaxSubscribers = 4, 2 })
+			idle := subscribeLive(t, h, tt.filter)
+			keen := subscribeLive(t, h, intentd.Filter{})
+			for range tt.events {
+				h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+				// Read through a subscription, the event is one the bus has published.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := keen.Next(ctx)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			third, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, intentd.Filter{})
+			if !tt.dropped {
+				wantCode(t, err, intentd.KindBusy, intentd.CodeTooManySubscribers)
+				if unfiltered := len(tt.filter.Types) == 0; idle.Pending() != unfiltered {
+					t.Fatalf("the subscriber that kept its place has events pending: %v, want %v", !unfiltered, unfiltered)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a third subscriber: %v, want a place", err)
+			}
+			defer third.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := idle.Next(ctx); !errors.Is(err, intentd.ErrSubscriberTooSlow) {
+				t.Fatalf("the subscriber that gave its place up: %v, want cut off", err)
+			}
+		})
+	}
+}
+
 // TestSubscriptionFilling checks that what Filling gives fires once the unread events
 // reach half the buffer, and not before, counted from what was read, with or without a
 // filter; a word of filling from before the reader read on is stale.
@@ -1071,7 +1121,7 @@ func waiting(s *Subscription) int {
 	if s.live != nil {
 		return len(s.live)
 	}
-	return int(s.e.feed.head.Load() - s.pos)
+	return int(s.e.feed.head.Load() - s.pos.Load())
 }
 
 // TestPendingSkipsWhatTheFilterLeavesOut checks that Pending reads a filtered
