@@ -526,7 +526,6 @@ func (e *Engine) current(ctx context.Context, id string) (*snapshot, error) {
 		return nil, err
 	}
 	if snap, ok := reply.(*snapshot); ok {
-		e.registry.retireIfDone(snap.ID, snap)
 		return snap, nil
 	}
 	return e.loadSnapshot(ctx, id) // the owner in a cluster wrote it; the store has it

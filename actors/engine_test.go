@@ -708,7 +708,7 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 	if n := h.e.registry.live(); n != 1 {
 		t.Fatalf("%d actors live while a call is in flight, want 1", n)
 	}
-	h.e.registry.release(id, pid, false)
+	h.e.registry.release(id, pid, false, false)
 	for h.e.registry.live() > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the actor stayed live after the last call in flight finished")
@@ -722,7 +722,7 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 // to an actor spawned from the snapshot, rather than waiting out its time-out.
 func TestCallFindsItsActorGone(t *testing.T) {
 	h, id, pid := acquiredIntent(t)
-	h.e.registry.release(id, pid, false)
+	h.e.registry.release(id, pid, false, false)
 	if err := h.e.system.Root.StopFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
 	}

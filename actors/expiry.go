@@ -87,12 +87,8 @@ func (e *Engine) sendAll(ids []string, msg any, what string) {
 	for range min(expiryWorkers, len(ids)) {
 		wg.Go(func() {
 			for id := range ch {
-				reply, err := e.registry.call(e.ctx, id, msg)
-				if err != nil && intentd.ErrorKind(err) == intentd.KindInternal {
+				if _, err := e.registry.call(e.ctx, id, msg); err != nil && intentd.ErrorKind(err) == intentd.KindInternal {
 					e.log.Error(what, "intent_id", id, "err", err)
-				}
-				if err == nil {
-					e.registry.retireIfDone(id, reply)
 				}
 			}
 		})

@@ -158,9 +158,8 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 func (e *Engine) deliver(id string, o outcome) {
 	backoff := 10 * time.Millisecond
 	for {
-		reply, err := e.registry.call(e.ctx, id, proved{outcome: o})
+		_, err := e.registry.call(e.ctx, id, proved{outcome: o})
 		if err == nil {
-			e.registry.retireIfDone(id, reply)
 			return
 		}
 		if !retryable(err) {

@@ -94,7 +94,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 		case rep = <-req.reply:
 			timeout.Stop()
 		case <-timeout.C:
-			r.release(id, pid, false)
+			r.release(id, pid, false, false)
 			return nil, intentd.Internal("ask intent actor: %w", fmt.Errorf("%s: no answer in %v", id, callTimeout))
 		case <-ctx.Done():
 			timeout.Stop()
@@ -102,7 +102,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 			return nil, intentd.Canceled(ctx.Err())
 		}
 		dead := errors.Is(rep.err, errDeadLetter)
-		r.release(id, pid, dead)
+		r.release(id, pid, dead, ended(rep.value))
 		if dead && attempt < 3 {
 			continue // the actor stopped for good; a new one comes from the snapshot
 		}
@@ -121,9 +121,9 @@ func (r *registry) releaseWhenAnswered(id string, pid *actor.PID, req *request) 
 	defer timeout.Stop()
 	select {
 	case rep := <-req.reply:
-		r.release(id, pid, errors.Is(rep.err, errDeadLetter))
+		r.release(id, pid, errors.Is(rep.err, errDeadLetter), ended(rep.value))
 	case <-timeout.C:
-		r.release(id, pid, false)
+		r.release(id, pid, false, false)
 	}
 }
 
@@ -242,35 +242,47 @@ func (r *registry) acquire(ctx context.Context, id string) (*actor.PID, error) {
 	}
 }
 
-// retire stops the actor of an intent that has reached its end, as soon as no call is
-// in flight: at once when none is, or when the last one finishes. A proposal's own call
-// can still be in flight when its outcome comes back, since proving starts before the
-// actor answers it. A decided intent's actor has nothing left to do, and until
-// passivation it kept its snapshot, evidence and receipt included: at a thousand
-// decisions a second that was most of the live heap, whose marking by the collector set
-// the tail of the decide path's latency (p99 32 to 45 ms against 13 to 17 ms with the
-// actors gone within a second). In a cluster the actors are grains the cluster owns,
-// and retire leaves them be.
-func (r *registry) retire(id string) {
-	if r.e.cluster != nil {
-		return
-	}
+// ended reports whether an actor's answer is the snapshot of an intent that has
+// reached its end.
+func ended(value any) bool {
+	snap, ok := value.(*snapshot)
+	return ok && snap.State.Terminal()
+}
+
+// release gives back a call to the actor of id. dead says the call found the actor
+// gone. ended says its answer was the snapshot of an intent that has reached its end:
+// the actor is then stopped as soon as no call holds it, at once or when the last call
+// in flight finishes (a proposal's own call can outlast a quick proof of it). A decided
+// intent's actor has nothing left to do, and until passivation it kept its snapshot,
+// evidence and receipt included: at a thousand decisions a second that was most of the
+// live heap, whose marking by the collector set the tail of the decide path's latency
+// (p99 32 to 45 ms against 13 to 17 ms with the actors gone within a second). In a
+// cluster the actors are grains the cluster owns, and they are left be.
+func (r *registry) release(id string, pid *actor.PID, dead, ended bool) {
 	s := r.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	la := s.m[id]
-	if la == nil || la.pid == nil || la.stopping != nil {
+	if la == nil || la.pid != pid {
 		return
 	}
-	la.ended = true
-	if la.inflight == 0 {
-		r.stopLocked(s, id, la)
+	la.inflight--
+	la.lastUsed = r.e.cfg.Now()
+	if ended && r.e.cluster == nil {
+		la.ended = true
+	}
+	switch {
+	case la.inflight > 0 || la.stopping != nil:
+	case dead:
+		delete(s.m, id)
+	case la.ended:
+		r.stop(s, id, la)
 	}
 }
 
-// stopLocked stops la, the actor of id, and takes it out of the table once it is gone.
-// The caller holds s.mu.
-func (r *registry) stopLocked(s *registryShard, id string, la *liveActor) {
+// stop stops la, the actor of id, and takes it out of the table once it is gone. The
+// caller holds s.mu.
+func (r *registry) stop(s *registryShard, id string, la *liveActor) {
 	la.stopping = make(chan struct{})
 	go func() {
 		r.e.system.Root.StopFuture(la.pid).Wait()
@@ -281,33 +293,6 @@ func (r *registry) stopLocked(s *registryShard, id string, la *liveActor) {
 		s.mu.Unlock()
 		close(la.stopping)
 	}()
-}
-
-// retireIfDone retires the actor of id when reply, an actor's answer, is the snapshot
-// of an intent that has reached its end.
-func (r *registry) retireIfDone(id string, reply any) {
-	if snap, ok := reply.(*snapshot); ok && snap.State.Terminal() {
-		r.retire(id)
-	}
-}
-
-func (r *registry) release(id string, pid *actor.PID, dead bool) {
-	s := r.shard(id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	la := s.m[id]
-	if la == nil || la.pid != pid {
-		return
-	}
-	la.inflight--
-	la.lastUsed = r.e.cfg.Now()
-	switch {
-	case la.inflight > 0 || la.stopping != nil:
-	case dead:
-		delete(s.m, id)
-	case la.ended:
-		r.stopLocked(s, id, la)
-	}
 }
 
 // Live reports the number of live intent actors.
