@@ -66,7 +66,7 @@ func (b *bus) Receive(ctx actor.Context) {
 			}
 			select {
 			case sub.live <- ev:
-				if len(sub.live) >= cap(sub.live)/2 {
+				if sub.halfHanded() {
 					select {
 					case sub.filling <- struct{}{}:
 					default:
@@ -326,7 +326,7 @@ func (s *Subscription) peekLive() (e *fedEvent, overrun bool) {
 		if e == nil || e.ev.ID > s.after {
 			return e, overrun
 		}
-		s.pos.Store(s.pos.Load() + 1) // only the reader moves it: no locked add
+		s.pos.Store(e.pos + 1) // only the reader moves it: no locked add
 	}
 }
 
@@ -340,7 +340,7 @@ func (s *Subscription) nextLive() (*intentd.Event, error) {
 	if e == nil {
 		return nil, nil
 	}
-	s.pos.Store(s.pos.Load() + 1)
+	s.pos.Store(e.pos + 1)
 	s.after = e.ev.ID
 	return &e.ev, nil
 }
@@ -415,11 +415,15 @@ func (s *Subscription) Filling() <-chan struct{} {
 	case <-s.filling:
 	default:
 	}
-	if len(s.live) >= cap(s.live)/2 {
+	if s.halfHanded() {
 		return closedChan
 	}
 	return s.filling
 }
+
+// halfHanded reports whether the events handed to a subscriber with a filter fill half
+// its buffer, the point at which Filling tells its writer.
+func (s *Subscription) halfHanded() bool { return len(s.live) >= cap(s.live)/2 }
 
 // Close ends the subscription.
 func (s *Subscription) Close() {
