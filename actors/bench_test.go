@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/benchcpu"
 	"github.com/intentd/intentd/persistence"
 )
 
@@ -92,7 +92,7 @@ func BenchmarkSubmitIntent(b *testing.B) {
 			var next atomic.Int64
 			b.SetParallelism(32) // 64 submitters on 2 cores
 			b.ResetTimer()
-			start, cpu := time.Now(), cpuTime()
+			start, cpu := time.Now(), benchcpu.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					in := intents[next.Add(1)-1]
@@ -106,7 +106,7 @@ func BenchmarkSubmitIntent(b *testing.B) {
 			// CPU time an intent costs the process, the engine's and the store's
 			// background work included: a figure that a busy neighbour on a shared
 			// host moves less than the rate.
-			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/intent")
+			benchcpu.ReportMicros(b, cpu, "intent")
 		})
 	}
 }
@@ -219,16 +219,6 @@ func BenchmarkOpenIntents(b *testing.B) {
 	b.ReportMetric(float64(time.Since(start).Microseconds())/probes, "status-µs")
 	e.Close()
 	store.Close()
-}
-
-// cpuTime is the CPU time, user and system, the process has used so far; 0 where the
-// platform does not say.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rssMiB reads the resident set size from /proc; 0 where there is none.

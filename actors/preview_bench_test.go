@@ -12,6 +12,7 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/internal/benchcpu"
 )
 
 // demoSolutions alternate a passing product of the demo catalog with one over budget,
@@ -65,7 +66,7 @@ func BenchmarkPreviewBesideProposal(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(16) // 32 callers on 2 cores
 		b.ResetTimer()
-		start, cpu := time.Now(), cpuTime()
+		start, cpu := time.Now(), benchcpu.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := next.Add(1)
@@ -77,7 +78,7 @@ func BenchmarkPreviewBesideProposal(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "previews/s")
-		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/preview")
+		benchcpu.ReportMicros(b, cpu, "preview")
 	})
 	b.Run("proposal", func(b *testing.B) {
 		e := open(b)
@@ -101,7 +102,7 @@ func BenchmarkPreviewBesideProposal(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(16)
 		b.ResetTimer()
-		start, cpu := time.Now(), cpuTime()
+		start, cpu := time.Now(), benchcpu.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := next.Add(1) - 1
@@ -115,6 +116,6 @@ func BenchmarkPreviewBesideProposal(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "proposals/s")
-		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/proposal")
+		benchcpu.ReportMicros(b, cpu, "proposal")
 	})
 }

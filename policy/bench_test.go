@@ -3,10 +3,9 @@ package policy
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/intentd/intentd/internal/benchcpu"
 	"github.com/intentd/intentd/internal/golden"
 )
 
@@ -117,44 +116,26 @@ func BenchmarkEvaluatePass(b *testing.B) {
 	p := mustCompile(b, bench25)
 	a, ev := mustAttrs(b, bench25Attrs), mustEvidence(b, bench25Pass)
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Now()
 	for b.Loop() {
 		if f := p.Evaluate(a, ev); f != nil {
 			b.Fatal(f)
 		}
 	}
-	reportCPU(b, cpu)
+	benchcpu.Report(b, cpu)
 }
 
 func BenchmarkEvaluateFail(b *testing.B) {
 	p := mustCompile(b, bench25)
 	a, ev := mustAttrs(b, bench25Attrs), mustEvidence(b, bench25Fail)
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Now()
 	for b.Loop() {
 		if f := p.Evaluate(a, ev); f == nil {
 			b.Fatal("no failures")
 		}
 	}
-	reportCPU(b, cpu)
-}
-
-// cpuTime is the CPU time, user and system, the process has used so far; 0 where the
-// platform does not say.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time an operation cost the process since start, the
-// collector's work on other threads included. On a host shared with other work the
-// wall time per operation also counts the time the benchmark waited for a core; the
-// CPU time moves much less with the neighbours.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	benchcpu.Report(b, cpu)
 }
 
 // TestBench25Reasons pins the explanations of the failing evidence: they are built by
