@@ -116,6 +116,11 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "per proposal: server page faults per second"); f.Value < 0 {
 				t.Errorf("page faults per second %v", f.Value)
 			}
+			// Zero where the data folder is in memory (tmpfs), so only its presence and
+			// sign are checked.
+			if f := figureOf(t, r, "per proposal: server bytes written per request"); f.Value < 0 {
+				t.Errorf("bytes written per proposal %v", f.Value)
+			}
 		}},
 		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)

@@ -220,6 +220,28 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
+func TestParseWriteBytes(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       int64
+		wantErr    bool
+	}{
+		{"plain", "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 131072\ncancelled_write_bytes: 0\n", 131072, false},
+		{"last line without a newline", "read_bytes: 0\nwrite_bytes: 7", 7, false},
+		{"missing", "rchar: 10\nwchar: 20\n", 0, true},
+		{"not a number", "write_bytes: x\n", 0, true},
+		{"negative", "write_bytes: -1\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseWriteBytes(tt.text)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("got %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestHasFlag(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fake")
 	help := "#!/bin/sh\necho 'Usage: intentd [flags]' >&2\necho '  -max-subscribers int' >&2\necho '  -max-body int' >&2\necho '  -allow-unsigned' >&2\n"

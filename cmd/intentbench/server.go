@@ -292,6 +292,34 @@ func parseProcStat(s string) (procStat, error) {
 	return procStat{CPU: time.Duration(n[1]+n[2]) * time.Second / clockTicks, MinorFaults: n[0]}, nil
 }
 
+// readWriteBytes reads write_bytes of /proc/<pid>/io: what the process sent to the
+// storage layer, its synced writes and Pebble's flushes and compactions alike. Beside
+// the CPU it says how much of a path's cost is the disk's: every byte a request adds is
+// written to the log, then to a table, then again by compactions.
+func readWriteBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseWriteBytes(string(b))
+}
+
+// parseWriteBytes finds the write_bytes line of the text of /proc/<pid>/io.
+func parseWriteBytes(s string) (int64, error) {
+	for line := range strings.Lines(s) {
+		v, ok := strings.CutPrefix(line, "write_bytes:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("/proc io: write_bytes %q is not a count", strings.TrimSpace(v))
+		}
+		return n, nil
+	}
+	return 0, errors.New("/proc io: no write_bytes")
+}
+
 // selfCPU is the CPU time this process has used.
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
@@ -321,12 +349,17 @@ type cpuMeter struct {
 	self  time.Duration
 	kid   procStat
 	start time.Time
+	// written is the server's write_bytes at the start; -1 where /proc does not say.
+	written int64
 }
 
 func startCPU(srv *child) *cpuMeter {
-	m := &cpuMeter{srv: srv, self: selfCPU(), start: time.Now()}
+	m := &cpuMeter{srv: srv, self: selfCPU(), start: time.Now(), written: -1}
 	if srv != nil {
 		m.kid, _ = readProcStat(srv.cmd.Process.Pid)
+		if n, err := readWriteBytes(srv.cmd.Process.Pid); err == nil {
+			m.written = n
+		}
 	}
 	return m
 }
@@ -349,5 +382,8 @@ func (m *cpuMeter) perOp(r *Report, what string, n int64) {
 		r.figure(what+": server CPU per request", float64(cpu.Microseconds())/float64(n), "µs")
 		r.figure(what+": server cores busy", cpu.Seconds()/wall.Seconds(), "")
 		r.figure(what+": server page faults per second", float64(kid.MinorFaults-m.kid.MinorFaults)/wall.Seconds(), "")
+	}
+	if w, err := readWriteBytes(m.srv.cmd.Process.Pid); err == nil && m.written >= 0 {
+		r.figure(what+": server bytes written per request", float64(w-m.written)/float64(n), "B")
 	}
 }
