@@ -101,8 +101,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 			go r.releaseWhenAnswered(id, pid, req)
 			return nil, intentd.Canceled(ctx.Err())
 		}
-		dead := errors.Is(rep.err, errDeadLetter)
-		r.release(id, pid, dead, ended(rep.value))
+		dead := r.releaseAnswered(id, pid, rep)
 		if dead && attempt < 3 {
 			continue // the actor stopped for good; a new one comes from the snapshot
 		}
@@ -121,10 +120,18 @@ func (r *registry) releaseWhenAnswered(id string, pid *actor.PID, req *request) 
 	defer timeout.Stop()
 	select {
 	case rep := <-req.reply:
-		r.release(id, pid, errors.Is(rep.err, errDeadLetter), ended(rep.value))
+		r.releaseAnswered(id, pid, rep)
 	case <-timeout.C:
 		r.release(id, pid, false, false)
 	}
+}
+
+// releaseAnswered gives back a call by the answer it got, and reports whether that
+// answer says the actor was gone.
+func (r *registry) releaseAnswered(id string, pid *actor.PID, rep reply) (dead bool) {
+	dead = errors.Is(rep.err, errDeadLetter)
+	r.release(id, pid, dead, ended(rep.value))
+	return dead
 }
 
 // request is a call to an intent actor from this member: the message, and the channel
@@ -135,6 +142,16 @@ func (r *registry) releaseWhenAnswered(id string, pid *actor.PID, req *request) 
 type request struct {
 	msg   any
 	reply chan reply // buffered: the actor never waits for its caller
+}
+
+// answer gives the request its answer, unless it has one already: guard answers after
+// a panic, and the actor may have answered before it. The channel holds one answer, so
+// neither ever waits.
+func (q *request) answer(rep reply) {
+	select {
+	case q.reply <- rep:
+	default:
+	}
 }
 
 // IgnoreDeadLetterLogging keeps protoactor from logging a request that found its actor
@@ -153,10 +170,7 @@ func answerDeadLetters(ev any) {
 		return
 	}
 	if req, ok := dl.Message.(*request); ok {
-		select {
-		case req.reply <- reply{err: errDeadLetter}:
-		default:
-		}
+		req.answer(reply{err: errDeadLetter})
 	}
 }
 
@@ -376,10 +390,7 @@ func guard(ctx actor.Context, log func(msg string, args ...any)) {
 // future's sender.
 func answer(ctx actor.Context, rep reply) {
 	if req, ok := ctx.Message().(*request); ok {
-		select {
-		case req.reply <- rep:
-		default: // answered already, before a panic
-		}
+		req.answer(rep)
 		return
 	}
 	if ctx.Sender() != nil {
