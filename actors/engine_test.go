@@ -258,6 +258,18 @@ func (h *harness) waitState(id string, state intentd.State) intentd.Status {
 	}
 }
 
+// waitNoActors waits until no intent actor is live, and fails the test with why and the
+// number still live once deadline has passed.
+func (h *harness) waitNoActors(deadline time.Time, why string) {
+	h.t.Helper()
+	for h.e.registry.live() > 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d actors still live %s", h.e.registry.live(), why)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // events reads every retained event (and live ones until quiet) from a fresh subscription.
 func (h *harness) events(from uint64, want int) []intentd.Event {
 	h.t.Helper()
@@ -655,13 +667,7 @@ func TestDecidedActorsRetire(t *testing.T) {
 	}
 	h.waitState(decided, intentd.StateSuccess)
 	h.waitState(expiring, intentd.StateExpired)
-	deadline := time.Now().Add(5 * time.Second)
-	for h.e.registry.live() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actors still live an hour before their passivation", h.e.registry.live())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitNoActors(time.Now().Add(5*time.Second), "an hour before their passivation")
 	for _, id := range []string{decided, expiring} {
 		if err := proposeTo(h, id, "M-cheap"); intentd.ErrorKind(err) != intentd.KindConflict {
 			t.Fatalf("a proposal to the ended intent %s: %v, want a conflict", id, err)
@@ -709,12 +715,7 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 		t.Fatalf("%d actors live while a call is in flight, want 1", n)
 	}
 	h.e.registry.release(id, pid, false, false)
-	for h.e.registry.live() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the actor stayed live after the last call in flight finished")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	h.waitNoActors(deadline, "after the last call in flight finished")
 }
 
 // TestCallFindsItsActorGone stops an intent actor behind the registry's back: the next
@@ -781,13 +782,7 @@ func TestCallerLeavesActorCall(t *testing.T) {
 	}
 	close(held)
 	h.waitState(id, intentd.StateSuccess)
-	deadline := time.Now().Add(5 * time.Second)
-	for h.e.registry.live() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the actor stayed live after it answered the call its caller left")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitNoActors(time.Now().Add(5*time.Second), "after the actor answered the call its caller left")
 }
 
 // TestPassivation checks that idle actors stop and come back from their snapshot.
@@ -797,13 +792,7 @@ func TestPassivation(t *testing.T) {
 	for range 50 {
 		ids = append(ids, h.submit("M", 2500))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.e.registry.live() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actors still live", h.e.registry.live())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitNoActors(time.Now().Add(5*time.Second), "after 20 ms idle")
 	for _, id := range ids {
 		if err := proposeTo(h, id, "M-cheap"); err != nil {
 			t.Fatal(err)
