@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/pebbleevents"
 )
 
 // The key space. One byte of prefix a table keeps the tables apart and lets a table be
@@ -131,10 +132,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	po := &pebble.Options{
-		Cache:        cache,
-		Logger:       pebbleLogger{opts.Logger},
-		Levels:       make([]pebble.LevelOptions, 7),
-		MemTableSize: memTableSize,
+		Cache:         cache,
+		Logger:        pebbleLogger{opts.Logger},
+		EventListener: pebbleevents.Listener(opts.Logger, "store"),
+		Levels:        make([]pebble.LevelOptions, 7),
+		MemTableSize:  memTableSize,
 	}
 	// Bloom filters on every level: most point reads are of keys that do not exist (a
 	// new intent's id, checked before it is written), and without a filter each such

@@ -24,6 +24,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/pebbleevents"
 	iproof "github.com/intentd/intentd/proof"
 )
 
@@ -137,7 +138,10 @@ func Open(opts Options) (*Log, error) {
 	// The cache holds the upper levels of the tree, which every proof reads.
 	cache := pebble.NewCache(32 << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(opts.Dir, &pebble.Options{Logger: pebbleLogger{opts.Logger}, Cache: cache})
+	db, err := pebble.Open(opts.Dir, &pebble.Options{
+		Logger: pebbleLogger{opts.Logger}, Cache: cache,
+		EventListener: pebbleevents.Listener(opts.Logger, "tlog"),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}

@@ -83,6 +83,50 @@ func (p *pairClock) done(i int) {
 	}
 }
 
+// slowCauses sorts the proposals whose gap exceeded slowGap by what the server was
+// doing in the background between their 200 and their event: flushing or compacting
+// its store, or, if not, collecting garbage. It also returns the span of the 200s.
+func (p *pairClock) slowCauses(store, gc []window) (slow, inStore, inGC int, from, to time.Time) {
+	at := func(ns int64) time.Time { return p.origin.Add(time.Duration(ns - 1)) }
+	for i := range p.ack {
+		a, e := p.ack[i].Load(), p.event[i].Load()
+		if a == 0 || e == 0 {
+			continue
+		}
+		if from.IsZero() || at(a).Before(from) {
+			from = at(a)
+		}
+		if at(a).After(to) {
+			to = at(a)
+		}
+		if e-a <= int64(slowGap) {
+			continue
+		}
+		slow++
+		switch {
+		case overlaps(at(a), at(e), store):
+			inStore++
+		case overlaps(at(a), at(e), gc):
+			inGC++
+		}
+	}
+	return slow, inStore, inGC, from, to
+}
+
+// reportSlowCauses reports slowCauses with the share of the run each kind of work
+// took: a kind whose share of the slow proposals is far above its share of the time is
+// what holds the tail up.
+func reportSlowCauses(r *Report, clock *pairClock, bg *background) {
+	store, gc := bg.windows()
+	slow, inStore, inGC, from, to := clock.slowCauses(store, gc)
+	r.figure("proposals over 10 ms", float64(slow), "")
+	r.figure("  of them while the store flushed or compacted", float64(inStore), "")
+	r.figure("  share of the run the store flushed or compacted", 100*coverage(from, to, store), "%")
+	r.figure("  of them while the collector ran, the store not", float64(inGC), "")
+	r.figure("  share of the run the collector ran", 100*coverage(from, to, gc), "%")
+	r.figure("  of them at other times", float64(slow-inStore-inGC), "")
+}
+
 func runDecide(ctx context.Context, b *bench, r *Report) error {
 	base, srv, after, intents, took, err := setUpProposals(ctx, b)
 	if err != nil {
@@ -165,6 +209,9 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 	bursty, worst := clock.burstySeconds()
 	r.figure("seconds with over 1 % of gaps above 10 ms", float64(bursty), "")
 	r.figure("the worst second's share above 10 ms", 100*worst, "%")
+	if srv != nil {
+		reportSlowCauses(r, clock, &srv.bg)
+	}
 	if res.FirstErr != nil {
 		r.note("proposals: first error: %v", res.FirstErr)
 	}

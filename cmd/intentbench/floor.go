@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -40,7 +39,9 @@ type floorEngine struct {
 }
 
 func newFloorEngine(dir string) (*floorEngine, error) {
-	store, err := persistence.Open(dir, persistence.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The store's log goes to standard error, as intentd's does, so that the tool sees
+	// the floor's flushes and compactions too.
+	store, err := persistence.Open(dir, persistence.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,7 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "per proposal: server bytes written per request"); f.Value < 0 {
 				t.Errorf("bytes written per proposal %v", f.Value)
 			}
+			checkSlowCauses(t, r)
 		}},
 		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
@@ -130,6 +131,7 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "per proposal: server CPU per request"); f.Value <= 0 {
 				t.Errorf("the floor's CPU per proposal is %v, want it measured", f.Value)
 			}
+			checkSlowCauses(t, r)
 		}},
 		{"fanout", []string{"--duration", "1s", "--rate", "20", "--subscribers", "25", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "delivery lag (proposal 200 -> read)"), 20*25)
@@ -182,6 +184,24 @@ func TestScenarios(t *testing.T) {
 }
 
 // TestTableOutput checks the table form names every series and figure.
+// checkSlowCauses checks that decide sorted every slow proposal into one kind of
+// background work, or none.
+func checkSlowCauses(t *testing.T, r Report) {
+	t.Helper()
+	slow := figureOf(t, r, "proposals over 10 ms").Value
+	parts := figureOf(t, r, "  of them while the store flushed or compacted").Value +
+		figureOf(t, r, "  of them while the collector ran, the store not").Value +
+		figureOf(t, r, "  of them at other times").Value
+	if slow < 0 || parts != slow {
+		t.Errorf("%v proposals over 10 ms, sorted into %v", slow, parts)
+	}
+	for _, name := range []string{"  share of the run the store flushed or compacted", "  share of the run the collector ran"} {
+		if f := figureOf(t, r, name); f.Value < 0 || f.Value > 100 {
+			t.Errorf("%s: %v %%", name, f.Value)
+		}
+	}
+}
+
 func TestTableOutput(t *testing.T) {
 	var h hist
 	for i := 1; i <= 100; i++ {

@@ -63,6 +63,8 @@ type child struct {
 	counts  map[string]int
 	exited  chan struct{}
 	waitErr error
+	// bg is when it flushed or compacted its store and collected garbage.
+	bg background
 }
 
 // countedLogs are log messages whose number a scenario reports.
@@ -71,7 +73,7 @@ var countedLogs = []string{"subscriber too slow", "internal error", "handler pan
 // startChild runs bin with args and waits until it prints its listening banner.
 func startChild(ctx context.Context, name, bin string, args, env []string) (*child, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), gcTraceEnv(os.Getenv("GODEBUG")))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -104,6 +106,15 @@ func startChild(ctx context.Context, name, bin string, args, env []string) (*chi
 	}
 }
 
+// gcTraceEnv is the GODEBUG of a child: the tool's own, with gctrace on, so that the
+// child prints a line for each collection, which background reads.
+func gcTraceEnv(godebug string) string {
+	if godebug == "" {
+		return "GODEBUG=gctrace=1"
+	}
+	return "GODEBUG=" + godebug + ",gctrace=1"
+}
+
 func (c *child) readLogs(r io.Reader, urls chan<- string) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -116,6 +127,7 @@ func (c *child) readLogs(r io.Reader, urls chan<- string) {
 				sent = true
 			}
 		}
+		c.bg.observe(line, c.started)
 		c.mu.Lock()
 		for _, s := range countedLogs {
 			if strings.Contains(line, s) {

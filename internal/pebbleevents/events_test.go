@@ -1,0 +1,142 @@
+package pebbleevents
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// lockedBuffer lets Pebble's background goroutines and the test share the log.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestListenerLogsFlushesAndCompactions(t *testing.T) {
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	db, err := pebble.Open("db", &pebble.Options{FS: vfs.NewMem(), EventListener: Listener(log, "store")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	value := bytes.Repeat([]byte("v"), 1000)
+	for round := range 2 {
+		for i := range 200 {
+			if err := db.Set(fmt.Appendf(nil, "key-%04d", i), value, pebble.NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatalf("flush %d: %v", round, err)
+		}
+	}
+	if err := db.Compact([]byte("key-"), []byte("key-~"), true); err != nil {
+		t.Fatal(err)
+	}
+
+	var flushes, compactions int
+	for _, m := range buf.lines(t) {
+		if m["db"] != "store" {
+			t.Errorf("line %v: db = %v, want store", m, m["db"])
+		}
+		switch m["msg"] {
+		case FlushedMsg:
+			flushes++
+			// Each flush holds 200 values of 1,000 bytes.
+			if in, _ := m["bytes_in"].(float64); in < 200_000 {
+				t.Errorf("flush line %v: bytes_in below the 200 KB flushed", m)
+			}
+			if out, _ := m["bytes_out"].(float64); out <= 0 {
+				t.Errorf("flush line %v: no bytes_out", m)
+			}
+			if _, ok := m["took"].(float64); !ok {
+				t.Errorf("flush line %v: no took", m)
+			}
+		case CompactedMsg:
+			compactions++
+			if out, _ := m["bytes_out"].(float64); out <= 0 {
+				t.Errorf("compaction line %v: no bytes_out", m)
+			}
+			if from, _ := m["from"].([]any); len(from) == 0 {
+				t.Errorf("compaction line %v: no input level", m)
+			}
+		case "store background error", "store flush failed", "store compaction failed":
+			t.Errorf("unexpected error line %v", m)
+		}
+	}
+	if flushes != 2 {
+		t.Errorf("%d flush lines, want 2 (one per Flush)", flushes)
+	}
+	if compactions == 0 {
+		t.Error("no compaction line after a manual compaction of two overlapping tables")
+	}
+}
+
+func TestListenerWithoutLogger(t *testing.T) {
+	l := Listener(nil, "store")
+	// A listener without a logger must not panic on any event.
+	l.BackgroundError(fmt.Errorf("disk gone"))
+	l.FlushEnd(pebble.FlushInfo{})
+	l.CompactionEnd(pebble.CompactionInfo{})
+	l.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
+	l.WriteStallEnd()
+}
+
+func TestListenerLevels(t *testing.T) {
+	boom := fmt.Errorf("no space left on device")
+	tests := []struct {
+		name  string
+		event func(*pebble.EventListener)
+		msg   string
+		level string
+	}{
+		{"background error", func(l *pebble.EventListener) { l.BackgroundError(boom) }, "store background error", "ERROR"},
+		{"failed flush", func(l *pebble.EventListener) { l.FlushEnd(pebble.FlushInfo{Err: boom}) }, "store flush failed", "ERROR"},
+		{"failed compaction", func(l *pebble.EventListener) { l.CompactionEnd(pebble.CompactionInfo{Err: boom}) }, "store compaction failed", "ERROR"},
+		{"write stall", func(l *pebble.EventListener) {
+			l.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "L0 file count limit exceeded"})
+		}, "store writes stalled: flushes or compactions are behind", "WARN"},
+		{"flush", func(l *pebble.EventListener) { l.FlushEnd(pebble.FlushInfo{InputBytes: 10}) }, FlushedMsg, "INFO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf lockedBuffer
+			tt.event(Listener(slog.New(slog.NewJSONHandler(&buf, nil)), "tlog"))
+			lines := buf.lines(t)
+			if len(lines) != 1 {
+				t.Fatalf("%d lines, want 1: %v", len(lines), lines)
+			}
+			m := lines[0]
+			if m["msg"] != tt.msg || m["level"] != tt.level || m["db"] != "tlog" {
+				t.Errorf("line %v, want msg %q at %s for db tlog", m, tt.msg, tt.level)
+			}
+		})
+	}
+}
