@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -67,12 +68,25 @@ type Options struct {
 	// AcceptDataLoss opens a store whose write-ahead log lost acknowledged writes (see
 	// mark.go) instead of refusing it, and logs what was lost.
 	AcceptDataLoss bool
+
+	// diskSlowAfter is how long an operation on the store's files runs before it is
+	// logged as slow; 0: defaultDiskSlowAfter. Tests shorten it.
+	diskSlowAfter time.Duration
 }
+
+// defaultDiskSlowAfter is how long a write, sync or other operation on the store's
+// files may run before it is logged as slow (pebbleevents). An fsync takes well under
+// 10 ms on a working disk; one still running after 5 s is a disk that has stopped
+// answering (a failing device, a network volume that has gone), and without the line
+// the only sign would be requests that never return.
+const defaultDiskSlowAfter = 5 * time.Second
 
 // Store is the Pebble-backed store. Its methods are safe for concurrent use.
 type Store struct {
-	db        *pebble.DB
-	writeOpts *pebble.WriteOptions
+	// unwatchDisk stops the watch for slow operations on the store's files.
+	unwatchDisk io.Closer
+	db          *pebble.DB
+	writeOpts   *pebble.WriteOptions
 
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
@@ -131,10 +145,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		cacheBytes = defaultCacheBytes
 	}
 	cache := pebble.NewCache(cacheBytes)
+	events := pebbleevents.Listener(opts.Logger, "store")
 	po := &pebble.Options{
 		Cache:         cache,
 		Logger:        pebbleLogger{opts.Logger},
-		EventListener: pebbleevents.Listener(opts.Logger, "store"),
+		EventListener: events,
 		Levels:        make([]pebble.LevelOptions, 7),
 		MemTableSize:  memTableSize,
 	}
@@ -155,6 +170,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		cache.Unref()
 		return nil, err
 	}
+	slowAfter := opts.diskSlowAfter
+	if slowAfter == 0 {
+		slowAfter = defaultDiskSlowAfter
+	}
+	// The watch stops with the store (Close), after the database is closed.
+	var unwatch io.Closer
+	po.FS, unwatch = vfs.WithDiskHealthChecks(po.FS, slowAfter, events.DiskSlow)
 	// The logs Pebble is about to replay, named if the mark finds writes missing:
 	// replay folds them into tables and removes them.
 	replayed := walFiles(po.FS, dir)
@@ -163,24 +185,26 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := openPebble(dir, po)
 	cache.Unref()
 	if err != nil {
+		unwatch.Close()
 		return nil, fmt.Errorf("open store in %s: %w", dir, err)
 	}
 	s := &Store{
-		db:        db,
-		writeOpts: pebble.Sync,
-		finishCh:  make(chan *finishReq, 1024),
-		creating:  make(map[string]chan struct{}),
-		closing:   make(chan struct{}),
-		done:      make(chan struct{}),
-		writers:   writers,
-		ids:       newIDFilter(idFilterFirst),
-		idsLoaded: make(chan struct{}),
-		log:       opts.Logger,
-		fs:        po.FS,
-		dir:       dir,
-		noMark:    opts.NoSync,
-		markDone:  make(chan struct{}),
-		diskDone:  make(chan struct{}),
+		db:          db,
+		unwatchDisk: unwatch,
+		writeOpts:   pebble.Sync,
+		finishCh:    make(chan *finishReq, 1024),
+		creating:    make(map[string]chan struct{}),
+		closing:     make(chan struct{}),
+		done:        make(chan struct{}),
+		writers:     writers,
+		ids:         newIDFilter(idFilterFirst),
+		idsLoaded:   make(chan struct{}),
+		log:         opts.Logger,
+		fs:          po.FS,
+		dir:         dir,
+		noMark:      opts.NoSync,
+		markDone:    make(chan struct{}),
+		diskDone:    make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -193,14 +217,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		err = s.loadPolicyIDs()
 	}
 	if err != nil {
-		db.Close()
+		s.closeDB()
 		return nil, err
 	}
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	if !s.noMark {
 		if err := s.checkMark(opts.AcceptDataLoss, replayed); err != nil {
-			db.Close()
+			s.closeDB()
 			return nil, err
 		}
 		go s.markLoop()
@@ -329,8 +353,15 @@ func (s *Store) Close() error {
 		<-s.markDone
 		<-s.diskDone
 		<-s.idsLoaded
-		err = s.db.Close()
+		err = s.closeDB()
 	})
+	return err
+}
+
+// closeDB closes the database, then the watch of its files' operations.
+func (s *Store) closeDB() error {
+	err := s.db.Close()
+	s.unwatchDisk.Close()
 	return err
 }
 

@@ -1,5 +1,6 @@
 // Package pebbleevents logs what a Pebble database does in the background: its flushes,
-// its compactions, its write stalls and its background errors.
+// its compactions, its write stalls, its background errors, and operations on its files
+// that do not return.
 //
 // Flushes and compactions share the disk and the cores with requests: while a flush
 // writes its tables, the write-ahead log's fsyncs, which every acknowledged write waits
@@ -13,6 +14,8 @@ package pebbleevents
 
 import (
 	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -21,6 +24,10 @@ import (
 const (
 	FlushedMsg   = "store flushed"
 	CompactedMsg = "store compacted"
+	// DiskSlowMsg is logged while an operation on a database's files has run longer
+	// than the watch's threshold (the database's Options.FS must be wrapped with
+	// vfs.WithDiskHealthChecks): a disk that has stopped answering.
+	DiskSlowMsg = "store disk slow: an operation on its files has not returned"
 )
 
 // Listener returns the listener to set as a database's Options.EventListener. db names
@@ -64,6 +71,10 @@ func Listener(log *slog.Logger, db string) *pebble.EventListener {
 		},
 		WriteStallEnd: func() {
 			log.Warn("store writes resumed")
+		},
+		DiskSlow: func(i pebble.DiskSlowInfo) {
+			log.Warn(DiskSlowMsg, "op", i.OpType.String(), "file", filepath.Base(i.Path),
+				"running_for", i.Duration.Round(time.Millisecond))
 		},
 	}
 }

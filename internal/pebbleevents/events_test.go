@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -107,6 +108,7 @@ func TestListenerWithoutLogger(t *testing.T) {
 	l.CompactionEnd(pebble.CompactionInfo{})
 	l.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
 	l.WriteStallEnd()
+	l.DiskSlow(vfs.DiskSlowInfo{})
 }
 
 func TestListenerLevels(t *testing.T) {
@@ -124,6 +126,9 @@ func TestListenerLevels(t *testing.T) {
 			l.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "L0 file count limit exceeded"})
 		}, "store writes stalled: flushes or compactions are behind", "WARN"},
 		{"flush", func(l *pebble.EventListener) { l.FlushEnd(pebble.FlushInfo{InputBytes: 10}) }, FlushedMsg, "INFO"},
+		{"slow disk", func(l *pebble.EventListener) {
+			l.DiskSlow(vfs.DiskSlowInfo{Path: "/data/000012.log", OpType: vfs.OpTypeSyncData, Duration: 7 * time.Second})
+		}, DiskSlowMsg, "WARN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
