@@ -106,7 +106,16 @@ func (b *bus) Receive(ctx actor.Context) {
 		clear(b.picky)
 		ctx.Respond(true)
 	case busStats:
-		ctx.Respond(len(b.subs))
+		// A subscriber the feed has gone past is cut off when it next reads; until
+		// then it is not counted as one, so that the gauge shows the streams that
+		// still receive.
+		n := 0
+		for sub := range b.subs {
+			if !b.passed(sub) {
+				n++
+			}
+		}
+		ctx.Respond(n)
 	}
 }
 
@@ -117,16 +126,20 @@ func (b *bus) Receive(ctx actor.Context) {
 // bus looks only when it is at its limit: a walk of every subscriber per event is the
 // cost the feed removed.
 func (b *bus) dropOverrun() int {
-	head, size := b.feed.head.Load(), b.feed.size()
 	n := 0
 	for sub := range b.subs {
-		if sub.live == nil && head-sub.pos.Load() > size {
+		if b.passed(sub) {
 			sub.end(intentd.ErrSubscriberTooSlow)
 			delete(b.subs, sub)
 			n++
 		}
 	}
 	return n
+}
+
+// passed reports whether sub reads the feed and the feed has gone past it.
+func (b *bus) passed(sub *Subscription) bool {
+	return sub.live == nil && b.feed.head.Load()-sub.pos.Load() > b.feed.size()
 }
 
 // Subscription is one reader of the event stream: the retained events after its

@@ -1013,6 +1013,15 @@ func TestSubscriberLimit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The count, which /metrics shows, leaves out a subscriber the feed has
+			// gone past.
+			wantCount := 2
+			if tt.dropped {
+				wantCount = 1
+			}
+			if n := h.e.Subscribers(); n != wantCount {
+				t.Errorf("Subscribers() = %d, want %d", n, wantCount)
+			}
 			third, err := h.e.Subscribe(context.Background(), intentd.SubscribeLive, intentd.Filter{})
 			if !tt.dropped {
 				wantCode(t, err, intentd.KindBusy, intentd.CodeTooManySubscribers)
