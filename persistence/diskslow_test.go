@@ -115,6 +115,7 @@ func TestDiskSlowIsLogged(t *testing.T) {
 		}
 		select {
 		case err := <-done:
+			fs.release()
 			t.Fatalf("the write returned (%v) while its fsync was held", err)
 		case <-time.After(20 * time.Millisecond):
 		}

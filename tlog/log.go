@@ -138,14 +138,12 @@ func Open(opts Options) (*Log, error) {
 	// The cache holds the upper levels of the tree, which every proof reads.
 	cache := pebble.NewCache(32 << 20)
 	defer cache.Unref()
-	po := &pebble.Options{
+	// With no FS of its own, Pebble watches the files' writes and syncs, and one still
+	// running after 5 s goes to the listener's slow-disk line, as the store's do.
+	db, err := pebble.Open(opts.Dir, &pebble.Options{
 		Logger: pebbleLogger{opts.Logger}, Cache: cache,
 		EventListener: pebbleevents.Listener(opts.Logger, "tlog"),
-	}
-	// Pebble's default watch of the files' operations: one still running after 5 s is
-	// logged by the listener (a disk that stopped answering), as the store's are.
-	po.WithFSDefaults()
-	db, err := pebble.Open(opts.Dir, po)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}

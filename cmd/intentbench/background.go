@@ -26,10 +26,13 @@ type background struct {
 
 // gcTraceRe matches a gctrace line: the cycle's start, in seconds since the process
 // started, and its three wall-clock phases (sweep termination, mark, mark termination).
-var gcTraceRe = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [0-9]+%: ([0-9.]+)\+([0-9.]+)\+([0-9.]+) ms clock`)
+// The runtime may put a remark between the percentage and the colon.
+var gcTraceRe = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [0-9]+%[^:]*: ([0-9.]+)\+([0-9.]+)\+([0-9.]+) ms clock`)
 
 // observe takes one line of the server's standard error; started is when the process
-// was started, which gctrace's times count from.
+// was started. gctrace's times count from the runtime's start, a few milliseconds
+// later (the exec, the loading of the binary), so the collections' windows are placed
+// that much early: close enough to set beside gaps of over 10 ms, not finer.
 func (bg *background) observe(line string, started time.Time) {
 	if w, ok := parseGCTrace(line, started); ok {
 		bg.mu.Lock()

@@ -45,6 +45,8 @@ func TestBackgroundObserve(t *testing.T) {
 		},
 		{name: "a forced collection", line: "gc 3 @0.5s 1%: 0.1+2+0.1 ms clock, 0.2+0/1/0+0.2 ms cpu, 4->4->2 MB, 5 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)",
 			gc: []window{{started.Add(500 * time.Millisecond), started.Add(502200 * time.Microsecond)}}},
+		{name: "a collection while checking for leaks", line: "gc 7 @1.25s 2% (checking for goroutine leaks): 0.1+3+0.1 ms clock, 0.2+0/1/0+0.2 ms cpu, 4->4->2 MB, 5 MB goal, 0 MB stacks, 0 MB globals, 2 P",
+			gc: []window{{started.Add(1250 * time.Millisecond), started.Add(1253200 * time.Microsecond)}}},
 		{name: "a request line", line: `time=2026-11-27T08:14:48.000Z level=INFO msg=request took=3ms`},
 		{name: "a flush line without took", line: `time=2026-11-27T08:14:48.000Z level=INFO msg="store flushed" db=store`},
 		{name: "a flush line with a bad time", line: `time=yesterday level=INFO msg="store flushed" took=3ms`},

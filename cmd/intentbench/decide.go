@@ -125,6 +125,8 @@ func reportSlowCauses(r *Report, clock *pairClock, bg *background) {
 	r.figure("  of them while the collector ran, the store not", float64(inGC), "")
 	r.figure("  share of the run the collector ran", 100*coverage(from, to, gc), "%")
 	r.figure("  of them at other times", float64(slow-inStore-inGC), "")
+	r.figure("server: collections it logged", float64(len(gc)), "")
+	r.figure("server: flushes and compactions it logged", float64(len(store)), "")
 }
 
 func runDecide(ctx context.Context, b *bench, r *Report) error {

@@ -121,7 +121,7 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "per proposal: server bytes written per request"); f.Value < 0 {
 				t.Errorf("bytes written per proposal %v", f.Value)
 			}
-			checkSlowCauses(t, r)
+			checkSlowCauses(t, r, true)
 		}},
 		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
@@ -131,7 +131,7 @@ func TestScenarios(t *testing.T) {
 			if f := figureOf(t, r, "per proposal: server CPU per request"); f.Value <= 0 {
 				t.Errorf("the floor's CPU per proposal is %v, want it measured", f.Value)
 			}
-			checkSlowCauses(t, r)
+			checkSlowCauses(t, r, false)
 		}},
 		{"fanout", []string{"--duration", "1s", "--rate", "20", "--subscribers", "25", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "delivery lag (proposal 200 -> read)"), 20*25)
@@ -183,25 +183,29 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// TestTableOutput checks the table form names every series and figure.
-// checkSlowCauses checks that decide sorted every slow proposal into one kind of
-// background work, or none.
-func checkSlowCauses(t *testing.T, r Report) {
+// checkSlowCauses checks the figures of what decide's slow proposals met. The counts
+// themselves depend on the host; what a short run can check is that the server's
+// collections reached the tool (intentd collects while it starts), which needs the
+// gctrace setting to have reached the child and its lines to parse.
+func checkSlowCauses(t *testing.T, r Report, wantCollections bool) {
 	t.Helper()
 	slow := figureOf(t, r, "proposals over 10 ms").Value
-	parts := figureOf(t, r, "  of them while the store flushed or compacted").Value +
-		figureOf(t, r, "  of them while the collector ran, the store not").Value +
-		figureOf(t, r, "  of them at other times").Value
-	if slow < 0 || parts != slow {
-		t.Errorf("%v proposals over 10 ms, sorted into %v", slow, parts)
+	store := figureOf(t, r, "  of them while the store flushed or compacted").Value
+	gc := figureOf(t, r, "  of them while the collector ran, the store not").Value
+	if slow < 0 || store < 0 || gc < 0 || store+gc > slow {
+		t.Errorf("%v proposals over 10 ms, %v of them in the store's work and %v in collections", slow, store, gc)
 	}
 	for _, name := range []string{"  share of the run the store flushed or compacted", "  share of the run the collector ran"} {
 		if f := figureOf(t, r, name); f.Value < 0 || f.Value > 100 {
 			t.Errorf("%s: %v %%", name, f.Value)
 		}
 	}
+	if n := figureOf(t, r, "server: collections it logged").Value; wantCollections && n == 0 {
+		t.Error("no collection of the server reached the tool: gctrace is off or its lines no longer parse")
+	}
 }
 
+// TestTableOutput checks the table form names every series and figure.
 func TestTableOutput(t *testing.T) {
 	var h hist
 	for i := 1; i <= 100; i++ {

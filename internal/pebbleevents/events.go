@@ -15,6 +15,7 @@ package pebbleevents
 import (
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -28,7 +29,36 @@ const (
 	// than the watch's threshold (the database's Options.FS must be wrapped with
 	// vfs.WithDiskHealthChecks): a disk that has stopped answering.
 	DiskSlowMsg = "store disk slow: an operation on its files has not returned"
+	// BackgroundErrorMsg is logged when a flush or a compaction fails.
+	BackgroundErrorMsg = "store background error"
 )
+
+// errorGap is the least time between two lines of background errors.
+const errorGap = 10 * time.Second
+
+// every lets one event through per gap and counts those it holds back.
+type every struct {
+	gap time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	last    time.Time // zero: none let through yet
+	skipped int
+}
+
+// allow reports whether this event is let through and, if so, how many were held back
+// since the last one that was.
+func (e *every) allow() (ok bool, skipped int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	if !e.last.IsZero() && now.Sub(e.last) < e.gap {
+		e.skipped++
+		return false, 0
+	}
+	e.last, skipped, e.skipped = now, e.skipped, 0
+	return true, skipped
+}
 
 // Listener returns the listener to set as a database's Options.EventListener. db names
 // the database in each line ("store", "tlog").
@@ -37,24 +67,28 @@ func Listener(log *slog.Logger, db string) *pebble.EventListener {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("db", db)
+	errs := &every{gap: errorGap, now: time.Now}
 	return &pebble.EventListener{
+		// A failed flush or compaction comes here; its FlushEnd or CompactionEnd
+		// carries the same error and logs nothing. Pebble tries the work again at
+		// once, without a pause, so one cause that lasts (a full disk) would fail
+		// many times a second.
 		BackgroundError: func(err error) {
-			log.Error("store background error", "err", err)
+			if ok, repeated := errs.allow(); ok {
+				// The message alone: the error's %+v, which slog's text prints, is
+				// a stack trace.
+				log.Error(BackgroundErrorMsg, "err", err.Error(), "repeated", repeated)
+			}
 		},
 		FlushEnd: func(i pebble.FlushInfo) {
-			if i.Err != nil {
-				log.Error("store flush failed", "err", i.Err)
-				return
-			}
-			if i.Ingest {
-				return // an ingestion, which the service does not make
+			if i.Err != nil || i.Ingest {
+				return // a failure (BackgroundError), or an ingestion, which the service does not make
 			}
 			log.Info(FlushedMsg, "took", i.TotalDuration, "bytes_in", i.InputBytes,
 				"bytes_out", tablesSize(i.Output), "tables", len(i.Output))
 		},
 		CompactionEnd: func(i pebble.CompactionInfo) {
 			if i.Err != nil {
-				log.Error("store compaction failed", "err", i.Err)
 				return
 			}
 			var from []int

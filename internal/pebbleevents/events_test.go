@@ -29,6 +29,9 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
+	if l.b.Len() == 0 {
+		return nil
+	}
 	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
 		var m map[string]any
 		if err := json.Unmarshal(line, &m); err != nil {
@@ -88,7 +91,7 @@ func TestListenerLogsFlushesAndCompactions(t *testing.T) {
 			if from, _ := m["from"].([]any); len(from) == 0 {
 				t.Errorf("compaction line %v: no input level", m)
 			}
-		case "store background error", "store flush failed", "store compaction failed":
+		case BackgroundErrorMsg:
 			t.Errorf("unexpected error line %v", m)
 		}
 	}
@@ -116,12 +119,13 @@ func TestListenerLevels(t *testing.T) {
 	tests := []struct {
 		name  string
 		event func(*pebble.EventListener)
-		msg   string
+		msg   string // "": no line
 		level string
 	}{
-		{"background error", func(l *pebble.EventListener) { l.BackgroundError(boom) }, "store background error", "ERROR"},
-		{"failed flush", func(l *pebble.EventListener) { l.FlushEnd(pebble.FlushInfo{Err: boom}) }, "store flush failed", "ERROR"},
-		{"failed compaction", func(l *pebble.EventListener) { l.CompactionEnd(pebble.CompactionInfo{Err: boom}) }, "store compaction failed", "ERROR"},
+		{"background error", func(l *pebble.EventListener) { l.BackgroundError(boom) }, BackgroundErrorMsg, "ERROR"},
+		// A failed flush or compaction is also a background error, logged there once.
+		{"failed flush", func(l *pebble.EventListener) { l.FlushEnd(pebble.FlushInfo{Err: boom}) }, "", ""},
+		{"failed compaction", func(l *pebble.EventListener) { l.CompactionEnd(pebble.CompactionInfo{Err: boom}) }, "", ""},
 		{"write stall", func(l *pebble.EventListener) {
 			l.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "L0 file count limit exceeded"})
 		}, "store writes stalled: flushes or compactions are behind", "WARN"},
@@ -135,6 +139,12 @@ func TestListenerLevels(t *testing.T) {
 			var buf lockedBuffer
 			tt.event(Listener(slog.New(slog.NewJSONHandler(&buf, nil)), "tlog"))
 			lines := buf.lines(t)
+			if tt.msg == "" {
+				if len(lines) != 0 {
+					t.Fatalf("lines %v, want none", lines)
+				}
+				return
+			}
 			if len(lines) != 1 {
 				t.Fatalf("%d lines, want 1: %v", len(lines), lines)
 			}
@@ -143,5 +153,47 @@ func TestListenerLevels(t *testing.T) {
 				t.Errorf("line %v, want msg %q at %s for db tlog", m, tt.msg, tt.level)
 			}
 		})
+	}
+}
+
+// TestBackgroundErrorsAreSpaced fails a flush over and over, as Pebble does while a
+// disk stays full: one line, then none until errorGap has passed.
+func TestBackgroundErrorsAreSpaced(t *testing.T) {
+	var buf lockedBuffer
+	l := Listener(slog.New(slog.NewJSONHandler(&buf, nil)), "store")
+	for range 1000 {
+		l.BackgroundError(fmt.Errorf("write 000123.sst: no space left on device"))
+	}
+	lines := buf.lines(t)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines for 1,000 errors within %v, want 1", len(lines), errorGap)
+	}
+	if lines[0]["err"] != "write 000123.sst: no space left on device" || lines[0]["repeated"] != 0.0 {
+		t.Errorf("line %v: want the error's message and repeated 0", lines[0])
+	}
+}
+
+func TestEvery(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	now := t0
+	e := &every{gap: 10 * time.Second, now: func() time.Time { return now }}
+	steps := []struct {
+		at      time.Duration
+		ok      bool
+		skipped int
+	}{
+		{0, true, 0},
+		{time.Second, false, 0},
+		{9 * time.Second, false, 0},
+		{10 * time.Second, true, 2},
+		{15 * time.Second, false, 0},
+		{time.Minute, true, 1},
+		{2 * time.Minute, true, 0},
+	}
+	for _, st := range steps {
+		now = t0.Add(st.at)
+		if ok, skipped := e.allow(); ok != st.ok || skipped != st.skipped {
+			t.Errorf("at %v: allow() = %v, %d; want %v, %d", st.at, ok, skipped, st.ok, st.skipped)
+		}
 	}
 }
