@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // TestLogWriter: info lines wait for the delay, a warning takes them out at once and
 // in order, and Flush empties what is held.
 func TestLogWriter(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	lw := NewLogWriter(out, time.Hour)
 	log := slog.New(lw.Handler(slog.NewTextHandler(lw, nil))).With("component", "http")
 	log.Info("request", "status", 200)

@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // matchRoute finds the route of a request and the value of its :id, or nil, as the
@@ -111,7 +112,7 @@ func TestRouteLabels(t *testing.T) {
 		{"POST", "/intents/x", "", ""},
 		{"GET", "healthz", "", ""},
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	srv := NewServer(openEngine(t), Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/internal/syncbuf"
 	"github.com/intentd/intentd/persistence"
 )
 
@@ -57,27 +57,10 @@ func openEngine(t *testing.T) *actors.Engine {
 	return e
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestInternalErrors checks that a fault of the service is a 500 whose body says
 // only "internal error", and whose cause is logged.
 func TestInternalErrors(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	cause := errors.New("pebble: corrupt block at offset 4096")
 	srv := NewServer(faultyEngine{Engine: openEngine(t), cause: cause}, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ts := httptest.NewServer(srv)

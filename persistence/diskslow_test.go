@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/intentd/intentd/internal/pebbleevents"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // heldFS is an in-memory file system whose syncs of the write-ahead log wait while
@@ -68,30 +68,12 @@ type heldFile struct {
 func (f heldFile) Sync() error     { f.fs.wait(); return f.File.Sync() }
 func (f heldFile) SyncData() error { f.fs.wait(); return f.File.SyncData() }
 
-// syncBuffer is a log the store's goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestDiskSlowIsLogged holds the write-ahead log's fsync, as a disk that stopped
 // answering would, and expects a warning naming the log file while the write waits,
 // and the write to complete once the disk answers again.
 func TestDiskSlowIsLogged(t *testing.T) {
 	fs := &heldFS{FS: vfs.NewMem()}
-	var log syncBuffer
+	var log syncbuf.Buffer
 	s, err := Open("db", Options{
 		FS:            FS{fs: fs},
 		Logger:        slog.New(slog.NewTextHandler(&log, nil)),

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // TestMCP runs intentctl mcp as a desktop agent's host does, speaking the protocol on
@@ -53,7 +52,7 @@ func TestMCP(t *testing.T) {
 	stdin = inR
 	t.Cleanup(func() { stdin = nil })
 	done := make(chan int, 1)
-	var stderr syncWriter
+	var stderr syncbuf.Buffer
 	go func() {
 		code := runContext(context.Background(), []string{"--server", server, "mcp"}, outW, &stderr)
 		outW.Close()
@@ -150,22 +149,4 @@ func TestMCP(t *testing.T) {
 		t.Fatal("intentctl mcp did not end when its input closed")
 	}
 	cs.Close()
-}
-
-// syncWriter is a buffer the command writes from its goroutine and the test reads.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // demoPolicy is the policy the demo catalog is written for, the t-shirt purchase of
@@ -42,28 +42,10 @@ type testServer struct {
 	url    string
 	key    ed25519.PrivateKey
 	policy string
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	// token is sent by do unless a request names its own Authorization; set when the
 	// server has --tokens, to helperToken.
 	token string
-}
-
-// syncBuffer collects the server's logs for the tests that look at them.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // serverSetup adjusts a Main before Run.
@@ -78,7 +60,7 @@ func startServer(t *testing.T, args []string, setups ...serverSetup) *testServer
 
 func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetup) *testServer {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	m := NewMain()
 	m.Stderr = logs
 	m.LookupEnv = func(string) (string, bool) { return "", false }
@@ -140,7 +122,7 @@ func (s *testServer) eventIDs(n int) []string {
 func runRefused(t *testing.T, args []string) error {
 	t.Helper()
 	m := NewMain()
-	m.Stderr = &syncBuffer{}
+	m.Stderr = &syncbuf.Buffer{}
 	m.LookupEnv = func(string) (string, bool) { return "", false }
 	if i := slices.Index(args, "--data"); i >= 0 && i+1 < len(args) {
 		args = append(storeArgs(args[i+1], args), args...)

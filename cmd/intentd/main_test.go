@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // TestParseFlags checks the flags, their environment variables and which wins.
@@ -129,7 +131,7 @@ func TestParseFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewMain()
-			m.Stderr = &syncBuffer{}
+			m.Stderr = &syncbuf.Buffer{}
 			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
 			err := m.ParseFlags(tt.args)
 			if tt.wantErr != "" {
@@ -146,7 +148,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	t.Run("help", func(t *testing.T) {
 		m := NewMain()
-		out := &syncBuffer{}
+		out := &syncbuf.Buffer{}
 		m.Stderr = out
 		if err := m.ParseFlags([]string{"-h"}); err != flag.ErrHelp || !strings.Contains(out.String(), "INTENTD_") {
 			t.Fatalf("-h: %v; usage:\n%s", err, out)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // helperToken has every role: the test helpers send it to servers started with
@@ -312,7 +313,7 @@ func TestLimitFlags(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			m := NewMain()
-			m.Stderr = &syncBuffer{}
+			m.Stderr = &syncbuf.Buffer{}
 			m.LookupEnv = func(string) (string, bool) { return "", false }
 			if err := m.ParseFlags(args); err == nil || !strings.Contains(err.Error(), args[0]) {
 				t.Fatalf("ParseFlags(%q) = %v, want an error naming %s", args, err, args[0])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/syncbuf"
 	"github.com/intentd/intentd/proof"
 )
 
@@ -229,7 +230,7 @@ func TestSigningKey(t *testing.T) {
 	})
 	t.Run("variable", func(t *testing.T) {
 		m := NewMain()
-		m.Stderr = &syncBuffer{}
+		m.Stderr = &syncbuf.Buffer{}
 		m.LookupEnv = func(k string) (string, bool) { return file, k == "INTENTD_SIGNING_KEY" }
 		if err := m.ParseFlags(nil); err != nil || m.Config.SigningKey != file {
 			t.Fatalf("INTENTD_SIGNING_KEY: config %q, %v; want %q", m.Config.SigningKey, err, file)

@@ -5,34 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
-// lockedBuffer lets Pebble's background goroutines and the test share the log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// jsonLines decodes the JSON log lines written to b.
+func jsonLines(t *testing.T, b *syncbuf.Buffer) []map[string]any {
+	t.Helper()
 	var out []map[string]any
-	if l.b.Len() == 0 {
-		return nil
-	}
-	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
+	for line := range bytes.Lines(b.Bytes()) {
 		var m map[string]any
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -43,7 +29,7 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 }
 
 func TestListenerLogsFlushesAndCompactions(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	db, err := pebble.Open("db", &pebble.Options{FS: vfs.NewMem(), EventListener: Listener(log, "store")})
 	if err != nil {
@@ -66,7 +52,7 @@ func TestListenerLogsFlushesAndCompactions(t *testing.T) {
 	}
 
 	var flushes, compactions int
-	for _, m := range buf.lines(t) {
+	for _, m := range jsonLines(t, &buf) {
 		if m["db"] != "store" {
 			t.Errorf("line %v: db = %v, want store", m, m["db"])
 		}
@@ -136,9 +122,9 @@ func TestListenerLevels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf lockedBuffer
+			var buf syncbuf.Buffer
 			tt.event(Listener(slog.New(slog.NewJSONHandler(&buf, nil)), "tlog"))
-			lines := buf.lines(t)
+			lines := jsonLines(t, &buf)
 			if tt.msg == "" {
 				if len(lines) != 0 {
 					t.Fatalf("lines %v, want none", lines)
@@ -159,12 +145,12 @@ func TestListenerLevels(t *testing.T) {
 // TestBackgroundErrorsAreSpaced fails a flush over and over, as Pebble does while a
 // disk stays full: one line, then none until errorGap has passed.
 func TestBackgroundErrorsAreSpaced(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	l := Listener(slog.New(slog.NewJSONHandler(&buf, nil)), "store")
 	for range 1000 {
 		l.BackgroundError(fmt.Errorf("write 000123.sst: no space left on device"))
 	}
-	lines := buf.lines(t)
+	lines := jsonLines(t, &buf)
 	if len(lines) != 1 {
 		t.Fatalf("%d lines for 1,000 errors within %v, want 1", len(lines), errorGap)
 	}
