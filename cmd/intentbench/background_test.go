@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,16 +87,9 @@ func TestBackgroundReadsTheStoresLines(t *testing.T) {
 	}
 }
 
+// sameWindows compares with time.Time.Equal: the parsed times carry their own zone.
 func sameWindows(a, b []window) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].start.Equal(b[i].start) || !a[i].end.Equal(b[i].end) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y window) bool { return x.start.Equal(y.start) && x.end.Equal(y.end) })
 }
 
 func TestCoverage(t *testing.T) {
