@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -77,7 +78,10 @@ func DefaultOrigin(key *crypto.SigningKey) string { return "intentd/" + key.ID()
 // Log is one node's copy of the transparency log. Its reads (checkpoint, tiles,
 // entries, inclusion proofs) may run on any goroutine while Run appends.
 type Log struct {
-	db       *pebble.DB
+	db *pebble.DB
+	// unwatchDisk stops the watch for slow operations on the log's files.
+	unwatchDisk io.Closer
+
 	key      *crypto.SigningKey
 	origin   string
 	signer   note.Signer
@@ -138,22 +142,29 @@ func Open(opts Options) (*Log, error) {
 	// The cache holds the upper levels of the tree, which every proof reads.
 	cache := pebble.NewCache(32 << 20)
 	defer cache.Unref()
-	// With no FS of its own, Pebble watches the files' writes and syncs, and one still
-	// running after 5 s goes to the listener's slow-disk line, as the store's do.
+	// The files' writes and syncs are watched, and one still running after 5 s goes to
+	// the listener's slow-disk line, as the store's do. The log holds the watch's closer
+	// itself: the watch Pebble makes when given no FS outlives a failed open.
+	events := pebbleevents.Listener(opts.Logger, "tlog")
+	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Logger: pebbleLogger{opts.Logger}, Cache: cache,
-		EventListener: pebbleevents.Listener(opts.Logger, "tlog"),
+		Logger: pebbleLogger{opts.Logger}, Cache: cache, FS: fs, EventListener: events,
 	})
 	if err != nil {
+		unwatch.Close()
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}
-	l := &Log{db: db, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}
+	l := &Log{db: db, unwatchDisk: unwatch, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}
 	if err := l.load(); err != nil {
-		db.Close()
+		l.Close()
 		return nil, err
 	}
 	return l, nil
 }
+
+// diskSlowAfter is how long a file operation of the log runs before it is logged as
+// slow: Pebble's own default, and the store's.
+const diskSlowAfter = 5 * time.Second
 
 // load reads the log's state: its size, the last event it holds, the compact range
 // of its tree and its newest checkpoint.
@@ -212,8 +223,12 @@ func (l *Log) load() error {
 	return nil
 }
 
-// Close closes the database; Run must have returned.
-func (l *Log) Close() error { return l.db.Close() }
+// Close closes the database, then the watch of its files; Run must have returned.
+func (l *Log) Close() error {
+	err := l.db.Close()
+	l.unwatchDisk.Close()
+	return err
+}
 
 // Origin is the checkpoints' origin line.
 func (l *Log) Origin() string { return l.origin }

@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -461,5 +465,55 @@ func BenchmarkInclusion(b *testing.B) {
 		if err != nil || inc == nil {
 			b.Fatal(inc, err)
 		}
+	}
+}
+
+// TestOpenFailureLeavesNoWatch opens a log whose folder Pebble refuses: the watch of
+// its files' operations stops with the failed open, as it does with Close, rather than
+// run for as long as the process.
+func TestOpenFailureLeavesNoWatch(t *testing.T) {
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	before := watches()
+	if err := openLog(t, dir, key).Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitWatches(t, before, "Close")
+	if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-999999\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := Open(Options{Dir: dir, Key: key}); err == nil {
+		l.Close()
+		t.Fatal("a log whose CURRENT names no manifest was opened")
+	}
+	waitWatches(t, before, "a failed Open")
+}
+
+// watches counts the goroutines of Pebble's watch for slow file operations.
+func watches() int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "vfs.(*diskHealthCheckingFS)") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitWatches waits up to 5 s for the watches to fall back to want: a closed watch's
+// goroutine ends soon after, not at once.
+func waitWatches(t *testing.T, want int, after string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for watches() > want {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %d goroutines of the disk watch run, want %d", after, watches(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
