@@ -23,6 +23,16 @@ func TestDamagedFolder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "the file CURRENT is missing"},
+		// Only the first manifest is left, as a first open that stopped leaves it; but
+		// the options and the mark are written once the store is created.
+		{"CURRENT and the log missing", func(t *testing.T, dir string) {
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			for _, f := range append(logs, filepath.Join(dir, "CURRENT")) {
+				if err := os.Remove(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "the file CURRENT is missing"},
 		{"CURRENT names no manifest", func(t *testing.T, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-999999\n"), 0o600); err != nil {
 				t.Fatal(err)

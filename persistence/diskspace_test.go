@@ -3,15 +3,22 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // TestStorageFull runs a store whose free space is told by the test: writes are refused
@@ -130,5 +137,85 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 5 s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fullDisk is an in-memory file system whose writes to the files named fail with
+// ENOSPC while full is set: creating a file still works, as on a full disk.
+type fullDisk struct {
+	*errorfs.FS
+	mem  vfs.FS
+	full atomic.Bool
+}
+
+func newFullDisk(files ...string) *fullDisk {
+	d := &fullDisk{mem: vfs.NewMem()}
+	d.full.Store(true)
+	d.FS = errorfs.Wrap(d.mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if !d.full.Load() || (op != errorfs.OpFileWrite && op != errorfs.OpFileWriteAt) || !slices.Contains(files, filepath.Base(path)) {
+			return nil
+		}
+		return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+	}))
+	return d
+}
+
+// TestFirstOpenOnFullDisk creates a store on a disk that is full at each write of its
+// first open: the open fails with one line that names the folder and says the disk is
+// full, never ending the process; and once space is back the store is created, with a
+// warning when the first try left a manifest and no CURRENT, and it keeps what is
+// written.
+func TestFirstOpenOnFullDisk(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string // the file whose writes fail
+		leftOver bool   // the first try leaves a store never completely created
+	}{
+		{"the manifest", "MANIFEST-000001", true},
+		{"CURRENT's temporary file", "temporary.000001.dbtmp", true},
+		{"the options", "temporary.000003.dbtmp", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			disk := newFullDisk(tt.file)
+			var log syncbuf.Buffer
+			opts := Options{FS: FS{fs: disk}, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			_, err := Open("db", opts)
+			if err == nil {
+				t.Fatal("a store was created on a full disk")
+			}
+			msg := err.Error()
+			if !errors.Is(err, intentd.ErrStorageFull) || !strings.Contains(msg, "open store in db") ||
+				!strings.Contains(msg, "no space left") || strings.Contains(msg, "\n") {
+				t.Fatalf("Open on a full disk = %v, want one line naming the folder and saying it has no space left", err)
+			}
+			names, _ := disk.mem.List("db")
+			if left := slices.Contains(names, "MANIFEST-000001") && !slices.Contains(names, "CURRENT"); left != tt.leftOver {
+				t.Fatalf("the failed open left %v: a manifest without CURRENT is %v, want %v", names, left, tt.leftOver)
+			}
+
+			disk.full.Store(false)
+			s, err := Open("db", opts)
+			if err != nil {
+				t.Fatalf("Open once space is back: %v", err)
+			}
+			if warned := strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "never completely created"); warned != tt.leftOver {
+				t.Errorf("a warning that the store was created afresh: %v, want %v; the log:\n%s", warned, tt.leftOver, log.String())
+			}
+			if _, err := s.PutPolicy(ctx, "P", []byte{1}, []byte("src")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open("db", opts)
+			if err != nil {
+				t.Fatalf("Open of the store created afresh: %v", err)
+			}
+			defer s.Close()
+			if _, src, err := s.Policy(ctx, "P"); err != nil || string(src) != "src" {
+				t.Fatalf("the policy written after the full disk = %q, %v", src, err)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -166,7 +167,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if po.FS == nil {
 		po.FS = vfs.Default
 	}
-	if err := checkCurrent(po.FS, dir); err != nil {
+	if err := checkCurrent(po.FS, dir, opts.Logger); err != nil {
 		cache.Unref()
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache.Unref()
 	if err != nil {
 		unwatch.Close()
-		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+		return nil, openFailed(dir, err)
 	}
 	s := &Store{
 		db:          db,
@@ -270,38 +271,116 @@ const defaultCacheBytes = 128 << 20
 // checkCurrent refuses a folder that holds a store but not its CURRENT file, which names
 // the manifest to read: Pebble would take the folder for a new store and stop on a nil
 // pointer replaying its log.
-func checkCurrent(fs vfs.FS, dir string) error {
+//
+// A folder whose store was never completely created is let through, with a warning.
+// On a first open Pebble writes LOCK, then MANIFEST-000001, then CURRENT (through a
+// temporary file), and only then a write-ahead log and an OPTIONS file; and the store
+// acknowledges nothing before its first open completes and its mark is written. So a
+// folder without CURRENT whose store files are only LOCK, MANIFEST-000001 and temporary
+// files never held a write: a first start that stopped half-way (a full disk, a crash)
+// left them. Pebble creates the store over them, as it would in an empty folder.
+func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) error {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil // no folder yet: Pebble makes it
 	}
 	var held []string
+	created := false // a file that exists only once a first open completed
 	for _, n := range names {
-		if n == "CURRENT" {
+		switch {
+		case n == "CURRENT":
 			return nil
-		}
-		if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") {
+		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst"):
 			held = append(held, n)
+			created = created || n != "MANIFEST-000001"
+		case strings.HasPrefix(n, "OPTIONS-") || n == markFile:
+			created = true
 		}
 	}
 	if len(held) == 0 {
 		return nil
 	}
 	slices.Sort(held)
+	if !created {
+		if log != nil {
+			log.Warn("the store in this folder was never completely created (no CURRENT, and only the first manifest, which holds no write): it is created afresh",
+				"dir", dir, "files", strings.Join(held, ", "))
+		}
+		return nil
+	}
 	return fmt.Errorf("open store in %s: the file CURRENT is missing, but the folder holds a store (%s): "+
 		"restore the folder from a backup (docs/operating.md, \"The data folder\")", dir, strings.Join(held, ", "))
 }
 
+// openFailed is the error of an Open that failed. A full disk is said in so many words,
+// since its remedy is the operator's, and it is no damage: nothing is written before
+// the first open completes, so the next start, with space, creates or opens the store.
+func openFailed(dir string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("open store in %s: %w: its file system has no space left (%v); free some and start again", dir, intentd.ErrStorageFull, err)
+	}
+	return fmt.Errorf("open store in %s: %w", dir, err)
+}
+
 // openPebble opens the store, turning a panic inside Pebble, which some damaged folders
-// cause, into an error that names the folder.
+// cause, into an error that names the folder. A fatal error Pebble meets while it opens
+// (a manifest it cannot write on a full disk) becomes an error too: its logger would end
+// the process with a line that names neither the store nor the remedy.
 func openPebble(dir string, po *pebble.Options) (db *pebble.DB, err error) {
+	l := &openLogger{Logger: po.Logger}
+	l.opening.Store(true)
+	defer l.opening.Store(false)
+	po.Logger = l
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		switch e := r.(type) {
+		case nil:
+		case pebbleFatal:
+			db, err = nil, e
+		case error:
+			db, err = nil, fmt.Errorf("the store in %s is damaged: pebble stopped with %w", dir, e)
+		default:
 			db, err = nil, fmt.Errorf("the store in %s is damaged: pebble stopped with %v", dir, r)
 		}
 	}()
 	return pebble.Open(dir, po)
 }
+
+// openLogger is Pebble's logger while the store opens: a fatal message then panics with a
+// pebbleFatal, which openPebble turns into Open's error, instead of ending the process.
+// Once the store is open, it is the logger it wraps. The flushes Pebble schedules as its
+// open ends run on goroutines of their own; one that failed in the moment before the
+// flag is cleared would end the process with the panic instead, as it would have ended
+// it anyway.
+type openLogger struct {
+	pebble.Logger
+	opening atomic.Bool
+}
+
+func (l *openLogger) Fatalf(format string, args ...any) {
+	if !l.opening.Load() {
+		l.Logger.Fatalf(format, args...)
+		return
+	}
+	f := pebbleFatal{msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if e, ok := a.(error); ok {
+			f.err = e
+			break
+		}
+	}
+	panic(f)
+}
+
+// pebbleFatal is a fatal message of Pebble's, and the error among its arguments, so
+// that a caller can tell a full disk from other failures.
+type pebbleFatal struct {
+	msg string
+	err error
+}
+
+func (f pebbleFatal) Error() string { return f.msg }
+func (f pebbleFatal) Unwrap() error { return f.err }
 
 // Under a crowd of concurrent synced writes, the WAL waits syncWait after one fsync before
 // the next, so that one fsync serves more writes. An fsync costs the kernel CPU time as

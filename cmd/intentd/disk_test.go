@@ -92,3 +92,44 @@ func TestFullDisk(t *testing.T) {
 	}
 	s.waitStatus(stored, "success")
 }
+
+// TestFullDiskFirstStart starts intentd for the first time on a small file system that
+// is already full (a tmpfs the test mounts; it skips without root): the start is
+// refused with one line naming the data folder and saying its disk is full, and once
+// space is freed the next start creates the store, which the first one had begun.
+func TestFullDiskFirstStart(t *testing.T) {
+	ownStores(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
+	}
+	// Lazily: Pebble keeps the manifest it could not write open when its first open
+	// stops, and the process, which a refused start ends, is this test's.
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			break // the file system is full
+		}
+	}
+	filler.Close()
+
+	data := filepath.Join(dir, "data")
+	args := []string{"--listen", "127.0.0.1:0", "--data", data, "--min-free-disk", "1048576"}
+	err = runRefused(t, args)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), data) || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("a first start on a full disk: %v, want one line naming %s and saying it has no space left", err, data)
+	}
+	if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerIn(t, data, args[4:])
+	s.submit()
+	if !strings.Contains(s.logs.String(), "never completely created") {
+		t.Errorf("the start after the full disk does not warn that the store is created afresh; the log:\n%s", s.logs)
+	}
+}
