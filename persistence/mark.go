@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -33,16 +34,52 @@ const markFile = "intentd.mark"
 const markInterval = 250 * time.Millisecond
 
 // markRecord is the mark's content: the write number and the event sequence that were
-// durable when it was written.
+// durable when it was written, and the highest event id handed out by then.
 type markRecord struct {
-	writes, events uint64
+	writes, events, issued uint64
 }
 
-const markLen = 16
+// The mark is markLen bytes: markMagic, the three numbers of markRecord (8 bytes each,
+// big-endian), and the CRC-32C of what precedes it. Without the checksum a flipped
+// byte read as a mark far above the store, which a start reported as acknowledged
+// writes lost from the log: the wrong damage, and the wrong remedy. The first marks
+// were the write number and the event sequence alone (markLenV1 bytes); they are read
+// as such, and the next mark written replaces them.
+const (
+	markMagic = "IDM2"
+	markLen   = len(markMagic) + 3*8 + 4
+	markLenV1 = 16
+)
+
+var markTable = crc32.MakeTable(crc32.Castagnoli)
 
 func (m markRecord) encode() []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, markLen), m.writes)
-	return binary.BigEndian.AppendUint64(b, m.events)
+	b := append(make([]byte, 0, markLen), markMagic...)
+	b = binary.BigEndian.AppendUint64(b, m.writes)
+	b = binary.BigEndian.AppendUint64(b, m.events)
+	b = binary.BigEndian.AppendUint64(b, m.issued)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, markTable))
+}
+
+// ErrMarkDamaged is wrapped by Open's error when the mark cannot be read as one: it
+// fails its checksum, or has neither of the lengths a mark has.
+var ErrMarkDamaged = errors.New("the mark is damaged")
+
+// decodeMark reads the bytes of a mark, in its current form or its first.
+func decodeMark(b []byte) (markRecord, error) {
+	switch len(b) {
+	case markLenV1:
+		w, e := binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
+		return markRecord{writes: w, events: e, issued: e}, nil
+	case markLen:
+		body := b[:markLen-4]
+		if string(body[:len(markMagic)]) != markMagic || crc32.Checksum(body, markTable) != binary.BigEndian.Uint32(b[markLen-4:]) {
+			return markRecord{}, fmt.Errorf("%w: its checksum does not match its content", ErrMarkDamaged)
+		}
+		n := body[len(markMagic):]
+		return markRecord{binary.BigEndian.Uint64(n), binary.BigEndian.Uint64(n[8:]), binary.BigEndian.Uint64(n[16:])}, nil
+	}
+	return markRecord{}, fmt.Errorf("%w: it is %d bytes, and a mark is %d (or %d, as first written)", ErrMarkDamaged, len(b), markLen, markLenV1)
 }
 
 // ErrDataLoss is wrapped by Open's error when the store holds fewer writes than its
@@ -68,7 +105,8 @@ func (s *Store) lastWrite() (uint64, error) {
 }
 
 // readMark reads the mark; ok is false when there is none (a new folder, or one written
-// before marks were kept).
+// before marks were kept). A mark that cannot be decoded is an error wrapping
+// ErrMarkDamaged.
 func readMark(fs vfs.FS, dir string) (m markRecord, ok bool, err error) {
 	f, err := fs.Open(fs.PathJoin(dir, markFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -78,14 +116,12 @@ func readMark(fs vfs.FS, dir string) (m markRecord, ok bool, err error) {
 		return markRecord{}, false, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, markLen+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(markLen)+1))
 	if err != nil {
 		return markRecord{}, false, err
 	}
-	if len(b) != markLen {
-		return markRecord{}, false, fmt.Errorf("%s is %d bytes, want %d", fs.PathJoin(dir, markFile), len(b), markLen)
-	}
-	return markRecord{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}, true, nil
+	m, err = decodeMark(b)
+	return m, err == nil, err
 }
 
 // writeMark replaces the mark whole: written beside it, synced, renamed over it, and
@@ -130,10 +166,21 @@ func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
 	s.writeNum.Store(last)
 	s.durable.Store(last)
 	m, ok, err := readMark(s.fs, s.dir)
-	if err != nil {
+	s.marked = markRecord{writes: last, events: s.seq, issued: s.seq}
+	switch {
+	case errors.Is(err, ErrMarkDamaged):
+		// The mark, not the store, is damaged; but without it a loss cannot be told.
+		if !acceptLoss {
+			return fmt.Errorf("open store in %s: %s: %w. The store itself is not known to be damaged, but without its mark writes lost from the write-ahead log cannot be told: "+
+				"restore %s from a backup of the folder, or start with --accept-data-loss to serve what the store holds and write a new mark (docs/operating.md, \"The data folder\")",
+				s.dir, s.fs.PathJoin(s.dir, markFile), err, markFile)
+		}
+		s.log.Warn("the store's mark is damaged: starting without checking it for lost writes, as --accept-data-loss allows, and writing a new one",
+			"dir", s.dir, "mark", s.fs.PathJoin(s.dir, markFile), "err", err)
+		return writeMark(s.fs, s.dir, s.marked)
+	case err != nil:
 		return fmt.Errorf("open store in %s: read the mark: %w", s.dir, err)
 	}
-	s.marked = markRecord{writes: last, events: s.seq}
 	if !ok || (last >= m.writes && s.seq >= m.events) {
 		return nil
 	}
@@ -193,7 +240,8 @@ func (s *Store) markLoop() {
 }
 
 func (s *Store) updateMark() {
-	m := markRecord{writes: s.durable.Load(), events: s.durableSeq.Load()}
+	seq := s.durableSeq.Load()
+	m := markRecord{writes: s.durable.Load(), events: seq, issued: seq}
 	if m == s.marked {
 		return
 	}

@@ -36,3 +36,55 @@ func TestDamagedLogStart(t *testing.T) {
 	}
 	startServerIn(t, dir, []string{"--accept-data-loss"})
 }
+
+// TestDamagedMarkStart damages the mark of a stopped intentd that had acknowledged
+// intents: the next start is refused with one line naming the mark and what to do,
+// not a loss from the log, and with --accept-data-loss the service starts with every
+// intent.
+func TestDamagedMarkStart(t *testing.T) {
+	ownStores(t)
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, mark string)
+		want   string
+	}{
+		{"a byte flipped", func(t *testing.T, mark string) {
+			b, err := os.ReadFile(mark)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0xff
+			if err := os.WriteFile(mark, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "the mark is damaged"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := startServerIn(t, dir, nil)
+			var ids []string
+			for range 18 {
+				ids = append(ids, s.submit())
+			}
+			if err := s.m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			mark := filepath.Join(dir, "intentd.mark")
+			tt.damage(t, mark)
+
+			err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), mark) ||
+				!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "--accept-data-loss") ||
+				strings.Contains(err.Error(), "write-ahead log (") {
+				t.Fatalf("Run with a damaged mark: %v, want one line naming %s, saying %q and --accept-data-loss", err, mark, tt.want)
+			}
+			s = startServerIn(t, dir, []string{"--accept-data-loss"})
+			for _, id := range ids {
+				if st := s.status(id); st["status"] != "open" {
+					t.Fatalf("intent %s after the mark was replaced: %v", id, st)
+				}
+			}
+		})
+	}
+}
