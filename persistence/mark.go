@@ -167,6 +167,10 @@ func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
 	s.durable.Store(last)
 	m, ok, err := readMark(s.fs, s.dir)
 	s.marked = markRecord{writes: last, events: s.seq, issued: s.seq}
+	if ok {
+		s.marked.issued = max(s.seq, m.issued)
+	}
+	s.issued.Store(s.marked.issued)
 	switch {
 	case errors.Is(err, ErrMarkDamaged):
 		// The mark, not the store, is damaged; but without it a loss cannot be told.
@@ -191,7 +195,16 @@ func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
 			"Restore the folder from a backup, or start with --accept-data-loss to serve what remains (docs/operating.md, \"The data folder\")",
 			s.dir, ErrDataLoss, lost, strings.Join(replayed, ", "))
 	}
-	s.log.Warn("starting on a store that lost acknowledged writes, as --accept-data-loss allows", "dir", s.dir, "loss", lost)
+	// The lost events' ids, and any the ceiling held in reserve, are not handed out
+	// again: the next event is numbered past every id the mark knows of.
+	kept := s.seq
+	if err := s.skipIDs(max(m.events, m.issued)); err != nil {
+		return fmt.Errorf("open store in %s: write the event ids lost as a gap: %w", s.dir, err)
+	}
+	s.log.Warn("starting on a store that lost acknowledged writes, as --accept-data-loss allows", "dir", s.dir, "loss", lost,
+		"last_event", kept, "next_event", s.seq+1)
+	s.marked = markRecord{writes: s.durable.Load(), events: s.seq, issued: s.seq}
+	s.issued.Store(s.seq)
 	return writeMark(s.fs, s.dir, s.marked)
 }
 
@@ -240,8 +253,14 @@ func (s *Store) markLoop() {
 }
 
 func (s *Store) updateMark() {
-	seq := s.durableSeq.Load()
-	m := markRecord{writes: s.durable.Load(), events: seq, issued: seq}
+	s.markMu.Lock()
+	defer s.markMu.Unlock()
+	m := markRecord{writes: s.durable.Load(), events: s.durableSeq.Load(), issued: s.marked.issued}
+	if m.events+idReserve/2 > m.issued {
+		// Raised here, with a write the mark makes anyway, the ceiling seldom makes
+		// the committer wait (eventids.go).
+		m.issued = m.events + idReserve
+	}
 	if m == s.marked {
 		return
 	}
@@ -249,6 +268,7 @@ func (s *Store) updateMark() {
 		s.log.Error("update the store's mark", "dir", s.dir, "err", err)
 		return
 	}
+	s.issued.Store(m.issued)
 	// The older write keys say nothing the newest does not; a lost delete leaves a
 	// few more keys, never a wrong answer.
 	if m.writes > s.marked.writes {

@@ -119,14 +119,18 @@ type Store struct {
 	seq       uint64 // last assigned event id; owned by the committer goroutine
 
 	// The mark (mark.go): the write numbers given and known durable, the event
-	// sequence known durable, and the mark last written, owned by markLoop.
+	// sequence known durable, and the mark last written, under markMu, which the
+	// committer takes too when it raises the ceiling of event ids (eventids.go);
+	// issued is that ceiling, read by the committer without the lock.
 	fs         vfs.FS
 	dir        string
 	noMark     bool
 	writeNum   atomic.Uint64
 	durable    atomic.Uint64
 	durableSeq atomic.Uint64
+	markMu     sync.Mutex
 	marked     markRecord
+	issued     atomic.Uint64
 	markDone   chan struct{}
 
 	// Free space (diskspace.go): writes are refused while full is set.
@@ -213,7 +217,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
-	seq, err := s.readSeq()
+	seq, err := s.startSeq()
 	if err == nil {
 		err = s.loadPolicyIDs()
 	}
@@ -444,6 +448,18 @@ func (s *Store) closeDB() error {
 	return err
 }
 
+// startSeq is the event id the committer starts after: the last event's, or the end of
+// a gap past it (eventids.go).
+func (s *Store) startSeq() (uint64, error) {
+	seq, err := s.readSeq()
+	if err != nil {
+		return 0, err
+	}
+	gap, err := s.lastGapEnd()
+	return max(seq, gap), err
+}
+
+// readSeq is the id of the last event written, 0 for none.
 func (s *Store) readSeq() (uint64, error) {
 	v, err := s.get([]byte(keyEventSeq))
 	if errors.Is(err, intentd.ErrNotFound) {
@@ -847,7 +863,14 @@ func (s *Store) commitGroup(group []*finishReq) {
 		events = append(events, ev)
 	}
 	b.Set([]byte(keyEventSeq), binary.BigEndian.AppendUint64(nil, seq), nil)
-	if err := s.commit(b); err != nil {
+	var err error
+	if !s.noMark && seq > s.issued.Load() {
+		err = s.reserveIDs(seq)
+	}
+	if err == nil {
+		err = s.commit(b)
+	}
+	if err != nil {
 		// Nothing of the group is written and the sequence does not advance, so ids
 		// stay gapless; each caller learns its write failed.
 		for _, r := range group {
@@ -917,16 +940,18 @@ func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
 }
 
 // PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids have no
-// gaps here, so it is the one before the oldest retained, or the last when none is.
+// gaps here but those of a loss (eventids.go), so it is the one before the oldest
+// retained, or the last when none is, or the id before a gap that holds that one: a
+// reader who saw the lost events has missed none that was pruned.
 func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
 	first, last, err := s.EventBounds(ctx)
 	if err != nil {
 		return 0, err
 	}
 	if first == 0 {
-		return last, nil
+		return s.outsideGaps(last)
 	}
-	return first - 1, nil
+	return s.outsideGaps(first - 1)
 }
 
 // PruneEvents deletes the oldest events beyond keep and those written before olderThan,
@@ -937,8 +962,10 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		return 0, err
 	}
 	cut := first // events with id < cut are deleted
-	if last >= keep && last-keep+1 > cut {
-		cut = last - keep + 1
+	if from, err := s.keepFrom(last, keep); err != nil {
+		return 0, err
+	} else if from > cut {
+		cut = from
 	}
 	// Events are written in time order, so the old ones are a prefix of the log.
 	err = s.Events(ctx, cut-1, int(last-cut+1), func(e intentd.Event) error {

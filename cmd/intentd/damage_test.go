@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDamagedLogStart damages the write-ahead log of a stopped intentd that had
-// acknowledged intents: the next start is refused with one line naming the log and
-// --accept-data-loss, and with that flag the service starts on what remains.
+// acknowledged intents and published 30 outcomes: the next start is refused with one
+// line naming the log and --accept-data-loss, and with that flag the service starts on
+// what remains. The next outcome's event has an id past the 30 published, so that a
+// subscriber that saw them takes it for a new one, and so does the transparency log,
+// which keeps the 30 leaves it made and adds one for it.
 func TestDamagedLogStart(t *testing.T) {
 	ownStores(t)
 	dir := t.TempDir()
@@ -17,6 +23,15 @@ func TestDamagedLogStart(t *testing.T) {
 	for range 100 {
 		s.submit()
 	}
+	for i, id := range s.decideMany(30) {
+		want := "success"
+		if i%7 == 0 {
+			want = "failure"
+		}
+		s.waitStatus(id, want)
+	}
+	published := s.eventIDs(30)
+	s.logReader().waitCheckpoint(t, 30)
 	if err := s.m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +49,20 @@ func TestDamagedLogStart(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), filepath.Base(logs[len(logs)-1])) || !strings.Contains(err.Error(), "--accept-data-loss") {
 		t.Fatalf("Run on a damaged log: %v, want one line naming %s and --accept-data-loss", err, filepath.Base(logs[len(logs)-1]))
 	}
-	startServerIn(t, dir, []string{"--accept-data-loss"})
+	s = startServerIn(t, dir, []string{"--accept-data-loss"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := s.openStream(ctx, "", "Last-Event-ID", published[29])
+	id := s.decideMany(1)[0]
+	ev, err := st.next()
+	if err != nil {
+		t.Fatalf("no event after %s once the loss was accepted: %v", published[29], err)
+	}
+	last, _ := strconv.ParseUint(published[29], 10, 64)
+	if n, _ := strconv.ParseUint(ev.id, 10, 64); n <= last || decodeOutcome(t, ev).IntentID != id {
+		t.Fatalf("the first event after the loss is %s of %s, want one of %s with an id past %d", ev.id, decodeOutcome(t, ev).IntentID, id, last)
+	}
+	s.logReader().waitCheckpoint(t, 31)
 }
 
 // TestDamagedMarkStart damages the mark of a stopped intentd that had acknowledged
