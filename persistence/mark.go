@@ -24,7 +24,9 @@ import (
 // highest write number is below the mark has lost acknowledged writes.
 //
 // What it cannot see: writes acknowledged after the last mark (at most markInterval of
-// them) and a folder restored whole from an older backup together with its mark.
+// them), a folder restored whole from an older backup together with its mark, and a
+// store that lost its mark and every write of its log at once, which looks like a store
+// never written (checkNoMark).
 
 // markFile is the name of the mark in the data folder.
 const markFile = "intentd.mark"
@@ -156,38 +158,56 @@ func writeMark(fs vfs.FS, dir string, m markRecord) error {
 	return err
 }
 
-// checkMark compares what the database holds with the mark, at Open. With
-// acceptLoss, a shortfall is logged and the mark is brought down to what remains.
-func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
+// checkMark compares what the database holds with the mark, at Open, and writes the
+// mark before any write is acknowledged. With acceptLoss, a shortfall, or a mark
+// damaged or missing where one must be, is logged and the mark is brought down to what
+// the store holds. existed says whether the store was there before this open.
+func (s *Store) checkMark(acceptLoss, existed bool, replayed []string) error {
 	last, err := s.lastWrite()
 	if err != nil {
 		return err
 	}
 	s.writeNum.Store(last)
 	s.durable.Store(last)
+	path := s.fs.PathJoin(s.dir, markFile)
 	m, ok, err := readMark(s.fs, s.dir)
 	s.marked = markRecord{writes: last, events: s.seq, issued: s.seq}
-	if ok {
-		s.marked.issued = max(s.seq, m.issued)
-	}
-	s.issued.Store(s.marked.issued)
 	switch {
 	case errors.Is(err, ErrMarkDamaged):
 		// The mark, not the store, is damaged; but without it a loss cannot be told.
 		if !acceptLoss {
 			return fmt.Errorf("open store in %s: %s: %w. The store itself is not known to be damaged, but without its mark writes lost from the write-ahead log cannot be told: "+
 				"restore %s from a backup of the folder, or start with --accept-data-loss to serve what the store holds and write a new mark (docs/operating.md, \"The data folder\")",
-				s.dir, s.fs.PathJoin(s.dir, markFile), err, markFile)
+				s.dir, path, err, markFile)
 		}
 		s.log.Warn("the store's mark is damaged: starting without checking it for lost writes, as --accept-data-loss allows, and writing a new one",
-			"dir", s.dir, "mark", s.fs.PathJoin(s.dir, markFile), "err", err)
-		return writeMark(s.fs, s.dir, s.marked)
+			"dir", s.dir, "mark", path, "err", err)
 	case err != nil:
 		return fmt.Errorf("open store in %s: read the mark: %w", s.dir, err)
+	case !ok:
+		if err := s.checkNoMark(acceptLoss, existed, last); err != nil {
+			return err
+		}
+	case last < m.writes || s.seq < m.events:
+		if err := s.acceptLoss(acceptLoss, m, last, replayed); err != nil {
+			return err
+		}
+	default:
+		s.marked.issued = max(s.seq, m.issued)
 	}
-	if !ok || (last >= m.writes && s.seq >= m.events) {
-		return nil
+	s.issued.Store(s.marked.issued)
+	// Written now, whatever the store holds, so that a store with a write has a mark,
+	// and one found without is told (checkNoMark).
+	if err := writeMark(s.fs, s.dir, s.marked); err != nil {
+		return openFailed(s.dir, fmt.Errorf("write the mark: %w", err))
 	}
+	return nil
+}
+
+// acceptLoss refuses a store that holds fewer writes or events than its mark m says
+// were acknowledged, or with acceptLoss logs the loss and numbers the next event past
+// every id the mark knows of.
+func (s *Store) acceptLoss(acceptLoss bool, m markRecord, last uint64, replayed []string) error {
 	lost := fmt.Sprintf("the store holds writes up to number %d and events up to %d, but writes up to %d and events up to %d were acknowledged",
 		last, s.seq, m.writes, m.events)
 	if !acceptLoss {
@@ -196,16 +216,61 @@ func (s *Store) checkMark(acceptLoss bool, replayed []string) error {
 			s.dir, ErrDataLoss, lost, strings.Join(replayed, ", "))
 	}
 	// The lost events' ids, and any the ceiling held in reserve, are not handed out
-	// again: the next event is numbered past every id the mark knows of.
+	// again: subscribers and the transparency log saw them (eventids.go).
 	kept := s.seq
 	if err := s.skipIDs(max(m.events, m.issued)); err != nil {
-		return fmt.Errorf("open store in %s: write the event ids lost as a gap: %w", s.dir, err)
+		return openFailed(s.dir, fmt.Errorf("write the event ids lost as a gap: %w", err))
 	}
 	s.log.Warn("starting on a store that lost acknowledged writes, as --accept-data-loss allows", "dir", s.dir, "loss", lost,
 		"last_event", kept, "next_event", s.seq+1)
 	s.marked = markRecord{writes: s.durable.Load(), events: s.seq, issued: s.seq}
-	s.issued.Store(s.seq)
-	return writeMark(s.fs, s.dir, s.marked)
+	return nil
+}
+
+// ErrMarkMissing is wrapped by Open's error when the mark is missing from a store
+// whose writes were numbered for one.
+var ErrMarkMissing = errors.New("the mark is missing")
+
+// checkNoMark decides on a store found without a mark. Only the versions that keep the
+// mark number the writes, and they write it as the store opens, before its first
+// write: so a store with a numbered write lost its mark, and since whether it lost
+// writes too cannot be told, it is refused, unless acceptLoss. A store without numbered
+// writes was last written by a version that kept no mark, and opens as it always did;
+// with a warning when it was there before this open, since the writes it may have lost
+// cannot be told either. A store created by this open has nothing to check.
+func (s *Store) checkNoMark(acceptLoss, existed bool, last uint64) error {
+	path := s.fs.PathJoin(s.dir, markFile)
+	switch {
+	case last > 0 && !acceptLoss:
+		return fmt.Errorf("open store in %s: %s: %w, but the store holds writes numbered up to %d, which only a version that keeps the mark makes: "+
+			"whether acknowledged writes were lost from the write-ahead log cannot be told: restore %s from a backup of the folder, "+
+			"or start with --accept-data-loss to serve what the store holds and write a new mark (docs/operating.md, \"The data folder\")",
+			s.dir, path, ErrMarkMissing, last, markFile)
+	case last > 0:
+		s.log.Warn("the store's mark is missing: starting without checking it for lost writes, as --accept-data-loss allows, and writing a new one",
+			"dir", s.dir, "mark", path, "writes", last)
+	case existed:
+		empty, err := s.empty()
+		if err != nil {
+			return err
+		}
+		what := "the store has no mark, as a store last written by a version that kept none: writes lost from its log before this start cannot be told; a mark is kept from now on"
+		if empty {
+			what = "the store is empty and has no mark: a store never written by a version that keeps one, or one whose writes were lost along with its mark; a mark is kept from now on"
+		}
+		s.log.Warn(what, "dir", s.dir, "mark", path)
+	}
+	return nil
+}
+
+// empty reports whether the database holds no record.
+func (s *Store) empty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return !found, it.Close()
 }
 
 // walFiles names the write-ahead log files in the folder, for messages.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/intentd/intentd/internal/syncbuf"
 )
 
@@ -193,4 +195,117 @@ func FuzzDecodeMark(f *testing.F) {
 			t.Fatalf("decodeMark read %d bytes as %+v", len(b), m)
 		}
 	})
+}
+
+// TestMarkMissing opens stores whose mark is gone. One with numbered writes, which
+// only a version that keeps the mark makes, lost it: the start is refused with one
+// line naming the mark and what to do, or with AcceptDataLoss opens, whole, with a
+// warning. One without numbered writes, as a version before the mark left it, opens
+// as it did, with a warning; a new store opens without one, and has its mark before
+// its first write.
+func TestMarkMissing(t *testing.T) {
+	tests := []struct {
+		name    string
+		folder  func(t *testing.T) string
+		refused bool
+		warning string // "": none
+		intents int    // of the 18 written, those read back
+	}{
+		{"numbered writes", func(t *testing.T) string {
+			return storeWithWrites(t, 18)
+		}, true, "mark is missing", 18},
+		{"numbered writes, and half the log lost", func(t *testing.T) string {
+			dir := storeWithWrites(t, 18)
+			cutLog(t, dir, 2)
+			return dir
+		}, true, "mark is missing", 0},
+		{"a store from before the mark", func(t *testing.T) string {
+			dir := storeWithWrites(t, 18)
+			db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.DeleteRange([]byte{prefixWrite}, []byte{prefixWrite + 1}, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, false, "version that kept none", 18},
+		{"the whole log lost", func(t *testing.T) string {
+			dir := storeWithWrites(t, 18)
+			cutLog(t, dir, 0)
+			return dir
+		}, false, "is empty and has no mark", 0},
+		{"a new store", func(t *testing.T) string {
+			return filepath.Join(t.TempDir(), "new")
+		}, false, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.folder(t)
+			path := filepath.Join(dir, markFile)
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			var log syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&log, nil))
+			s, err := Open(dir, Options{Logger: logger})
+			if tt.refused {
+				if err == nil {
+					s.Close()
+					t.Fatal("a store that lost its mark was opened")
+				}
+				if msg := err.Error(); !errors.Is(err, ErrMarkMissing) || strings.Contains(msg, "\n") || !strings.Contains(msg, path) ||
+					!strings.Contains(msg, "--accept-data-loss") || !strings.Contains(msg, "restore "+markFile) {
+					t.Fatalf("Open without the mark = %v, want ErrMarkMissing in one line naming %s and what to do", err, path)
+				}
+				s, err = Open(dir, Options{Logger: logger, AcceptDataLoss: true})
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			// The mark is there before any write.
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("no mark once the store is open: %v", err)
+			}
+			if tt.warning == "" && strings.Contains(log.String(), "level=WARN") || tt.warning != "" && !strings.Contains(log.String(), tt.warning) {
+				t.Errorf("the log, want a warning saying %q (none if empty):\n%s", tt.warning, log.String())
+			}
+			for i := range tt.intents {
+				if _, err := s.Intent(ctx, fmt.Sprintf("i%03d", i)); err != nil {
+					t.Errorf("intent %d: %v", i, err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(dir, Options{})
+			if err != nil {
+				t.Fatalf("Open once a mark is written: %v", err)
+			}
+			s.Close()
+		})
+	}
+}
+
+// cutLog keeps 1/keepOf of the write-ahead log of the store in dir (none for 0).
+func cutLog(t *testing.T, dir string, keepOf int) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keepOf == 0 {
+			b = nil
+		} else {
+			b = b[:len(b)/keepOf]
+		}
+		if err := os.WriteFile(l, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -56,7 +56,8 @@ type Options struct {
 	// CacheBytes is the block cache size; 0 means 128 MiB.
 	CacheBytes int64
 	// NoSync skips fsync on writes, and keeps no mark. Only for benchmarks that measure
-	// everything else.
+	// everything else: a store written so is refused, as one that lost its mark, when
+	// opened without it (unless AcceptDataLoss).
 	NoSync bool
 	// MinFreeBytes is the free space of the folder's file system below which writes are
 	// refused with intentd.ErrStorageFull (diskspace.go); 0: never refused.
@@ -171,7 +172,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if po.FS == nil {
 		po.FS = vfs.Default
 	}
-	if err := checkCurrent(po.FS, dir, opts.Logger); err != nil {
+	existed, err := checkCurrent(po.FS, dir, opts.Logger)
+	if err != nil {
 		cache.Unref()
 		return nil, err
 	}
@@ -228,7 +230,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	if !s.noMark {
-		if err := s.checkMark(opts.AcceptDataLoss, replayed); err != nil {
+		if err := s.checkMark(opts.AcceptDataLoss, existed, replayed); err != nil {
 			s.closeDB()
 			return nil, err
 		}
@@ -283,17 +285,19 @@ const defaultCacheBytes = 128 << 20
 // folder without CURRENT whose store files are only LOCK, MANIFEST-000001 and temporary
 // files never held a write: a first start that stopped half-way (a full disk, a crash)
 // left them. Pebble creates the store over them, as it would in an empty folder.
-func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) error {
+//
+// existed reports whether the folder held a store, CURRENT and all.
+func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) (existed bool, err error) {
 	names, err := fs.List(dir)
 	if err != nil {
-		return nil // no folder yet: Pebble makes it
+		return false, nil // no folder yet: Pebble makes it
 	}
 	var held []string
 	created := false // a file that exists only once a first open completed
 	for _, n := range names {
 		switch {
 		case n == "CURRENT":
-			return nil
+			return true, nil
 		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst"):
 			held = append(held, n)
 			created = created || n != "MANIFEST-000001"
@@ -302,7 +306,7 @@ func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) error {
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return false, nil
 	}
 	slices.Sort(held)
 	if !created {
@@ -310,9 +314,9 @@ func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) error {
 			log.Warn("the store in this folder was never completely created (no CURRENT, and only the first manifest, which holds no write): it is created afresh",
 				"dir", dir, "files", strings.Join(held, ", "))
 		}
-		return nil
+		return false, nil
 	}
-	return fmt.Errorf("open store in %s: the file CURRENT is missing, but the folder holds a store (%s): "+
+	return false, fmt.Errorf("open store in %s: the file CURRENT is missing, but the folder holds a store (%s): "+
 		"restore the folder from a backup (docs/operating.md, \"The data folder\")", dir, strings.Join(held, ", "))
 }
 

@@ -65,10 +65,10 @@ func TestDamagedLogStart(t *testing.T) {
 	s.logReader().waitCheckpoint(t, 31)
 }
 
-// TestDamagedMarkStart damages the mark of a stopped intentd that had acknowledged
-// intents: the next start is refused with one line naming the mark and what to do,
-// not a loss from the log, and with --accept-data-loss the service starts with every
-// intent.
+// TestDamagedMarkStart damages or removes the mark of a stopped intentd that had
+// acknowledged intents: the next start is refused with one line naming the mark and
+// what to do, not a loss from the log, and with --accept-data-loss the service starts
+// with every intent.
 func TestDamagedMarkStart(t *testing.T) {
 	ownStores(t)
 	tests := []struct {
@@ -86,6 +86,11 @@ func TestDamagedMarkStart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "the mark is damaged"},
+		{"removed", func(t *testing.T, mark string) {
+			if err := os.Remove(mark); err != nil {
+				t.Fatal(err)
+			}
+		}, "the mark is missing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
