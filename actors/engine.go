@@ -154,6 +154,8 @@ type Engine struct {
 
 	policiesMu sync.RWMutex
 	policies   map[string]*policy.Policy
+	// policyBytes is the bytecode of the cached policies, which their memory follows.
+	policyBytes int
 
 	// previewed counts the previews of each intent that had one, until it ends.
 	previewMu sync.Mutex
@@ -398,17 +400,32 @@ func (e *Engine) Policy(ctx context.Context, id string) (*policy.Policy, error) 
 	return p, nil
 }
 
-// maxCachedPolicies bounds the decoded-policy cache; past it the cache starts over,
-// which costs a decode per policy and keeps memory flat whatever callers post.
-const maxCachedPolicies = 4096
+// The decoded-policy cache is bounded by its count and by the bytecode of what it
+// holds; past either it starts over, which costs a decode per policy and keeps memory
+// flat whatever callers post. A decoded policy holds about 30 to 70 times its bytecode:
+// 6.6 KB for a policy of a dozen constraints (224 bytes), 3.4 MB for the longest the
+// source limit allows (49 KB), so that the count alone let 4,096 of the latter take
+// 14 GB. The bytes' bound keeps the worst to about 150 MB and is never reached by
+// policies of common size.
+const (
+	maxCachedPolicies    = 4096
+	maxCachedPolicyBytes = 2 << 20
+)
 
 func (e *Engine) cachePolicy(id string, p *policy.Policy) {
+	n := len(p.Bytecode())
 	e.policiesMu.Lock()
-	if len(e.policies) >= maxCachedPolicies {
+	defer e.policiesMu.Unlock()
+	if old := e.policies[id]; old != nil {
+		e.policyBytes -= len(old.Bytecode())
+		delete(e.policies, id)
+	}
+	if len(e.policies) >= maxCachedPolicies || e.policyBytes+n > maxCachedPolicyBytes {
 		clear(e.policies)
+		e.policyBytes = 0
 	}
 	e.policies[id] = p
-	e.policiesMu.Unlock()
+	e.policyBytes += n
 }
 
 // DeletePolicy deletes a policy unless an open or processing intent names it.
@@ -423,7 +440,10 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 		return storeFailed("delete policy: %w", err)
 	}
 	e.policiesMu.Lock()
-	delete(e.policies, id)
+	if p := e.policies[id]; p != nil {
+		e.policyBytes -= len(p.Bytecode())
+		delete(e.policies, id)
+	}
 	e.policiesMu.Unlock()
 	return nil
 }
