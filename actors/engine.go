@@ -54,6 +54,10 @@ type Config struct {
 	EventRetentionAge time.Duration
 	// MaxSubscribers bounds the event subscribers; at least 1.
 	MaxSubscribers int
+	// OwnSubscribers are places beyond MaxSubscribers for the service's own readers of
+	// the events (the transparency log), so that a refusal names the limit the
+	// operator set, not one more.
+	OwnSubscribers int
 	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off.
 	// Subscribers without a filter share one ring of the newest events, this many
 	// rounded up to a power of two; one with a filter has a buffer of its own, for the
@@ -112,7 +116,7 @@ func (c *Config) validate() error {
 	case c.MaxPreviewing < 1 || c.MaxPreviewsPerIntent < 0:
 		return fmt.Errorf("actors: Config preview counts out of range (MaxPreviewing %d, MaxPreviewsPerIntent %d): start from DefaultConfig",
 			c.MaxPreviewing, c.MaxPreviewsPerIntent)
-	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
+	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.OwnSubscribers < 0 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
 		return fmt.Errorf("actors: Config counts out of range (MaxProving %d, ProvingQueue %d, MaxSubscribers %d, SubscriberBuffer %d, EventRetention %d): start from DefaultConfig",
 			c.MaxProving, c.ProvingQueue, c.MaxSubscribers, c.SubscriberBuffer, c.EventRetention)
 	case c.IntentTTL <= 0 || c.ProvingTimeout <= 0 || c.EventRetentionAge <= 0 || c.PassivateAfter <= 0 || c.ExpiryInterval <= 0:
@@ -240,7 +244,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.feed = newFeed(cfg.SubscriberBuffer)
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newBus(last, cfg.MaxSubscribers, e.feed)
+		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed)
 	}))
 	e.store.SetEventSink(func(ev intentd.Event) {
 		e.obs.Published()

@@ -502,7 +502,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if c.Tlog {
 		// The log follows the events as a subscriber of its own; the streams' clients
 		// keep every place --max-subscribers gives them.
-		ecfg.MaxSubscribers++
+		ecfg.OwnSubscribers = 1
 	}
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
