@@ -25,6 +25,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/pebbledir"
 	"github.com/intentd/intentd/internal/pebbleevents"
 	iproof "github.com/intentd/intentd/proof"
 )
@@ -147,11 +148,17 @@ func Open(opts Options) (*Log, error) {
 	// itself: the watch Pebble makes when given no FS outlives a failed open.
 	events := pebbleevents.Listener(opts.Logger, "tlog")
 	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
+	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
 		Logger: pebbleLogger{opts.Logger}, Cache: cache, FS: fs, EventListener: events,
 	})
 	if err != nil {
 		unwatch.Close()
+		if errors.Is(err, pebbledir.ErrDamaged) {
+			// Unlike the store's, the log's folder holds nothing that is not kept
+			// elsewhere: the events and the store's entries make it again.
+			return nil, fmt.Errorf("tlog: open %s: %w: remove the folder, with the server stopped, and start again: "+
+				"the log is rebuilt from the store (docs/operating.md, \"The data folder\")", opts.Dir, err)
+		}
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}
 	l := &Log{db: db, unwatchDisk: unwatch, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}

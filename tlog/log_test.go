@@ -517,3 +517,54 @@ func waitWatches(t *testing.T, want int, after string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDamagedFolder opens a log whose folder lost or garbled a file while the log was
+// closed: each is refused with an error naming the folder and saying to remove it, never
+// a panic, and a log opened on the folder's place once it is removed starts afresh.
+func TestDamagedFolder(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // the file damaged: removed when text is empty
+		text string
+		want string
+	}{
+		{"CURRENT missing", "CURRENT", "", "the file CURRENT is missing"},
+		{"CURRENT names no manifest", "CURRENT", "MANIFEST-999999\n", "MANIFEST-999999"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource(t)
+			src.add(t, 10)
+			dir := t.TempDir()
+			l := openLog(t, dir, src.key)
+			run(t, l, src, 10)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tt.file)
+			if tt.text == "" {
+				err := os.Remove(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(path, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(Options{Dir: dir, Key: src.key})
+			if err == nil {
+				l.Close()
+				t.Fatal("a damaged folder was opened")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, dir) || !strings.Contains(msg, tt.want) || !strings.Contains(msg, "remove the folder") || strings.Contains(msg, "\n") {
+				t.Fatalf("Open = %v; want one line naming %s, saying %q and to remove the folder", err, dir, tt.want)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			l = openLog(t, dir, src.key)
+			defer l.Close()
+			run(t, l, src, 10)
+		})
+	}
+}
