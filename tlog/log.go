@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +151,7 @@ func Open(opts Options) (*Log, error) {
 	events := pebbleevents.Listener(opts.Logger, "tlog")
 	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
 	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
-		Logger: pebbleLogger{opts.Logger}, Cache: cache, FS: fs, EventListener: events,
+		Logger: pebbleLogger{opts.Logger, opts.Dir}, Cache: cache, FS: fs, EventListener: events,
 	})
 	if err != nil {
 		unwatch.Close()
@@ -830,9 +832,18 @@ func newSigner(origin string, key *crypto.SigningKey) (note.Signer, string, erro
 	return noteSigner{name: v.Name(), hash: v.KeyHash(), key: key}, vkey, nil
 }
 
+// FatalMsg is the line the log's database leaves when it fails beyond what Pebble can
+// go on from (its folder removed under it, a file it cannot write), just before the
+// process ends.
+const FatalMsg = "the transparency log's database failed, and intentd stops: start it again; " +
+	"a log folder that was removed is rebuilt from the store, and one that is damaged is refused until it is removed, with the server stopped"
+
 // pebbleLogger sends Pebble's lines to the service's log, its informational ones at
 // debug level, where they are out of the way.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log *slog.Logger
+	dir string
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.log.Debug("tlog pebble: " + fmt.Sprintf(format, args...))
@@ -842,7 +853,11 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.log.Error("tlog pebble: " + fmt.Sprintf(format, args...))
 }
 
+// Fatalf logs one line and ends the process, as the store's does: Pebble does not
+// expect Fatalf to return, and a panic's goroutine dump would bury the line that says
+// what to do. Pebble's message, which may span lines, is made one.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.log.Error("tlog pebble: " + fmt.Sprintf(format, args...))
-	panic(fmt.Sprintf(format, args...))
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	p.log.Error(FatalMsg, "dir", p.dir, "err", msg)
+	os.Exit(1)
 }

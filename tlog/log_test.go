@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
@@ -567,4 +569,60 @@ func TestDamagedFolder(t *testing.T) {
 			run(t, l, src, 10)
 		})
 	}
+}
+
+// TestFolderRemovedWhileRunning removes the folder of a log that is appending, as `rm
+// -rf` on a running server would: when Pebble gives up, the process ends with exit
+// code 1 and one line naming the folder and what to do, without a goroutine dump. It
+// runs the log in a process of its own, this test binary started again.
+func TestFolderRemovedWhileRunning(t *testing.T) {
+	if dir := os.Getenv("TLOG_TEST_REMOVED_DIR"); dir != "" {
+		appendAfterRemoval(t, dir)
+		return
+	}
+	dir := filepath.Join(t.TempDir(), "tlog")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFolderRemovedWhileRunning$")
+	cmd.Env = append(os.Environ(), "TLOG_TEST_REMOVED_DIR="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the process ended with %v, want exit code 1\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var rec struct{ Level, Msg, Dir string }
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Level != "ERROR" || rec.Msg != FatalMsg || rec.Dir != dir {
+		t.Fatalf("the process wrote\n%s\nwant one error line %q naming %s", stderr.Bytes(), FatalMsg, dir)
+	}
+}
+
+// appendAfterRemoval opens a log in dir, removes the folder and appends leaves until
+// Pebble needs a new file there, which ends the process.
+func appendAfterRemoval(t *testing.T, dir string) {
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Dir: dir, Key: key, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := crypto.Digest([]byte(`{}`))
+	batch := make([]leaf, 0, TileWidth)
+	// Far more than the memtable holds: Pebble makes a new log file when it is full.
+	for i := range 1 << 20 {
+		id := uint64(i + 1)
+		batch = append(batch, leaf{id, intentd.LogEntry{EventID: id, Type: intentd.StateSuccess, IntentID: uuid.NewString(), EventDigest: d, ReceiptDigest: d}})
+		if len(batch) == cap(batch) {
+			if err := l.append(batch); err != nil {
+				t.Fatalf("append: %v", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	t.Fatal("a log whose folder was removed took a million leaves")
 }
