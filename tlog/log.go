@@ -437,6 +437,14 @@ func errNotFound(format string, args ...any) error {
 	return intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, format, args...)
 }
 
+// readError is the error of a read of the log's database that failed (a damaged table,
+// a disk that fails): an internal error, never a not-found, since the newest checkpoint
+// may commit to what could not be read, and a reader told it is not in the log would
+// take the log for one that lies.
+func readError(what string, err error) error {
+	return intentd.Internal("tlog: read "+what+": %w", err)
+}
+
 // Tile returns the hashes of a tile (tlog-tiles): width hashes of the tree's level
 // TileHeight*level, from index*TileWidth. Full and partial tiles alike are served
 // only once every hash in them exists, so that what is served never changes.
@@ -452,11 +460,14 @@ func (l *Log) Tile(level, index uint64, width int) ([]byte, error) {
 		UpperBound: nodeKey(hi[:0], uint(level*TileHeight), start+uint64(width)),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
+		return nil, readError("tile", err)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		out = append(out, it.Value()...)
+	}
+	if err := it.Error(); err != nil {
+		return nil, readError("tile", err)
 	}
 	if len(out) != width*32 {
 		return nil, errNotFound("tile %d/%d of width %d is not in the log", level, index, width)
@@ -476,7 +487,7 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 		UpperBound: indexKey(prefixEntry, start+uint64(width)),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
+		return nil, readError("entry bundle", err)
 	}
 	defer it.Close()
 	var out []byte
@@ -484,6 +495,9 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 	for ok := it.First(); ok; ok = it.Next() {
 		out = AppendBundle(out, it.Value())
 		n++
+	}
+	if err := it.Error(); err != nil {
+		return nil, readError("entry bundle", err)
 	}
 	if n != width {
 		return nil, errNotFound("entry bundle %d of width %d is not in the log", index, width)
