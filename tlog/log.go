@@ -72,6 +72,32 @@ type Options struct {
 	// Dir only, and a log that lost Dir then rebuilds only while all events are
 	// retained.
 	Store intentd.LogStore
+	// AcceptKeyChange lets the log go on under Key when its newest checkpoint of one
+	// leaf or more was signed by another key: the key was changed on purpose. Without
+	// it Open refuses such a log with a *KeyError, since a key changed in silence (a
+	// key file garbled, or another put in its place) would go on signing the log's
+	// history under a new name. Either way a checkpoint of no leaves, which commits to
+	// nothing, is signed again under Key.
+	AcceptKeyChange bool
+}
+
+// KeyError is the error of Open for a log whose newest checkpoint of one leaf or more
+// was signed by another key than Options.Key, without Options.AcceptKeyChange.
+type KeyError struct {
+	// Dir is the log's folder.
+	Dir string
+	// Size is the number of leaves the checkpoint commits to.
+	Size uint64
+	// Origin is the checkpoint's origin, which names the key that signed it unless the
+	// origin was set (DefaultOrigin).
+	Origin string
+	// KeyID is the id of Options.Key.
+	KeyID string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("tlog: the log in %s holds a checkpoint of %d leaves, origin %s, signed by another key than %s",
+		e.Dir, e.Size, e.Origin, e.KeyID)
 }
 
 // DefaultOrigin is the origin of a log signed by key: the same on every member of a
@@ -164,7 +190,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}
 	l := &Log{db: db, unwatchDisk: unwatch, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}
-	if err := l.load(); err != nil {
+	if err := l.load(opts.Dir, opts.AcceptKeyChange); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -176,8 +202,9 @@ func Open(opts Options) (*Log, error) {
 const diskSlowAfter = 5 * time.Second
 
 // load reads the log's state: its size, the last event it holds, the compact range
-// of its tree and its newest checkpoint.
-func (l *Log) load() error {
+// of its tree and its newest checkpoint, which it signs again when another key or
+// origin signed it, if that may be.
+func (l *Log) load(dir string, acceptKeyChange bool) error {
 	var size uint64
 	v, closer, err := l.db.Get([]byte(keyState))
 	switch {
@@ -221,6 +248,30 @@ func (l *Log) load() error {
 		l.log.Warn("the log's checkpoint is ahead of its leaves; they are rebuilt from the events, or from the store", "checkpoint", c.Size, "leaves", size)
 	}
 	cp := &checkpoint{size: c.Size, root: c.Hash, note: append([]byte(nil), v...)}
+	if _, err := iproof.ParseCheckpoint(v, c.Origin, l.key.PublicKey()); err != nil {
+		if c.Size > 0 && !acceptKeyChange {
+			return &KeyError{Dir: dir, Size: c.Size, Origin: c.Origin, KeyID: l.key.ID()}
+		}
+		if c.Size > 0 {
+			// Whoever watches the log sees a new key from now on; the log's own
+			// line says when and why.
+			l.log.Warn("the transparency log's checkpoints were signed by another key; it goes on under the key it has now",
+				"checkpoint_origin", c.Origin, "origin", l.origin, "key_id", l.key.ID(), "leaves", c.Size)
+		}
+		if cp, err = l.sign(c.Size, c.Hash); err != nil {
+			return err
+		}
+	} else if c.Origin != l.origin {
+		// The same key under another origin (Options.Origin changed): the checkpoint
+		// served must name the origin that readers are given beside the key.
+		if c.Size > 0 {
+			l.log.Warn("the transparency log's origin changed; its checkpoint is signed again under the new one",
+				"checkpoint_origin", c.Origin, "origin", l.origin, "leaves", c.Size)
+		}
+		if cp, err = l.sign(c.Size, c.Hash); err != nil {
+			return err
+		}
+	}
 	if c.Size > size {
 		l.check = cp
 	}
@@ -277,6 +328,17 @@ func (l *Log) publish() (*checkpoint, error) {
 	if root == nil {
 		root = rfc6962.DefaultHasher.EmptyRoot()
 	}
+	c, err := l.sign(size, root)
+	if err != nil {
+		return nil, err
+	}
+	l.cp.Store(c)
+	return c, nil
+}
+
+// sign signs a checkpoint of the tree of size leaves and root, and stores it as the
+// newest.
+func (l *Log) sign(size uint64, root []byte) (*checkpoint, error) {
 	text := log.Checkpoint{Origin: l.origin, Size: size, Hash: root}.Marshal()
 	signed, err := note.Sign(&note.Note{Text: string(text)}, l.signer)
 	if err != nil {
@@ -285,9 +347,7 @@ func (l *Log) publish() (*checkpoint, error) {
 	if err := l.db.Set([]byte(keyCP), signed, pebble.Sync); err != nil {
 		return nil, fmt.Errorf("tlog: store checkpoint: %w", err)
 	}
-	c := &checkpoint{size: size, root: root, note: signed}
-	l.cp.Store(c)
-	return c, nil
+	return &checkpoint{size: size, root: root, note: signed}, nil
 }
 
 // leaf is an event on its way into the log.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/syncbuf"
 	iproof "github.com/intentd/intentd/proof"
 )
 
@@ -677,6 +678,92 @@ func TestDamagedTable(t *testing.T) {
 			err := tt.read()
 			if err == nil || intentd.ErrorKind(err) != intentd.KindInternal || intentd.ErrorCode(err) != intentd.CodeInternal {
 				t.Fatalf("read of a damaged table: %v (code %s), want an internal error", err, intentd.ErrorCode(err))
+			}
+		})
+	}
+}
+
+// TestKeyChange reopens a log with another key or origin than the ones that signed its
+// checkpoint: another key is refused unless the change is accepted, and a log goes on,
+// its checkpoint signed again over the same tree, under an accepted key, under another
+// origin, or when it holds no leaf.
+func TestKeyChange(t *testing.T) {
+	other, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		leaves  int
+		key     *crypto.SigningKey // nil: the key that signed the log
+		origin  string
+		accept  bool
+		refused bool
+	}{
+		{name: "same key", leaves: 5},
+		{name: "another key", leaves: 5, key: other, refused: true},
+		{name: "another key, accepted", leaves: 5, key: other, accept: true},
+		{name: "another key, empty log", key: other},
+		{name: "another origin", leaves: 5, origin: "example.com/log"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource(t)
+			evs := src.add(t, tt.leaves)
+			dir := t.TempDir()
+			l := openLog(t, dir, src.key)
+			run(t, l, src, uint64(tt.leaves))
+			if _, err := l.publish(); err != nil {
+				t.Fatal(err)
+			}
+			before := checkpointOf(t, l, src.key)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			key := src.key
+			if tt.key != nil {
+				key = tt.key
+			}
+			var logs syncbuf.Buffer
+			opts := Options{Dir: dir, Key: key, Origin: tt.origin, AcceptKeyChange: tt.accept, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			l, err := Open(opts)
+			if tt.refused {
+				var ke *KeyError
+				if !errors.As(err, &ke) || ke.Dir != dir || ke.Size != uint64(tt.leaves) || ke.Origin != DefaultOrigin(src.key) || ke.KeyID != key.ID() {
+					if err == nil {
+						l.Close()
+					}
+					t.Fatalf("Open = %v, want a KeyError of %s, %d leaves, origin %s, key %s", err, dir, tt.leaves, DefaultOrigin(src.key), key.ID())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer func() { l.Close() }() // the log last opened
+			after := checkpointOf(t, l, key)
+			if after.Size != before.Size || !bytes.Equal(after.Hash, before.Hash) {
+				t.Fatalf("reopened, the checkpoint is of %d leaves, root %x; before it was %d, %x", after.Size, after.Hash, before.Size, before.Hash)
+			}
+			if warned := strings.Contains(logs.String(), "level=WARN"); warned != (tt.leaves > 0 && (tt.key != nil || tt.origin != "")) {
+				t.Errorf("reopened, the log wrote\n%s", logs.String())
+			}
+			// The log goes on, and its next start accepts no change: the checkpoint
+			// it keeps is signed by its key now.
+			src.add(t, 2)
+			run(t, l, src, uint64(tt.leaves+2))
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			opts.AcceptKeyChange = false
+			if l, err = Open(opts); err != nil {
+				t.Fatalf("Open after the change: %v", err)
+			}
+			if tt.leaves > 0 {
+				if inc, err := l.Inclusion(evs[0].IntentID); err != nil || inc == nil {
+					t.Fatalf("inclusion of the first leaf after the change: %v, %v", inc, err)
+				}
 			}
 		})
 	}
