@@ -41,6 +41,11 @@ type Config struct {
 	// their own beside MaxProving; at least 1. Previews are refused while proposals
 	// wait for a proving slot.
 	MaxPreviewing int
+	// MaxSolutionBytes bounds a proposal's solution, and a preview's: 1 to
+	// intentd.MaxSolutionBytes. It is the engine's so that every way in (the HTTP API,
+	// the MCP tools, a caller in process) meets the one limit the operator set; a server
+	// in front may check it first, with the same refusal.
+	MaxSolutionBytes int
 	// MaxPreviewsPerIntent is how many previews one intent may have; 0: no bound. The
 	// count is kept in memory, not in the store (a preview writes nothing), so it
 	// starts again when the service restarts; it ends with the intent.
@@ -94,6 +99,7 @@ func DefaultConfig() Config {
 		// candidates at once, little enough that previews never crowd out proving.
 		MaxPreviewing:        16,
 		MaxPreviewsPerIntent: 20,
+		MaxSolutionBytes:     intentd.DefaultSolutionBytes,
 		ProvingTimeout:       30 * time.Second,
 		EventRetention:       1_000_000,
 		EventRetentionAge:    7 * 24 * time.Hour,
@@ -116,6 +122,8 @@ func (c *Config) validate() error {
 	case c.MaxPreviewing < 1 || c.MaxPreviewsPerIntent < 0:
 		return fmt.Errorf("actors: Config preview counts out of range (MaxPreviewing %d, MaxPreviewsPerIntent %d): start from DefaultConfig",
 			c.MaxPreviewing, c.MaxPreviewsPerIntent)
+	case c.MaxSolutionBytes < 1 || c.MaxSolutionBytes > intentd.MaxSolutionBytes:
+		return fmt.Errorf("actors: Config.MaxSolutionBytes %d out of range: want 1 to %d (intentd.MaxSolutionBytes)", c.MaxSolutionBytes, intentd.MaxSolutionBytes)
 	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.OwnSubscribers < 0 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
 		return fmt.Errorf("actors: Config counts out of range (MaxProving %d, ProvingQueue %d, MaxSubscribers %d, SubscriberBuffer %d, EventRetention %d): start from DefaultConfig",
 			c.MaxProving, c.ProvingQueue, c.MaxSubscribers, c.SubscriberBuffer, c.EventRetention)
@@ -577,7 +585,7 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 	if !ok {
 		return intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
 	}
-	if err := checkSolution(p); err != nil {
+	if err := e.checkSolution(p); err != nil {
 		return err
 	}
 	_, err := e.registry.call(ctx, id, propose{proposal: p})
@@ -585,13 +593,14 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 }
 
 // checkSolution refuses a solution the engine takes from no caller, whatever the
-// server in front of it allows.
-func checkSolution(p intentd.Proposal) error {
+// server in front of it allows. Its message is http.Limits.CheckSolution's, so that a
+// caller is told the same whichever of the two refuses first.
+func (e *Engine) checkSolution(p intentd.Proposal) error {
 	if p.Solution == "" {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must not be empty")
 	}
-	if len(p.Solution) > intentd.MaxSolutionBytes {
-		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), intentd.MaxSolutionBytes)
+	if len(p.Solution) > e.cfg.MaxSolutionBytes {
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), e.cfg.MaxSolutionBytes)
 	}
 	return nil
 }

@@ -430,3 +430,38 @@ func TestFlow(t *testing.T) {
 		})
 	}
 }
+
+// TestSolutionLimit checks that preview_solution and propose_solution take a solution
+// at the engine's limit and refuse one byte more as POST /intents/{id}/proposal does,
+// with the limit named, whatever the limit is set to.
+func TestSolutionLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		tweak func(*actors.Config)
+	}{
+		{"default", intentd.DefaultSolutionBytes, nil},
+		{"lowered", 100, func(c *actors.Config) { c.MaxSolutionBytes = 100 }},
+		{"raised", 100_000, func(c *actors.Config) { c.MaxSolutionBytes = 100_000 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.tweak)
+			cs := f.inProcess(t)
+			at, over := strings.Repeat("x", tc.limit), strings.Repeat("x", tc.limit+1)
+			want := fmt.Sprintf("solution: %d bytes, over the limit of %d", tc.limit+1, tc.limit)
+			for _, tool := range []string{"preview_solution", "propose_solution"} {
+				t.Run(tool, func(t *testing.T) {
+					id := f.submit(t)
+					te := wantRefusal(t, cs, tool, map[string]any{"intent_id": id, "solution": over}, intentd.CodeInvalidProposal)
+					if te.Message != want {
+						t.Fatalf("%s one byte past the limit: %q, want %q", tool, te.Message, want)
+					}
+					if st, err := f.api.Status(t.Context(), id); err != nil || st.State != intentd.StateOpen || st.Proposal != nil {
+						t.Fatalf("after the refusal the intent is %+v (%v), want open without a proposal", st, err)
+					}
+					mustCall(t, cs, tool, map[string]any{"intent_id": id, "solution": at})
+				})
+			}
+		})
+	}
+}

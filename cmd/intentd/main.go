@@ -508,6 +508,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
 	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
+	// The engine holds the solution limit too, so that /mcp, which reaches it without
+	// the HTTP layer's checks of a body, refuses what POST .../proposal refuses.
+	ecfg.MaxSolutionBytes = c.MaxSolution
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
 	ecfg.MaxSubscribers = c.MaxSubscribers
 	if c.Tlog {
