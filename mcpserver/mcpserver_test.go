@@ -465,3 +465,59 @@ func TestSolutionLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitTimeout checks that await_outcome holds timeout_seconds, whatever integer it
+// is, to 1 s and the server's longest wait before it waits, so that no value overflows
+// into a wait that ends at once, and that the answer of a wait that ended first names
+// the intent.
+func TestAwaitTimeout(t *testing.T) {
+	f := newFixture(t, nil)
+	const most = 2 * time.Second
+	srv := mcpserver.New(mcpserver.Local(f.e, f.key.PublicKey()), mcpserver.Options{MaxWait: most})
+	cs := connect(t, srv, mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil))
+	id := f.submit(t)
+	if err := f.api.Propose(t.Context(), id, "block:"+passing); err != nil {
+		t.Fatal(err)
+	}
+	<-f.ext.started
+	for _, tc := range []struct {
+		name    string
+		timeout string // the JSON of timeout_seconds; "" leaves it out
+		want    time.Duration
+	}{
+		{"absent", "", most},
+		{"one", "1", time.Second},
+		{"zero", "0", time.Second},
+		{"negative", "-1", time.Second},
+		{"least int64", "-9223372036854775808", time.Second},
+		{"below int64", "-99999999999999999999", time.Second},
+		{"past the longest", "61", most},
+		{"ten digits", "9999999999", most},
+		{"most int64", "9223372036854775807", most},
+		{"past int64", "99999999999999999999", most},
+		{"exponent", "1e30", most},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := fmt.Sprintf(`{"intent_id":%q}`, id)
+			if tc.timeout != "" {
+				args = fmt.Sprintf(`{"intent_id":%q,"timeout_seconds":%s}`, id, tc.timeout)
+			}
+			start := time.Now()
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "await_outcome", Arguments: json.RawMessage(args)})
+			took := time.Since(start)
+			if err != nil || res.IsError {
+				t.Fatalf("await_outcome %s: %v %+v", args, err, res)
+			}
+			out := res.StructuredContent.(map[string]any)
+			wantText := fmt.Sprintf("Not decided within %s:", tc.want)
+			if out["decided"] != false || out["status"] != "processing" || out["intent_id"] != id ||
+				!strings.HasPrefix(fmt.Sprint(out["explanation"]), wantText) {
+				t.Fatalf("await_outcome %s = %v, want undecided, intent_id %s and %q", args, out, id, wantText)
+			}
+			if took < tc.want || took > tc.want+5*time.Second {
+				t.Fatalf("await_outcome %s answered after %s, want %s", args, took, tc.want)
+			}
+		})
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
-
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,10 +108,53 @@ type (
 		Solution string `json:"solution" jsonschema:"the candidate solution, as the evidence layer knows it: a product URL or a variant id"`
 	}
 	awaitArgs struct {
-		IntentID       string `json:"intent_id" jsonschema:"the intent's id, a UUID"`
-		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (1 to 60); 20 when absent"`
+		IntentID       string      `json:"intent_id" jsonschema:"the intent's id, a UUID"`
+		TimeoutSeconds waitSeconds `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds, 1 to 60 (a value outside is taken as the nearer bound); 20 when absent"`
 	}
 )
+
+// waitSeconds is await_outcome's timeout_seconds. Its zero value is a wait not asked
+// for; any integer given is held to 1 at least and to what an int64 holds at most as it
+// is read, so that a wait of 0 or less is the shortest, not the default, and no value
+// is out of range of the arithmetic that makes it a duration. The SDK hands it on as a
+// float64 written out again (1e+30, 9223372036854775808), so that form is read too.
+type waitSeconds int64
+
+// UnmarshalJSON reads any JSON integer; a number with a fraction is refused, as the
+// schema's "integer" refuses it first.
+func (w *waitSeconds) UnmarshalJSON(b []byte) error {
+	text := string(b)
+	if text == "null" {
+		return nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(text, 64)
+		if ferr != nil && !errors.Is(ferr, strconv.ErrRange) || f != math.Trunc(f) {
+			return fmt.Errorf("timeout_seconds: %s is not a whole number of seconds", clip(text))
+		}
+		switch {
+		case f >= math.MaxInt64: // float64(math.MaxInt64) is 2^63, past it
+			n = math.MaxInt64
+		case f <= math.MinInt64:
+			n = math.MinInt64
+		default:
+			n = int64(f)
+		}
+	}
+	*w = waitSeconds(max(n, 1))
+	return nil
+}
+
+// duration is the wait of w, at most longest: the count is compared before it is
+// multiplied, since a count of seconds past 292 years overflows a Duration.
+func (w waitSeconds) duration(longest time.Duration) time.Duration {
+	n := max(int64(w), 1)
+	if n > int64(longest/time.Second) {
+		return longest
+	}
+	return time.Duration(n) * time.Second
+}
 
 // FieldInfo is a parameter of a policy or an evidence field it reads, with its type.
 type FieldInfo struct {
@@ -411,11 +455,10 @@ func (s *Server) await(ctx context.Context, in awaitArgs) (*Outcome, error) {
 	if err := checkID(in.IntentID); err != nil {
 		return nil, err
 	}
-	wait := DefaultWait
-	if in.TimeoutSeconds > 0 {
-		wait = time.Duration(in.TimeoutSeconds) * time.Second
+	wait := min(DefaultWait, s.opts.MaxWait)
+	if in.TimeoutSeconds != 0 {
+		wait = in.TimeoutSeconds.duration(s.opts.MaxWait)
 	}
-	wait = min(wait, s.opts.MaxWait)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	st, err := s.b.Await(wctx, in.IntentID)
@@ -432,6 +475,9 @@ func (s *Server) await(ctx context.Context, in awaitArgs) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The status of an intent not yet decided carries no id (spec part 4); the answer
+	// names the intent all the same, in its canonical form, as a decided one's does.
+	o.IntentID, _ = intentd.CanonicalIntentID(in.IntentID)
 	o.Decided = ptr(st.State.Terminal())
 	if !st.State.Terminal() {
 		o.Explanation = fmt.Sprintf("Not decided within %s: the intent is %s. Call await_outcome again.", wait, st.State)
