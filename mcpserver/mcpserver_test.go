@@ -193,8 +193,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// call calls a tool and returns its structured output, or its error's code.
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, *mcpserver.ToolError) {
+// call calls a tool and returns its structured output, or its error's code. args is
+// anything the client marshals: a map, or a json.RawMessage sent as it is written.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) (map[string]any, *mcpserver.ToolError) {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -228,7 +229,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return out
 }
 
-func wantRefusal(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, code string) *mcpserver.ToolError {
+func wantRefusal(t *testing.T, cs *mcp.ClientSession, tool string, args any, code string) *mcpserver.ToolError {
 	t.Helper()
 	out, te := call(t, cs, tool, args)
 	if te == nil || te.Code != code {
@@ -517,6 +518,48 @@ func TestAwaitTimeout(t *testing.T) {
 			}
 			if took < tc.want || took > tc.want+5*time.Second {
 				t.Fatalf("await_outcome %s answered after %s, want %s", args, took, tc.want)
+			}
+		})
+	}
+}
+
+// TestDuplicateArguments checks that a tool refuses arguments that name a member twice,
+// as the HTTP API refuses such a body, naming the member, over each way in, and that a
+// proposal so refused is not made.
+func TestDuplicateArguments(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, way := range []struct {
+		name    string
+		connect func(*testing.T) *mcp.ClientSession
+	}{
+		{"in-process", f.inProcess},
+		{"http", func(t *testing.T) *mcp.ClientSession { return f.overHTTP(t, agentToken) }},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			cs := way.connect(t)
+			id, other := f.submit(t), f.submit(t)
+			for _, tc := range []struct {
+				tool, args, member string
+			}{
+				{"get_intent", `{"intent_id":%[1]q,"intent_id":%[2]q}`, "intent_id"},
+				{"get_proof", `{"intent_id":%[1]q,"intent_id":%[1]q}`, "intent_id"},
+				{"await_outcome", `{"intent_id":%[1]q,"timeout_seconds":1,"timeout_seconds":2}`, "timeout_seconds"},
+				{"preview_solution", `{"intent_id":%[1]q,"solution":"` + wrongColor + `","solution":"` + passing + `"}`, "solution"},
+				{"propose_solution", `{"intent_id":%[2]q,"solution":"` + passing + `","intent_id":%[1]q}`, "intent_id"},
+				{"propose_solution", `{"solution":"` + wrongColor + `","intent_id":%[1]q,"solution":"` + passing + `"}`, "solution"},
+			} {
+				t.Run(tc.tool+"/"+tc.member, func(t *testing.T) {
+					args := json.RawMessage(fmt.Sprintf(tc.args, id, other))
+					te := wantRefusal(t, cs, tc.tool, args, "invalid_arguments")
+					if want := tc.member + ": duplicate key"; te.Message != want {
+						t.Fatalf("%s %s: %q, want %q", tc.tool, args, te.Message, want)
+					}
+				})
+			}
+			for _, intent := range []string{id, other} {
+				if st, err := f.api.Status(t.Context(), intent); err != nil || st.State != intentd.StateOpen {
+					t.Fatalf("after the refusals intent %s is %+v (%v), want open", intent, st, err)
+				}
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/internal/strictjson"
 	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"
 )
@@ -30,6 +31,14 @@ const (
 // codeForbidden is the code of a tool refused for want of a role: the code the HTTP
 // API answers 403 with.
 const codeForbidden = "forbidden"
+
+// codeInvalidArguments is the code of a tool call refused for the form of its
+// arguments, which the SDK's schema check lets through: a member named twice.
+const codeInvalidArguments = "invalid_arguments"
+
+// maxArgumentMembers bounds the members of a tool's arguments as read for repeated
+// names, as the HTTP API bounds a body's; no tool takes more than three.
+const maxArgumentMembers = 16
 
 // Options configure a Server.
 type Options struct {
@@ -279,6 +288,9 @@ func guarded[In, Out any](s *Server, role string, h func(context.Context, In) (O
 		if err := s.authorize(req, role); err != nil {
 			return nil, zero, s.toolError(req.Params.Name, err)
 		}
+		if err := checkArguments(req.Params.Arguments); err != nil {
+			return nil, zero, s.toolError(req.Params.Name, err)
+		}
 		out, err := h(ctx, in)
 		if err != nil {
 			return nil, zero, s.toolError(req.Params.Name, err)
@@ -295,6 +307,23 @@ func (s *Server) authorize(req *mcp.CallToolRequest, role string) error {
 		return nil
 	}
 	return intentd.Errorf(intentd.KindForbidden, codeForbidden, "%s needs the role %s, which this token does not have", req.Params.Name, role)
+}
+
+// checkArguments refuses arguments that name a member twice, as the HTTP API refuses
+// such a body: the SDK's decoder keeps the last of them and its schema check sees only
+// that one, so a call could act on a value other than the one a reader of the request
+// (a log, a proxy, a person approving the call) takes it for. The SDK has parsed the
+// text and checked it against the schema, which admits only strings and integers, so
+// the members' values hold no objects to look into and nothing else can be at fault.
+func checkArguments(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	err := strictjson.Members(raw, "", maxArgumentMembers, func(strictjson.Member) error { return nil })
+	if e, ok := err.(*strictjson.Error); ok && e.Fault == strictjson.Duplicate {
+		return intentd.Errorf(intentd.KindUnprocessable, codeInvalidArguments, "%s: duplicate key", clip(e.Path))
+	}
+	return nil
 }
 
 // ToolError is the error of a refused tool call; its text, which the agent reads, is
