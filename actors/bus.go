@@ -40,15 +40,17 @@ type (
 type bus struct {
 	last uint64
 	max  int
-	feed *feed
-	subs map[*Subscription]struct{}
+	// shown is the limit a refusal names: max less the service's own places.
+	shown int
+	feed  *feed
+	subs  map[*Subscription]struct{}
 	// picky are the subscribers with a filter, also in subs.
 	picky  map[*Subscription]struct{}
 	closed bool
 }
 
-func newBus(last uint64, max int, f *feed) *bus {
-	return &bus{last: last, max: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{})}
+func newBus(last uint64, max, own int, f *feed) *bus {
+	return &bus{last: last, max: max + own, shown: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{})}
 }
 
 func (b *bus) Receive(ctx actor.Context) {
@@ -83,7 +85,7 @@ func (b *bus) Receive(ctx actor.Context) {
 		case b.closed:
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
 		case len(b.subs) >= b.max && b.dropOverrun() == 0:
-			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.max))
+			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.shown))
 		default:
 			b.subs[m.sub] = struct{}{}
 			if m.sub.live != nil {

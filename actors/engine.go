@@ -41,6 +41,11 @@ type Config struct {
 	// their own beside MaxProving; at least 1. Previews are refused while proposals
 	// wait for a proving slot.
 	MaxPreviewing int
+	// MaxSolutionBytes bounds a proposal's solution, and a preview's: 1 to
+	// intentd.MaxSolutionBytes. It is the engine's so that every way in (the HTTP API,
+	// the MCP tools, a caller in process) meets the one limit the operator set; a server
+	// in front may check it first, with the same refusal.
+	MaxSolutionBytes int
 	// MaxPreviewsPerIntent is how many previews one intent may have; 0: no bound. The
 	// count is kept in memory, not in the store (a preview writes nothing), so it
 	// starts again when the service restarts; it ends with the intent.
@@ -54,6 +59,10 @@ type Config struct {
 	EventRetentionAge time.Duration
 	// MaxSubscribers bounds the event subscribers; at least 1.
 	MaxSubscribers int
+	// OwnSubscribers are places beyond MaxSubscribers for the service's own readers of
+	// the events (the transparency log), so that a refusal names the limit the
+	// operator set, not one more.
+	OwnSubscribers int
 	// SubscriberBuffer is the events a subscriber may fall behind before it is cut off.
 	// Subscribers without a filter share one ring of the newest events, this many
 	// rounded up to a power of two; one with a filter has a buffer of its own, for the
@@ -90,6 +99,7 @@ func DefaultConfig() Config {
 		// candidates at once, little enough that previews never crowd out proving.
 		MaxPreviewing:        16,
 		MaxPreviewsPerIntent: 20,
+		MaxSolutionBytes:     intentd.DefaultSolutionBytes,
 		ProvingTimeout:       30 * time.Second,
 		EventRetention:       1_000_000,
 		EventRetentionAge:    7 * 24 * time.Hour,
@@ -112,7 +122,9 @@ func (c *Config) validate() error {
 	case c.MaxPreviewing < 1 || c.MaxPreviewsPerIntent < 0:
 		return fmt.Errorf("actors: Config preview counts out of range (MaxPreviewing %d, MaxPreviewsPerIntent %d): start from DefaultConfig",
 			c.MaxPreviewing, c.MaxPreviewsPerIntent)
-	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
+	case c.MaxSolutionBytes < 1 || c.MaxSolutionBytes > intentd.MaxSolutionBytes:
+		return fmt.Errorf("actors: Config.MaxSolutionBytes %d out of range: want 1 to %d (intentd.MaxSolutionBytes)", c.MaxSolutionBytes, intentd.MaxSolutionBytes)
+	case c.MaxProving < 1 || c.ProvingQueue < 0 || c.MaxSubscribers < 1 || c.OwnSubscribers < 0 || c.SubscriberBuffer < 1 || c.EventRetention < 1:
 		return fmt.Errorf("actors: Config counts out of range (MaxProving %d, ProvingQueue %d, MaxSubscribers %d, SubscriberBuffer %d, EventRetention %d): start from DefaultConfig",
 			c.MaxProving, c.ProvingQueue, c.MaxSubscribers, c.SubscriberBuffer, c.EventRetention)
 	case c.IntentTTL <= 0 || c.ProvingTimeout <= 0 || c.EventRetentionAge <= 0 || c.PassivateAfter <= 0 || c.ExpiryInterval <= 0:
@@ -154,6 +166,8 @@ type Engine struct {
 
 	policiesMu sync.RWMutex
 	policies   map[string]*policy.Policy
+	// policyBytes is the bytecode of the cached policies, which their memory follows.
+	policyBytes int
 
 	// previewed counts the previews of each intent that had one, until it ends.
 	previewMu sync.Mutex
@@ -238,7 +252,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.feed = newFeed(cfg.SubscriberBuffer)
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newBus(last, cfg.MaxSubscribers, e.feed)
+		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed)
 	}))
 	e.store.SetEventSink(func(ev intentd.Event) {
 		e.obs.Published()
@@ -398,17 +412,32 @@ func (e *Engine) Policy(ctx context.Context, id string) (*policy.Policy, error) 
 	return p, nil
 }
 
-// maxCachedPolicies bounds the decoded-policy cache; past it the cache starts over,
-// which costs a decode per policy and keeps memory flat whatever callers post.
-const maxCachedPolicies = 4096
+// The decoded-policy cache is bounded by its count and by the bytecode of what it
+// holds; past either it starts over, which costs a decode per policy and keeps memory
+// flat whatever callers post. A decoded policy holds about 30 to 70 times its bytecode:
+// 6.6 KB for a policy of a dozen constraints (224 bytes), 3.4 MB for the longest the
+// source limit allows (49 KB), so that the count alone let 4,096 of the latter take
+// 14 GB. The bytes' bound keeps the worst to about 150 MB and is never reached by
+// policies of common size.
+const (
+	maxCachedPolicies    = 4096
+	maxCachedPolicyBytes = 2 << 20
+)
 
 func (e *Engine) cachePolicy(id string, p *policy.Policy) {
+	n := len(p.Bytecode())
 	e.policiesMu.Lock()
-	if len(e.policies) >= maxCachedPolicies {
+	defer e.policiesMu.Unlock()
+	if old := e.policies[id]; old != nil {
+		e.policyBytes -= len(old.Bytecode())
+		delete(e.policies, id)
+	}
+	if len(e.policies) >= maxCachedPolicies || e.policyBytes+n > maxCachedPolicyBytes {
 		clear(e.policies)
+		e.policyBytes = 0
 	}
 	e.policies[id] = p
-	e.policiesMu.Unlock()
+	e.policyBytes += n
 }
 
 // DeletePolicy deletes a policy unless an open or processing intent names it.
@@ -423,7 +452,10 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 		return storeFailed("delete policy: %w", err)
 	}
 	e.policiesMu.Lock()
-	delete(e.policies, id)
+	if p := e.policies[id]; p != nil {
+		e.policyBytes -= len(p.Bytecode())
+		delete(e.policies, id)
+	}
 	e.policiesMu.Unlock()
 	return nil
 }
@@ -553,7 +585,7 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 	if !ok {
 		return intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
 	}
-	if err := checkSolution(p); err != nil {
+	if err := e.checkSolution(p); err != nil {
 		return err
 	}
 	_, err := e.registry.call(ctx, id, propose{proposal: p})
@@ -561,13 +593,14 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 }
 
 // checkSolution refuses a solution the engine takes from no caller, whatever the
-// server in front of it allows.
-func checkSolution(p intentd.Proposal) error {
+// server in front of it allows. Its message is http.Limits.CheckSolution's, so that a
+// caller is told the same whichever of the two refuses first.
+func (e *Engine) checkSolution(p intentd.Proposal) error {
 	if p.Solution == "" {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: must not be empty")
 	}
-	if len(p.Solution) > intentd.MaxSolutionBytes {
-		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), intentd.MaxSolutionBytes)
+	if len(p.Solution) > e.cfg.MaxSolutionBytes {
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidProposal, "solution: %d bytes, over the limit of %d", len(p.Solution), e.cfg.MaxSolutionBytes)
 	}
 	return nil
 }

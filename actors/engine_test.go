@@ -1258,6 +1258,8 @@ func TestConfigRefused(t *testing.T) {
 		{"zero proving slots", func(c *Config) { c.MaxProving = 0 }, "MaxProving 0"},
 		{"negative queue", func(c *Config) { c.ProvingQueue = -1 }, "ProvingQueue -1"},
 		{"zero ttl", func(c *Config) { c.IntentTTL = 0 }, "IntentTTL 0s"},
+		{"no solution limit", func(c *Config) { c.MaxSolutionBytes = 0 }, "MaxSolutionBytes 0"},
+		{"solution limit over the engine's", func(c *Config) { c.MaxSolutionBytes = intentd.MaxSolutionBytes + 1 }, "want 1 to 1048576"},
 		{"zero config", func(c *Config) { *c = Config{Store: store, Extractor: newFakeExtractor()} }, "start from DefaultConfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ func (e *Engine) Preview(ctx context.Context, rawID string, p intentd.Proposal) 
 	if !ok {
 		return intentd.Preview{}, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
 	}
-	if err := checkSolution(p); err != nil {
+	if err := e.checkSolution(p); err != nil {
 		return intentd.Preview{}, err
 	}
 	snap, err := e.loadSnapshot(ctx, id)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -266,6 +267,11 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		if stopped() {
 			return outcome{}, true
+		}
+		if ee, ok := errors.AsType[*evidence.Error](err); ok && ee.Kind == evidence.KindUnreachable && ee.Err != nil {
+			// The reason says in words why the source could not be reached; the
+			// transport's own message, with the addresses it names, is the operator's.
+			e.log.Info("evidence source unreachable", "intent_id", snap.ID, "reason", err.Error(), "cause", ee.Err.Error())
 		}
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "evidence extraction failed: " + err.Error()}, false
 	}

@@ -2,12 +2,12 @@ package evidence
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"syscall"
 	"time"
 )
@@ -139,17 +139,47 @@ func classify(ctx context.Context, err error, extractor, what string, limit time
 	if errors.As(err, &ne) && ne.Timeout() {
 		return errorf(KindTimeout, extractor, err, "%s: no answer within the time limit (%v)", what, limit)
 	}
-	return errorf(KindUnreachable, extractor, err, "%s: %v", what, unwrapURLError(err))
+	return errorf(KindUnreachable, extractor, err, "%s: %s", what, unreachable(err))
 }
 
-// unwrapURLError drops the *url.Error wrapper, whose message repeats the method
-// and the URL that the reason already names.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+// unreachable says why a connection failed in words a reason can show to whoever reads
+// an intent's status. The transport's own message names what is the operator's alone:
+// the resolver's address ("lookup shop.example on 10.0.0.53:53"), the local and remote
+// addresses of a socket. The whole error stays in Err, for the log.
+func unreachable(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return fmt.Sprintf("the host %s was not found", dns.Name)
+		}
+		if dns.IsTimeout {
+			return fmt.Sprintf("looking up the host %s timed out", dns.Name)
+		}
+		return fmt.Sprintf("the host %s could not be looked up", dns.Name)
 	}
-	return err
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the connection was refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "the connection was reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "the host cannot be reached"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection was closed before the answer was complete"
+	}
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return "its TLS certificate is not valid: " + cert.Err.Error()
+	}
+	var rec tls.RecordHeaderError
+	if errors.As(err, &rec) {
+		return "the TLS handshake failed: the server does not speak TLS"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return fmt.Sprintf("the connection failed (%s)", op.Op)
+	}
+	return "the connection failed"
 }
 
 // readLimited reads at most limit bytes of body, and reports whether there was

@@ -2,12 +2,18 @@ package evidence
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
+	"os"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -185,6 +191,48 @@ func TestHTTPUnreachable(t *testing.T) {
 	_, err := NewHTTP(url).Extract(context.Background(), Request{Solution: "sku:A"})
 	if KindOf(err) != KindUnreachable {
 		t.Fatalf("err = %v (kind %q), want unreachable", err, KindOf(err))
+	}
+	// The reason names the service and says what happened, without the socket's
+	// addresses that the transport's message carries.
+	if msg := err.Error(); !strings.HasSuffix(msg, url+"/extract: the connection was refused") || strings.Contains(msg, "dial") {
+		t.Fatalf("reason %q, want the URL and \"the connection was refused\"", msg)
+	}
+}
+
+// TestUnreachableReasons: a failed connection's reason says what happened and never
+// shows what is the operator's alone (the resolver, the local address).
+func TestUnreachableReasons(t *testing.T) {
+	dial := func(err error) error {
+		return &neturl.Error{Op: "Post", URL: "http://shop.example/extract", Err: &net.OpError{Op: "dial", Net: "tcp",
+			Source: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 40000}, Addr: &net.TCPAddr{IP: net.IPv4(10, 9, 9, 9), Port: 80}, Err: err}}
+	}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"host not found", dial(&net.DNSError{Err: "no such host", Name: "shop.example", Server: "10.255.255.53:53", IsNotFound: true}), "the host shop.example was not found"},
+		{"lookup timed out", dial(&net.DNSError{Err: "i/o timeout", Name: "shop.example", Server: "10.255.255.53:53", IsTimeout: true}), "looking up the host shop.example timed out"},
+		{"lookup failed", dial(&net.DNSError{Err: "server misbehaving", Name: "shop.example", Server: "10.255.255.53:53"}), "the host shop.example could not be looked up"},
+		{"refused", dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "the connection was refused"},
+		{"reset", dial(os.NewSyscallError("read", syscall.ECONNRESET)), "the connection was reset"},
+		{"no route", dial(os.NewSyscallError("connect", syscall.EHOSTUNREACH)), "the host cannot be reached"},
+		{"closed early", &neturl.Error{Op: "Post", URL: "http://shop.example/extract", Err: io.ErrUnexpectedEOF}, "the connection was closed before the answer was complete"},
+		{"not TLS", dial(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), "the TLS handshake failed: the server does not speak TLS"},
+		{"other", dial(errors.New("socket: too many open files")), "the connection failed (dial)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := unreachable(tt.err)
+			if got != tt.want {
+				t.Fatalf("unreachable(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+			for _, secret := range []string{"10.255.255.53", "10.1.2.3", "10.9.9.9"} {
+				if strings.Contains(got, secret) {
+					t.Fatalf("%q shows %s", got, secret)
+				}
+			}
+		})
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -382,6 +384,37 @@ func FuzzParseLastEventID(f *testing.F) {
 		}
 		if trimmed := strings.TrimLeft(s, "0"); strconv.FormatUint(n, 10) != trimmed && !(n == 0 && trimmed == "") {
 			t.Fatalf("%q gave %d", s, n)
+		}
+	})
+}
+
+// FuzzStreamQuery holds the stream's query decoding to url.ParseQuery: the same values
+// when it decodes, and a refusal, as the service's error, exactly when url.ParseQuery
+// finds a pair it cannot decode (and url.Values would drop it).
+func FuzzStreamQuery(f *testing.F) {
+	for _, s := range []string{"", "last-event-id=5", "type=success&intent_id=a,b", "%zz", "a=%zz", "a;b=1", "a=1;b", "&&a=1&", "=x", "a", "a=b=c", "last-event-id=%2B1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := streamQuery(raw)
+		want, werr := url.ParseQuery(raw)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%q: streamQuery %v, url.ParseQuery %v", raw, err, werr)
+		}
+		if err != nil {
+			var e *intentd.Error
+			if !errors.As(err, &e) || e.Kind != intentd.KindInvalid || e.Code != CodeInvalidFilter && e.Code != CodeInvalidLastEventID {
+				t.Fatalf("%q: %v, want an invalid_filter or invalid_last_event_id error", raw, err)
+			}
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %v, want %v", raw, got, want)
+		}
+		for k, vs := range want {
+			if !slices.Equal(got[k], vs) {
+				t.Fatalf("%q: %s = %q, want %q", raw, k, got[k], vs)
+			}
 		}
 	})
 }

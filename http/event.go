@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,10 @@ type streamRequest struct {
 // reconnects.
 func parseStreamRequest(r *http.Request) (streamRequest, error) {
 	var sr streamRequest
-	q := r.URL.Query()
+	q, err := streamQuery(r.URL.RawQuery)
+	if err != nil {
+		return sr, err
+	}
 	last, ok := "", false
 	if vs, has := r.Header["Last-Event-Id"]; has && len(vs) > 0 {
 		last, ok = vs[0], true
@@ -67,6 +71,36 @@ func parseStreamRequest(r *http.Request) (streamRequest, error) {
 		}
 	}
 	return sr, nil
+}
+
+// streamQuery decodes the stream's query. url.Values drops a pair it cannot decode
+// (a bad %-escape, a semicolon), so that a resume point written wrong would replay every
+// event from the first instead of being refused; here such a pair is an error of the
+// parameter it names, or of the filter when even its name does not decode.
+func streamQuery(raw string) (url.Values, error) {
+	q := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil || strings.Contains(k, ";") {
+			return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidFilter, "the query parameter %q does not decode", clip(k))
+		}
+		val, err := url.QueryUnescape(v)
+		if err != nil || strings.Contains(v, ";") {
+			code := CodeInvalidFilter
+			if key == "last-event-id" {
+				code = CodeInvalidLastEventID
+			}
+			return nil, intentd.Errorf(intentd.KindInvalid, code, "%s: %q does not decode", clip(key), clip(v))
+		}
+		q[key] = append(q[key], val)
+	}
+	return q, nil
 }
 
 // handleEvents streams events as Server-Sent Events: the retained events after the

@@ -19,9 +19,11 @@ import (
 type TransparencyLog interface {
 	// Checkpoint returns the newest signed checkpoint.
 	Checkpoint() []byte
-	// Tile returns a tile of hashes; KindNotFound while the log lacks it.
+	// Tile returns a tile of hashes; KindNotFound while the log lacks it, and an
+	// internal error when it holds it but cannot read it.
 	Tile(level, index uint64, width int) ([]byte, error)
-	// Entries returns an entry bundle; KindNotFound while the log lacks it.
+	// Entries returns an entry bundle; KindNotFound while the log lacks it, and an
+	// internal error when it holds it but cannot read it.
 	Entries(index uint64, width int) ([]byte, error)
 	// Inclusion returns the inclusion of an intent's outcome, or nil while it is not
 	// in the log.

@@ -193,8 +193,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// call calls a tool and returns its structured output, or its error's code.
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, *mcpserver.ToolError) {
+// call calls a tool and returns its structured output, or its error's code. args is
+// anything the client marshals: a map, or a json.RawMessage sent as it is written.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) (map[string]any, *mcpserver.ToolError) {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -228,7 +229,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return out
 }
 
-func wantRefusal(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, code string) *mcpserver.ToolError {
+func wantRefusal(t *testing.T, cs *mcp.ClientSession, tool string, args any, code string) *mcpserver.ToolError {
 	t.Helper()
 	out, te := call(t, cs, tool, args)
 	if te == nil || te.Code != code {
@@ -426,6 +427,139 @@ func TestFlow(t *testing.T) {
 			out = mustCall(t, cs, "get_proof", map[string]any{"intent_id": id})
 			if out["verified"] != true || out["outcome"] != "success" || out["key_id"] != f.key.ID() {
 				t.Fatalf("get_proof = %v", out)
+			}
+		})
+	}
+}
+
+// TestSolutionLimit checks that preview_solution and propose_solution take a solution
+// at the engine's limit and refuse one byte more as POST /intents/{id}/proposal does,
+// with the limit named, whatever the limit is set to.
+func TestSolutionLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		tweak func(*actors.Config)
+	}{
+		{"default", intentd.DefaultSolutionBytes, nil},
+		{"lowered", 100, func(c *actors.Config) { c.MaxSolutionBytes = 100 }},
+		{"raised", 100_000, func(c *actors.Config) { c.MaxSolutionBytes = 100_000 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.tweak)
+			cs := f.inProcess(t)
+			at, over := strings.Repeat("x", tc.limit), strings.Repeat("x", tc.limit+1)
+			want := fmt.Sprintf("solution: %d bytes, over the limit of %d", tc.limit+1, tc.limit)
+			for _, tool := range []string{"preview_solution", "propose_solution"} {
+				t.Run(tool, func(t *testing.T) {
+					id := f.submit(t)
+					te := wantRefusal(t, cs, tool, map[string]any{"intent_id": id, "solution": over}, intentd.CodeInvalidProposal)
+					if te.Message != want {
+						t.Fatalf("%s one byte past the limit: %q, want %q", tool, te.Message, want)
+					}
+					if st, err := f.api.Status(t.Context(), id); err != nil || st.State != intentd.StateOpen || st.Proposal != nil {
+						t.Fatalf("after the refusal the intent is %+v (%v), want open without a proposal", st, err)
+					}
+					mustCall(t, cs, tool, map[string]any{"intent_id": id, "solution": at})
+				})
+			}
+		})
+	}
+}
+
+// TestAwaitTimeout checks that await_outcome holds timeout_seconds, whatever integer it
+// is, to 1 s and the server's longest wait before it waits, so that no value overflows
+// into a wait that ends at once, and that the answer of a wait that ended first names
+// the intent.
+func TestAwaitTimeout(t *testing.T) {
+	f := newFixture(t, nil)
+	const most = 2 * time.Second
+	srv := mcpserver.New(mcpserver.Local(f.e, f.key.PublicKey()), mcpserver.Options{MaxWait: most})
+	cs := connect(t, srv, mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil))
+	id := f.submit(t)
+	if err := f.api.Propose(t.Context(), id, "block:"+passing); err != nil {
+		t.Fatal(err)
+	}
+	<-f.ext.started
+	for _, tc := range []struct {
+		name    string
+		timeout string // the JSON of timeout_seconds; "" leaves it out
+		want    time.Duration
+	}{
+		{"absent", "", most},
+		{"one", "1", time.Second},
+		{"zero", "0", time.Second},
+		{"negative", "-1", time.Second},
+		{"least int64", "-9223372036854775808", time.Second},
+		{"below int64", "-99999999999999999999", time.Second},
+		{"past the longest", "61", most},
+		{"ten digits", "9999999999", most},
+		{"most int64", "9223372036854775807", most},
+		{"past int64", "99999999999999999999", most},
+		{"exponent", "1e30", most},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := fmt.Sprintf(`{"intent_id":%q}`, id)
+			if tc.timeout != "" {
+				args = fmt.Sprintf(`{"intent_id":%q,"timeout_seconds":%s}`, id, tc.timeout)
+			}
+			start := time.Now()
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "await_outcome", Arguments: json.RawMessage(args)})
+			took := time.Since(start)
+			if err != nil || res.IsError {
+				t.Fatalf("await_outcome %s: %v %+v", args, err, res)
+			}
+			out := res.StructuredContent.(map[string]any)
+			wantText := fmt.Sprintf("Not decided within %s:", tc.want)
+			if out["decided"] != false || out["status"] != "processing" || out["intent_id"] != id ||
+				!strings.HasPrefix(fmt.Sprint(out["explanation"]), wantText) {
+				t.Fatalf("await_outcome %s = %v, want undecided, intent_id %s and %q", args, out, id, wantText)
+			}
+			if took < tc.want || took > tc.want+5*time.Second {
+				t.Fatalf("await_outcome %s answered after %s, want %s", args, took, tc.want)
+			}
+		})
+	}
+}
+
+// TestDuplicateArguments checks that a tool refuses arguments that name a member twice,
+// as the HTTP API refuses such a body, naming the member, over each way in, and that a
+// proposal so refused is not made.
+func TestDuplicateArguments(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, way := range []struct {
+		name    string
+		connect func(*testing.T) *mcp.ClientSession
+	}{
+		{"in-process", f.inProcess},
+		{"http", func(t *testing.T) *mcp.ClientSession { return f.overHTTP(t, agentToken) }},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			cs := way.connect(t)
+			id, other := f.submit(t), f.submit(t)
+			for _, tc := range []struct {
+				tool, args, member string
+			}{
+				{"get_intent", `{"intent_id":%[1]q,"intent_id":%[2]q}`, "intent_id"},
+				{"get_proof", `{"intent_id":%[1]q,"intent_id":%[1]q}`, "intent_id"},
+				{"await_outcome", `{"intent_id":%[1]q,"timeout_seconds":1,"timeout_seconds":2}`, "timeout_seconds"},
+				{"preview_solution", `{"intent_id":%[1]q,"solution":"` + wrongColor + `","solution":"` + passing + `"}`, "solution"},
+				{"propose_solution", `{"intent_id":%[2]q,"solution":"` + passing + `","intent_id":%[1]q}`, "intent_id"},
+				{"propose_solution", `{"solution":"` + wrongColor + `","intent_id":%[1]q,"solution":"` + passing + `"}`, "solution"},
+			} {
+				t.Run(tc.tool+"/"+tc.member, func(t *testing.T) {
+					args := json.RawMessage(fmt.Sprintf(tc.args, id, other))
+					te := wantRefusal(t, cs, tc.tool, args, "invalid_arguments")
+					if want := tc.member + ": duplicate key"; te.Message != want {
+						t.Fatalf("%s %s: %q, want %q", tc.tool, args, te.Message, want)
+					}
+				})
+			}
+			for _, intent := range []string{id, other} {
+				if st, err := f.api.Status(t.Context(), intent); err != nil || st.State != intentd.StateOpen {
+					t.Fatalf("after the refusals intent %s is %+v (%v), want open", intent, st, err)
+				}
 			}
 		})
 	}

@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
-
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/internal/strictjson"
 	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"
 )
@@ -29,6 +31,14 @@ const (
 // codeForbidden is the code of a tool refused for want of a role: the code the HTTP
 // API answers 403 with.
 const codeForbidden = "forbidden"
+
+// codeInvalidArguments is the code of a tool call refused for the form of its
+// arguments, which the SDK's schema check lets through: a member named twice.
+const codeInvalidArguments = "invalid_arguments"
+
+// maxArgumentMembers bounds the members of a tool's arguments as read for repeated
+// names, as the HTTP API bounds a body's; no tool takes more than three.
+const maxArgumentMembers = 16
 
 // Options configure a Server.
 type Options struct {
@@ -107,10 +117,53 @@ type (
 		Solution string `json:"solution" jsonschema:"the candidate solution, as the evidence layer knows it: a product URL or a variant id"`
 	}
 	awaitArgs struct {
-		IntentID       string `json:"intent_id" jsonschema:"the intent's id, a UUID"`
-		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (1 to 60); 20 when absent"`
+		IntentID       string      `json:"intent_id" jsonschema:"the intent's id, a UUID"`
+		TimeoutSeconds waitSeconds `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds, 1 to 60 (a value outside is taken as the nearer bound); 20 when absent"`
 	}
 )
+
+// waitSeconds is await_outcome's timeout_seconds. Its zero value is a wait not asked
+// for; any integer given is held to 1 at least and to what an int64 holds at most as it
+// is read, so that a wait of 0 or less is the shortest, not the default, and no value
+// is out of range of the arithmetic that makes it a duration. The SDK hands it on as a
+// float64 written out again (1e+30, 9223372036854775808), so that form is read too.
+type waitSeconds int64
+
+// UnmarshalJSON reads any JSON integer; a number with a fraction is refused, as the
+// schema's "integer" refuses it first.
+func (w *waitSeconds) UnmarshalJSON(b []byte) error {
+	text := string(b)
+	if text == "null" {
+		return nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(text, 64)
+		if ferr != nil && !errors.Is(ferr, strconv.ErrRange) || f != math.Trunc(f) {
+			return fmt.Errorf("timeout_seconds: %s is not a whole number of seconds", clip(text))
+		}
+		switch {
+		case f >= math.MaxInt64: // float64(math.MaxInt64) is 2^63, past it
+			n = math.MaxInt64
+		case f <= math.MinInt64:
+			n = math.MinInt64
+		default:
+			n = int64(f)
+		}
+	}
+	*w = waitSeconds(max(n, 1))
+	return nil
+}
+
+// duration is the wait of w, at most longest: the count is compared before it is
+// multiplied, since a count of seconds past 292 years overflows a Duration.
+func (w waitSeconds) duration(longest time.Duration) time.Duration {
+	n := max(int64(w), 1)
+	if n > int64(longest/time.Second) {
+		return longest
+	}
+	return time.Duration(n) * time.Second
+}
 
 // FieldInfo is a parameter of a policy or an evidence field it reads, with its type.
 type FieldInfo struct {
@@ -235,6 +288,9 @@ func guarded[In, Out any](s *Server, role string, h func(context.Context, In) (O
 		if err := s.authorize(req, role); err != nil {
 			return nil, zero, s.toolError(req.Params.Name, err)
 		}
+		if err := checkArguments(req.Params.Arguments); err != nil {
+			return nil, zero, s.toolError(req.Params.Name, err)
+		}
 		out, err := h(ctx, in)
 		if err != nil {
 			return nil, zero, s.toolError(req.Params.Name, err)
@@ -251,6 +307,23 @@ func (s *Server) authorize(req *mcp.CallToolRequest, role string) error {
 		return nil
 	}
 	return intentd.Errorf(intentd.KindForbidden, codeForbidden, "%s needs the role %s, which this token does not have", req.Params.Name, role)
+}
+
+// checkArguments refuses arguments that name a member twice, as the HTTP API refuses
+// such a body: the SDK's decoder keeps the last of them and its schema check sees only
+// that one, so a call could act on a value other than the one a reader of the request
+// (a log, a proxy, a person approving the call) takes it for. The SDK has parsed the
+// text and checked it against the schema, which admits only strings and integers, so
+// the members' values hold no objects to look into and nothing else can be at fault.
+func checkArguments(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	err := strictjson.Members(raw, "", maxArgumentMembers, func(strictjson.Member) error { return nil })
+	if e, ok := err.(*strictjson.Error); ok && e.Fault == strictjson.Duplicate {
+		return intentd.Errorf(intentd.KindUnprocessable, codeInvalidArguments, "%s: duplicate key", clip(e.Path))
+	}
+	return nil
 }
 
 // ToolError is the error of a refused tool call; its text, which the agent reads, is
@@ -411,11 +484,10 @@ func (s *Server) await(ctx context.Context, in awaitArgs) (*Outcome, error) {
 	if err := checkID(in.IntentID); err != nil {
 		return nil, err
 	}
-	wait := DefaultWait
-	if in.TimeoutSeconds > 0 {
-		wait = time.Duration(in.TimeoutSeconds) * time.Second
+	wait := min(DefaultWait, s.opts.MaxWait)
+	if in.TimeoutSeconds != 0 {
+		wait = in.TimeoutSeconds.duration(s.opts.MaxWait)
 	}
-	wait = min(wait, s.opts.MaxWait)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	st, err := s.b.Await(wctx, in.IntentID)
@@ -432,6 +504,9 @@ func (s *Server) await(ctx context.Context, in awaitArgs) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The status of an intent not yet decided carries no id (spec part 4); the answer
+	// names the intent all the same, in its canonical form, as a decided one's does.
+	o.IntentID, _ = intentd.CanonicalIntentID(in.IntentID)
 	o.Decided = ptr(st.State.Terminal())
 	if !st.State.Terminal() {
 		o.Explanation = fmt.Sprintf("Not decided within %s: the intent is %s. Call await_outcome again.", wait, st.State)

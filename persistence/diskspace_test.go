@@ -219,3 +219,52 @@ func TestFirstOpenOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnLogsLeaveRoom writes a store on a small file system (a tmpfs the test mounts)
+// with nothing else on it: the space the store takes must follow what it holds. Pebble
+// reserved 110 % of the largest memtable (35 MiB) for each new write-ahead log before
+// anything was written to it, and kept up to five such logs while its first, small
+// memtables filled, so that 8 MiB of intents held 180 MiB of the disk: on a disk of a
+// few hundred megabytes the store's own reservations took the margin, writes were
+// refused, and nothing freed the space but a restart. It needs root to mount the tmpfs
+// and skips, saying so, without.
+func TestOwnLogsLeaveRoom(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a small disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	before, err := statfsFree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(filepath.Join(dir, "db"), Options{MinFreeBytes: DefaultMinFreeBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 16 MiB of snapshots: the first memtables (256 KiB, doubling) filled and flushed,
+	// each with a log of its own.
+	const n, size = 4096, 4096
+	snap := make([]byte, size)
+	for i := range n {
+		if err := s.CreateIntent(ctx, fmt.Sprintf("i%06d", i), "P", snap, t0); err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	after, err := statfsFree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log and the tables each hold the snapshots once; a few megabytes more for the
+	// keys and the files' ends.
+	if used, most := before-after, uint64(2*n*size+8<<20); used > most {
+		t.Fatalf("%d MiB of snapshots took %d MiB of the disk, want at most %d MiB", n*size>>20, used>>20, most>>20)
+	}
+	if err := s.Writable(); err != nil {
+		t.Fatalf("after %d MiB of snapshots, %d MiB free on a disk of 256 MiB: %v", n*size>>20, after>>20, err)
+	}
+}

@@ -45,13 +45,12 @@ type exprNode struct {
 	typ Type
 	// text is the node's canonical text, set when the policy is built: explanations
 	// quote subexpressions, and printing them for every failure would cost more than
-	// the evaluation itself.
+	// the evaluation itself. It is part of its constraint's text (setTexts).
 	text string
-	// desc is how an explanation quotes the node before its value: the text, in
-	// parentheses when it is a comparison, and " = " unless it is a literal (whose
-	// text is its value). Also set when the policy is built.
-	desc string
-	lit  bool
+	// paren says an explanation quotes the node in parentheses (a comparison quoted
+	// inside a comparison needs them back), and lit that it quotes it without a value
+	// (a literal's text is its value). Also set when the policy is built.
+	paren, lit bool
 }
 
 func (n *exprNode) node() *exprNode { return n }

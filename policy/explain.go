@@ -274,26 +274,20 @@ func isLiteral(e expr) bool {
 	return false
 }
 
-// describePrefix is what appendDescribe writes before e's value, and whether e is a
-// literal, which is quoted without a value.
-func describePrefix(e expr, text string) (string, bool) {
-	if exprPrec(e) <= precCmp {
-		// A comparison quoted inside a comparison needs its parentheses back.
-		text = "(" + text + ")"
-	}
-	if isLiteral(e) {
-		return text, true
-	}
-	return text + " = ", false
-}
-
 // appendDescribe appends "expr = value", or the literal alone.
 func appendDescribe(b []byte, e expr, v Value) []byte {
 	n := e.node()
-	b = append(b, n.desc...)
+	if n.paren {
+		b = append(b, '(')
+		b = append(b, n.text...)
+		b = append(b, ')')
+	} else {
+		b = append(b, n.text...)
+	}
 	if n.lit {
 		return b
 	}
+	b = append(b, " = "...)
 	return appendValue(b, v, valueLimit)
 }
 

@@ -120,10 +120,10 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, err
 			return nil, fmt.Errorf("policy: internal error loading constraint %d: %w", i, err)
 		}
 		p.maxStack = max(p.maxStack, h)
+		setTexts(c.x)
 		walk(c.x, func(e expr) {
 			n := e.node()
-			n.text = exprString(e)
-			n.desc, n.lit = describePrefix(e, n.text)
+			n.paren, n.lit = exprPrec(e) <= precCmp, isLiteral(e)
 			if s, ok := e.(*setLit); ok {
 				s.val = &setValue{strs: s.strs, ints: s.ints}
 			}

@@ -62,8 +62,27 @@ func printDecls(b *strings.Builder, ds []*fieldDecl) {
 // exprString is the canonical text of one expression: a constraint's pretty_expr.
 func exprString(e expr) string {
 	var b strings.Builder
-	printExpr(&b, e, precLowest)
+	printExpr(&b, e, precLowest, nil)
 	return b.String()
+}
+
+// setTexts gives every node of a constraint its text (exprNode.text): each is a part of
+// the constraint's own, printed once. A node prints the same inside its parent as alone,
+// but for the parentheses its place may need, so that its text is the part of the
+// parent's between them. A copy of each node's text would cost the square of the
+// constraint's length: 15,000 terms of a sum within the source limit took gigabytes.
+func setTexts(x expr) {
+	type span struct {
+		e          expr
+		start, end int
+	}
+	var spans []span
+	var b strings.Builder
+	printExpr(&b, x, precLowest, func(e expr, start, end int) { spans = append(spans, span{e, start, end}) })
+	text := b.String()
+	for _, s := range spans {
+		s.e.node().text = text[s.start:s.end]
+	}
 }
 
 func exprPrec(e expr) int {
@@ -82,13 +101,24 @@ func exprPrec(e expr) int {
 	return precPrimary
 }
 
-func printExpr(b *strings.Builder, e expr, prec int) {
+// printExpr writes e, in parentheses when its precedence is below prec. When mark is
+// not nil, it hears of the span of b each node's text took, its parentheses left out.
+func printExpr(b *strings.Builder, e expr, prec int, mark func(e expr, start, end int)) {
 	if exprPrec(e) < prec {
 		b.WriteByte('(')
-		printExpr(b, e, precLowest)
+		printExpr(b, e, precLowest, mark)
 		b.WriteByte(')')
 		return
 	}
+	start := b.Len()
+	printNode(b, e, mark)
+	if mark != nil {
+		mark(e, start, b.Len())
+	}
+}
+
+// printNode writes e without the parentheses around it.
+func printNode(b *strings.Builder, e expr, mark func(e expr, start, end int)) {
 	switch e := e.(type) {
 	case *intLit:
 		b.WriteString(strconv.FormatInt(e.v, 10))
@@ -121,21 +151,21 @@ func printExpr(b *strings.Builder, e expr, prec int) {
 	case *unary:
 		if e.op == opNot {
 			b.WriteString("not ")
-			printExpr(b, e.x, precNot)
+			printExpr(b, e.x, precNot, mark)
 			return
 		}
 		b.WriteByte('-')
-		printExpr(b, e.x, precUnary)
+		printExpr(b, e.x, precUnary, mark)
 	case *binaryExpr:
 		lp, rp := e.op.prec(), e.op.prec()+1
 		if e.op.prec() == precCmp {
 			lp = precAdd
 		}
-		printExpr(b, e.x, lp)
+		printExpr(b, e.x, lp, mark)
 		b.WriteByte(' ')
 		b.WriteString(e.op.String())
 		b.WriteByte(' ')
-		printExpr(b, e.y, rp)
+		printExpr(b, e.y, rp, mark)
 	case *chain:
 		for i, x := range e.xs {
 			if i > 0 {
@@ -143,7 +173,7 @@ func printExpr(b *strings.Builder, e expr, prec int) {
 				b.WriteString(e.ops[i-1].String())
 				b.WriteByte(' ')
 			}
-			printExpr(b, x, precAdd)
+			printExpr(b, x, precAdd, mark)
 		}
 	case *call:
 		b.WriteString(e.name)
@@ -152,7 +182,7 @@ func printExpr(b *strings.Builder, e expr, prec int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			printExpr(b, a, precLowest)
+			printExpr(b, a, precLowest, mark)
 		}
 		b.WriteByte(')')
 	}

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/pebbledir"
 	"github.com/intentd/intentd/internal/pebbleevents"
 	iproof "github.com/intentd/intentd/proof"
 )
@@ -69,6 +72,32 @@ type Options struct {
 	// Dir only, and a log that lost Dir then rebuilds only while all events are
 	// retained.
 	Store intentd.LogStore
+	// AcceptKeyChange lets the log go on under Key when its newest checkpoint of one
+	// leaf or more was signed by another key: the key was changed on purpose. Without
+	// it Open refuses such a log with a *KeyError, since a key changed in silence (a
+	// key file garbled, or another put in its place) would go on signing the log's
+	// history under a new name. Either way a checkpoint of no leaves, which commits to
+	// nothing, is signed again under Key.
+	AcceptKeyChange bool
+}
+
+// KeyError is the error of Open for a log whose newest checkpoint of one leaf or more
+// was signed by another key than Options.Key, without Options.AcceptKeyChange.
+type KeyError struct {
+	// Dir is the log's folder.
+	Dir string
+	// Size is the number of leaves the checkpoint commits to.
+	Size uint64
+	// Origin is the checkpoint's origin, which names the key that signed it unless the
+	// origin was set (DefaultOrigin).
+	Origin string
+	// KeyID is the id of Options.Key.
+	KeyID string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("tlog: the log in %s holds a checkpoint of %d leaves, origin %s, signed by another key than %s",
+		e.Dir, e.Size, e.Origin, e.KeyID)
 }
 
 // DefaultOrigin is the origin of a log signed by key: the same on every member of a
@@ -147,15 +176,21 @@ func Open(opts Options) (*Log, error) {
 	// itself: the watch Pebble makes when given no FS outlives a failed open.
 	events := pebbleevents.Listener(opts.Logger, "tlog")
 	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Logger: pebbleLogger{opts.Logger}, Cache: cache, FS: fs, EventListener: events,
+	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
+		Logger: pebbleLogger{opts.Logger, opts.Dir}, Cache: cache, FS: fs, EventListener: events,
 	})
 	if err != nil {
 		unwatch.Close()
+		if errors.Is(err, pebbledir.ErrDamaged) {
+			// Unlike the store's, the log's folder holds nothing that is not kept
+			// elsewhere: the events and the store's entries make it again.
+			return nil, fmt.Errorf("tlog: open %s: %w: remove the folder, with the server stopped, and start again: "+
+				"the log is rebuilt from the store (docs/operating.md, \"The data folder\")", opts.Dir, err)
+		}
 		return nil, fmt.Errorf("tlog: open %s: %w", opts.Dir, err)
 	}
 	l := &Log{db: db, unwatchDisk: unwatch, key: opts.Key, origin: opts.Origin, signer: signer, verifier: vkey, interval: opts.Interval, log: opts.Logger, store: opts.Store}
-	if err := l.load(); err != nil {
+	if err := l.load(opts.Dir, opts.AcceptKeyChange); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -167,8 +202,9 @@ func Open(opts Options) (*Log, error) {
 const diskSlowAfter = 5 * time.Second
 
 // load reads the log's state: its size, the last event it holds, the compact range
-// of its tree and its newest checkpoint.
-func (l *Log) load() error {
+// of its tree and its newest checkpoint, which it signs again when another key or
+// origin signed it, if that may be.
+func (l *Log) load(dir string, acceptKeyChange bool) error {
 	var size uint64
 	v, closer, err := l.db.Get([]byte(keyState))
 	switch {
@@ -212,6 +248,30 @@ func (l *Log) load() error {
 		l.log.Warn("the log's checkpoint is ahead of its leaves; they are rebuilt from the events, or from the store", "checkpoint", c.Size, "leaves", size)
 	}
 	cp := &checkpoint{size: c.Size, root: c.Hash, note: append([]byte(nil), v...)}
+	if _, err := iproof.ParseCheckpoint(v, c.Origin, l.key.PublicKey()); err != nil {
+		if c.Size > 0 && !acceptKeyChange {
+			return &KeyError{Dir: dir, Size: c.Size, Origin: c.Origin, KeyID: l.key.ID()}
+		}
+		if c.Size > 0 {
+			// Whoever watches the log sees a new key from now on; the log's own
+			// line says when and why.
+			l.log.Warn("the transparency log's checkpoints were signed by another key; it goes on under the key it has now",
+				"checkpoint_origin", c.Origin, "origin", l.origin, "key_id", l.key.ID(), "leaves", c.Size)
+		}
+		if cp, err = l.sign(c.Size, c.Hash); err != nil {
+			return err
+		}
+	} else if c.Origin != l.origin {
+		// The same key under another origin (Options.Origin changed): the checkpoint
+		// served must name the origin that readers are given beside the key.
+		if c.Size > 0 {
+			l.log.Warn("the transparency log's origin changed; its checkpoint is signed again under the new one",
+				"checkpoint_origin", c.Origin, "origin", l.origin, "leaves", c.Size)
+		}
+		if cp, err = l.sign(c.Size, c.Hash); err != nil {
+			return err
+		}
+	}
 	if c.Size > size {
 		l.check = cp
 	}
@@ -268,6 +328,17 @@ func (l *Log) publish() (*checkpoint, error) {
 	if root == nil {
 		root = rfc6962.DefaultHasher.EmptyRoot()
 	}
+	c, err := l.sign(size, root)
+	if err != nil {
+		return nil, err
+	}
+	l.cp.Store(c)
+	return c, nil
+}
+
+// sign signs a checkpoint of the tree of size leaves and root, and stores it as the
+// newest.
+func (l *Log) sign(size uint64, root []byte) (*checkpoint, error) {
 	text := log.Checkpoint{Origin: l.origin, Size: size, Hash: root}.Marshal()
 	signed, err := note.Sign(&note.Note{Text: string(text)}, l.signer)
 	if err != nil {
@@ -276,9 +347,7 @@ func (l *Log) publish() (*checkpoint, error) {
 	if err := l.db.Set([]byte(keyCP), signed, pebble.Sync); err != nil {
 		return nil, fmt.Errorf("tlog: store checkpoint: %w", err)
 	}
-	c := &checkpoint{size: size, root: root, note: signed}
-	l.cp.Store(c)
-	return c, nil
+	return &checkpoint{size: size, root: root, note: signed}, nil
 }
 
 // leaf is an event on its way into the log.
@@ -428,6 +497,14 @@ func errNotFound(format string, args ...any) error {
 	return intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, format, args...)
 }
 
+// readError is the error of a read of the log's database that failed (a damaged table,
+// a disk that fails): an internal error, never a not-found, since the newest checkpoint
+// may commit to what could not be read, and a reader told it is not in the log would
+// take the log for one that lies.
+func readError(what string, err error) error {
+	return intentd.Internal("tlog: read "+what+": %w", err)
+}
+
 // Tile returns the hashes of a tile (tlog-tiles): width hashes of the tree's level
 // TileHeight*level, from index*TileWidth. Full and partial tiles alike are served
 // only once every hash in them exists, so that what is served never changes.
@@ -443,11 +520,14 @@ func (l *Log) Tile(level, index uint64, width int) ([]byte, error) {
 		UpperBound: nodeKey(hi[:0], uint(level*TileHeight), start+uint64(width)),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
+		return nil, readError("tile", err)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		out = append(out, it.Value()...)
+	}
+	if err := it.Error(); err != nil {
+		return nil, readError("tile", err)
 	}
 	if len(out) != width*32 {
 		return nil, errNotFound("tile %d/%d of width %d is not in the log", level, index, width)
@@ -467,7 +547,7 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 		UpperBound: indexKey(prefixEntry, start+uint64(width)),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
+		return nil, readError("entry bundle", err)
 	}
 	defer it.Close()
 	var out []byte
@@ -475,6 +555,9 @@ func (l *Log) Entries(index uint64, width int) ([]byte, error) {
 	for ok := it.First(); ok; ok = it.Next() {
 		out = AppendBundle(out, it.Value())
 		n++
+	}
+	if err := it.Error(); err != nil {
+		return nil, readError("entry bundle", err)
 	}
 	if n != width {
 		return nil, errNotFound("entry bundle %d of width %d is not in the log", index, width)
@@ -823,9 +906,18 @@ func newSigner(origin string, key *crypto.SigningKey) (note.Signer, string, erro
 	return noteSigner{name: v.Name(), hash: v.KeyHash(), key: key}, vkey, nil
 }
 
+// FatalMsg is the line the log's database leaves when it fails beyond what Pebble can
+// go on from (its folder removed under it, a file it cannot write), just before the
+// process ends.
+const FatalMsg = "the transparency log's database failed, and intentd stops: start it again; " +
+	"a log folder that was removed is rebuilt from the store, and one that is damaged is refused until it is removed, with the server stopped"
+
 // pebbleLogger sends Pebble's lines to the service's log, its informational ones at
 // debug level, where they are out of the way.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log *slog.Logger
+	dir string
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.log.Debug("tlog pebble: " + fmt.Sprintf(format, args...))
@@ -835,7 +927,11 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.log.Error("tlog pebble: " + fmt.Sprintf(format, args...))
 }
 
+// Fatalf logs one line and ends the process, as the store's does: Pebble does not
+// expect Fatalf to return, and a panic's goroutine dump would bury the line that says
+// what to do. Pebble's message, which may span lines, is made one.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.log.Error("tlog pebble: " + fmt.Sprintf(format, args...))
-	panic(fmt.Sprintf(format, args...))
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	p.log.Error(FatalMsg, "dir", p.dir, "err", msg)
+	os.Exit(1)
 }

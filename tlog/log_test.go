@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/syncbuf"
 	iproof "github.com/intentd/intentd/proof"
 )
 
@@ -515,5 +518,253 @@ func waitWatches(t *testing.T, want int, after string) {
 			t.Fatalf("after %s, %d goroutines of the disk watch run, want %d", after, watches(), want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDamagedFolder opens a log whose folder lost or garbled a file while the log was
+// closed: each is refused with an error naming the folder and saying to remove it, never
+// a panic, and a log opened on the folder's place once it is removed starts afresh.
+func TestDamagedFolder(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // the file damaged: removed when text is empty
+		text string
+		want string
+	}{
+		{"CURRENT missing", "CURRENT", "", "the file CURRENT is missing"},
+		{"CURRENT names no manifest", "CURRENT", "MANIFEST-999999\n", "MANIFEST-999999"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource(t)
+			src.add(t, 10)
+			dir := t.TempDir()
+			l := openLog(t, dir, src.key)
+			run(t, l, src, 10)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tt.file)
+			if tt.text == "" {
+				err := os.Remove(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(path, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(Options{Dir: dir, Key: src.key})
+			if err == nil {
+				l.Close()
+				t.Fatal("a damaged folder was opened")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, dir) || !strings.Contains(msg, tt.want) || !strings.Contains(msg, "remove the folder") || strings.Contains(msg, "\n") {
+				t.Fatalf("Open = %v; want one line naming %s, saying %q and to remove the folder", err, dir, tt.want)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			l = openLog(t, dir, src.key)
+			defer l.Close()
+			run(t, l, src, 10)
+		})
+	}
+}
+
+// TestFolderRemovedWhileRunning removes the folder of a log that is appending, as `rm
+// -rf` on a running server would: when Pebble gives up, the process ends with exit
+// code 1 and one line naming the folder and what to do, without a goroutine dump. It
+// runs the log in a process of its own, this test binary started again.
+func TestFolderRemovedWhileRunning(t *testing.T) {
+	if dir := os.Getenv("TLOG_TEST_REMOVED_DIR"); dir != "" {
+		appendAfterRemoval(t, dir)
+		return
+	}
+	dir := filepath.Join(t.TempDir(), "tlog")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFolderRemovedWhileRunning$")
+	cmd.Env = append(os.Environ(), "TLOG_TEST_REMOVED_DIR="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the process ended with %v, want exit code 1\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var rec struct{ Level, Msg, Dir string }
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Level != "ERROR" || rec.Msg != FatalMsg || rec.Dir != dir {
+		t.Fatalf("the process wrote\n%s\nwant one error line %q naming %s", stderr.Bytes(), FatalMsg, dir)
+	}
+}
+
+// appendAfterRemoval opens a log in dir, removes the folder and appends leaves until
+// Pebble needs a new file there, which ends the process.
+func appendAfterRemoval(t *testing.T, dir string) {
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Dir: dir, Key: key, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := crypto.Digest([]byte(`{}`))
+	batch := make([]leaf, 0, TileWidth)
+	// Far more than the memtable holds: Pebble makes a new log file when it is full.
+	for i := range 1 << 20 {
+		id := uint64(i + 1)
+		batch = append(batch, leaf{id, intentd.LogEntry{EventID: id, Type: intentd.StateSuccess, IntentID: uuid.NewString(), EventDigest: d, ReceiptDigest: d}})
+		if len(batch) == cap(batch) {
+			if err := l.append(batch); err != nil {
+				t.Fatalf("append: %v", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	t.Fatal("a log whose folder was removed took a million leaves")
+}
+
+// TestDamagedTable garbles the data blocks of the log's table under a running log, as a
+// failing disk would: reading a tile, a bundle or a leaf there is an internal error, to
+// be logged and answered as one, never a log_not_found that says the checkpoint's leaves
+// are not in the log.
+func TestDamagedTable(t *testing.T) {
+	src := newFakeSource(t)
+	evs := src.add(t, 600)
+	dir := t.TempDir()
+	l := openLog(t, dir, src.key)
+	defer l.Close()
+	run(t, l, src, 600)
+	if _, err := l.publish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no table after a flush")
+	}
+	for _, name := range tables {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A byte in every 512 of the first four fifths: every data block, and none of
+		// the index and footer at the end, so that the table still opens.
+		for off := 0; off < len(b)*4/5; off += 512 {
+			b[off] ^= 0xff
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		read func() error
+	}{
+		{"tile", func() error { _, err := l.Tile(0, 0, TileWidth); return err }},
+		{"partial tile", func() error { _, err := l.Tile(0, 2, 600-2*TileWidth); return err }},
+		{"entry bundle", func() error { _, err := l.Entries(0, TileWidth); return err }},
+		{"partial entry bundle", func() error { _, err := l.Entries(2, 600-2*TileWidth); return err }},
+		{"inclusion", func() error { _, err := l.Inclusion(evs[0].IntentID); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.read()
+			if err == nil || intentd.ErrorKind(err) != intentd.KindInternal || intentd.ErrorCode(err) != intentd.CodeInternal {
+				t.Fatalf("read of a damaged table: %v (code %s), want an internal error", err, intentd.ErrorCode(err))
+			}
+		})
+	}
+}
+
+// TestKeyChange reopens a log with another key or origin than the ones that signed its
+// checkpoint: another key is refused unless the change is accepted, and a log goes on,
+// its checkpoint signed again over the same tree, under an accepted key, under another
+// origin, or when it holds no leaf.
+func TestKeyChange(t *testing.T) {
+	other, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		leaves  int
+		key     *crypto.SigningKey // nil: the key that signed the log
+		origin  string
+		accept  bool
+		refused bool
+	}{
+		{name: "same key", leaves: 5},
+		{name: "another key", leaves: 5, key: other, refused: true},
+		{name: "another key, accepted", leaves: 5, key: other, accept: true},
+		{name: "another key, empty log", key: other},
+		{name: "another origin", leaves: 5, origin: "example.com/log"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource(t)
+			evs := src.add(t, tt.leaves)
+			dir := t.TempDir()
+			l := openLog(t, dir, src.key)
+			run(t, l, src, uint64(tt.leaves))
+			if _, err := l.publish(); err != nil {
+				t.Fatal(err)
+			}
+			before := checkpointOf(t, l, src.key)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			key := src.key
+			if tt.key != nil {
+				key = tt.key
+			}
+			var logs syncbuf.Buffer
+			opts := Options{Dir: dir, Key: key, Origin: tt.origin, AcceptKeyChange: tt.accept, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			l, err := Open(opts)
+			if tt.refused {
+				var ke *KeyError
+				if !errors.As(err, &ke) || ke.Dir != dir || ke.Size != uint64(tt.leaves) || ke.Origin != DefaultOrigin(src.key) || ke.KeyID != key.ID() {
+					if err == nil {
+						l.Close()
+					}
+					t.Fatalf("Open = %v, want a KeyError of %s, %d leaves, origin %s, key %s", err, dir, tt.leaves, DefaultOrigin(src.key), key.ID())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer func() { l.Close() }() // the log last opened
+			after := checkpointOf(t, l, key)
+			if after.Size != before.Size || !bytes.Equal(after.Hash, before.Hash) {
+				t.Fatalf("reopened, the checkpoint is of %d leaves, root %x; before it was %d, %x", after.Size, after.Hash, before.Size, before.Hash)
+			}
+			if warned := strings.Contains(logs.String(), "level=WARN"); warned != (tt.leaves > 0 && (tt.key != nil || tt.origin != "")) {
+				t.Errorf("reopened, the log wrote\n%s", logs.String())
+			}
+			// The log goes on, and its next start accepts no change: the checkpoint
+			// it keeps is signed by its key now.
+			src.add(t, 2)
+			run(t, l, src, uint64(tt.leaves+2))
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			opts.AcceptKeyChange = false
+			if l, err = Open(opts); err != nil {
+				t.Fatalf("Open after the change: %v", err)
+			}
+			if tt.leaves > 0 {
+				if inc, err := l.Inclusion(evs[0].IntentID); err != nil || inc == nil {
+					t.Fatalf("inclusion of the first leaf after the change: %v, %v", inc, err)
+				}
+			}
+		})
 	}
 }

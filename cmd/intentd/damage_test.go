@@ -121,3 +121,32 @@ func TestDamagedMarkStart(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedTlogStart removes the CURRENT file of the transparency log's database
+// while the server is stopped: the next start is refused with one line naming the log's
+// folder and saying to remove it, and once it is removed the server starts and serves
+// the log it had, rebuilt from the store.
+func TestDamagedTlogStart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	s.decideMany(3)
+	s.logReader().waitCheckpoint(t, 3)
+	want := s.logSnapshot(3)
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tlogDir := filepath.Join(dir, "tlog")
+	if err := os.Remove(filepath.Join(tlogDir, "CURRENT")); err != nil {
+		t.Fatal(err)
+	}
+
+	err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tlogDir) || !strings.Contains(err.Error(), "remove the folder") {
+		t.Fatalf("Run on a log without CURRENT: %v, want one line naming %s and saying to remove it", err, tlogDir)
+	}
+	if err := os.RemoveAll(tlogDir); err != nil {
+		t.Fatal(err)
+	}
+	s = startServerIn(t, dir, nil)
+	s.waitSameLog(want, 3)
+}

@@ -1044,7 +1044,7 @@ func (f *hostileFixture) eventCases() []hostileCase {
 		cs = append(cs, hostileCase{name: fmt.Sprintf("events/header last-event-id %q", hostileClipName(v)), method: "GET", path: "/events",
 			header: []string{"Last-Event-ID", v}, status: 400, code: bad})
 	}
-	for _, v := range []string{"-1", "1.5", "1e3", "%2B1", "abc", "9223372036854775808", "", "%00", "1%2C2", "%201", "1%20"} {
+	for _, v := range []string{"-1", "1.5", "1e3", "%2B1", "abc", "9223372036854775808", "", "%00", "1%2C2", "%201", "1%20", "%zz", "5%", "5;6"} {
 		cs = append(cs, hostileCase{name: fmt.Sprintf("events/query last-event-id %q", v), method: "GET", path: "/events?last-event-id=" + v,
 			status: 400, code: bad})
 	}
@@ -1061,6 +1061,10 @@ func (f *hostileFixture) eventCases() []hostileCase {
 		hostileCase{name: "events/intent_id empty", method: "GET", path: "/events?intent_id=", status: 400, code: "invalid_filter"},
 		hostileCase{name: "events/intent_id one bad in a list", method: "GET", path: "/events?intent_id=" + f.open + ",x", status: 400, code: "invalid_filter"},
 		hostileCase{name: "events/intent_id with NUL", method: "GET", path: "/events?intent_id=%00", status: 400, code: "invalid_filter"},
+		hostileCase{name: "events/intent_id that does not decode", method: "GET", path: "/events?intent_id=%zz", status: 400, code: "invalid_filter"},
+		hostileCase{name: "events/a name that does not decode", method: "GET", path: "/events?%zz=1", status: 400, code: "invalid_filter"},
+		hostileCase{name: "events/last-event-id that does not decode after a good filter", method: "GET", path: "/events?type=success&last-event-id=%zz", status: 400, code: bad},
+		hostileCase{name: "events/pairs split by a semicolon", method: "GET", path: "/events?type=success;last-event-id=5", status: 400, code: "invalid_filter"},
 	)
 	return cs
 }

@@ -113,8 +113,9 @@ type Config struct {
 	MinFreeDisk int64
 	// AcceptDataLoss starts on a store whose write-ahead log lost acknowledged writes.
 	AcceptDataLoss bool
-	// RotateSigningKey lets a missing signing.key be made anew in a store that has
-	// issued receipts under the old one.
+	// RotateSigningKey changes the key on purpose: a missing signing.key is made anew
+	// in a store that has issued receipts under the old one, and a transparency log
+	// signed by another key goes on under this one.
 	RotateSigningKey bool
 	// Tokens is the file of bearer token hashes and roles; empty: no caller authentication.
 	Tokens string
@@ -186,8 +187,10 @@ type Main struct {
 	digest  func() ([32]byte, error)
 	natsSrv *natsstore.Embedded
 	engine  *actors.Engine
-	// tlog is the transparency log, followed by a goroutine that stopTlog ends.
+	// tlog is the transparency log in tlogDir, followed by a goroutine that stopTlog
+	// ends.
 	tlog     *tlog.Log
+	tlogDir  string
 	stopTlog context.CancelFunc
 	tlogDone chan struct{}
 	server   *intenthttp.Server
@@ -243,7 +246,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
 	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written), or its mark (intentd.mark) is damaged or missing; without it such a store is refused")
-	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start")
+	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "change the signing key on purpose: when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start; when the transparency log was signed by another key, go on under this one")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
 	fs.Var(&listFlag{vals: &c.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
@@ -479,6 +482,14 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.Tlog {
+		// Before the engine, which signs receipts as its start-up recovery proves
+		// again: a key the log shows to be another than the one that signed it stops
+		// the start before anything is signed with it.
+		if err := m.openTlog(key); err != nil {
+			return err
+		}
+	}
 	metrics := intenthttp.NewMetrics()
 	if m.pebble != nil {
 		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
@@ -497,12 +508,15 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
 	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
+	// The engine holds the solution limit too, so that /mcp, which reaches it without
+	// the HTTP layer's checks of a body, refuses what POST .../proposal refuses.
+	ecfg.MaxSolutionBytes = c.MaxSolution
 	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
 	ecfg.MaxSubscribers = c.MaxSubscribers
 	if c.Tlog {
 		// The log follows the events as a subscriber of its own; the streams' clients
 		// keep every place --max-subscribers gives them.
-		ecfg.MaxSubscribers++
+		ecfg.OwnSubscribers = 1
 	}
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
@@ -559,10 +573,8 @@ func (m *Main) Run(ctx context.Context) error {
 		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.ClusterName}
 		opts.ClusterMembers = m.engine.ClusterMembers
 	}
-	if c.Tlog {
-		if err := m.openTlog(key); err != nil {
-			return err
-		}
+	if m.tlog != nil {
+		m.runTlog()
 		opts.Log = m.tlog
 		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
 	}
@@ -628,29 +640,42 @@ func (e loggedEngine) Subscribers() int {
 	return n
 }
 
-// openTlog opens the transparency log and starts it following the engine's events.
+// openTlog opens the transparency log, refusing a log signed by another key than the
+// receipt key unless the key was changed on purpose: --rotate-signing-key, or a key
+// file named by --signing-key, which the docs give as the way to change it.
 func (m *Main) openTlog(key *crypto.SigningKey) error {
 	dir := m.Config.TlogDir
 	if dir == "" {
 		dir = filepath.Join(m.Config.DataDir, "tlog")
 	}
-	log := m.logger.With("component", "tlog")
 	// Both stores keep the log's entries, so that the log outlives the events' retention
 	// and every node of a cluster rebuilds the same tree (docs/proofs.md).
 	shared, _ := m.store.(intentd.LogStore)
-	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: log, Store: shared})
+	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: m.logger.With("component", "tlog"), Store: shared,
+		AcceptKeyChange: m.Config.RotateSigningKey || m.Config.SigningKey != ""})
+	var keyErr *tlog.KeyError
+	if errors.As(err, &keyErr) {
+		return fmt.Errorf("signing key: %s (key id %s) is not the key that signed the transparency log in %s, whose checkpoint of %d leaves names the origin %s; "+
+			"restore the key file that signed it, or start once with --rotate-signing-key to change the key on purpose (docs/proofs.md, \"Rotating the key\")",
+			filepath.Join(m.Config.DataDir, crypto.SigningKeyFile), key.ID(), dir, keyErr.Size, keyErr.Origin)
+	}
 	if err != nil {
 		return fmt.Errorf("open the transparency log: %w", err)
 	}
-	m.tlog = l
+	m.tlog, m.tlogDir = l, dir
+	return nil
+}
+
+// runTlog starts the transparency log following the engine's events.
+func (m *Main) runTlog() {
+	l := m.tlog
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stopTlog, m.tlogDone = cancel, make(chan struct{})
 	go func() {
 		defer close(m.tlogDone)
 		_ = l.Run(ctx, m.engine)
 	}()
-	log.Info("transparency log", "dir", dir, "origin", l.Origin(), "leaves", l.Size())
-	return nil
+	m.logger.Info("transparency log", "component", "tlog", "dir", m.tlogDir, "origin", l.Origin(), "leaves", l.Size())
 }
 
 // signingKey loads the key receipts are signed with: --signing-key, or signing.key in

@@ -210,6 +210,55 @@ func TestSigningKey(t *testing.T) {
 		}
 	})
 
+	t.Run("changed under a log of outcomes", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, nil)
+		s.decideMany(1)
+		s.logReader().waitCheckpoint(t, 1)
+		_, oldID := s.serviceKey()
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		keyFile := filepath.Join(dir, crypto.SigningKeyFile)
+		newID := garbleKeyFile(t, keyFile)
+
+		err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
+		tlogDir := filepath.Join(dir, "tlog")
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), tlogDir) ||
+			!strings.Contains(err.Error(), "intentd/"+oldID) || !strings.Contains(err.Error(), "--rotate-signing-key") {
+			t.Fatalf("Run with a changed key file: %v, want one line naming %s, %s, the old origin and --rotate-signing-key", err, keyFile, tlogDir)
+		}
+
+		// On purpose: the log goes on under the new key, and says so.
+		s = startServerIn(t, dir, []string{"--rotate-signing-key"})
+		if _, id := s.serviceKey(); id != newID {
+			t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
+		}
+		s.logReader().waitCheckpoint(t, 1)
+		if !strings.Contains(s.logs.String(), "signed by another key") {
+			t.Fatalf("the change of key was not logged:\n%s", s.logs)
+		}
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = startServerIn(t, dir, nil) // the flag is needed once
+		s.logReader().waitCheckpoint(t, 1)
+	})
+
+	t.Run("changed under a log of no outcomes", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, nil)
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		newID := garbleKeyFile(t, filepath.Join(dir, crypto.SigningKeyFile))
+		s = startServerIn(t, dir, nil)
+		if _, id := s.serviceKey(); id != newID {
+			t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
+		}
+		s.logReader().waitCheckpoint(t, 0)
+	})
+
 	key, err := crypto.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +275,23 @@ func TestSigningKey(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, crypto.SigningKeyFile)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("with --signing-key a key was made in the data folder too (%v)", err)
+		}
+	})
+	t.Run("flag naming another key under a log of outcomes", func(t *testing.T) {
+		dir := t.TempDir()
+		s := startServerIn(t, dir, nil)
+		s.decideMany(1)
+		s.logReader().waitCheckpoint(t, 1)
+		if err := s.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = startServerIn(t, dir, []string{"--signing-key", file})
+		if _, id := s.serviceKey(); id != key.ID() {
+			t.Fatalf("/info key_id %s, want the file's %s", id, key.ID())
+		}
+		s.logReader().waitCheckpoint(t, 1)
+		if !strings.Contains(s.logs.String(), "signed by another key") {
+			t.Fatalf("the change of key was not logged:\n%s", s.logs)
 		}
 	})
 	t.Run("variable", func(t *testing.T) {
@@ -268,4 +334,31 @@ func TestSigningKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// garbleKeyFile replaces a character of the Base58 key file at path with another, as a
+// failing disk or a careless edit might: the file still holds a valid key, another one,
+// whose id it returns.
+func garbleKeyFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := []byte(strings.TrimSpace(string(b)))
+	// Not the first character, whose change could make the number another length.
+	i := len(text) - 2
+	if text[i] == '2' {
+		text[i] = '3'
+	} else {
+		text[i] = '2'
+	}
+	if err := os.WriteFile(path, append(text, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := crypto.LoadSigningKey(path)
+	if err != nil {
+		t.Fatalf("the changed key file: %v", err)
+	}
+	return key.ID()
 }

@@ -1,0 +1,76 @@
+// Package pebbledir opens a Pebble database with the checks Pebble leaves out, so that
+// a damaged folder is an error the caller can name, never a panic. The caller says
+// what the operator does about it: the store's folder is restored from a backup, the
+// transparency log's is removed and rebuilt.
+package pebbledir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// ErrDamaged is in the chain of Open's error when the folder holds a database Pebble
+// cannot open for what is in it (a file missing or corrupt), as opposed to how it is
+// opened (a lock held by another process, a permission).
+var ErrDamaged = errors.New("the database is damaged")
+
+// Open opens the database in dir. A folder that holds a database's files but not its
+// CURRENT file is refused before Pebble sees it: Pebble would take it for a new
+// database and stop on a nil pointer replaying its log. A panic inside Pebble's open,
+// which other damaged folders cause, becomes an error.
+func Open(dir string, opts *pebble.Options) (*pebble.DB, error) {
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	if err := checkCurrent(fsys, dir); err != nil {
+		return nil, err
+	}
+	db, err := open(dir, opts)
+	if err != nil && !errors.Is(err, ErrDamaged) && (pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist)) {
+		// A file the manifest or CURRENT names is corrupt or gone.
+		err = fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	return db, err
+}
+
+func open(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// On one line: it ends up in the one line that refuses a start.
+			msg := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
+			db, err = nil, fmt.Errorf("%w: pebble stopped with %s", ErrDamaged, msg)
+		}
+	}()
+	return pebble.Open(dir, opts)
+}
+
+// checkCurrent refuses a folder that holds a database but not its CURRENT file, which
+// names the manifest to read.
+func checkCurrent(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil // no folder yet: Pebble makes it
+	}
+	var held []string
+	for _, n := range names {
+		if n == "CURRENT" {
+			return nil
+		}
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") {
+			held = append(held, n)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	slices.Sort(held)
+	return fmt.Errorf("%w: the file CURRENT is missing, but the folder holds the database's other files (%s)",
+		ErrDamaged, strings.Join(held, ", "))
+}
