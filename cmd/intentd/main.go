@@ -695,7 +695,9 @@ func (m *Main) signingKey() (*crypto.SigningKey, error) {
 			return nil, fmt.Errorf("signing key: read the event log: %w", err)
 		}
 		if last > 0 {
-			return nil, fmt.Errorf("signing key: %s is missing, but this store has recorded %d outcomes whose receipts name the old key; "+
+			// The last event id, not a count: on NATS, and after an accepted loss on
+			// Pebble, ids may skip numbers.
+			return nil, fmt.Errorf("signing key: %s is missing, but this store has recorded outcomes (events up to id %d) whose receipts name the old key; "+
 				"restore the file, or start once with --rotate-signing-key to make a new key (docs/proofs.md, \"Rotating the key\")", path, last)
 		}
 	}
