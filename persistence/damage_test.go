@@ -105,16 +105,9 @@ func TestDamagedLog(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			logs := damageLogs(t, dir, tt.damage)
 			if len(logs) != 1 {
 				t.Fatalf("log files %v, want one", logs)
-			}
-			b, err := os.ReadFile(logs[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(logs[0], tt.damage(b), 0o600); err != nil {
-				t.Fatal(err)
 			}
 
 			_, err = Open(dir, Options{})
@@ -144,4 +137,22 @@ func TestDamagedLog(t *testing.T) {
 			s.Close()
 		})
 	}
+}
+
+// damageLogs passes each write-ahead log of the store in dir through damage, as a
+// failing disk or a careless hand would change it after the fsync, and returns their
+// names.
+func damageLogs(t *testing.T, dir string, damage func([]byte) []byte) []string {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(l, damage(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs
 }

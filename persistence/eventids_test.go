@@ -3,8 +3,6 @@ package persistence
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -48,16 +46,8 @@ func lostEvents(t *testing.T, n int) string {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(logs) != 1 {
+	if logs := damageLogs(t, dir, func(b []byte) []byte { return b[:len(b)/2] }); len(logs) != 1 {
 		t.Fatalf("log files %v, want one", logs)
-	}
-	b, err := os.ReadFile(logs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(logs[0], b[:len(b)/2], 0o600); err != nil {
-		t.Fatal(err)
 	}
 	return dir
 }

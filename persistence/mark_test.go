@@ -293,19 +293,10 @@ func TestMarkMissing(t *testing.T) {
 // cutLog keeps 1/keepOf of the write-ahead log of the store in dir (none for 0).
 func cutLog(t *testing.T, dir string, keepOf int) {
 	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	for _, l := range logs {
-		b, err := os.ReadFile(l)
-		if err != nil {
-			t.Fatal(err)
-		}
+	damageLogs(t, dir, func(b []byte) []byte {
 		if keepOf == 0 {
-			b = nil
-		} else {
-			b = b[:len(b)/keepOf]
+			return nil
 		}
-		if err := os.WriteFile(l, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return b[:len(b)/keepOf]
+	})
 }

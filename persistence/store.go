@@ -183,7 +183,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	// The watch stops with the store (Close), after the database is closed.
 	var unwatch io.Closer
-	po.FS, unwatch = vfs.WithDiskHealthChecks(noPreallocFS{po.FS}, slowAfter, events.DiskSlow)
+	po.FS, unwatch = vfs.WithDiskHealthChecks(logCushionFS{po.FS}, slowAfter, events.DiskSlow)
 	// The logs Pebble is about to replay, named if the mark finds writes missing:
 	// replay folds them into tables and removes them.
 	replayed := walFiles(po.FS, dir)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,6 +35,9 @@ type logServer struct {
 	url  string
 	log  *tlog.Log
 	stop func()
+	// events counts the store's events: every event is an outcome, and a leaf of the
+	// log.
+	events func() uint64
 }
 
 var logKeySeed = bytes.Repeat([]byte{42}, 32)
@@ -66,7 +70,13 @@ func startLogServer(t testing.TB, dir string) *logServer {
 		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(), LogOrigin: l.Origin(), LogVerifierKey: l.VerifierKey(),
 	}})
 	ts := httptest.NewServer(srv)
-	s := &logServer{url: ts.URL, log: l}
+	s := &logServer{url: ts.URL, log: l, events: func() uint64 {
+		var n uint64
+		if err := store.Events(context.Background(), 0, math.MaxInt, func(intentd.Event) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}}
 	stopped := false
 	s.stop = func() {
 		if stopped {
@@ -101,12 +111,15 @@ func (s *logServer) waitCheckpoint(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// The log holds every event first: a checkpoint of its leaves taken while it
+		// still follows the events would cover only some of the outcomes.
+		want := s.events()
 		lines := strings.SplitN(string(s.log.Checkpoint()), "\n", 3)
-		if len(lines) == 3 && lines[1] == strconv.FormatUint(s.log.Size(), 10) && s.log.Size() > 0 {
+		if len(lines) == 3 && lines[1] == strconv.FormatUint(want, 10) && s.log.Size() == want && want > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of the log's %d leaves", s.log.Size())
+			t.Fatalf("no checkpoint of the store's %d events: the log holds %d leaves", want, s.log.Size())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -28,20 +28,7 @@ func TestFullDisk(t *testing.T) {
 	s := startServerIn(t, filepath.Join(dir, "data"), []string{"--min-free-disk", strconv.Itoa(margin)})
 	stored := s.submit()
 
-	filler, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for {
-		if _, err := filler.Write(chunk); err != nil {
-			break // the file system is full
-		}
-		if fi, _ := filler.Stat(); fi.Size() > 64<<20 {
-			break
-		}
-	}
-	filler.Close()
+	fill(t, filepath.Join(dir, "filler"), 64<<20)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -106,21 +93,11 @@ func TestFullDiskFirstStart(t *testing.T) {
 	// Lazily: Pebble keeps the manifest it could not write open when its first open
 	// stops, and the process, which a refused start ends, is this test's.
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	filler, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for {
-		if _, err := filler.Write(chunk); err != nil {
-			break // the file system is full
-		}
-	}
-	filler.Close()
+	fill(t, filepath.Join(dir, "filler"), 0)
 
 	data := filepath.Join(dir, "data")
 	args := []string{"--listen", "127.0.0.1:0", "--data", data, "--min-free-disk", "1048576"}
-	err = runRefused(t, args)
+	err := runRefused(t, args)
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), data) || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("a first start on a full disk: %v, want one line naming %s and saying it has no space left", err, data)
 	}
@@ -131,5 +108,22 @@ func TestFullDiskFirstStart(t *testing.T) {
 	s.submit()
 	if !strings.Contains(s.logs.String(), "never completely created") {
 		t.Errorf("the start after the full disk does not warn that the store is created afresh; the log:\n%s", s.logs)
+	}
+}
+
+// fill writes the file name until its file system is full, or it holds more than most
+// bytes (0: no bound).
+func fill(t *testing.T, name string, most int64) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for n := int64(0); most == 0 || n <= most; n += int64(len(chunk)) {
+		if _, err := f.Write(chunk); err != nil {
+			return // the file system is full
+		}
 	}
 }
