@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"time"
 )
@@ -179,7 +180,13 @@ func unreachable(err error) string {
 	if errors.As(err, &op) {
 		return fmt.Sprintf("the connection failed (%s)", op.Op)
 	}
-	return "the connection failed"
+	// Not the socket's: the answer itself was wrong (a malformed response, a body that
+	// does not decompress), which the transport's message says without addresses.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // readLimited reads at most limit bytes of body, and reports whether there was

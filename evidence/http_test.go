@@ -220,6 +220,7 @@ func TestUnreachableReasons(t *testing.T) {
 		{"closed early", &neturl.Error{Op: "Post", URL: "http://shop.example/extract", Err: io.ErrUnexpectedEOF}, "the connection was closed before the answer was complete"},
 		{"not TLS", dial(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), "the TLS handshake failed: the server does not speak TLS"},
 		{"other", dial(errors.New("socket: too many open files")), "the connection failed (dial)"},
+		{"a malformed answer", &neturl.Error{Op: "Post", URL: "http://shop.example/extract", Err: errors.New(`malformed HTTP response "x"`)}, `malformed HTTP response "x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,6 +68,9 @@ func (s *Store) skipIDs(ceiling uint64) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(gapKey(s.seq+1), binary.BigEndian.AppendUint64(nil, ceiling), nil)
+	// The sequence record moves with the gap: it is the last id handed out, which the
+	// engine reads as such, and a version that knows no gaps numbers on from it.
+	_ = b.Set([]byte(keyEventSeq), binary.BigEndian.AppendUint64(nil, ceiling), nil)
 	if err := s.commit(b); err != nil {
 		return err
 	}
@@ -128,7 +131,7 @@ func (s *Store) keepFrom(last, keep uint64) (uint64, error) {
 		}
 		lo, hi := binary.BigEndian.Uint64(it.Key()[1:]), binary.BigEndian.Uint64(it.Value())
 		if hi >= from {
-			hi = from - 1 // a gap is never past the last event; this only guards the sums
+			hi = from - 1 // a gap ends at the last id at most; this only guards the sums
 		}
 		if n := from - 1 - hi; n >= need {
 			break

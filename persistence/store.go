@@ -985,13 +985,31 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	if cut <= first {
 		return 0, nil
 	}
+	// Counted, not taken as cut-first: a gap among them holds ids of no event.
+	n, err := s.countKeys(eventKey(first), eventKey(cut))
+	if err != nil {
+		return 0, err
+	}
 	if err := s.db.DeleteRange(eventKey(first), eventKey(cut), s.writeOpts); err != nil {
 		return 0, err
 	}
-	return int(cut - first), nil
+	return n, nil
 }
 
 var errStop = errors.New("stop")
+
+// countKeys counts the keys from lo up to hi.
+func (s *Store) countKeys(lo, hi []byte) (int, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Close()
+}
 
 // pebbleLogger sends Pebble's messages to slog; a fatal one is logged and ends the
 // process, as Pebble expects of its logger.

@@ -52,22 +52,31 @@ func open(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
 }
 
 // checkCurrent refuses a folder that holds a database but not its CURRENT file, which
-// names the manifest to read.
+// names the manifest to read. A folder whose database was never completely created is
+// let through: on a first open Pebble writes LOCK, then MANIFEST-000001, then CURRENT,
+// and only then a log, a table or an OPTIONS file, so a folder without CURRENT that
+// holds nothing of those but MANIFEST-000001 never held a write. A first open that
+// stopped half-way (a full disk) leaves it, and Pebble creates the database over it as
+// in an empty folder.
 func checkCurrent(fsys vfs.FS, dir string) error {
 	names, err := fsys.List(dir)
 	if err != nil {
 		return nil // no folder yet: Pebble makes it
 	}
 	var held []string
+	created := false // a file that exists only once a first open completed
 	for _, n := range names {
-		if n == "CURRENT" {
+		switch {
+		case n == "CURRENT":
 			return nil
-		}
-		if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") {
+		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst"):
 			held = append(held, n)
+			created = created || n != "MANIFEST-000001"
+		case strings.HasPrefix(n, "OPTIONS-"):
+			created = true
 		}
 	}
-	if len(held) == 0 {
+	if len(held) == 0 || !created {
 		return nil
 	}
 	slices.Sort(held)

@@ -83,6 +83,25 @@ func TestOpen(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a first open stopped half-way", func(t *testing.T) {
+		// What a first open on a full disk leaves: the lock and an empty first
+		// manifest, no CURRENT. It held no write, and is created afresh.
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, "LOCK"), "")
+		write(t, filepath.Join(dir, "MANIFEST-000001"), "")
+		db, err := Open(dir, options())
+		if err != nil {
+			t.Fatalf("Open of a folder a first open left half-made: %v", err)
+		}
+		if err := db.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if db, err = Open(dir, options()); err != nil {
+			t.Fatalf("Open of the database created over it: %v", err)
+		}
+		db.Close()
+	})
 	t.Run("no folder yet", func(t *testing.T) {
 		db, err := Open(filepath.Join(t.TempDir(), "new"), options())
 		if err != nil {
