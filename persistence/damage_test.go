@@ -90,13 +90,7 @@ func TestDamagedLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := Open(dir, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-				t.Fatal(err)
-			}
+			s := openWithPolicy(t, dir)
 			for i := range 200 {
 				if err := s.CreateIntent(ctx, fmt.Sprintf("i%03d", i), "P", make([]byte, 300), t0); err != nil {
 					t.Fatal(err)
@@ -110,7 +104,7 @@ func TestDamagedLog(t *testing.T) {
 				t.Fatalf("log files %v, want one", logs)
 			}
 
-			_, err = Open(dir, Options{})
+			_, err := Open(dir, Options{})
 			if !errors.Is(err, ErrDataLoss) || !strings.Contains(err.Error(), filepath.Base(logs[0])) || !strings.Contains(err.Error(), "--accept-data-loss") {
 				t.Fatalf("Open of a store that lost writes = %v, want ErrDataLoss naming %s", err, filepath.Base(logs[0]))
 			}
@@ -155,4 +149,18 @@ func damageLogs(t *testing.T, dir string, damage func([]byte) []byte) []string {
 		}
 	}
 	return logs
+}
+
+// openWithPolicy opens a store in dir and stores the policy "P" in it, which the
+// intents of the tests name.
+func openWithPolicy(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -36,13 +36,7 @@ func finishN(t *testing.T, s *Store, first, n int) []uint64 {
 func lostEvents(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithPolicy(t, dir)
 	finishN(t, s, 0, n)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

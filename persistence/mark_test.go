@@ -21,13 +21,7 @@ import (
 func storeWithWrites(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithPolicy(t, dir)
 	for i := range n {
 		mustCreate(t, s, fmt.Sprintf("i%03d", i), "P", "o")
 	}
