@@ -148,3 +148,16 @@ func TestBench25Reasons(t *testing.T) {
 	}
 	golden.Check(t, "testdata/explain/bench25.golden", b.String())
 }
+
+// BenchmarkCompileLongSum compiles the longest sum the source limit allows, a policy
+// whose cost grew with the square of its length while each subexpression kept a copy of
+// its text.
+func BenchmarkCompileLongSum(b *testing.B) {
+	src := longSum((MaxSourceBytes - 64) / len(" + 1"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compile(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
