@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/pebbledir"
 	"github.com/intentd/intentd/internal/pebbleevents"
 )
 
@@ -189,7 +190,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	replayed := walFiles(po.FS, dir)
 	writers := new(atomic.Int64)
 	po.WALMinSyncInterval = syncInterval(writers)
-	db, err := openPebble(dir, po)
+	// A panic inside Pebble's open, which some damaged folders cause, and a fatal error
+	// it meets while it opens (a full disk) are errors of the open.
+	db, err := pebbledir.Open(dir, po)
 	cache.Unref()
 	if err != nil {
 		unwatch.Close()
@@ -329,66 +332,6 @@ func openFailed(dir string, err error) error {
 	}
 	return fmt.Errorf("open store in %s: %w", dir, err)
 }
-
-// openPebble opens the store, turning a panic inside Pebble, which some damaged folders
-// cause, into an error that names the folder. A fatal error Pebble meets while it opens
-// (a manifest it cannot write on a full disk) becomes an error too: its logger would end
-// the process with a line that names neither the store nor the remedy.
-func openPebble(dir string, po *pebble.Options) (db *pebble.DB, err error) {
-	l := &openLogger{Logger: po.Logger}
-	l.opening.Store(true)
-	defer l.opening.Store(false)
-	po.Logger = l
-	defer func() {
-		r := recover()
-		switch e := r.(type) {
-		case nil:
-		case pebbleFatal:
-			db, err = nil, e
-		case error:
-			db, err = nil, fmt.Errorf("the store in %s is damaged: pebble stopped with %w", dir, e)
-		default:
-			db, err = nil, fmt.Errorf("the store in %s is damaged: pebble stopped with %v", dir, r)
-		}
-	}()
-	return pebble.Open(dir, po)
-}
-
-// openLogger is Pebble's logger while the store opens: a fatal message then panics with a
-// pebbleFatal, which openPebble turns into Open's error, instead of ending the process.
-// Once the store is open, it is the logger it wraps. The flushes Pebble schedules as its
-// open ends run on goroutines of their own; one that failed in the moment before the
-// flag is cleared would end the process with the panic instead, as it would have ended
-// it anyway.
-type openLogger struct {
-	pebble.Logger
-	opening atomic.Bool
-}
-
-func (l *openLogger) Fatalf(format string, args ...any) {
-	if !l.opening.Load() {
-		l.Logger.Fatalf(format, args...)
-		return
-	}
-	f := pebbleFatal{msg: fmt.Sprintf(format, args...)}
-	for _, a := range args {
-		if e, ok := a.(error); ok {
-			f.err = e
-			break
-		}
-	}
-	panic(f)
-}
-
-// pebbleFatal is a fatal message of Pebble's, and the error among its arguments, so
-// that a caller can tell a full disk from other failures.
-type pebbleFatal struct {
-	msg string
-	err error
-}
-
-func (f pebbleFatal) Error() string { return f.msg }
-func (f pebbleFatal) Unwrap() error { return f.err }
 
 // Under a crowd of concurrent synced writes, the WAL waits syncWait after one fsync before
 // the next, so that one fsync serves more writes. An fsync costs the kernel CPU time as

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -40,16 +41,69 @@ func Open(dir string, opts *pebble.Options) (*pebble.DB, error) {
 	return db, err
 }
 
+// open opens the database, turning a panic inside Pebble's open into an error, and a
+// fatal error Pebble meets while it opens (a manifest it cannot write on a full disk)
+// into an error too: Pebble's logger would end the process with a line that names
+// neither the folder nor the remedy, and leave a folder half-made.
 func open(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = pebble.DefaultLogger
+	}
+	l := &openLogger{Logger: logger}
+	l.opening.Store(true)
+	defer l.opening.Store(false)
+	po := *opts
+	po.Logger = l
 	defer func() {
-		if r := recover(); r != nil {
+		switch r := recover().(type) {
+		case nil:
+		case fatal:
+			db, err = nil, r
+		default:
 			// On one line: it ends up in the one line that refuses a start.
 			msg := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
 			db, err = nil, fmt.Errorf("%w: pebble stopped with %s", ErrDamaged, msg)
 		}
 	}()
-	return pebble.Open(dir, opts)
+	return pebble.Open(dir, &po)
 }
+
+// openLogger is Pebble's logger while a database opens: a fatal message then panics with
+// a fatal, which open turns into its error, instead of ending the process. Once the
+// database is open, it is the logger it wraps. The flushes Pebble schedules as its open
+// ends run on goroutines of their own; one that failed in the moment before the flag is
+// cleared would end the process with the panic instead, as it would have ended it anyway.
+type openLogger struct {
+	pebble.Logger
+	opening atomic.Bool
+}
+
+// Fatalf panics with a fatal while the database opens, and is the wrapped logger's after.
+func (l *openLogger) Fatalf(format string, args ...any) {
+	if !l.opening.Load() {
+		l.Logger.Fatalf(format, args...)
+		return
+	}
+	f := fatal{msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if e, ok := a.(error); ok {
+			f.err = e
+			break
+		}
+	}
+	panic(f)
+}
+
+// fatal is a fatal message of Pebble's, and the error among its arguments, so that a
+// caller can tell a full disk (syscall.ENOSPC in its chain) from other failures.
+type fatal struct {
+	msg string
+	err error
+}
+
+func (f fatal) Error() string { return strings.Join(strings.Fields(f.msg), " ") }
+func (f fatal) Unwrap() error { return f.err }
 
 // checkCurrent refuses a folder that holds a database but not its CURRENT file, which
 // names the manifest to read. A folder whose database was never completely created is

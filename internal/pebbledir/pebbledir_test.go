@@ -6,9 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
 
 // TestOpen opens folders damaged in the ways seen under a failing disk or a careless
@@ -109,6 +113,35 @@ func TestOpen(t *testing.T) {
 		}
 		db.Close()
 	})
+}
+
+// TestFirstOpenOnFullDisk opens a new database on a disk whose writes of the first
+// manifest fail as a full disk's do: the open is an error with syscall.ENOSPC in its
+// chain, not the end of the process, and once space is back the folder it left opens as
+// a new database.
+func TestFirstOpenOnFullDisk(t *testing.T) {
+	mem := vfs.NewMem()
+	var full atomic.Bool
+	full.Store(true)
+	disk := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if full.Load() && (op == errorfs.OpFileWrite || op == errorfs.OpFileWriteAt) && filepath.Base(path) == "MANIFEST-000001" {
+			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	opts := func() *pebble.Options { o := options(); o.FS = disk; return o }
+	if db, err := Open("db", opts()); err == nil {
+		db.Close()
+		t.Fatal("a database was created on a full disk")
+	} else if !errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Open on a full disk = %v, want one line with ENOSPC in its chain", err)
+	}
+	full.Store(false)
+	db, err := Open("db", opts())
+	if err != nil {
+		t.Fatalf("Open once space is back: %v", err)
+	}
+	db.Close()
 }
 
 func remove(t *testing.T, path string) {
