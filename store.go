@@ -68,7 +68,10 @@ type Store interface {
 	// Events calls fn for up to limit events after the given id, in order, each with
 	// its type and intent id.
 	Events(ctx context.Context, after uint64, limit int, fn func(Event) error) error
-	// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
+	// EventBounds reports the oldest retained event id (0 for none) and the id of the
+	// last event written, retained or pruned: an event the log gave, so that a reader
+	// told of it can find it or learn it was pruned. Ids a store handed out for events it
+	// then lost (an accepted loss, on Pebble) are not counted.
 	EventBounds(ctx context.Context) (first, last uint64, err error)
 	// PrunedThrough reports the id of the newest event pruned, 0 when none was: a
 	// reader who resumes after an older id has missed events.

@@ -869,10 +869,16 @@ func decodeEvent(k, v []byte) (intentd.Event, error) {
 	return intentd.DecodeEvent(binary.BigEndian.Uint64(k[1:]), time.Unix(0, int64(binary.BigEndian.Uint64(v[:8]))), bytes.Clone(v[8:]))
 }
 
-// EventBounds reports the oldest retained event id and the last assigned one; first is 0
-// when no event is retained.
+// EventBounds reports the oldest retained event id, 0 when none is, and the id of the
+// last event written, retained or pruned. The ids of a gap after it (eventids.go) were
+// handed out for events a loss took, or held in reserve, and are not counted: the engine
+// takes last for an event the log gave or pruned, and a reader resuming inside the gap
+// would otherwise be told that the log reads less than it holds. The sequence record on
+// disk keeps the gap's end, for a version that knows no gaps.
 func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
-	last, err = s.readSeq()
+	if last, err = s.readSeq(); err == nil {
+		last, err = s.outsideGaps(last)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
