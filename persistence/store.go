@@ -894,15 +894,13 @@ func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
 
 // PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids have no
 // gaps here but those of a loss (eventids.go), so it is the one before the oldest
-// retained, or the last when none is, or the id before a gap that holds that one: a
-// reader who saw the lost events has missed none that was pruned.
+// retained, or the last when none is (EventBounds has already stepped it out of the
+// gaps), or the id before a gap that holds that one: a reader who saw the lost events
+// has missed none that was pruned.
 func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
 	first, last, err := s.EventBounds(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if first == 0 {
-		return s.outsideGaps(last)
+	if err != nil || first == 0 {
+		return last, err
 	}
 	return s.outsideGaps(first - 1)
 }
