@@ -21,11 +21,11 @@ import (
 
 // baselineEnv, set in the environment of this program's own executable, makes it serve
 // a bare server instead of running a scenario: the intake's bare server, or with the
-// value floorServer the decide path's floor (floor.go). A bare server runs in a process
+// value floorServer the floor of intake and decide (floor.go). A bare server runs in a process
 // of its own, as intentd does, so that intentd and it share the machine alike.
 const baselineEnv = "INTENTBENCH_BASELINE_SERVER"
 
-// floorServer is the value of baselineEnv that asks for the decide path's floor.
+// floorServer is the value of baselineEnv that asks for the floor.
 const floorServer = "decide"
 
 // bareEngine is the stateless part of intake and nothing else: the intent's strict

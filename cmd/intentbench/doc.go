@@ -16,8 +16,13 @@
 //   - baseline: intake, then the same load and the same bodies on a bare server (this
 //     program re-executed: the http package's server, router and decoders, JCS, the
 //     attrs check and Ed25519 verify; no actors, no store), and the ratio of the two.
+//   - intake-floor: baseline with the floor in intentd's place: the bare server that
+//     also writes each intent synced to the service's store, as the service must keep
+//     it (the canonical intent and its authorship), without actors or snapshots.
 //   - decide: intents, then one proposal each at --rate; the latency from a proposal's
 //     200 to its event on a stream, with the demo catalog's solutions.
+//   - decide-floor: decide on the floor: the proposal's work alone, two synced writes,
+//     the extraction, the evaluation, the receipt and the stream.
 //   - fanout: --subscribers streams while proposals make events at --rate; every
 //     subscriber must read every event: lost and duplicated events are counted, and a
 //     subscriber the server cuts off reconnects after its last id, as clients do.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -18,16 +19,18 @@ import (
 	"github.com/intentd/intentd/policy"
 )
 
-// floorEngine is the decide path's floor: what the service must do for a proposal,
-// done in the caller's goroutine and one more, with nothing of the engine around it.
-// A proposal reads its intent from the store, writes the proposal synced and is
-// answered; then the evidence is extracted from the demo catalog, the policy
-// evaluated, the receipt signed, the outcome and its event written synced in one
-// batch, and the event handed to the streams. The store is the service's own
-// (persistence, Pebble); its records are the intent's canonical bytes, not the
-// engine's snapshots. No actor, no limiter, no transparency log, no snapshot JSON, no
-// retained-event replay: the difference between decide on intentd and on this server
-// is what the engine itself costs.
+// floorEngine is the floor of intake and of decide: what the service must do for an
+// intent and for a proposal, done in the caller's goroutine and one more, with nothing
+// of the engine around it. An intent is checked as the bare server checks it, then
+// written synced with what the service must keep of it: the canonical intent and its
+// authorship, which GET /intents/{id} returns. A proposal reads its intent from the
+// store, writes the proposal synced and is answered; then the evidence is extracted
+// from the demo catalog, the policy evaluated, the receipt signed, the outcome and its
+// event written synced in one batch, and the event handed to the streams. The store is
+// the service's own (persistence, Pebble), with its index keys; its records are the
+// floor's own, not the engine's snapshots. No actor, no limiter, no transparency log,
+// no snapshot, no retained-event replay: the difference between intentd and this
+// server is what the engine itself costs.
 type floorEngine struct {
 	bareEngine
 	store     *persistence.Store
@@ -72,13 +75,20 @@ func (e *floorEngine) PutPolicy(ctx context.Context, source string) (string, err
 	return id, nil
 }
 
-// SubmitIntent checks the intent as the bare server does and stores it, synced.
+// SubmitIntent checks the intent as the bare server does and stores it, synced: the
+// canonical intent's length, the canonical intent and the authorship's JSON.
 func (e *floorEngine) SubmitIntent(ctx context.Context, sub intentd.Submission) error {
 	if err := e.bareEngine.SubmitIntent(ctx, sub); err != nil {
 		return err
 	}
+	auth, err := sub.Authorship.MarshalJSON()
+	if err != nil {
+		return intentd.Internal("encode authorship: %w", err)
+	}
+	record := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(sub.Canonical)+len(auth)), uint64(len(sub.Canonical)))
+	record = append(append(record, sub.Canonical...), auth...)
 	id, _ := intentd.CanonicalIntentID(sub.Intent.ID)
-	err := e.store.CreateIntent(ctx, id, sub.Intent.PolicyID, sub.Canonical, time.Now().Add(time.Hour))
+	err = e.store.CreateIntent(ctx, id, sub.Intent.PolicyID, record, time.Now().Add(time.Hour))
 	if err != nil {
 		return intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "%v", err)
 	}
@@ -88,10 +98,15 @@ func (e *floorEngine) SubmitIntent(ctx context.Context, sub intentd.Submission) 
 // Propose reads the intent, writes the proposal synced, and proves in a goroutine.
 func (e *floorEngine) Propose(ctx context.Context, rawID string, p intentd.Proposal) error {
 	id, _ := intentd.CanonicalIntentID(rawID)
-	canon, err := e.store.Intent(ctx, id)
+	stored, err := e.store.Intent(ctx, id)
 	if err != nil {
 		return intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s: %v", id, err)
 	}
+	n, w := binary.Uvarint(stored)
+	if w <= 0 || n > uint64(len(stored)-w) {
+		return intentd.Internal("read intent: %w", fmt.Errorf("%s: record is corrupt", id))
+	}
+	canon := stored[w : w+int(n)]
 	in, err := intentd.DecodeIntent(canon)
 	if err != nil {
 		return intentd.Internal("decode intent: %w", err)

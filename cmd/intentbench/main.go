@@ -50,6 +50,10 @@ var scenarios = map[string]struct {
 		b.floor = true
 		return runDecide(ctx, b, r)
 	}},
+	"intake-floor": {"baseline with the intake floor in intentd's place: the bare server that also writes each intent to the store, synced", func(ctx context.Context, b *bench, r *Report) error {
+		b.floor = true
+		return runBaseline(ctx, b, r)
+	}},
 	"fanout":    {"N stream subscribers while events are produced at a rate; lost, duplicated, delivery lag", runFanout},
 	"soak-open": {"fill the store with N open intents; resident memory, restart time, status latency after restart", runSoakOpen},
 }
@@ -209,7 +213,7 @@ func (o options) settings(name string) map[string]string {
 		s["rate"] = trimFloat(o.Rate)
 	}
 	switch name {
-	case "intake", "baseline":
+	case "intake", "baseline", "intake-floor":
 		s["warmup"] = o.Warmup.String()
 	case "decide", "decide-floor":
 		s["drain"] = o.Drain.String()
@@ -245,7 +249,7 @@ type bench struct {
 	servers []*child // started by the tool, stopped by close
 	// subscribers is the stream clients the run opens, for --max-subscribers.
 	subscribers int
-	// floor makes the run's server the decide path's floor instead of intentd.
+	// floor makes the run's server the floor (floor.go) instead of intentd.
 	floor bool
 }
 
@@ -313,7 +317,7 @@ func (b *bench) target(ctx context.Context) (string, *child, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		b.logf("the decide floor %s serving", c.url)
+		b.logf("the floor %s serving", c.url)
 		return c.url, c, nil
 	}
 	dir, err := os.MkdirTemp(b.tmp, "data-")

@@ -123,6 +123,18 @@ func TestScenarios(t *testing.T) {
 			}
 			checkSlowCauses(t, r, true)
 		}},
+		{"intake-floor", []string{"--duration", "1s", "--warmup", "0s", "--intents", "200"}, func(t *testing.T, r Report) {
+			floor := seriesNamed(t, r, "floor: POST /intents")
+			bare := seriesNamed(t, r, "baseline: POST /intents")
+			checkSeries(t, floor, 0)
+			checkSeries(t, bare, 0)
+			if ratio := figureOf(t, r, "floor/baseline throughput ratio"); ratio.Value != floor.PerSecond/bare.PerSecond {
+				t.Errorf("ratio %v, want %v", ratio.Value, floor.PerSecond/bare.PerSecond)
+			}
+			if f := figureOf(t, r, "floor: server CPU per request"); f.Value <= 0 {
+				t.Errorf("the floor's CPU per intent is %v, want it measured", f.Value)
+			}
+		}},
 		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
 			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
 			if f := figureOf(t, r, "events missing"); f.Value != 0 {
