@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -637,6 +638,70 @@ func (h *harness) interruptProposals(n int) []string {
 	return ids
 }
 
+// TestVersion1Snapshot serves an intent whose state an earlier version wrote as JSON:
+// read, proposed to and decided as any other, and written in the binary form at its
+// change.
+func TestVersion1Snapshot(t *testing.T) { eachStore(t, testVersion1Snapshot) }
+
+func testVersion1Snapshot(t *testing.T, backend storetest.Backend) {
+	h := newHarnessOn(t, backend, withProver)
+	ctx := context.Background()
+	id := uuid.NewString()
+	raw := h.intentJSON(id, "M", 2500)
+	auth, err := crypto.SignEd25519(h.key, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := intentd.DecodeIntent(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := intentd.NewSubmission(in, raw, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authored, err := encodeAuthored(sub.Canonical, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, err := intentd.MarshalJSON(&snapshot{V: 1, ID: id, PolicyID: h.policy, Authored: authored,
+		State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.CreateIntent(ctx, id, h.policy, old, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	if got, err := h.e.GetIntent(ctx, id); err != nil || !bytes.Equal(got, authored) {
+		t.Fatalf("GetIntent = %s, %v; want %s", got, err, authored)
+	}
+	if st := h.status(id); st.State != intentd.StateOpen {
+		t.Fatalf("status %+v, want open", st)
+	}
+	if err := proposeTo(h, id, "M-cheap"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, intentd.StateSuccess)
+	data, err := h.store.Intent(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] == '{' {
+		t.Fatalf("the decided intent is still kept as JSON: %.60s", data)
+	}
+	if s, err := decodeSnapshot(data); err != nil || s.State != intentd.StateSuccess || !bytes.Equal(s.Authored, authored) {
+		t.Fatalf("stored %+v, %v", s, err)
+	}
+	if _, err := h.e.Proof(ctx, id); err != nil {
+		t.Fatalf("Proof: %v", err)
+	}
+	if _, err := h.e.Receipt(ctx, id); err != nil {
+		t.Fatalf("Receipt: %v", err)
+	}
+}
+
 // TestExpiryWhileDown expires, at start-up, intents whose time passed while the engine
 // was closed.
 func TestExpiryWhileDown(t *testing.T) { eachStore(t, testExpiryWhileDown) }
@@ -647,9 +712,12 @@ func testExpiryWhileDown(t *testing.T, backend storetest.Backend) {
 	h.close()
 	time.Sleep(150 * time.Millisecond)
 	h.open()
-	s, err := h.store.Intent(context.Background(), id)
-	if err != nil || !strings.Contains(string(s), `"state":"expired"`) {
-		t.Fatalf("after start-up the intent is %s, %v; want expired before Ready", s, err)
+	data, err := h.store.Intent(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := decodeSnapshot(data); err != nil || s.State != intentd.StateExpired {
+		t.Fatalf("after start-up the intent is %+v, %v; want expired before Ready", s, err)
 	}
 	if evs := h.events(0, 1); evs[0].Type != intentd.StateExpired {
 		t.Fatalf("event = %+v", evs[0])

@@ -14,8 +14,8 @@ import (
 )
 
 // snapshotVersion is written into every snapshot; a snapshot of an unknown version is
-// refused rather than misread.
-const snapshotVersion = 1
+// refused rather than misread. Version 1 was JSON, and is still read (encode.go).
+const snapshotVersion = 2
 
 // snapshot is the durable state of one intent: everything its actor needs to come back.
 type snapshot struct {
@@ -42,17 +42,6 @@ type snapshot struct {
 	EvidenceMissing []string        `json:"evidence_missing,omitempty"`
 	Receipt         json.RawMessage `json:"receipt,omitempty"`
 	FinishedAt      time.Time       `json:"finished_at,omitzero"`
-}
-
-func decodeSnapshot(data []byte) (*snapshot, error) {
-	var s snapshot
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, intentd.Internal("decode snapshot: %w", err)
-	}
-	if s.V != snapshotVersion {
-		return nil, intentd.Internal("decode snapshot: %w", fmt.Errorf("%s has version %d, want %d", s.ID, s.V, snapshotVersion))
-	}
-	return &s, nil
 }
 
 // clone is a copy a caller may keep while the actor moves on.
