@@ -214,7 +214,7 @@ func intentIDs(intent []byte) (id, policyID string, found bool) {
 		return "", "", false
 	}
 	p := bytes.LastIndex(intent, []byte(policyName))
-	if p < 0 {
+	if p < 0 || p+len(policyName) > len(intent)-2 {
 		return "", "", false
 	}
 	i := bytes.LastIndex(intent[:p], []byte(idName))

@@ -260,6 +260,7 @@ func TestIntentIDs(t *testing.T) {
 		{`{"policy_id":"p"}`, "", "", false},
 		{`{"xid":"x","policy_id":"p"}`, "", "", false},
 		{`{"id":"x","policy_id":"p","z":1}`, "", "", false},
+		{`0,"id":"0","policy_id":"}`, "", "", false},
 		{``, "", "", false},
 	} {
 		t.Run(tc.intent, func(t *testing.T) {
