@@ -165,6 +165,9 @@ func (s *snapshot) encode() ([]byte, error) {
 	b = appendBytes(b, fieldReason, s.Reason)
 	b = appendBytes(b, fieldFailureKind, s.FailureKind)
 	for _, f := range s.Failures {
+		if f.Index < 0 || f.Index > math.MaxInt32 {
+			return nil, fmt.Errorf("encode snapshot %s: failure index %d", s.ID, f.Index)
+		}
 		size := 1 + protowire.SizeVarint(uint64(f.Index))
 		for _, v := range []string{f.PrettyExpr, f.Reason} {
 			if len(v) > 0 {

@@ -702,6 +702,32 @@ func testVersion1Snapshot(t *testing.T, backend storetest.Backend) {
 	}
 }
 
+// TestTimelineInUTC reads an intent's times in UTC whether its actor is live or its
+// snapshot was read back from the store, on a server whose clock is in another zone.
+func TestTimelineInUTC(t *testing.T) {
+	paris := time.FixedZone("Paris", 3600)
+	h := newHarness(t, func(c *Config) { c.Now = func() time.Time { return time.Now().In(paris) } })
+	id := h.submit("M", 2500)
+	live, err := h.e.Timeline(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.close()
+	h.open()
+	back, err := h.e.Timeline(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range []intentd.Timeline{live, back} {
+		if tl.CreatedAt.Location() != time.UTC || tl.ExpiresAt.Location() != time.UTC {
+			t.Fatalf("timeline %+v, want its times in UTC", tl)
+		}
+	}
+	if !live.CreatedAt.Equal(back.CreatedAt) {
+		t.Fatalf("created at %v live, %v read back", live.CreatedAt, back.CreatedAt)
+	}
+}
+
 // TestExpiryWhileDown expires, at start-up, intents whose time passed while the engine
 // was closed.
 func TestExpiryWhileDown(t *testing.T) { eachStore(t, testExpiryWhileDown) }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/intentd/intentd"
 )
@@ -36,7 +35,10 @@ func (e *Engine) Receipt(ctx context.Context, id string) (json.RawMessage, error
 			err = fmt.Errorf("version %d in JSON, want 1", v)
 		}
 	} else {
-		state, receipt, err = wireReceipt(data)
+		var s *snapshot
+		if s, err = decodeSnapshotWire(data); err == nil {
+			state, receipt = s.State, s.Receipt
+		}
 	}
 	if err != nil {
 		return nil, intentd.Internal("decode snapshot: %w", fmt.Errorf("%s: %w", id, err))
@@ -89,40 +91,4 @@ func snapshotReceipt(data []byte) (v int64, state intentd.State, receipt json.Ra
 		}
 	}
 	return v, state, receipt, nil
-}
-
-// wireReceipt reads a binary snapshot's state and receipt, and checks its version,
-// stepping over the other fields.
-func wireReceipt(data []byte) (state intentd.State, receipt json.RawMessage, err error) {
-	var version uint64
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return "", nil, protowire.ParseError(n)
-		}
-		data = data[n:]
-		switch {
-		case num == fieldVersion && typ == protowire.VarintType:
-			version, n = protowire.ConsumeVarint(data)
-		case (num == fieldState || num == fieldReceipt) && typ == protowire.BytesType:
-			var v []byte
-			if v, n = protowire.ConsumeBytes(data); n >= 0 {
-				if num == fieldState {
-					state = intentd.State(v)
-				} else {
-					receipt = bytes.Clone(v)
-				}
-			}
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, data)
-		}
-		if n < 0 {
-			return "", nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		data = data[n:]
-	}
-	if version != snapshotVersion {
-		return "", nil, fmt.Errorf("version %d, want %d", version, snapshotVersion)
-	}
-	return state, receipt, nil
 }

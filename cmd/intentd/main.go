@@ -38,6 +38,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// maxIntentTTL bounds --intent-ttl: deadlines are kept as Unix nanoseconds, which end in
+// 2262, and a century is past any wait for a proposal.
+const maxIntentTTL = 100 * 365 * 24 * time.Hour
+
 func main() {
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
@@ -352,8 +356,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-previews %d: want 0 (no bound) or more", c.MaxPreviews)
 	case c.ProvingQueue < 0:
 		return fmt.Errorf("--proving-queue %d: want 0 or more", c.ProvingQueue)
-	case c.IntentTTL <= 0:
-		return fmt.Errorf("--intent-ttl %s: want a positive duration", c.IntentTTL)
+	case c.IntentTTL <= 0 || c.IntentTTL > maxIntentTTL:
+		return fmt.Errorf("--intent-ttl %s: want a positive duration of at most %s (100 years)", c.IntentTTL, maxIntentTTL)
 	case c.EventRetention < 1:
 		return fmt.Errorf("--event-retention %d: want at least 1", c.EventRetention)
 	case c.EventRetentionAge <= 0:

@@ -110,6 +110,7 @@ func TestParseFlags(t *testing.T) {
 		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
 		{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
 		{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
+		{"ttl past a century", []string{"--intent-ttl", "876001h"}, nil, nil, "--intent-ttl"},
 		{"nats store", []string{"--store", "nats://a:4222,nats://b:4222", "--nats-prefix", "shop", "--nats-replicas", "3"},
 			map[string]string{"INTENTD_NATS_TOKEN": "s3cret"}, func(t *testing.T, c Config) {
 				if c.Store != "nats://a:4222,nats://b:4222" || c.NatsPrefix != "shop" || c.NatsReplicas != 3 || c.NatsToken != "s3cret" {
