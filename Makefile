@@ -91,6 +91,7 @@ load: ## the load scenarios at a few minutes' size (docs/benchmarks.md); LOADFLA
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentbench
 	$(BIN)/intentbench baseline  --intentd $(BIN)/intentd --duration 20s $(LOADFLAGS)
+	$(BIN)/intentbench intake-floor --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench decide    --intentd $(BIN)/intentd --rate 1000 --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench decide-floor --rate 1000 --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench fanout    --intentd $(BIN)/intentd --subscribers 2000 --rate 100 --duration 10s $(LOADFLAGS)
