@@ -135,8 +135,9 @@ func (s *snapshot) encode() ([]byte, error) {
 	b := make([]byte, 0, n)
 	b = protowire.AppendTag(b, fieldVersion, protowire.VarintType)
 	b = protowire.AppendVarint(b, snapshotVersion)
-	// The ids are written only where the intent does not give them as they are, which
-	// is never for an intent the service took in: the snapshot is 80 bytes smaller.
+	// The ids are written only where the intent does not give them as they are (an id
+	// sent in capitals, which the service keeps in lower case): the snapshot of every
+	// other intent is 80 bytes smaller.
 	id, policyID, found := intentIDs(intent)
 	if !found || id != s.ID {
 		b = appendPresent(b, fieldID, s.ID)
@@ -158,8 +159,7 @@ func (s *snapshot) encode() ([]byte, error) {
 	}
 	b = appendBytes(b, fieldRequest, s.Request)
 	if s.Proposal != nil {
-		b = protowire.AppendTag(b, fieldProposal, protowire.BytesType)
-		b = protowire.AppendString(b, s.Proposal.Solution)
+		b = appendPresent(b, fieldProposal, s.Proposal.Solution)
 	}
 	b = appendBytes(b, fieldEvidence, s.Evidence)
 	b = appendBytes(b, fieldReason, s.Reason)
@@ -182,8 +182,7 @@ func (s *snapshot) encode() ([]byte, error) {
 		b = appendBytes(b, failReason, f.Reason)
 	}
 	for _, f := range s.EvidenceMissing {
-		b = protowire.AppendTag(b, fieldEvidenceMissing, protowire.BytesType)
-		b = protowire.AppendString(b, f)
+		b = appendPresent(b, fieldEvidenceMissing, f)
 	}
 	return appendBytes(b, fieldReceipt, s.Receipt), nil
 }
@@ -243,10 +242,13 @@ func appendTime(b []byte, num protowire.Number, t time.Time) ([]byte, error) {
 	return protowire.AppendVarint(b, protowire.EncodeZigZag(t.UnixNano())), nil
 }
 
-// decodeSnapshot reads a snapshot of either version: JSON (version 1, written before
-// the binary form) or binary (version 2).
+// snapshotIsJSON tells a snapshot of version 1 (JSON, written before the binary form)
+// from one of version 2 by its first byte.
+func snapshotIsJSON(data []byte) bool { return len(data) > 0 && data[0] == '{' }
+
+// decodeSnapshot reads a snapshot of either version.
 func decodeSnapshot(data []byte) (*snapshot, error) {
-	if len(data) > 0 && data[0] == '{' {
+	if snapshotIsJSON(data) {
 		return decodeSnapshotJSON(data)
 	}
 	s, err := decodeSnapshotWire(data)

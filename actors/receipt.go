@@ -28,7 +28,7 @@ func (e *Engine) Receipt(ctx context.Context, id string) (json.RawMessage, error
 	}
 	var state intentd.State
 	var receipt json.RawMessage
-	if len(data) > 0 && data[0] == '{' {
+	if snapshotIsJSON(data) {
 		var v int64
 		v, state, receipt, err = snapshotReceipt(data)
 		if err == nil && v != 1 {
