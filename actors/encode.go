@@ -16,18 +16,36 @@ import (
 	"github.com/intentd/intentd/policy"
 )
 
-// encodeAuthored builds the stored AuthoredIntent around the canonical intent without
+// setAuthored builds the stored AuthoredIntent around the canonical intent without
 // re-reading it: encoding/json would validate and compact bytes that JCS has just written,
 // and the authorship's own compact encoding.
-func encodeAuthored(canon []byte, a crypto.Authorship) ([]byte, error) {
+func (s *snapshot) setAuthored(canon []byte, a crypto.Authorship) error {
 	auth, err := a.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return joinAuthored(canon, auth), nil
+	s.joinAuthored(canon, auth)
+	return nil
 }
 
-// The fixed parts of an authored intent as encodeAuthored writes it.
+// joinAuthored sets the authored intent from its two parts, and remembers where they
+// are in it.
+func (s *snapshot) joinAuthored(intent, authorship []byte) {
+	s.Authored = joinAuthored(intent, authorship)
+	s.intentLen = len(intent)
+}
+
+// authoredParts returns the intent and the authorship of the authored intent: from
+// where joinAuthored put them, or cut from a snapshot read as JSON.
+func (s *snapshot) authoredParts() (intent, authorship []byte, ok bool) {
+	start := len(authoredOpen)
+	if n := s.intentLen; n > 0 && len(s.Authored) > start+n+len(authoredAfter) {
+		return s.Authored[start : start+n], s.Authored[start+n+len(authoredAfter) : len(s.Authored)-1], true
+	}
+	return cutAuthored(s.Authored)
+}
+
+// The fixed parts of an authored intent as joinAuthored writes it.
 const (
 	authoredOpen  = `{"intent":`
 	authoredAfter = `,"authorship":`
@@ -117,7 +135,7 @@ var (
 // encode writes the snapshot in its binary form (version 2), whatever version it was
 // read from.
 func (s *snapshot) encode() ([]byte, error) {
-	intent, authorship, ok := cutAuthored(s.Authored)
+	intent, authorship, ok := s.authoredParts()
 	if !ok {
 		return nil, fmt.Errorf("encode snapshot %s: the authored intent is not an intent and its authorship", s.ID)
 	}
@@ -138,11 +156,11 @@ func (s *snapshot) encode() ([]byte, error) {
 	// The ids are written only where the intent does not give them as they are (an id
 	// sent in capitals, which the service keeps in lower case): the snapshot of every
 	// other intent is 80 bytes smaller.
-	id, policyID, found := intentIDs(intent)
-	if !found || id != s.ID {
+	id, policyID, found := intentIDBytes(intent)
+	if !found || string(id) != s.ID {
 		b = appendPresent(b, fieldID, s.ID)
 	}
-	if !found || policyID != s.PolicyID {
+	if !found || string(policyID) != s.PolicyID {
 		b = appendPresent(b, fieldPolicyID, s.PolicyID)
 	}
 	b = appendBytes(b, fieldIntent, intent)
@@ -211,23 +229,30 @@ func appendPresent(b []byte, num protowire.Number, v string) []byte {
 // that intentIDs gives as it is, and decodeSnapshotWire takes it from intentIDs again:
 // the two agree whatever the intent holds.
 func intentIDs(intent []byte) (id, policyID string, found bool) {
+	idText, policyText, found := intentIDBytes(intent)
+	return string(idText), string(policyText), found
+}
+
+// intentIDBytes is intentIDs without the copies, for the encoder, which only compares
+// them.
+func intentIDBytes(intent []byte) (id, policyID []byte, found bool) {
 	const idName, policyName = `"id":"`, `","policy_id":"`
 	if !bytes.HasSuffix(intent, []byte(`"}`)) {
-		return "", "", false
+		return nil, nil, false
 	}
 	p := bytes.LastIndex(intent, []byte(policyName))
 	if p < 0 || p+len(policyName) > len(intent)-2 {
-		return "", "", false
+		return nil, nil, false
 	}
 	i := bytes.LastIndex(intent[:p], []byte(idName))
 	if i < 1 || (intent[i-1] != ',' && intent[i-1] != '{') {
-		return "", "", false
+		return nil, nil, false
 	}
 	idText, policyText := intent[i+len(idName):p], intent[p+len(policyName):len(intent)-2]
 	if bytes.ContainsAny(idText, `"\`) || bytes.ContainsAny(policyText, `"\`) {
-		return "", "", false
+		return nil, nil, false
 	}
-	return string(idText), string(policyText), true
+	return idText, policyText, true
 }
 
 // appendTime writes a time as Unix nanoseconds, or nothing for the zero time.
@@ -375,7 +400,7 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 			s.PolicyID = policyID
 		}
 	}
-	s.Authored = joinAuthored(intent, authorship)
+	s.joinAuthored(intent, authorship)
 	return s, nil
 }
 

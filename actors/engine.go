@@ -484,20 +484,18 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 		}
 		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "%v", err)
 	}
-	authored, err := encodeAuthored(canon, authorship)
-	if err != nil {
-		return intentd.Internal("encode authored intent: %w", err)
-	}
 	id, _ := intentd.CanonicalIntentID(in.ID)
 	now := e.cfg.Now()
 	snap := &snapshot{
 		V:         snapshotVersion,
 		ID:        id,
 		PolicyID:  in.PolicyID,
-		Authored:  authored,
 		State:     intentd.StateOpen,
 		CreatedAt: now,
 		ExpiresAt: now.Add(e.cfg.IntentTTL),
+	}
+	if err := snap.setAuthored(canon, authorship); err != nil {
+		return intentd.Internal("encode authored intent: %w", err)
 	}
 	if e.cluster == nil {
 		if done, err := e.registry.createIdle(ctx, id, func() error {

@@ -42,6 +42,11 @@ type snapshot struct {
 	EvidenceMissing []string        `json:"evidence_missing,omitempty"`
 	Receipt         json.RawMessage `json:"receipt,omitempty"`
 	FinishedAt      time.Time       `json:"finished_at,omitzero"`
+
+	// intentLen is the length of the intent in Authored where joinAuthored wrote it,
+	// 0 when Authored was read from JSON: the snapshot's encoding and each proposal
+	// take the intent out of it, and finding its end cost a search of the bytes.
+	intentLen int
 }
 
 // clone is a copy a caller may keep while the actor moves on.

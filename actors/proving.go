@@ -238,7 +238,7 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	}
 	// Only the intent's attrs are needed: the authorship, verified when the intent was
 	// submitted, is not decoded again.
-	intentJSON, _, ok := cutAuthored(snap.Authored)
+	intentJSON, _, ok := snap.authoredParts()
 	if !ok {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
 	}

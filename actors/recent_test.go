@@ -28,19 +28,27 @@ func TestRecentIntents(t *testing.T) {
 			r.put(recentSnap("a", 1000))
 			return []string{takeID(r, "a"), takeID(r, "a")}
 		}, []string{"a", ""}, 0},
-		{"the oldest go first past the budget", 3 * one, func(r *recentIntents) []string {
+		{"the older generation goes when the newer is full", 4 * one, func(r *recentIntents) []string {
+			// Generations of two: id-0 and id-1, then id-2 and id-3, then id-4, which
+			// drops the first.
 			for i := range 5 {
 				r.put(recentSnap(fmt.Sprintf("id-%d", i), 1000))
 			}
 			return []string{takeID(r, "id-0"), takeID(r, "id-1"), takeID(r, "id-2"), takeID(r, "id-4")}
 		}, []string{"", "", "id-2", "id-4"}, 1},
-		{"a snapshot put again stays past its first place", 2 * one, func(r *recentIntents) []string {
+		{"a snapshot put again is taken once, the newer", 4 * one, func(r *recentIntents) []string {
 			r.put(recentSnap("id-0", 1000))
 			r.put(recentSnap("id-1", 1000))
-			r.put(recentSnap("id-0", 1000)) // replaces the first: still two held
-			r.put(recentSnap("id-2", 1000)) // pushes out id-1, not the second id-0
-			return []string{takeID(r, "id-1"), takeID(r, "id-0"), takeID(r, "id-2")}
-		}, []string{"", "id-0", "id-2"}, 0},
+			r.put(recentSnap("id-2", 1000)) // the first two are now the older generation
+			again := recentSnap("id-0", 1000)
+			again.PolicyID = "q" // told apart from the first, at the same size
+			r.put(again)
+			s := r.take("id-0")
+			if s != again {
+				return []string{"not the newer"}
+			}
+			return []string{s.ID, takeID(r, "id-0"), takeID(r, "id-1"), takeID(r, "id-2")}
+		}, []string{"id-0", "", "id-1", "id-2"}, 0},
 		{"one larger than the budget is not held", one - 1, func(r *recentIntents) []string {
 			r.put(recentSnap("id-0", 1000))
 			return []string{takeID(r, "id-0")}
@@ -70,19 +78,29 @@ func takeID(r *recentIntents, id string) string {
 	return ""
 }
 
-// TestRecentIntentsOrderStaysBounded puts and takes many snapshots, as intents created
-// and proposed to at once: the order of places does not grow with them.
-func TestRecentIntentsOrderStaysBounded(t *testing.T) {
-	r := newRecentIntents(1 << 20)
+// TestRecentIntentsHoldTheNewest puts many more snapshots than the budget holds, some
+// taken at once as by a proposal that follows its create: the bytes held stay within
+// the budget, and the newest half of the budget's worth can be taken.
+func TestRecentIntentsHoldTheNewest(t *testing.T) {
+	const budget = 1 << 20
+	r := newRecentIntents(budget)
+	size := snapshotWeight + len("id-00000") + len("p") + 100
 	for i := range 100_000 {
-		id := fmt.Sprintf("id-%d", i)
+		id := fmt.Sprintf("id-%05d", i)
 		r.put(recentSnap(id, 100))
-		if r.take(id) == nil {
+		if i%3 == 0 && r.take(id) == nil {
 			t.Fatalf("%s not held", id)
 		}
+		if n, bytes := r.stats(); bytes > budget || n*size != bytes {
+			t.Fatalf("after %d puts: %d held in %d bytes, budget %d", i+1, n, bytes, budget)
+		}
 	}
-	if len(r.order) > 2048 || cap(r.order) > 4096 {
-		t.Fatalf("the order holds %d places in an array of %d after every snapshot was taken", len(r.order), cap(r.order))
+	newest := budget / 2 / size
+	for i := 100_000 - newest; i < 100_000; i++ {
+		id := fmt.Sprintf("id-%05d", i)
+		if s := r.take(id); (s == nil) != (i%3 == 0) {
+			t.Fatalf("%s: taken %v, want held unless taken before", id, s != nil)
+		}
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -39,9 +37,13 @@ type liveActor struct {
 	pid      *actor.PID
 	inflight int
 	lastUsed time.Time
-	// stopping is closed when a passivated actor is gone; callers wait for it before
-	// spawning the intent's actor again under the same name.
+	// stopping is closed when a passivated actor is gone, or a create written without
+	// an actor is done; callers wait for it before spawning the intent's actor again
+	// under the same name.
 	stopping chan struct{}
+	// createErr is the error of the create written without an actor, set before
+	// stopping is closed.
+	createErr error
 	// ended marks an actor whose intent has reached its end while other calls were in
 	// flight; the last of them to finish stops it.
 	ended bool
@@ -55,10 +57,16 @@ func newRegistry(e *Engine) *registry {
 	return r
 }
 
+// shard is the shard of id, by its FNV-1a hash, computed here rather than with
+// hash/fnv so that a call allocates nothing.
 func (r *registry) shard(id string) *registryShard {
-	h := fnv.New32a()
-	io.WriteString(h, id)
-	return &r.shards[h.Sum32()%registryShards]
+	const offset32, prime32 = 2166136261, 16777619
+	h := uint32(offset32)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= prime32
+	}
+	return &r.shards[h%registryShards]
 }
 
 // call sends msg to the actor of intent id, wherever it lives: here, or in a cluster on
@@ -199,19 +207,18 @@ func (r *registry) createIdle(ctx context.Context, id string, create func() erro
 	la := &liveActor{stopping: make(chan struct{})}
 	s.m[id] = la
 	s.mu.Unlock()
-	done := make(chan error, 1)
 	r.e.dispatcher.Schedule(func() {
 		defer r.e.wg.Done()
 		err := create()
 		s.mu.Lock()
 		delete(s.m, id)
 		s.mu.Unlock()
+		la.createErr = err
 		close(la.stopping)
-		done <- err
 	})
 	select {
-	case err := <-done:
-		return true, err
+	case <-la.stopping:
+		return true, la.createErr
 	case <-ctx.Done():
 		return true, intentd.Canceled(ctx.Err())
 	}

@@ -135,6 +135,9 @@ func (a Authorship) MarshalJSON() ([]byte, error) {
 		return []byte(`"Unsigned"`), nil
 	}
 	var buf bytes.Buffer
+	// An Ed25519 authorship, the common one, is at most 184 bytes: one allocation
+	// instead of a buffer grown three times.
+	buf.Grow(184)
 	buf.WriteString(`{"Signed":`)
 	if err := a.Signature.encode(&buf); err != nil {
 		return nil, err
