@@ -71,7 +71,7 @@ type Config struct {
 	// RecentIntentBytes is how much memory the snapshots of new intents may take while
 	// they wait for their first proposal (recent.go), so that its actor starts without
 	// reading the store; 0: none are kept. Each takes about 400 bytes beyond its signed
-	// intent.
+	// intent; at least the newest half of the budget's worth are held.
 	RecentIntentBytes int
 	// PassivateAfter is how long an intent actor may be idle before it stops.
 	PassivateAfter time.Duration
