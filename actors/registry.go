@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ const registryShards = 64
 // version in use, so activity is tracked here.
 type registry struct {
 	e      *Engine
+	seed   maphash.Seed // of the hash that picks an id's shard
 	shards [registryShards]registryShard
 }
 
@@ -50,23 +52,17 @@ type liveActor struct {
 }
 
 func newRegistry(e *Engine) *registry {
-	r := &registry{e: e}
+	r := &registry{e: e, seed: maphash.MakeSeed()}
 	for i := range r.shards {
 		r.shards[i].m = make(map[string]*liveActor)
 	}
 	return r
 }
 
-// shard is the shard of id, by its FNV-1a hash, computed here rather than with
-// hash/fnv so that a call allocates nothing.
+// shard is the shard of id. maphash hashes a string without allocating; hash/fnv's
+// hasher and the copy of id into it were two allocations a call.
 func (r *registry) shard(id string) *registryShard {
-	const offset32, prime32 = 2166136261, 16777619
-	h := uint32(offset32)
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= prime32
-	}
-	return &r.shards[h%registryShards]
+	return &r.shards[maphash.String(r.seed, id)%registryShards]
 }
 
 // call sends msg to the actor of intent id, wherever it lives: here, or in a cluster on
