@@ -50,8 +50,8 @@ type Store interface {
 	// Intent returns an intent's snapshot, or ErrNotFound.
 	Intent(ctx context.Context, id string) ([]byte, error)
 	// BeginProcessing writes an intent's processing snapshot and takes it out of the
-	// expiry index.
-	BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error
+	// expiry index; the intent still names policyID, which stays in use.
+	BeginProcessing(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error
 	// Finish writes a terminal snapshot with its event (from NewEvent) and returns the
 	// event's id. The event sink hears of the event, with its id and time, once it is
 	// durable.

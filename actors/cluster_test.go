@@ -257,7 +257,7 @@ func TestClusterWakesStuckIntents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Written past the actors, as the member that took the proposal did before it died.
-	if err := hs[0].store.BeginProcessing(ctx, id, data, snap.ExpiresAt); err != nil {
+	if err := hs[0].store.BeginProcessing(ctx, id, snap.PolicyID, data, snap.ExpiresAt); err != nil {
 		t.Fatal(err)
 	}
 	hs[0].waitState(id, intentd.StateSuccess)

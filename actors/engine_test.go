@@ -846,9 +846,9 @@ type heldStore struct {
 	release chan struct{}
 }
 
-func (s *heldStore) BeginProcessing(ctx context.Context, id string, snap []byte, at time.Time) error {
+func (s *heldStore) BeginProcessing(ctx context.Context, id, policyID string, snap []byte, at time.Time) error {
 	<-s.release
-	return s.Store.BeginProcessing(ctx, id, snap, at)
+	return s.Store.BeginProcessing(ctx, id, policyID, snap, at)
 }
 
 // TestCallerLeavesActorCall checks that a caller whose ctx ends while the intent's actor

@@ -244,7 +244,7 @@ func (a *intentActor) propose(m propose) reply {
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()
 	if err == nil {
-		err = a.e.store.BeginProcessing(a.e.ctx, a.id, data, a.snap.ExpiresAt)
+		err = a.e.store.BeginProcessing(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt)
 	}
 	if err != nil {
 		a.e.releaseReservation()

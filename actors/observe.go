@@ -75,9 +75,9 @@ func (t timedStore) Intent(ctx context.Context, id string) ([]byte, error) {
 	return t.s.Intent(ctx, id)
 }
 
-func (t timedStore) BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+func (t timedStore) BeginProcessing(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	defer t.write("begin_processing", time.Now())
-	return t.s.BeginProcessing(ctx, id, snapshot, expiresAt)
+	return t.s.BeginProcessing(ctx, id, policyID, snapshot, expiresAt)
 }
 
 func (t timedStore) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {

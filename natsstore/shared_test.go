@@ -43,7 +43,7 @@ func TestTwoStoresShareOneStream(t *testing.T) {
 	if err := b.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
 		t.Fatalf("delete through the other store = %v, want intentd.ErrPolicyInUse", err)
 	}
-	if err := a.BeginProcessing(ctx, "x", []byte("p"), time.Now()); err != nil {
+	if err := a.BeginProcessing(ctx, "x", "P", []byte("p"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool {

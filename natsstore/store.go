@@ -1128,8 +1128,9 @@ var errStale = intentd.ErrStale
 // Of two writers, on any nodes, one terminal write succeeds, and nothing follows it.
 
 // BeginProcessing writes an intent's processing snapshot against the sequence of its
-// last one, so that a stale writer is refused.
-func (s *Store) BeginProcessing(ctx context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+// last one, so that a stale writer is refused. The policy the intent names is the one
+// its record holds already, so policyID is not read.
+func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []byte, expiresAt time.Time) error {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func TestUnansweredTriesLandOnce(t *testing.T) {
 		if err := s.CreateIntent(ctx, id, "P", []byte(`{"open":true}`), time.Now().Add(time.Hour)); err != nil {
 			t.Fatalf("create %s: %v", id, err)
 		}
-		if err := s.BeginProcessing(ctx, id, []byte(`{"processing":true}`), time.Now().Add(time.Hour)); err != nil {
+		if err := s.BeginProcessing(ctx, id, "P", []byte(`{"processing":true}`), time.Now().Add(time.Hour)); err != nil {
 			t.Fatalf("processing %s: %v", id, err)
 		}
 		ev, err := s.Finish(ctx, id, "P", []byte(`{"done":true}`), time.Now().Add(time.Hour), storetest.Event(id))

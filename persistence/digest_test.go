@@ -101,7 +101,7 @@ func TestDigestFollowsWrites(t *testing.T) {
 	if withIntent == withPolicy {
 		t.Fatal("CreateIntent left the digest unchanged")
 	}
-	if err := s.BeginProcessing(ctx, "I1", []byte(`{"p":1}`), t0); err != nil {
+	if err := s.BeginProcessing(ctx, "I1", "P1", []byte(`{"p":1}`), t0); err != nil {
 		t.Fatal(err)
 	}
 	processing := digest(t, s)

@@ -46,7 +46,7 @@ func TestStorageFull(t *testing.T) {
 	}
 	for name, write := range map[string]func() error{
 		"create":   func() error { return s.CreateIntent(ctx, "during", "P", []byte("o"), t0) },
-		"process":  func() error { return s.BeginProcessing(ctx, "before", []byte("p"), t0) },
+		"process":  func() error { return s.BeginProcessing(ctx, "before", "P", []byte("p"), t0) },
 		"finish":   func() error { _, err := s.Finish(ctx, "before", "P", []byte("d"), t0, event("before")); return err },
 		"policy":   func() error { _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); return err },
 		"unpolicy": func() error { return s.DeletePolicy(ctx, "R") },

@@ -31,9 +31,9 @@ const (
 	prefixPolicy     = 'p' // p<policy id> -> policy record
 	prefixBytecode   = 'b' // b<policy id> -> bytecode, kept after a delete for proofs
 	prefixIntent     = 'i' // i<intent id> -> snapshot
-	prefixRef        = 'r' // r<policy id>\x00<intent id> -> "": a live intent names the policy
-	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> "": an open intent's deadline
-	prefixProcessing = 'q' // q<intent id> -> "": the intent is processing
+	prefixRef        = 'r' // r<policy id>\x00<intent id> -> "": no longer written (refs.go)
+	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> policy id: an open intent's deadline
+	prefixProcessing = 'q' // q<intent id> -> policy id: the intent is processing
 	prefixEvent      = 'e' // e<8-byte event id> -> 8-byte unix nanos, then the payload
 	prefixWrite      = 'w' // w<8-byte write number> -> "": the newest committed batch (mark.go)
 	keyEventSeq      = "mseq"
@@ -94,9 +94,14 @@ type Store struct {
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
 	policyMu sync.RWMutex
-	// policies holds the ids of the stored policies, under policyMu: every intent
+	// policies holds the ids of the stored policies, under policyMu, each with the
+	// number of open and processing intents that name it (refs.go): every intent
 	// creation checks its policy, and policies are few.
-	policies map[string]bool
+	policies map[string]*atomic.Int64
+	// refsLoaded is closed once the references of the intents stored before Open are
+	// counted; refsErr, set before, says why they could not be.
+	refsLoaded chan struct{}
+	refsErr    error
 	// creating holds the ids whose CreateIntent is between its check and its durable
 	// write; a second create of one of them waits for the first instead of racing it.
 	// A lock held across the write would make creates of unrelated ids queue behind
@@ -209,6 +214,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		writers:     writers,
 		ids:         newIDFilter(idFilterFirst),
 		idsLoaded:   make(chan struct{}),
+		refsLoaded:  make(chan struct{}),
 		log:         opts.Logger,
 		fs:          po.FS,
 		dir:         dir,
@@ -237,6 +243,13 @@ func Open(dir string, opts Options) (*Store, error) {
 			s.closeDB()
 			return nil, err
 		}
+	}
+	refs, err := s.openRefs()
+	if err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	if !s.noMark {
 		go s.markLoop()
 	} else {
 		close(s.markDone)
@@ -256,6 +269,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	go s.commitLoop()
 	go s.loadIntentIDs()
+	go s.loadRefs(refs)
 	return s, nil
 }
 
@@ -383,6 +397,7 @@ func (s *Store) Close() error {
 		<-s.markDone
 		<-s.diskDone
 		<-s.idsLoaded
+		<-s.refsLoaded
 		err = s.closeDB()
 	})
 	return err
@@ -422,9 +437,9 @@ func (s *Store) readSeq() (uint64, error) {
 }
 
 func (s *Store) loadPolicyIDs() error {
-	s.policies = make(map[string]bool)
+	s.policies = make(map[string]*atomic.Int64)
 	return s.scan([]byte{prefixPolicy}, func(k, _ []byte) error {
-		s.policies[string(k[1:])] = true
+		s.policies[string(k[1:])] = new(atomic.Int64)
 		return nil
 	})
 }
@@ -486,7 +501,7 @@ func eventKey(id uint64) []byte {
 func (s *Store) PutPolicy(_ context.Context, id string, bytecode, source []byte) (created bool, err error) {
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
-	if s.policies[id] {
+	if s.policies[id] != nil {
 		return false, nil
 	}
 	k := key(prefixPolicy, id)
@@ -500,7 +515,7 @@ func (s *Store) PutPolicy(_ context.Context, id string, bytecode, source []byte)
 	if err := s.commit(b); err != nil {
 		return false, err
 	}
-	s.policies[id] = true
+	s.policies[id] = new(atomic.Int64)
 	return true, nil
 }
 
@@ -524,18 +539,24 @@ func (s *Store) Policy(_ context.Context, id string) (bytecode, source []byte, e
 	return rec[w : w+int(n)], rec[w+int(n):], nil
 }
 
-// DeletePolicy removes a policy unless an open or processing intent names it.
-func (s *Store) DeletePolicy(_ context.Context, id string) error {
+// DeletePolicy removes a policy unless an open or processing intent names it. Right
+// after Open it waits for the references of the stored intents to be counted.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	select {
+	case <-s.refsLoaded:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s.refsErr != nil {
+		return fmt.Errorf("delete policy %s: its references are not known: %w", id, s.refsErr)
+	}
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
-	if !s.policies[id] {
+	refs := s.policies[id]
+	if refs == nil {
 		return intentd.ErrNotFound
 	}
-	inUse, err := s.anyWithPrefix(key(prefixRef, id, ""))
-	if err != nil {
-		return err
-	}
-	if inUse {
+	if refs.Load() > 0 {
 		return intentd.ErrPolicyInUse
 	}
 	b := s.db.NewBatch()
@@ -546,15 +567,6 @@ func (s *Store) DeletePolicy(_ context.Context, id string) error {
 	}
 	delete(s.policies, id)
 	return nil
-}
-
-func (s *Store) anyWithPrefix(prefix []byte) (bool, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return false, err
-	}
-	found := it.First()
-	return found, it.Close()
 }
 
 // prefixEnd is the smallest key greater than every key with the prefix.
@@ -599,7 +611,8 @@ func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []
 	defer s.policyMu.RUnlock()
 	defer s.claim(id)()
 
-	if !s.policies[policyID] {
+	refs := s.policies[policyID]
+	if refs == nil {
 		return intentd.ErrPolicyNotFound
 	}
 	ik := key(prefixIntent, id)
@@ -614,9 +627,12 @@ func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(ik, snapshot, nil)
-	b.Set(key(prefixRef, policyID, id), nil, nil)
-	b.Set(expiryKey(expiresAt, id), nil, nil)
-	return s.commit(b)
+	b.Set(expiryKey(expiresAt, id), []byte(policyID), nil)
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	refs.Add(1)
+	return nil
 }
 
 // Intent returns an intent's snapshot.
@@ -626,13 +642,14 @@ func (s *Store) Intent(_ context.Context, id string) ([]byte, error) {
 
 // BeginProcessing records that an open intent accepted a proposal: its new snapshot, its
 // deadline out of the expiry index (a processing intent cannot expire) and its id in the
-// processing set, which start-up reads to resume interrupted work.
-func (s *Store) BeginProcessing(_ context.Context, id string, snapshot []byte, expiresAt time.Time) error {
+// processing set, which start-up reads to resume interrupted work, with the policy it
+// names.
+func (s *Store) BeginProcessing(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(key(prefixIntent, id), snapshot, nil)
 	b.Delete(expiryKey(expiresAt, id), nil)
-	b.Set(key(prefixProcessing, id), nil, nil)
+	b.Set(key(prefixProcessing, id), []byte(policyID), nil)
 	return s.commit(b)
 }
 
@@ -802,7 +819,6 @@ func (s *Store) commitGroup(group []*finishReq) {
 		b.Set(key(prefixIntent, r.id), r.snapshot, nil)
 		b.Delete(expiryKey(r.expiresAt, r.id), nil)
 		b.Delete(key(prefixProcessing, r.id), nil)
-		b.Delete(key(prefixRef, r.policyID, r.id), nil)
 		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.event.Data)), uint64(r.at.UnixNano()))
 		b.Set(eventKey(seq), append(rec, r.event.Data...), nil)
 		ev := r.event
@@ -827,6 +843,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 	}
 	s.seq = seq
 	s.durableSeq.Store(seq)
+	s.releaseRefs(group)
 	s.sinkMu.RLock()
 	sink := s.sink
 	s.sinkMu.RUnlock()

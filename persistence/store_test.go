@@ -53,7 +53,7 @@ func TestReopen(t *testing.T) {
 	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
 	mustCreate(t, s, "open", "P", "o")
 	mustCreate(t, s, "proc", "P", "p")
-	s.BeginProcessing(ctx, "proc", []byte("p2"), t0)
+	s.BeginProcessing(ctx, "proc", "P", []byte("p2"), t0)
 	mustCreate(t, s, "done", "P", "d")
 	id, err := s.Finish(ctx, "done", "P", []byte("d2"), t0, event("done"))
 	if err != nil || id != 1 {

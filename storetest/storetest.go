@@ -165,7 +165,7 @@ func testDeleteRefusedWhileLive(t *testing.T, s Store) {
 	if _, _, err := s.Policy(ctx, "P"); err != nil {
 		t.Fatalf("policy after a refused delete: %v", err)
 	}
-	if err := s.BeginProcessing(ctx, "i1", []byte("processing"), t0); err != nil {
+	if err := s.BeginProcessing(ctx, "i1", "P", []byte("processing"), t0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
@@ -195,7 +195,7 @@ func testIndexes(t *testing.T, s Store) {
 	if ids, _ := s.DueExpiries(ctx, t0.Add(-time.Nanosecond), 10); len(ids) != 0 {
 		t.Fatalf("due before the deadline = %v, want none", ids)
 	}
-	if err := s.BeginProcessing(ctx, "a", []byte("processing"), t0); err != nil {
+	if err := s.BeginProcessing(ctx, "a", "P", []byte("processing"), t0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Intent(ctx, "a"); string(got) != "processing" {
@@ -306,7 +306,7 @@ func testReopen(t *testing.T, open func(*testing.T) Store) {
 	s.DeletePolicy(ctx, "Q")
 	mustCreate(t, s, "open", "P", "o")
 	mustCreate(t, s, "proc", "P", "p")
-	s.BeginProcessing(ctx, "proc", []byte("p2"), t0)
+	s.BeginProcessing(ctx, "proc", "P", []byte("p2"), t0)
 	mustCreate(t, s, "done", "P", "d")
 	id := mustFinish(t, s, "done")
 	if err := s.Close(); err != nil {

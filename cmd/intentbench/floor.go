@@ -112,7 +112,7 @@ func (e *floorEngine) Propose(ctx context.Context, rawID string, p intentd.Propo
 		return intentd.Internal("decode intent: %w", err)
 	}
 	record := append(append(bytes.Clone(canon), '\n'), p.Solution...)
-	if err := e.store.BeginProcessing(ctx, id, record, time.Now().Add(time.Hour)); err != nil {
+	if err := e.store.BeginProcessing(ctx, id, in.PolicyID, record, time.Now().Add(time.Hour)); err != nil {
 		return intentd.Internal("store proposal: %w", err)
 	}
 	go e.prove(id, in, canon, p)

@@ -1,0 +1,147 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/intentd/intentd"
+)
+
+// wantDelete deletes policy and checks the answer: nil, or an error that is want.
+func wantDelete(t *testing.T, s *Store, policy string, want error) {
+	t.Helper()
+	if err := s.DeletePolicy(ctx, policy); !errors.Is(err, want) || (want == nil && err != nil) {
+		t.Fatalf("DeletePolicy(%s) = %v, want %v", policy, err, want)
+	}
+}
+
+func mustFinish(t *testing.T, s *Store, id, policy string) {
+	t.Helper()
+	if _, err := s.Finish(ctx, id, policy, []byte("done"), t0, event(id)); err != nil {
+		t.Fatalf("Finish(%s): %v", id, err)
+	}
+}
+
+// TestRefsMigrated opens a store written in the earlier layout, with a key for each
+// policy reference and empty index values, and finds every reference still holding
+// its policy, in the new layout and none of the old keys left.
+func TestRefsMigrated(t *testing.T) {
+	fs := NewMemFS()
+	s := openMem(t, fs)
+	for _, p := range []string{"P", "Q", "R"} {
+		if _, err := s.PutPolicy(ctx, p, []byte(p), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The earlier layout, as its CreateIntent and BeginProcessing wrote it.
+	b := s.db.NewBatch()
+	for _, in := range []struct{ id, policy string }{{"open-p", "P"}, {"proc-p", "P"}, {"open-q", "Q"}} {
+		b.Set(key(prefixIntent, in.id), []byte("s"), nil)
+		b.Set(key(prefixRef, in.policy, in.id), nil, nil)
+		if strings.HasPrefix(in.id, "proc") {
+			b.Set(key(prefixProcessing, in.id), nil, nil)
+		} else {
+			b.Set(expiryKey(t0, in.id), nil, nil)
+		}
+	}
+	if err := s.commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var logged bytes.Buffer
+	s, err := Open("db", Options{FS: fs, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !strings.Contains(logged.String(), "policy references moved") || !strings.Contains(logged.String(), "intents_named=3") {
+		t.Errorf("the migration was not logged as moving 3 references:\n%s", logged.String())
+	}
+	if err := s.scan([]byte{prefixRef}, func(k, _ []byte) error { return fmt.Errorf("reference key %q left", k) }); err != nil {
+		t.Error(err)
+	}
+	for _, prefix := range []byte{prefixExpiry, prefixProcessing} {
+		s.scan([]byte{prefix}, func(k, v []byte) error {
+			if len(v) == 0 {
+				t.Errorf("index key %q names no policy", k)
+			}
+			return nil
+		})
+	}
+	wantDelete(t, s, "R", nil)
+	wantDelete(t, s, "Q", intentd.ErrPolicyInUse)
+	mustFinish(t, s, "open-q", "Q")
+	wantDelete(t, s, "Q", nil)
+	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
+	mustFinish(t, s, "proc-p", "P")
+	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
+	mustFinish(t, s, "open-p", "P")
+	wantDelete(t, s, "P", nil)
+}
+
+// TestRefsCountedBesideWrites reopens a store of many open intents and, while their
+// references may still be being counted, finishes all of them and creates one: the
+// counts of the scan and of the writes add up, so the policy stays in use for the new
+// intent alone.
+func TestRefsCountedBesideWrites(t *testing.T) {
+	const n = 3000
+	fs := NewMemFS()
+	s := openMem(t, fs)
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		mustCreate(t, s, fmt.Sprint("old-", i), "P", "o")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openMem(t, fs)
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < n; i += 4 {
+				mustFinish(t, s, fmt.Sprint("old-", i), "P")
+			}
+		})
+	}
+	mustCreate(t, s, "new", "P", "o")
+	wg.Wait()
+	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
+	mustFinish(t, s, "new", "P")
+	wantDelete(t, s, "P", nil)
+}
+
+// TestRefsWaitForTheCount: a delete asked before the count ends waits for it, and one
+// whose caller gives up first says so.
+func TestRefsWaitForTheCount(t *testing.T) {
+	s := openMem(t, NewMemFS())
+	defer s.Close()
+	<-s.refsLoaded
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	held := &Store{refsLoaded: make(chan struct{})}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := held.DeletePolicy(cancelled, "P"); !errors.Is(err, cancelled.Err()) {
+		t.Fatalf("DeletePolicy with the count unfinished and the caller gone = %v, want %v", err, cancelled.Err())
+	}
+	held.refsErr = errors.New("disk read failed")
+	close(held.refsLoaded)
+	if err := held.DeletePolicy(ctx, "P"); err == nil || !strings.Contains(err.Error(), "references are not known") {
+		t.Fatalf("DeletePolicy after a failed count = %v, want it refused", err)
+	}
+}
