@@ -70,3 +70,25 @@ func BenchmarkDecodeAuthorship(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeDecodedAuthorship is what intake does with an authorship it took in:
+// decode it from the request, then write it into the stored intent.
+func BenchmarkEncodeDecodedAuthorship(b *testing.B) {
+	a, err := SignEd25519(edKey("bench"), typicalIntent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := a.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if a, err = DecodeAuthorship(data); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -42,6 +42,15 @@ const maxJSONDepth = 32
 // On the wire it is the JSON string "Unsigned" or {"Signed": Signature}.
 type Authorship struct {
 	Signature *Signature
+
+	// wire is the JSON the authorship was decoded from, when that JSON is exactly what
+	// MarshalJSON writes for it (canonicalEd25519). An intent's authorship is written
+	// into its stored form as it is taken in, and writing its Base58 again (time
+	// quadratic in its length) cost 0.5 µs and four allocations alone, 1.6 µs of each
+	// intent under intake's load (docs/benchmarks.md, "The twelfth pass"). A decoded
+	// value is not changed afterwards; one built or changed in code has no wire and is
+	// encoded.
+	wire []byte
 }
 
 // Unsigned reports whether the authorship asserts nothing.
@@ -91,25 +100,26 @@ type Signer struct {
 }
 
 // DecodeAuthorship decodes the JSON of an Authorship value strictly. Every failure is a
-// *FieldError.
+// *FieldError. Unlike UnmarshalJSON, the value may keep data, to encode it again
+// (Authorship.wire): data must not change while the value is used.
 func DecodeAuthorship(data []byte) (Authorship, error) {
-	var a Authorship
-	err := a.UnmarshalJSON(data)
-	return a, err
+	root, err := parseTree(data)
+	if err != nil {
+		return Authorship{}, err
+	}
+	return decodeAuthorship(root)
 }
 
 // UnmarshalJSON decodes an Authorship strictly: unknown keys, missing fields, two keys
 // in a one-of object, wrong JSON types, null, bad Base58 and wrong byte lengths are all
 // refused with a *FieldError naming the field.
 func (a *Authorship) UnmarshalJSON(data []byte) error {
-	root, err := parseTree(data)
+	got, err := DecodeAuthorship(data)
 	if err != nil {
 		return err
 	}
-	got, err := decodeAuthorship(root)
-	if err != nil {
-		return err
-	}
+	// encoding/json's caller may reuse data once this returns.
+	got.wire = bytes.Clone(got.wire)
 	*a = got
 	return nil
 }
@@ -133,6 +143,9 @@ func (s *Signature) UnmarshalJSON(data []byte) error {
 func (a Authorship) MarshalJSON() ([]byte, error) {
 	if a.Signature == nil {
 		return []byte(`"Unsigned"`), nil
+	}
+	if a.wire != nil {
+		return bytes.Clone(a.wire), nil
 	}
 	var buf bytes.Buffer
 	// An Ed25519 authorship, the common one, is at most 184 bytes: one allocation
@@ -352,18 +365,69 @@ func decodeAuthorship(v jsontext.Value) (Authorship, error) {
 		}
 		return Authorship{}, nil
 	case '{':
-		_, v, err := oneOf(v, "", "Signed")
+		_, signed, err := oneOf(v, "", "Signed")
 		if err != nil {
 			return Authorship{}, err
 		}
-		sig, err := decodeSignature(v, "Signed", 1)
+		sig, err := decodeSignature(signed, "Signed", 1)
 		if err != nil {
 			return Authorship{}, err
 		}
-		return Authorship{Signature: &sig}, nil
+		a := Authorship{Signature: &sig}
+		if sig.Ed25519 != nil && canonicalEd25519(v) {
+			a.wire = v
+		}
+		return a, nil
 	default:
 		return Authorship{}, wrongType("", `"Unsigned" or {"Signed": ...}`, v)
 	}
+}
+
+// canonicalEd25519 reports whether v, which decoded as an Ed25519 authorship, is
+// spelled exactly as MarshalJSON writes one: the members in its order, no space, and
+// the Base58 texts unescaped. Base58 is one-to-one (a text's leading 1s are its leading
+// zero bytes, the rest a number written without leading zeros), so texts that decoded
+// to the key and the signature are the texts their encoding gives, and v is their
+// encoding.
+func canonicalEd25519(v []byte) bool {
+	rest, ok := bytes.CutPrefix(v, []byte(`{"Signed":{"Ed25519":{"pub_key":"`))
+	if !ok {
+		return false
+	}
+	if rest, ok = skipBase58(rest); !ok {
+		return false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`","signature":"`)); !ok {
+		return false
+	}
+	if rest, ok = skipBase58(rest); !ok {
+		return false
+	}
+	return string(rest) == `"}}}`
+}
+
+// skipBase58 skips the Base58 letters at the start of b; ok is false when there are
+// none.
+func skipBase58(b []byte) (rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && isBase58Letter(b[i]) {
+		i++
+	}
+	return b[i:], i > 0
+}
+
+// isBase58Letter reports whether c is in the Bitcoin alphabet: the digits and letters
+// but 0, O, I and l.
+func isBase58Letter(c byte) bool {
+	switch {
+	case c >= '1' && c <= '9':
+		return true
+	case c >= 'A' && c <= 'Z':
+		return c != 'I' && c != 'O'
+	case c >= 'a' && c <= 'z':
+		return c != 'l'
+	}
+	return false
 }
 
 func decodeSignature(n jsontext.Value, path string, depth int) (Signature, error) {
