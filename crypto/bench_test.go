@@ -55,14 +55,7 @@ func BenchmarkVerifyPasskey(b *testing.B) {
 
 // BenchmarkDecodeAuthorship decodes a Signed Ed25519 authorship from its wire form.
 func BenchmarkDecodeAuthorship(b *testing.B) {
-	a, err := SignEd25519(edKey("bench"), typicalIntent)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := a.MarshalJSON()
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := benchAuthorship(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := DecodeAuthorship(data); err != nil {
@@ -74,15 +67,8 @@ func BenchmarkDecodeAuthorship(b *testing.B) {
 // BenchmarkEncodeDecodedAuthorship is what intake does with an authorship it took in:
 // decode it from the request, then write it into the stored intent.
 func BenchmarkEncodeDecodedAuthorship(b *testing.B) {
-	a, err := SignEd25519(edKey("bench"), typicalIntent)
+	a, err := DecodeAuthorship(benchAuthorship(b))
 	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := a.MarshalJSON()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if a, err = DecodeAuthorship(data); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -91,4 +77,17 @@ func BenchmarkEncodeDecodedAuthorship(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchAuthorship is the wire form of a Signed Ed25519 authorship of typicalIntent.
+func benchAuthorship(b *testing.B) []byte {
+	a, err := SignEd25519(edKey("bench"), typicalIntent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := a.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }

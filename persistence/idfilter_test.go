@@ -92,18 +92,8 @@ func TestIDFilterAcrossReopen(t *testing.T) {
 // TestIDFilterCreatesDuringScan races creates against the scan of stored ids at open:
 // once the scan has ended, every id, stored before or during it, must be refused.
 func TestIDFilterCreatesDuringScan(t *testing.T) {
-	fs := NewMemFS()
-	s := openMem(t, fs)
-	s.PutPolicy(ctx, "P", []byte{7}, []byte("src"))
 	const stored, writers, each = 5000, 4, 200
-	for i := range stored {
-		mustCreate(t, s, fmt.Sprintf("old%d", i), "P", "x")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s = openMem(t, fs)
+	s := reopenedWith(t, stored, "old")
 	defer s.Close()
 	var wg sync.WaitGroup
 	for w := range writers {

@@ -95,19 +95,7 @@ func TestRefsMigrated(t *testing.T) {
 // intent alone.
 func TestRefsCountedBesideWrites(t *testing.T) {
 	const n = 3000
-	fs := NewMemFS()
-	s := openMem(t, fs)
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		mustCreate(t, s, fmt.Sprint("old-", i), "P", "o")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s = openMem(t, fs)
+	s := reopenedWith(t, n, "old-")
 	defer s.Close()
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -144,4 +132,22 @@ func TestRefsWaitForTheCount(t *testing.T) {
 	if err := held.DeletePolicy(ctx, "P"); err == nil || !strings.Contains(err.Error(), "references are not known") {
 		t.Fatalf("DeletePolicy after a failed count = %v, want it refused", err)
 	}
+}
+
+// reopenedWith stores policy P and n open intents naming it, with ids of prefix and
+// their number, and opens the store again.
+func reopenedWith(t *testing.T, n int, prefix string) *Store {
+	t.Helper()
+	fs := NewMemFS()
+	s := openMem(t, fs)
+	if _, err := s.PutPolicy(ctx, "P", []byte{7}, []byte("src")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		mustCreate(t, s, fmt.Sprint(prefix, i), "P", "o")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openMem(t, fs)
 }
