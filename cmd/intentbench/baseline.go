@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync"
@@ -27,6 +28,11 @@ const baselineEnv = "INTENTBENCH_BASELINE_SERVER"
 
 // floorServer is the value of baselineEnv that asks for the floor.
 const floorServer = "decide"
+
+// pprofEnv, when set to a loopback address, makes the bare server and the floor serve
+// the Go profiler there, as intentd's --pprof does, so that what bounds the floor can be
+// read from its own profile beside intentd's.
+const pprofEnv = "INTENTBENCH_PPROF"
 
 // bareEngine is the stateless part of intake and nothing else: the intent's strict
 // decoding, its canonical (JCS) form, the attributes checked against the policy, and
@@ -132,6 +138,11 @@ func serveBaseline(stderr io.Writer, kind string) error {
 		defer floor.close()
 		engine = floor
 	}
+	if addr := os.Getenv(pprofEnv); addr != "" {
+		if err := servePprof(addr); err != nil {
+			return err
+		}
+	}
 	srv := intenthttp.NewServer(engine, intenthttp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -151,5 +162,19 @@ func serveBaseline(stderr io.Writer, kind string) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return nil
+}
+
+// servePprof serves net/http/pprof on addr for as long as the process lives.
+func servePprof(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pprofEnv, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go http.Serve(ln, mux)
 	return nil
 }
