@@ -347,22 +347,21 @@ func openFailed(dir string, err error) error {
 	return fmt.Errorf("open store in %s: %w", dir, err)
 }
 
-// Under a crowd of concurrent synced writes, the WAL waits a little after one fsync before
+// Under a crowd of concurrent synced writes, the WAL waits syncWait after one fsync before
 // the next, so that one fsync serves more writes. An fsync costs the kernel CPU time as
 // well as the disk; at 64 concurrent creates on two cores, waiting 300 µs after each
-// turned about 8,000 intents/s into 10,000. The wait grows with the crowd, syncWaitEach
-// for each write in progress, up to syncWaitMax: at 64 concurrent creates it halves the
-// fsyncs of a 300 µs wait (about 600 a second instead of 1,100, which a disk with an
-// IOPS budget feels) at the same CPU and throughput, and at 4 concurrent creates the
-// shorter wait (80 to 160 µs) took intake from 3,300-3,400 to 3,750 a second and its
-// p90 from 2.0 to 1.4 ms, where a flat 1 ms made it 2,000 a second. Serial writes do not
-// pay it: with fewer than syncCrowd writes in progress when an fsync ends, the next
-// starts at once, so a lone proposal's two writes do not each wait. A write that arrives
-// alone just after a crowd's fsync may wait out the rest of that pause.
+// turned about 8,000 intents/s into 10,000. Serial writes do not pay it: with fewer than
+// syncCrowd writes in progress when an fsync ends, the next starts at once, so a lone
+// proposal's two writes do not each wait (ProposalToEvent's median stayed at about
+// 230 µs, where a pause after every fsync made it 1.3 ms). A write that arrives alone
+// just after a crowd's fsync may wait out the rest of that pause. The wait trades an
+// fsync's CPU for latency, and 300 µs is where decide stands best: at 1,000 proposals a
+// second, a wait of 40 µs a write in progress cost 740 µs of CPU a proposal against 560
+// to 600, and a flat 1 ms saved 80 µs of it but took the median from a proposal's 200 to
+// its event from 1.4 to 4.1 ms (docs/benchmarks.md, the thirteenth pass).
 const (
-	syncCrowd    = 2
-	syncWaitEach = 40 * time.Microsecond
-	syncWaitMax  = time.Millisecond
+	syncCrowd = 2
+	syncWait  = 300 * time.Microsecond
 )
 
 // syncInterval is the WAL's pause after an fsync, asked for as each one ends. The writes
@@ -370,8 +369,8 @@ const (
 // the crowd; it only decides how writes are grouped, never whether one is synced.
 func syncInterval(writers *atomic.Int64) func() time.Duration {
 	return func() time.Duration {
-		if n := writers.Load(); n >= syncCrowd {
-			return min(syncWaitMax, time.Duration(n)*syncWaitEach)
+		if writers.Load() >= syncCrowd {
+			return syncWait
 		}
 		return 0
 	}
