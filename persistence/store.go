@@ -355,10 +355,11 @@ func openFailed(dir string, err error) error {
 // proposal's two writes do not each wait (ProposalToEvent's median stayed at about
 // 230 µs, where a pause after every fsync made it 1.3 ms). A write that arrives alone
 // just after a crowd's fsync may wait out the rest of that pause. The wait trades an
-// fsync's CPU for latency, and 300 µs is where decide stands best: at 1,000 proposals a
-// second, a wait of 40 µs a write in progress cost 740 µs of CPU a proposal against 560
-// to 600, and a flat 1 ms saved 80 µs of it but took the median from a proposal's 200 to
-// its event from 1.4 to 4.1 ms (docs/benchmarks.md, the thirteenth pass).
+// fsync's CPU for latency (docs/benchmarks.md, the thirteenth pass). A flat 1 ms saved
+// decide 80 µs of CPU a proposal at 1,000 a second, but took its median from a
+// proposal's 200 to its event from 1.4 to 4.1 ms, and intake at 4 in flight from 3,400 to
+// 2,000 a second; 40 µs for each write in progress did better at 4 in flight and cost
+// decide 740 µs a proposal against 560 to 600.
 const (
 	syncCrowd = 2
 	syncWait  = 300 * time.Microsecond
