@@ -143,7 +143,7 @@ func (s *Store) migrateRefs() error {
 			return nil
 		}
 	}
-	if err := s.scan([]byte{prefixExpiry}, name(9)); err != nil {
+	if err := s.scan([]byte{prefixExpiry}, name(expiryIDAt)); err != nil {
 		return err
 	}
 	if err := s.scan([]byte{prefixProcessing}, name(1)); err != nil {

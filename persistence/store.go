@@ -489,8 +489,12 @@ func key(prefix byte, parts ...string) []byte {
 	return k
 }
 
+// expiryIDAt is where the intent id starts in an expiry index key: after the prefix and
+// the 8-byte deadline.
+const expiryIDAt = 1 + 8
+
 func expiryKey(at time.Time, id string) []byte {
-	k := make([]byte, 0, 9+len(id))
+	k := make([]byte, 0, expiryIDAt+len(id))
 	k = append(k, prefixExpiry)
 	k = binary.BigEndian.AppendUint64(k, uint64(at.UnixNano()))
 	return append(k, id...)
@@ -679,10 +683,10 @@ func (s *Store) DueExpiries(_ context.Context, now time.Time, limit int) ([]stri
 	}
 	for ok := it.First(); ok && len(ids) < limit; ok = it.Next() {
 		k := it.Key()
-		if len(k) < 9 {
+		if len(k) < expiryIDAt {
 			continue
 		}
-		ids = append(ids, string(k[9:]))
+		ids = append(ids, string(k[expiryIDAt:]))
 	}
 	return ids, it.Close()
 }
@@ -695,8 +699,8 @@ func (s *Store) NextExpiry(context.Context) (time.Time, bool, error) {
 	}
 	var at time.Time
 	found := false
-	if it.First() && len(it.Key()) >= 9 {
-		at = time.Unix(0, int64(binary.BigEndian.Uint64(it.Key()[1:9])))
+	if it.First() && len(it.Key()) >= expiryIDAt {
+		at = time.Unix(0, int64(binary.BigEndian.Uint64(it.Key()[1:expiryIDAt])))
 		found = true
 	}
 	return at, found, it.Close()
