@@ -232,14 +232,15 @@ func BenchmarkFinishParallel(b *testing.B) {
 	})
 }
 
-// TestSyncInterval checks that the WAL pauses between fsyncs only for a crowd of writers.
+// TestSyncInterval checks that the WAL pauses between fsyncs only for a crowd of writers,
+// and longer for a throng.
 func TestSyncInterval(t *testing.T) {
 	var writers atomic.Int64
 	interval := syncInterval(&writers)
 	for _, tc := range []struct {
 		writers int64
 		want    time.Duration
-	}{{0, 0}, {1, 0}, {syncCrowd, syncWait}, {64, syncWait}} {
+	}{{0, 0}, {1, 0}, {syncCrowd, syncWait}, {syncThrong - 1, syncWait}, {syncThrong, syncThrongWait}, {64, syncThrongWait}} {
 		writers.Store(tc.writers)
 		if got := interval(); got != tc.want {
 			t.Errorf("%d writers: pause %v, want %v", tc.writers, got, tc.want)
