@@ -364,11 +364,12 @@ func openFailed(dir string, err error) error {
 // A throng, syncThrong writes or more in progress, waits syncThrongWait instead. So many
 // writes waiting on the log mean that the service is busy, and there an fsync's CPU is
 // taken from the requests it would serve: at 64 creates in flight the longer wait made
-// 620 fsyncs a second instead of 950, about 3 µs less CPU an intent and 4 to 6 % more
+// 620 fsyncs a second instead of 950, 2 to 3 µs less CPU an intent and about 4 % more
 // intents a second (docs/benchmarks.md, the fourteenth pass). A proposal's writes and a
 // few creates at a time meet crowds of two to four, and keep the short wait and their
-// latency. At 16 in flight, where a throng comes and goes, it cost 6 % of the intents a
-// second and saved 5 % of the CPU an intent.
+// latency. At 16 in flight, where a throng comes and goes, it cost 4 to 6 % of the
+// intents a second and saved 5 to 8 % of the CPU an intent; a throng of 32 left that
+// load alone but saved 64 in flight no more than the runs' spread.
 const (
 	syncCrowd      = 2
 	syncWait       = 300 * time.Microsecond
