@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/intentd/intentd"
@@ -28,10 +29,11 @@ func mustFinish(t *testing.T, s *Store, id, policy string) {
 	}
 }
 
-// TestRefsMigrated opens a store written in the earlier layout, with a key for each
-// policy reference and empty index values, and finds every reference still holding
-// its policy, in the new layout and none of the old keys left.
-func TestRefsMigrated(t *testing.T) {
+// earlierLayout returns a closed store written in the earlier layout, with a key for
+// each policy reference and empty index values: two intents of P (one open, one
+// processing) and one of Q, and a policy R that none names.
+func earlierLayout(t *testing.T) FS {
+	t.Helper()
 	fs := NewMemFS()
 	s := openMem(t, fs)
 	for _, p := range []string{"P", "Q", "R"} {
@@ -57,7 +59,13 @@ func TestRefsMigrated(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return fs
+}
 
+// TestRefsMigrated opens a store written in the earlier layout and finds every
+// reference still holding its policy, in the new layout and none of the old keys left.
+func TestRefsMigrated(t *testing.T) {
+	fs := earlierLayout(t)
 	var logged bytes.Buffer
 	s, err := Open("db", Options{FS: fs, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
@@ -87,6 +95,40 @@ func TestRefsMigrated(t *testing.T) {
 	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
 	mustFinish(t, s, "open-p", "P")
 	wantDelete(t, s, "P", nil)
+}
+
+// TestRefsMigrationOnFullDisk opens a store of the earlier layout on a disk below the
+// free-space margin. Moving its references is a write, so the open fails saying the
+// disk is full, and the earlier layout stays whole: the next open, with space, moves
+// every reference.
+func TestRefsMigrationOnFullDisk(t *testing.T) {
+	fs := earlierLayout(t)
+	var free atomic.Uint64
+	free.Store(10 << 20)
+	opts := Options{FS: fs, MinFreeBytes: 64 << 20, FreeBytes: func() (uint64, error) { return free.Load(), nil }}
+	s, err := Open("db", opts)
+	if err == nil {
+		s.Close()
+		t.Fatal("a store whose references must move opened on a full disk")
+	}
+	if !errors.Is(err, intentd.ErrStorageFull) || !strings.Contains(err.Error(), "10485760 bytes free") {
+		t.Fatalf("Open on a full disk = %v, want ErrStorageFull saying how much is free", err)
+	}
+
+	free.Store(1 << 30)
+	s, err = Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	refs := 0
+	s.scan([]byte{prefixRef}, func(k, _ []byte) error { refs++; return nil })
+	if refs != 0 {
+		t.Errorf("%d reference keys of the earlier layout left after the open with space", refs)
+	}
+	wantDelete(t, s, "R", nil)
+	wantDelete(t, s, "Q", intentd.ErrPolicyInUse)
+	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
 }
 
 // TestRefsCountedBesideWrites reopens a store of many open intents and, while their

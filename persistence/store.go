@@ -244,6 +244,19 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	// The free space is read before the first write, which may be the move of the
+	// references below: on a disk too full for it, Open fails saying so, rather than
+	// meeting the disk's end inside Pebble.
+	free := opts.FreeBytes
+	if free == nil && opts.FS.fs == nil && statfsFree != nil {
+		free = func() (uint64, error) { return statfsFree(dir) }
+	}
+	if opts.MinFreeBytes > 0 {
+		s.minFree = uint64(opts.MinFreeBytes)
+	}
+	if free != nil && s.minFree > 0 {
+		s.checkDisk(free)
+	}
 	refs, err := s.openRefs()
 	if err != nil {
 		s.closeDB()
@@ -254,15 +267,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else {
 		close(s.markDone)
 	}
-	free := opts.FreeBytes
-	if free == nil && opts.FS.fs == nil && statfsFree != nil {
-		free = func() (uint64, error) { return statfsFree(dir) }
-	}
-	if opts.MinFreeBytes > 0 {
-		s.minFree = uint64(opts.MinFreeBytes)
-	}
 	if free != nil && s.minFree > 0 {
-		s.checkDisk(free) // before the first write
 		go s.diskLoop(free)
 	} else {
 		close(s.diskDone)
