@@ -62,6 +62,14 @@ func earlierLayout(t *testing.T) FS {
 	return fs
 }
 
+// wantNoRefKeys checks that no reference key of the earlier layout is left.
+func wantNoRefKeys(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.scan([]byte{prefixRef}, func(k, _ []byte) error { return fmt.Errorf("reference key %q left", k) }); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestRefsMigrated opens a store written in the earlier layout and finds every
 // reference still holding its policy, in the new layout and none of the old keys left.
 func TestRefsMigrated(t *testing.T) {
@@ -75,9 +83,7 @@ func TestRefsMigrated(t *testing.T) {
 	if !strings.Contains(logged.String(), "policy references moved") || !strings.Contains(logged.String(), "intents_named=3") {
 		t.Errorf("the migration was not logged as moving 3 references:\n%s", logged.String())
 	}
-	if err := s.scan([]byte{prefixRef}, func(k, _ []byte) error { return fmt.Errorf("reference key %q left", k) }); err != nil {
-		t.Error(err)
-	}
+	wantNoRefKeys(t, s)
 	for _, prefix := range []byte{prefixExpiry, prefixProcessing} {
 		s.scan([]byte{prefix}, func(k, v []byte) error {
 			if len(v) == 0 {
@@ -121,11 +127,7 @@ func TestRefsMigrationOnFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	refs := 0
-	s.scan([]byte{prefixRef}, func(k, _ []byte) error { refs++; return nil })
-	if refs != 0 {
-		t.Errorf("%d reference keys of the earlier layout left after the open with space", refs)
-	}
+	wantNoRefKeys(t, s)
 	wantDelete(t, s, "R", nil)
 	wantDelete(t, s, "Q", intentd.ErrPolicyInUse)
 	wantDelete(t, s, "P", intentd.ErrPolicyInUse)

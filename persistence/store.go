@@ -254,7 +254,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MinFreeBytes > 0 {
 		s.minFree = uint64(opts.MinFreeBytes)
 	}
-	if free != nil && s.minFree > 0 {
+	watchDisk := free != nil && s.minFree > 0
+	if watchDisk {
 		s.checkDisk(free)
 	}
 	refs, err := s.openRefs()
@@ -267,7 +268,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else {
 		close(s.markDone)
 	}
-	if free != nil && s.minFree > 0 {
+	if watchDisk {
 		go s.diskLoop(free)
 	} else {
 		close(s.diskDone)

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/pprof"
+	_ "net/http/pprof" // the profiler's handlers, on http.DefaultServeMux, served only by servePprof
 	"os"
 	"os/signal"
 	"sync"
@@ -165,16 +165,13 @@ func serveBaseline(stderr io.Writer, kind string) error {
 	return nil
 }
 
-// servePprof serves net/http/pprof on addr for as long as the process lives.
+// servePprof serves net/http/pprof on addr for as long as the process lives. The tool
+// serves nothing else from http.DefaultServeMux, where the package put its handlers.
 func servePprof(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pprofEnv, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	go http.Serve(ln, mux)
+	go http.Serve(ln, http.DefaultServeMux)
 	return nil
 }
