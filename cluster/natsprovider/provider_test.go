@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,11 +80,21 @@ func startPeer(t *testing.T, js jetstream.JetStream) *peer { return startPeerOn(
 // startPeerOn starts a peer whose bucket, if it makes it, has the given replicas.
 func startPeerOn(t *testing.T, js jetstream.JetStream, replicas int) *peer {
 	t.Helper()
+	return startPeerWith(t, js, replicas, nil)
+}
+
+// startPeerWith starts a peer as startPeerOn does, letting prep set the provider's test
+// hooks before its loops begin.
+func startPeerWith(t *testing.T, js jetstream.JetStream, replicas int, prep func(*Provider)) *peer {
+	t.Helper()
 	nextPort++
 	pr := &peer{fencedBy: make(chan error, 1)}
 	prov, err := New(Config{JetStream: js, TTL: *testTTL, Replicas: replicas, Logger: logger(), OnFenced: func(err error) { pr.fencedBy <- err }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(prov)
 	}
 	pr.prov = prov
 	m := &cluster.Member{Id: fmt.Sprintf("peer%d", nextPort), Host: "127.0.0.1", Port: int32(nextPort), Kinds: []string{"intent"}}
@@ -299,44 +310,74 @@ func TestConfig(t *testing.T) {
 // three TTLs, as a bucket does while it elects a leader, which can take longer than a
 // TTL: no member can renew meanwhile, and none of them is dropped or fenced for it. When
 // the bucket takes writes again, every view is still whole.
+//
+// The first renewal taken after the refusal starts a new run of acknowledgements, and
+// the watch may bring it before its heartbeat records the acknowledgement, when the
+// scheduler leaves the heartbeat waiting: the member must not judge the others by the
+// run that ended, in which they have been silent for three TTLs.
 func TestBucketRefusingRenewalsFencesNobody(t *testing.T) {
-	js := embed(t)
-	ps := startPeers(t, js, 3)
-	ctx := context.Background()
-	stream, err := js.Stream(ctx, "KV_members-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := stream.CachedInfo().Config
-	limit := func(size int32) {
-		t.Helper()
-		cfg.MaxMsgSize = size
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limit(1) // no member's record fits
-	refused := time.Now()
-	check := func(until time.Time) {
-		t.Helper()
-		for time.Now().Before(until) {
-			for i, p := range ps {
-				select {
-				case err := <-p.fencedBy:
-					t.Fatalf("peer %d fenced %v after the bucket began to refuse renewals: %v", i, time.Since(refused), err)
-				default:
+	for _, tc := range []struct {
+		name    string
+		lateAck bool // peer 0 records its first acknowledgement after the refusal late
+	}{
+		{"acknowledgements recorded at once", false},
+		{"an acknowledgement recorded after the watch brought its renewal", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := embed(t)
+			var late atomic.Bool
+			ps := []*peer{startPeerWith(t, js, 1, func(p *Provider) {
+				p.acking = func() {
+					if late.CompareAndSwap(true, false) {
+						// Longer than the watch takes to bring the renewal, and than
+						// the period of judging.
+						time.Sleep(*testTTL / 2)
+					}
+				}
+			})}
+			ps = append(ps, startPeer(t, js), startPeer(t, js))
+			waitPeers(t, 3*time.Second, peerIDs(ps...), ps...)
+			ctx := context.Background()
+			stream, err := js.Stream(ctx, "KV_members-test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := stream.CachedInfo().Config
+			limit := func(size int32) {
+				t.Helper()
+				cfg.MaxMsgSize = size
+				if _, err := js.UpdateStream(ctx, cfg); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if v, _ := ps[0].sees(); len(v) != len(ps) {
-				t.Fatalf("%v after the bucket began to refuse renewals, a peer sees %v", time.Since(refused), v)
+			limit(1) // no member's record fits
+			refused := time.Now()
+			check := func(until time.Time) {
+				t.Helper()
+				for time.Now().Before(until) {
+					for i, p := range ps {
+						select {
+						case err := <-p.fencedBy:
+							t.Fatalf("peer %d fenced %v after the bucket began to refuse renewals: %v", i, time.Since(refused), err)
+						default:
+						}
+					}
+					if v, _ := ps[0].sees(); len(v) != len(ps) {
+						t.Fatalf("%v after the bucket began to refuse renewals, a peer sees %v", time.Since(refused), v)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			check(refused.Add(3 * *testTTL))
+			late.Store(tc.lateAck)
+			limit(-1)
+			check(time.Now().Add(2 * *testTTL))
+			if late.Load() {
+				t.Fatal("peer 0 renewed no more after the bucket took writes again")
+			}
+			waitPeers(t, time.Second, peerIDs(ps...), ps...)
+		})
 	}
-	check(refused.Add(3 * *testTTL))
-	limit(-1)
-	check(time.Now().Add(2 * *testTTL))
-	waitPeers(t, time.Second, peerIDs(ps...), ps...)
 }
 
 // TestWatchOnADeadServer kills the NATS server that one member is connected to, while
