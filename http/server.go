@@ -41,8 +41,12 @@ type Options struct {
 	// connection far more than the events themselves. How long a stream waits grows
 	// with the number of open streams (streamWriteShare each), so that a few streams
 	// get every event at once and thousands together make about 13,000 writes a
-	// second; the first event after a quiet spell goes out at once. 150 ms by
-	// default; negative: write every event as it comes.
+	// second; the first event after a quiet spell goes out at once. 200 ms by
+	// default (reached at 2,667 streams): at 10,000 streams of 100 events a second,
+	// 150 ms made 67,000 writes a second, and with them the server's CPU and a load
+	// generator's on two cores outgrew the cores, and the lag with them (p99 287 to
+	// 575 ms); 200 ms made 50,000, 12 % less CPU a delivery and a lag p99 of 225 to
+	// 253 ms (docs/benchmarks.md). Negative: write every event as it comes.
 	FlushWindow time.Duration
 	// ReadHeaderTimeout bounds reading a request's headers; 10 s by default.
 	ReadHeaderTimeout time.Duration
@@ -95,7 +99,7 @@ func (o *Options) setDefaults() {
 	def(&o.Heartbeat, 15*time.Second)
 	def(&o.Retry, 3*time.Second)
 	if o.FlushWindow == 0 {
-		o.FlushWindow = 150 * time.Millisecond
+		o.FlushWindow = 200 * time.Millisecond
 	}
 	def(&o.ReadHeaderTimeout, 10*time.Second)
 	def(&o.ReadTimeout, 30*time.Second)

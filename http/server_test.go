@@ -161,9 +161,14 @@ func TestFlushWindow(t *testing.T) {
 		{"past the longest window", 150 * time.Millisecond, 10000, 150 * time.Millisecond},
 		{"a shorter longest window", 20 * time.Millisecond, 2000, 20 * time.Millisecond},
 		{"gathering off", -1, 10000, 0},
+		{"the default, below its longest window", 0, 2000, 150 * time.Millisecond},
+		{"the default, at its longest window", 0, 2667, 200 * time.Millisecond},
+		{"the default, past its longest window", 0, 10000, 200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{opts: Options{FlushWindow: tc.max}}
+			opts := Options{FlushWindow: tc.max}
+			opts.setDefaults()
+			s := &Server{opts: opts}
 			s.openStreams.Store(tc.streams)
 			if got := s.flushWindow(); got != tc.want {
 				t.Errorf("flushWindow with %d streams = %v, want %v", tc.streams, got, tc.want)
