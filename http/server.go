@@ -45,8 +45,8 @@ type Options struct {
 	// default (reached at 2,667 streams): at 10,000 streams of 100 events a second,
 	// 150 ms made 67,000 writes a second, and with them the server's CPU and a load
 	// generator's on two cores outgrew the cores, and the lag with them (p99 287 to
-	// 575 ms); 200 ms made 50,000, 12 % less CPU a delivery and a lag p99 of 225 to
-	// 253 ms (docs/benchmarks.md). Negative: write every event as it comes.
+	// 575 ms); 200 ms made 50,000, about 12 % less CPU a delivery and a lag p99 of
+	// 225 to 271 ms (docs/benchmarks.md). Negative: write every event as it comes.
 	FlushWindow time.Duration
 	// ReadHeaderTimeout bounds reading a request's headers; 10 s by default.
 	ReadHeaderTimeout time.Duration
