@@ -1,0 +1,326 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/actors"
+	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/policy"
+)
+
+// maxIntentTTL bounds --intent-ttl: deadlines are kept as Unix nanoseconds, which end in
+// 2262, and a century is past any wait for a proposal.
+const maxIntentTTL = 100 * 365 * 24 * time.Hour
+
+// Config is the server's settings, as the flags and environment give them.
+type Config struct {
+	Listen        string
+	DataDir       string
+	AllowUnsigned bool
+	PasskeyOrigin string
+	PasskeyRPID   string
+	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
+	PasskeyTopOrigins []string
+	// PasskeyRequireUV refuses passkey assertions made without user verification.
+	PasskeyRequireUV bool
+	IntentTTL        time.Duration
+	MaxProving       int
+	ProvingQueue     int
+	// MaxPreviewing and MaxPreviews bound previews: at once, and per intent.
+	MaxPreviewing     int
+	MaxPreviews       int
+	Catalog           string
+	ExtractorURL      string
+	ExtractorConfig   string
+	EventRetention    uint64
+	EventRetentionAge time.Duration
+	MaxBody           int64
+	LogFormat         string
+	LogLevel          string
+	// LogRequests logs every request at info, not only those answered with an error.
+	LogRequests     bool
+	ShutdownTimeout time.Duration
+	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
+	SigningKey string
+	// MinFreeDisk is the free space below which writes are refused; 0: never.
+	MinFreeDisk int64
+	// AcceptDataLoss starts on a store whose write-ahead log lost acknowledged writes.
+	AcceptDataLoss bool
+	// RotateSigningKey changes the key on purpose: a missing signing.key is made anew
+	// in a store that has issued receipts under the old one, and a transparency log
+	// signed by another key goes on under this one.
+	RotateSigningKey bool
+	// Tokens is the file of bearer token hashes and roles; empty: no caller authentication.
+	Tokens string
+	// The caller limits beyond the body size (intenthttp.Limits).
+	MaxSolution     int
+	MaxAttrs        int
+	MaxSet          int
+	MaxString       int
+	MaxSubscribers  int
+	MaxPolicySource int
+	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
+	ShutdownDelay time.Duration
+	// CORSOrigins are the origins whose browser pages may call the API, in the form
+	// browsers send them; empty: CORS off.
+	CORSOrigins []string
+	// Store is "pebble" (in DataDir) or the NATS servers, nats://HOST:PORT[,nats://...].
+	Store string
+	// The NATS store's connection and layout (natsstore.Options).
+	NatsCreds    string
+	NatsToken    string
+	NatsTLSCA    string
+	NatsPrefix   string
+	NatsReplicas int
+	// NatsEmbed runs a NATS server with JetStream in DataDir inside intentd and keeps the
+	// store on it; NatsEmbedConfig is that server's configuration file (cluster, ports).
+	NatsEmbed       bool
+	NatsEmbedConfig string
+	// UI serves the browser console under /ui/.
+	UI bool
+	// ClusterBind, when set, makes this node a member of a cluster (docs/cluster.md):
+	// the HOST:PORT the other members reach its actors at. It needs a NATS store.
+	ClusterBind string
+	// ClusterName keeps clusters apart on one NATS.
+	ClusterName string
+	// Pprof is the address of a listener serving net/http/pprof; empty: none.
+	Pprof string
+	// Tlog keeps the transparency log of outcomes and serves it under /log/.
+	Tlog bool
+	// TlogDir is the log's folder; empty: tlog in DataDir.
+	TlogDir string
+	// TlogOrigin is the origin line of its checkpoints; empty: tlog.DefaultOrigin.
+	TlogOrigin string
+}
+
+// envName is the environment variable that sets a flag when the command line does not.
+func envName(flagName string) string {
+	return "INTENTD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ParseFlags reads the settings: a flag on the command line wins over its environment
+// variable, which wins over the default.
+func (m *Main) ParseFlags(args []string) error {
+	c := &m.Config
+	// The engine's defaults are written once, in actors.DefaultConfig; the flags show them.
+	def := actors.DefaultConfig()
+	fs := flag.NewFlagSet("intentd", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	fs.StringVar(&c.DataDir, "data", "./data", "folder of the Pebble store; created when missing")
+	fs.BoolVar(&c.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
+	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
+	fs.Var(&listFlag{vals: &c.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
+	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
+	fs.BoolVar(&c.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
+	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
+	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
+	fs.IntVar(&c.MaxPreviewing, "max-previewing", def.MaxPreviewing, "previews decided at once, a share beside --max-proving; previews are refused (503) while proposals wait")
+	fs.IntVar(&c.MaxPreviews, "max-previews", def.MaxPreviewsPerIntent, "previews one intent may have (429 past it), counted in memory until the intent ends or the service restarts; 0: no bound")
+	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
+	fs.StringVar(&c.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
+	fs.StringVar(&c.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
+	fs.StringVar(&c.ExtractorConfig, "extractor-config", "", "JSON file of rules choosing an extractor per solution (see docs/evidence.md)")
+	fs.Uint64Var(&c.EventRetention, "event-retention", def.EventRetention, "newest events kept for replay")
+	fs.DurationVar(&c.EventRetentionAge, "event-retention-age", def.EventRetentionAge, "events older than this are dropped")
+	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.LogRequests, "log-requests", false, "log a line for every request at info; without it, only requests answered with an error are (the others at debug)")
+	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
+	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written), or its mark (intentd.mark) is damaged or missing; without it such a store is refused")
+	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "change the signing key on purpose: when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start; when the transparency log was signed by another key, go on under this one")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
+	fs.Var(&listFlag{vals: &c.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
+	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
+	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most --max-body, and at most 1048576); by default 16384, or --max-body when that is smaller")
+	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
+	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
+	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
+	fs.IntVar(&c.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
+	fs.StringVar(&c.Store, "store", "pebble", "where state is kept: pebble (in --data) or NATS JetStream servers, nats://HOST:PORT[,nats://...]")
+	fs.StringVar(&c.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and seed)")
+	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&c.NatsTLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
+	fs.StringVar(&c.NatsPrefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
+	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
+	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
+	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
+	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
+	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
+	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
+	fs.BoolVar(&c.Tlog, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
+	fs.StringVar(&c.TlogDir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
+	fs.StringVar(&c.TlogOrigin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
+	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
+		fs.PrintDefaults()
+	}
+
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if envErr != nil {
+			return
+		}
+		if v, ok := m.LookupEnv(envName(f.Name)); ok {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if l, ok := f.Value.(*listFlag); ok {
+			l.replace = true
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
+	}
+	// The default solution limit yields to a smaller body limit, which would refuse a
+	// longer solution anyway; a limit the operator gives must fit in the body limit.
+	_, solutionGiven := m.LookupEnv(envName("max-solution"))
+	fs.Visit(func(f *flag.Flag) { solutionGiven = solutionGiven || f.Name == "max-solution" })
+	if !solutionGiven && c.MaxBody > 0 && int64(c.MaxSolution) > c.MaxBody {
+		c.MaxSolution = int(c.MaxBody)
+	}
+	return c.validate()
+}
+
+// listFlag is a flag that may be given more than once, each time with one value or a
+// comma list, so that the environment variable (one string) can say what several flags
+// say. Values given on the command line replace the variable's rather than add to them,
+// as every other flag's do: ParseFlags sets replace between the two.
+type listFlag struct {
+	vals    *[]string
+	replace bool
+}
+
+func (l *listFlag) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	return strings.Join(*l.vals, ",")
+}
+
+func (l *listFlag) Set(v string) error {
+	if l.replace {
+		*l.vals, l.replace = nil, false
+	}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l.vals = append(*l.vals, part)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	case c.MaxProving < 1:
+		return fmt.Errorf("--max-proving %d: want at least 1", c.MaxProving)
+	case c.MaxPreviewing < 1:
+		return fmt.Errorf("--max-previewing %d: want at least 1", c.MaxPreviewing)
+	case c.MaxPreviews < 0:
+		return fmt.Errorf("--max-previews %d: want 0 (no bound) or more", c.MaxPreviews)
+	case c.ProvingQueue < 0:
+		return fmt.Errorf("--proving-queue %d: want 0 or more", c.ProvingQueue)
+	case c.IntentTTL <= 0 || c.IntentTTL > maxIntentTTL:
+		return fmt.Errorf("--intent-ttl %s: want a positive duration of at most %s (100 years)", c.IntentTTL, maxIntentTTL)
+	case c.EventRetention < 1:
+		return fmt.Errorf("--event-retention %d: want at least 1", c.EventRetention)
+	case c.EventRetentionAge <= 0:
+		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.EventRetentionAge)
+	case c.MaxBody < 1:
+		return fmt.Errorf("--max-body %d: want at least 1", c.MaxBody)
+	case c.MinFreeDisk < 0:
+		return fmt.Errorf("--min-free-disk %d: want 0 or more bytes", c.MinFreeDisk)
+	case c.DataDir == "":
+		return errors.New("--data: want a folder")
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
+	case c.ShutdownDelay < 0:
+		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
+	case c.MaxSolution < 1 || int64(c.MaxSolution) > c.MaxBody || c.MaxSolution > intentd.MaxSolutionBytes:
+		return fmt.Errorf("--max-solution %d: want 1 to %d (at most --max-body, %d, and at most the engine's limit, %d)",
+			c.MaxSolution, min(c.MaxBody, intentd.MaxSolutionBytes), c.MaxBody, intentd.MaxSolutionBytes)
+	case c.MaxAttrs < 1:
+		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
+	case c.MaxSet < 1:
+		return fmt.Errorf("--max-set %d: want at least 1", c.MaxSet)
+	case c.MaxString < 1:
+		return fmt.Errorf("--max-string %d: want at least 1", c.MaxString)
+	case c.MaxSubscribers < 1:
+		return fmt.Errorf("--max-subscribers %d: want at least 1", c.MaxSubscribers)
+	case c.MaxPolicySource < 1 || c.MaxPolicySource > policy.MaxSourceBytes:
+		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.MaxPolicySource, policy.MaxSourceBytes)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	for i, o := range c.CORSOrigins {
+		norm, err := intenthttp.ParseCORSOrigin(o)
+		if err != nil {
+			return fmt.Errorf("--cors-origin: %v", err)
+		}
+		c.CORSOrigins[i] = norm
+	}
+	return c.validateStore()
+}
+
+func (c *Config) validateStore() error {
+	nats := c.Store != "pebble"
+	if nats {
+		for _, u := range strings.Split(c.Store, ",") {
+			if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+				return fmt.Errorf("--store %q: want pebble or nats://HOST:PORT[,nats://HOST:PORT...]", c.Store)
+			}
+		}
+	}
+	switch {
+	case nats && c.NatsEmbed:
+		return errors.New("--store names NATS servers and --nats-embed runs one: give one of them")
+	case c.NatsEmbedConfig != "" && !c.NatsEmbed:
+		return errors.New("--nats-embed-config without --nats-embed")
+	case c.NatsReplicas < 0:
+		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
+	case c.NatsCreds != "" && c.NatsToken != "":
+		return errors.New("--nats-creds and --nats-token: give one of them")
+	case c.ClusterBind != "" && !nats && !c.NatsEmbed:
+		return errors.New("--cluster-bind needs a store every member shares: --store nats://... or --nats-embed")
+	case !clusterName.MatchString(c.ClusterName):
+		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.ClusterName)
+	}
+	if c.ClusterBind != "" {
+		if _, _, err := clusterAddr(c.ClusterBind); err != nil {
+			return fmt.Errorf("--cluster-bind: %w", err)
+		}
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

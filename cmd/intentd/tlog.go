@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/tlog"
+)
+
+// loggedEngine is the engine as the HTTP layer sees it beside a transparency log: the
+// event subscribers it counts are the streams' clients, without the log's own.
+type loggedEngine struct {
+	*actors.Engine
+	log *tlog.Log
+}
+
+// Subscribers counts the engine's subscribers but the log's.
+func (e loggedEngine) Subscribers() int {
+	n := e.Engine.Subscribers()
+	if e.log.Following() && n > 0 {
+		n--
+	}
+	return n
+}
+
+// openTlog opens the transparency log, refusing a log signed by another key than the
+// receipt key unless the key was changed on purpose: --rotate-signing-key, or a key
+// file named by --signing-key, which the docs give as the way to change it.
+func (m *Main) openTlog(key *crypto.SigningKey) error {
+	dir := m.Config.TlogDir
+	if dir == "" {
+		dir = filepath.Join(m.Config.DataDir, "tlog")
+	}
+	// Both stores keep the log's entries, so that the log outlives the events' retention
+	// and every node of a cluster rebuilds the same tree (docs/proofs.md).
+	shared, _ := m.store.(intentd.LogStore)
+	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: m.logger.With("component", "tlog"), Store: shared,
+		AcceptKeyChange: m.Config.RotateSigningKey || m.Config.SigningKey != ""})
+	var keyErr *tlog.KeyError
+	if errors.As(err, &keyErr) {
+		return fmt.Errorf("signing key: %s (key id %s) is not the key that signed the transparency log in %s, whose checkpoint of %d leaves names the origin %s; "+
+			"restore the key file that signed it, or start once with --rotate-signing-key to change the key on purpose (docs/proofs.md, \"Rotating the key\")",
+			filepath.Join(m.Config.DataDir, crypto.SigningKeyFile), key.ID(), dir, keyErr.Size, keyErr.Origin)
+	}
+	if err != nil {
+		return fmt.Errorf("open the transparency log: %w", err)
+	}
+	m.tlog, m.tlogDir = l, dir
+	return nil
+}
+
+// runTlog starts the transparency log following the engine's events.
+func (m *Main) runTlog() {
+	l := m.tlog
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopTlog, m.tlogDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.tlogDone)
+		_ = l.Run(ctx, m.engine)
+	}()
+	m.logger.Info("transparency log", "component", "tlog", "dir", m.tlogDir, "origin", l.Origin(), "leaves", l.Size())
+}
