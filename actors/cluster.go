@@ -12,7 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/google/uuid"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/cluster/clusterpb"
@@ -32,6 +33,10 @@ type ClusterConfig struct {
 	Port int
 	// Provider tells the members of the cluster (natsprovider on the store's NATS).
 	Provider cluster.ClusterProvider
+	// Credentials, when set, secure the remoting port both ways, for the listener and
+	// for dials (clustertls makes mutual TLS ones). Nil: plaintext, which anyone who
+	// reaches the port can use as a member: for loopback only.
+	Credentials credentials.TransportCredentials
 	// RequestTimeout bounds a command to another member, all its tries; 0:
 	// DefaultClusterRequestTimeout.
 	RequestTimeout time.Duration
@@ -50,7 +55,13 @@ func (e *Engine) startCluster() {
 		timeout = DefaultClusterRequestTimeout
 	}
 	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e} }))
-	cfg := cluster.Configure(c.Name, c.Provider, disthash.New(), remote.Configure(c.Host, c.Port),
+	var ropts []remote.ConfigOption
+	if c.Credentials != nil {
+		ropts = append(ropts,
+			remote.WithServerOptions(grpc.Creds(c.Credentials)),
+			remote.WithDialOptions(grpc.WithTransportCredentials(c.Credentials)))
+	}
+	cfg := cluster.Configure(c.Name, c.Provider, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(timeout))
 	e.cluster = cluster.New(e.system, cfg)
 	e.system.EventStream.Subscribe(func(evt any) {
@@ -314,64 +325,6 @@ const DefaultClusterRequestTimeout = 8 * time.Second
 // clusterTryTimeout bounds one try of a command; a live member answers one in
 // milliseconds (a single write to the store).
 const clusterTryTimeout = 2 * time.Second
-
-// grain is an intent on the member that owns it: it hands each command to the intent's
-// actor here and sends back its answer. A command protoactor sends again (a retried
-// request) is answered from the replies it keeps, not run twice.
-type grain struct {
-	e       *Engine
-	replies map[string]proto.Message
-	order   []string
-}
-
-// keptReplies bounds the replies a grain keeps for retried requests: retries come
-// within one request's time-out, a handful of commands at most.
-const keptReplies = 16
-
-func (g *grain) Receive(ctx actor.Context) {
-	cmd, ok := ctx.Message().(clusterpb.Command)
-	if !ok {
-		switch ctx.Message().(type) {
-		case *actor.Started:
-			g.e.activations.Add(1)
-		case *actor.Stopped:
-			g.e.activations.Add(-1)
-		}
-		return // protoactor's own messages
-	}
-	if r, ok := g.replies[cmd.GetRequestId()]; ok {
-		ctx.Respond(r)
-		return
-	}
-	r := g.handle(cmd)
-	if g.replies == nil {
-		g.replies = make(map[string]proto.Message)
-	}
-	if len(g.order) == keptReplies {
-		delete(g.replies, g.order[0])
-		g.order = g.order[1:]
-	}
-	g.replies[cmd.GetRequestId()] = r
-	g.order = append(g.order, cmd.GetRequestId())
-	ctx.Respond(r)
-}
-
-func (g *grain) handle(cmd clusterpb.Command) proto.Message {
-	msg, err := message(cmd)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(g.e.ctx, callTimeout)
-		_, err = g.e.registry.localCall(ctx, cmd.GetIntentId(), msg)
-		cancel()
-	}
-	if err != nil {
-		var ie *intentd.Error
-		if !errors.As(err, &ie) || ie.Kind == intentd.KindInternal {
-			g.e.log.Error("intent command", "intent_id", cmd.GetIntentId(), "err", err)
-		}
-		return clusterpb.NewErrorReply(cmd.GetRequestId(), err)
-	}
-	return &clusterpb.Done{RequestId: cmd.GetRequestId()}
-}
 
 // expiryScanner reports whether this node scans the expiry index: on one node, always;
 // in a cluster, the member of the lowest address among those it sees, so that one

@@ -8,6 +8,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -18,12 +19,19 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/cluster/clusterpb"
+	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/storetest"
 )
 
 // clusterOf starts n engines as members of one cluster on one NATS stream, with
 // protoactor's in-process membership, and waits until each sees all n.
 func clusterOf(t *testing.T, n int, tweak func(*Config)) []*harness {
+	t.Helper()
+	return clusterUnder(t, newTestCA(t, "cluster"), n, tweak)
+}
+
+// clusterUnder is clusterOf with the members' certificates signed by ca.
+func clusterUnder(t *testing.T, ca *clustertls.CA, n int, tweak func(*Config)) []*harness {
 	t.Helper()
 	var shared func(*testing.T) storetest.Store
 	for _, s := range stores {
@@ -32,6 +40,8 @@ func clusterOf(t *testing.T, n int, tweak func(*Config)) []*harness {
 		}
 	}
 	agent := test.NewInMemAgent()
+	// The members speak mutual TLS, as production's do.
+	dir := t.TempDir()
 	hs := make([]*harness, n)
 	for i := range hs {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,7 +52,8 @@ func clusterOf(t *testing.T, n int, tweak func(*Config)) []*harness {
 		ln.Close()
 		hs[i] = newHarnessWith(t, shared, func(c *Config) {
 			c.Cluster = &ClusterConfig{Name: "test", Host: "127.0.0.1", Port: port,
-				Provider: test.NewTestProvider(agent, test.WithTestProviderServiceTtl(time.Second))}
+				Provider:    test.NewTestProvider(agent, test.WithTestProviderServiceTtl(time.Second)),
+				Credentials: clusterTLS(t, ca, dir, fmt.Sprintf("member%d", i)).Credentials()}
 			if tweak != nil {
 				tweak(c)
 			}

@@ -478,11 +478,8 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	if err := p.CheckAttrs(*attrs); err != nil {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
-	if err := crypto.VerifyCanonical(canon, authorship, e.cfg.Verify); err != nil {
-		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
-			return intentd.Errorf(intentd.KindInvalid, intentd.CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
-		}
-		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "%v", err)
+	if err := e.verifyAuthorship(canon, authorship); err != nil {
+		return err
 	}
 	id, _ := intentd.CanonicalIntentID(in.ID)
 	now := e.cfg.Now()
@@ -516,6 +513,18 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	}
 	_, err = e.registry.call(ctx, id, create{snap: snap})
 	return err
+}
+
+// verifyAuthorship checks an intent's authorship over its canonical form, with the
+// service's error for a refusal.
+func (e *Engine) verifyAuthorship(canon []byte, authorship crypto.Authorship) error {
+	if err := crypto.VerifyCanonical(canon, authorship, e.cfg.Verify); err != nil {
+		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
+			return intentd.Errorf(intentd.KindInvalid, intentd.CodeUnsignedNotPermitted, "unsigned intents are not permitted by this service")
+		}
+		return intentd.Errorf(intentd.KindInvalid, intentd.CodeAuthorshipInvalid, "%v", err)
+	}
+	return nil
 }
 
 // GetIntent returns a stored intent with its authorship, as JSON.

@@ -1,0 +1,239 @@
+//go:build !race
+
+package actors
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
+	"github.com/intentd/intentd/cluster/clustertls"
+	"github.com/intentd/intentd/crypto"
+)
+
+// clusterTLS makes a CA in dir and the TLS material of a member it signs.
+func clusterTLS(t *testing.T, ca *clustertls.CA, dir, name string) *clustertls.Config {
+	t.Helper()
+	cert, key, err := ca.Issue(name, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := clustertls.Files{Cert: filepath.Join(dir, name+".pem"), Key: filepath.Join(dir, name+".key"), CA: filepath.Join(dir, name+"-ca.pem")}
+	for path, data := range map[string][]byte{f.Cert: cert, f.Key: key, f.CA: ca.CertPEM()} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := clustertls.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newTestCA(t *testing.T, name string) *clustertls.CA {
+	t.Helper()
+	ca, err := clustertls.NewCA(name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// outsider is an actor system of its own that reaches a member's remoting port the way
+// anyone on the network can: it is no member, and dials with the options given.
+func outsider(t *testing.T, creds credentials.TransportCredentials) *actor.ActorSystem {
+	t.Helper()
+	sys := actor.NewActorSystem()
+	// Its own port answers with the same credentials, so that a member can answer it.
+	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0,
+		remote.WithDialOptions(grpc.WithTransportCredentials(creds)), remote.WithServerOptions(grpc.Creds(creds))))
+	r.Start()
+	t.Cleanup(func() { r.Shutdown(false) })
+	return sys
+}
+
+// forgedCreate is the create of an intent whose signature is 64 random bytes, as no
+// member sends: only an outsider could.
+func forgedCreate(t *testing.T, h *harness, id string) *clusterpb.CreateIntent {
+	t.Helper()
+	raw := h.intentJSON(id, "M", 2500)
+	forged := make([]byte, ed25519.SignatureSize)
+	if _, err := rand.Read(forged); err != nil {
+		t.Fatal(err)
+	}
+	auth := crypto.Authorship{Signature: &crypto.Signature{Ed25519: &crypto.Ed25519Signature{
+		PubKey: h.key.Public().(ed25519.PublicKey), Signature: forged}}}
+	canon, err := crypto.Canonicalize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	snap := &snapshot{V: snapshotVersion, ID: id, PolicyID: h.policy, State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := snap.setAuthored(canon, auth); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := command(id, create{snap: snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.(*clusterpb.CreateIntent)
+}
+
+// TestClusterRefusesOutsiders starts a member whose remoting port is mutual TLS, and
+// from actor systems of their own, one dialling without a certificate and one with a
+// certificate of another CA, tries what an attacker of the port would: activate a
+// grain, create an intent, propose, and stop the placement actor. Each try goes
+// unanswered and nothing is stored; the member serves on. An actor system with a
+// certificate of the member's own CA gets answers, so the refusals are TLS's: and
+// there, the owner's own checks refuse the forged create.
+func TestClusterRefusesOutsiders(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "cluster")
+	h := clusterUnder(t, ca, 1, nil)[0]
+	addr := h.e.system.Address()
+	const wait = 2 * time.Second
+
+	// The member's own grain of an intent, to aim the outsiders' commands at. A PID
+	// keeps the process it was first resolved to: each actor system gets a copy of its
+	// own, or a send would reach the member's process in memory, past the port.
+	good := h.submit("M", 2500)
+	own := h.e.cluster.Get(good, intentKind)
+	if own == nil {
+		t.Fatal("no grain for an intent of the member")
+	}
+	pids := func() (activator, grain *actor.PID) {
+		return actor.NewPID(addr, disthash.PartitionActivatorActorName), actor.NewPID(own.Address, own.Id)
+	}
+
+	stranger := clusterTLS(t, newTestCA(t, "other"), dir, "stranger")
+	for _, tt := range []struct {
+		name string
+		creds credentials.TransportCredentials
+	}{
+		{"no certificate", insecure.NewCredentials()},
+		{"a certificate of another CA", stranger.Credentials()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := outsider(t, tt.creds)
+			activator, ownPID := pids()
+			id := uuid.NewString()
+			act := &cluster.ActivationRequest{ClusterIdentity: cluster.NewClusterIdentity(id, intentKind), RequestId: uuid.NewString()}
+			if res, err := sys.Root.RequestFuture(activator, act, wait).Result(); err == nil {
+				t.Fatalf("an activation was answered: %v", res)
+			}
+			for _, msg := range []any{
+				forgedCreate(t, h, good),
+				&clusterpb.Propose{RequestId: uuid.NewString(), IntentId: good, Solution: "M-cheap"},
+			} {
+				if res, err := sys.Root.RequestFuture(ownPID, msg, wait).Result(); err == nil {
+					t.Fatalf("%T was answered: %v", msg, res)
+				}
+			}
+			sys.Root.Stop(activator)
+			time.Sleep(200 * time.Millisecond)
+
+			if _, err := h.e.Status(context.Background(), id); intentd.ErrorKind(err) != intentd.KindNotFound {
+				t.Fatalf("the activated intent: %v, want not found", err)
+			}
+			if s := h.status(good); s.State != intentd.StateOpen {
+				t.Fatalf("the member's intent is %s after the outsider's proposal, want open", s.State)
+			}
+			// The placement actor still places: a new intent is created and proposed to.
+			id2 := h.submit("M", 2500)
+			if err := proposeTo(h, id2, "M-cheap"); err != nil {
+				t.Fatalf("a proposal after the outsider's stop: %v", err)
+			}
+			h.waitState(id2, intentd.StateSuccess)
+		})
+	}
+
+	t.Run("a certificate of the member's CA", func(t *testing.T) {
+		insider := clusterTLS(t, ca, dir, "insider")
+		sys := outsider(t, insider.Credentials())
+		activator, _ := pids()
+		id := uuid.NewString()
+		act := &cluster.ActivationRequest{ClusterIdentity: cluster.NewClusterIdentity(id, intentKind), RequestId: uuid.NewString()}
+		res, err := sys.Root.RequestFuture(activator, act, wait).Result()
+		resp, ok := res.(*cluster.ActivationResponse)
+		if err != nil || !ok || resp.Pid == nil {
+			t.Fatalf("activation through the member's CA: %T %v, %v", res, res, err)
+		}
+		// The port lets a member in; the owner's checks still refuse what no member
+		// sends: a create whose signature is not the intent's.
+		res, err = sys.Root.RequestFuture(resp.Pid, forgedCreate(t, h, id), wait).Result()
+		if r, ok := res.(*clusterpb.ErrorReply); err != nil || !ok || r.GetCode() != intentd.CodeAuthorshipInvalid {
+			t.Fatalf("a forged create: %T %v, %v; want %s", res, res, err, intentd.CodeAuthorshipInvalid)
+		}
+		if _, err := h.e.Status(context.Background(), id); intentd.ErrorKind(err) != intentd.KindNotFound {
+			t.Fatalf("the forged intent: %v, want not found", err)
+		}
+	})
+}
+
+// TestGrainChecksCreate gives the owner's check every kind of create no member sends.
+func TestGrainChecksCreate(t *testing.T) {
+	h := newHarness(t, nil)
+	id := uuid.NewString()
+	valid := func() *snapshot {
+		raw := h.intentJSON(id, "M", 2500)
+		auth, err := crypto.SignEd25519(h.key, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canon, err := crypto.Canonicalize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		s := &snapshot{V: snapshotVersion, ID: id, PolicyID: h.policy, State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := s.setAuthored(canon, auth); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := h.e.checkCreate(id, valid()); err != nil {
+		t.Fatalf("a valid create: %v", err)
+	}
+	forged := forgedCreate(t, h, id)
+	forgedSnap, err := decodeSnapshot(forged.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := uuid.NewString()
+	for _, tt := range []struct {
+		name   string
+		id     string
+		change func(*snapshot) *snapshot
+		want   string
+	}{
+		{"for another grain", other, func(s *snapshot) *snapshot { return s }, intentd.CodeInternal},
+		{"naming another intent", id, func(s *snapshot) *snapshot { s.ID = other; return s }, intentd.CodeInternal},
+		{"already a success", id, func(s *snapshot) *snapshot { s.State = intentd.StateSuccess; return s }, intentd.CodeInternal},
+		{"open with evidence", id, func(s *snapshot) *snapshot { s.Evidence = []byte(`{"price_cents":1}`); return s }, intentd.CodeInternal},
+		{"of another policy", id, func(s *snapshot) *snapshot { s.PolicyID = "11111111111111111111111111111111"; return s }, intentd.CodeInternal},
+		{"expired when made", id, func(s *snapshot) *snapshot { s.ExpiresAt = s.CreatedAt; return s }, intentd.CodeInternal},
+		{"with a forged signature", id, func(*snapshot) *snapshot { return forgedSnap }, intentd.CodeAuthorshipInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := h.e.checkCreate(tt.id, tt.change(valid())); intentd.ErrorCode(err) != tt.want {
+				t.Fatalf("checkCreate = %v, want %s", err, tt.want)
+			}
+		})
+	}
+}

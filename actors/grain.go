@@ -1,0 +1,129 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
+	"github.com/intentd/intentd/crypto"
+	"google.golang.org/protobuf/proto"
+)
+
+// grain is an intent on the member that owns it: it hands each command to the intent's
+// actor here and sends back its answer. A command protoactor sends again (a retried
+// request) is answered from the replies it keeps, not run twice.
+type grain struct {
+	e       *Engine
+	id      string // the intent this grain is, from protoactor's ClusterInit
+	replies map[string]proto.Message
+	order   []string
+}
+
+// keptReplies bounds the replies a grain keeps for retried requests: retries come
+// within one request's time-out, a handful of commands at most.
+const keptReplies = 16
+
+func (g *grain) Receive(ctx actor.Context) {
+	cmd, ok := ctx.Message().(clusterpb.Command)
+	if !ok {
+		switch m := ctx.Message().(type) {
+		case *cluster.ClusterInit:
+			g.id = m.Identity.Identity
+		case *actor.Started:
+			g.e.activations.Add(1)
+		case *actor.Stopped:
+			g.e.activations.Add(-1)
+		}
+		return // protoactor's own messages
+	}
+	if r, ok := g.replies[cmd.GetRequestId()]; ok {
+		ctx.Respond(r)
+		return
+	}
+	r := g.handle(cmd)
+	if g.replies == nil {
+		g.replies = make(map[string]proto.Message)
+	}
+	if len(g.order) == keptReplies {
+		delete(g.replies, g.order[0])
+		g.order = g.order[1:]
+	}
+	g.replies[cmd.GetRequestId()] = r
+	g.order = append(g.order, cmd.GetRequestId())
+	ctx.Respond(r)
+}
+
+func (g *grain) handle(cmd clusterpb.Command) proto.Message {
+	msg, err := message(cmd)
+	if err == nil {
+		err = g.check(cmd, msg)
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(g.e.ctx, callTimeout)
+		_, err = g.e.registry.localCall(ctx, cmd.GetIntentId(), msg)
+		cancel()
+	}
+	if err != nil {
+		var ie *intentd.Error
+		if !errors.As(err, &ie) || ie.Kind == intentd.KindInternal {
+			g.e.log.Error("intent command", "intent_id", cmd.GetIntentId(), "err", err)
+		}
+		return clusterpb.NewErrorReply(cmd.GetRequestId(), err)
+	}
+	return &clusterpb.Done{RequestId: cmd.GetRequestId()}
+}
+
+// check refuses a command that no member sends: one for another intent than the grain
+// is, or a create that is not of a new intent whose authorship verifies. Only members
+// reach a grain (mutual TLS on the remoting port), and a member checks all this before
+// it sends; the owner checks again, since it is the one that writes, and since a
+// member's settings (--allow-unsigned, the passkey checks) may differ from its own.
+func (g *grain) check(cmd clusterpb.Command, msg any) error {
+	if cmd.GetIntentId() != g.id {
+		return intentd.Internal("intent command: %w", fmt.Errorf("a command for intent %q reached the grain of %q", cmd.GetIntentId(), g.id))
+	}
+	if c, ok := msg.(create); ok {
+		return g.e.checkCreate(g.id, c.snap)
+	}
+	return nil
+}
+
+// checkCreate refuses a create whose snapshot is not that of a new, open intent of id,
+// as SubmitIntent makes one: its authored intent names id and the snapshot's policy,
+// and its authorship verifies over the intent's canonical bytes.
+func (e *Engine) checkCreate(id string, s *snapshot) error {
+	bad := func(format string, args ...any) error {
+		return intentd.Internal("create: %w", fmt.Errorf("intent %q: %s", id, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case s.ID != id:
+		return bad("the snapshot is of intent %q", s.ID)
+	case s.State != intentd.StateOpen:
+		return bad("the snapshot is %s, not open", s.State)
+	case s.Proposal != nil || s.Evidence != nil || s.Receipt != nil || s.Failures != nil || s.Reason != "" ||
+		s.FailureKind != "" || s.EvidenceMissing != nil || !s.ProposedAt.IsZero() || !s.FinishedAt.IsZero():
+		return bad("the snapshot carries what only a proposal writes")
+	case !s.ExpiresAt.After(s.CreatedAt):
+		return bad("the snapshot expires at %v, not after it was created at %v", s.ExpiresAt, s.CreatedAt)
+	}
+	canon, rawAuthorship, ok := s.authoredParts()
+	if !ok {
+		return bad("the authored intent is not an intent and its authorship")
+	}
+	in, err := intentd.DecodeIntent(canon)
+	if err != nil {
+		return bad("the authored intent: %v", err)
+	}
+	if cid, _ := intentd.CanonicalIntentID(in.ID); cid != id || in.PolicyID != s.PolicyID {
+		return bad("the authored intent is %s of policy %s, the snapshot %s of policy %s", in.ID, in.PolicyID, id, s.PolicyID)
+	}
+	authorship, err := crypto.DecodeAuthorship(rawAuthorship)
+	if err != nil {
+		return bad("the authorship: %v", err)
+	}
+	return e.verifyAuthorship(canon, authorship)
+}
