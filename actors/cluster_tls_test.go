@@ -123,7 +123,7 @@ func TestClusterRefusesOutsiders(t *testing.T) {
 
 	stranger := clusterTLS(t, newTestCA(t, "other"), dir, "stranger")
 	for _, tt := range []struct {
-		name string
+		name  string
 		creds credentials.TransportCredentials
 	}{
 		{"no certificate", insecure.NewCredentials()},
