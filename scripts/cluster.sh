@@ -9,6 +9,11 @@ mkdir -p "$data"
 if [ ! -f "$data/signing.key" ]; then
 	"$bin/intentctl" keygen -o "$data/signing.key" >/dev/null
 fi
+# The members speak mutual TLS, as they would across machines: a CA and a certificate
+# per node, made once.
+if [ ! -f "$data/certs/node3.pem" ]; then
+	"$bin/intentctl" certs -o "$data/certs" node1=127.0.0.1 node2=127.0.0.1 node3=127.0.0.1 >/dev/null
+fi
 routes="nats-route://127.0.0.1:6311, nats-route://127.0.0.1:6312, nats-route://127.0.0.1:6313"
 pids=""
 trap 'kill $pids 2>/dev/null; wait; exit 0' INT TERM
@@ -21,7 +26,8 @@ cluster { name: intentd, listen: 127.0.0.1:631$i, routes: [$routes] }
 CONF
 	"$bin/intentd" --listen "127.0.0.1:831$i" --data "$data/node$i" --signing-key "$data/signing.key" \
 		--nats-embed --nats-embed-config "$data/node$i/nats.conf" --nats-replicas 3 \
-		--cluster-bind "127.0.0.1:731$i" --log-format json 2>"$data/node$i/log" &
+		--cluster-bind "127.0.0.1:731$i" --cluster-tls-ca "$data/certs/ca.pem" \
+		--cluster-tls-cert "$data/certs/node$i.pem" --cluster-tls-key "$data/certs/node$i.key" --log-format json 2>"$data/node$i/log" &
 	pids="$pids $!"
 done
 for i in 1 2 3; do
@@ -41,6 +47,7 @@ A cluster of three intentd on loopback (logs in $data/node*/log):
   node 1  http://127.0.0.1:8311   NATS nats://127.0.0.1:4311   cluster 127.0.0.1:7311
   node 2  http://127.0.0.1:8312   NATS nats://127.0.0.1:4312   cluster 127.0.0.1:7312
   node 3  http://127.0.0.1:8313   NATS nats://127.0.0.1:4313   cluster 127.0.0.1:7313
+The members speak mutual TLS under the CA in $data/certs.
 Try:    $bin/intentctl demo --server http://127.0.0.1:8312
         curl -s http://127.0.0.1:8313/info
 Ctrl-C stops the three.

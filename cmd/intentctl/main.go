@@ -106,6 +106,7 @@ func init() {
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
 		{"log", "watch [--state FILE] [--once] | get N", "follow the transparency log's checkpoints and report a fork; print a leaf", (*cli).logCmd},
+		{"certs", "[-o DIR] [--days N] [--renew] NAME=HOST[,HOST...] ...", "write a cluster CA and each member's certificate and key, for --cluster-tls-*", (*cli).certs},
 		{"mcp", "", "serve the agent tools (MCP) on stdin and stdout, over this server", (*cli).mcp},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}

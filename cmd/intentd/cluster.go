@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/cluster/natsprovider"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -40,6 +41,68 @@ func clusterAddr(s string) (string, int, error) {
 	return host, port, nil
 }
 
+// validateCluster checks the cluster's flags: a member beyond loopback speaks mutual
+// TLS, or says with --cluster-insecure that it means not to.
+func (c *Config) validateCluster() error {
+	tls := c.ClusterTLS
+	given := tls.Cert != "" || tls.Key != "" || tls.CA != ""
+	if c.ClusterBind == "" {
+		if given || c.ClusterInsecure {
+			return errors.New("--cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca and --cluster-insecure are for a cluster member: give --cluster-bind too")
+		}
+		return nil
+	}
+	host, _, err := clusterAddr(c.ClusterBind)
+	if err != nil {
+		return fmt.Errorf("--cluster-bind: %w", err)
+	}
+	switch {
+	case given && (tls.Cert == "" || tls.Key == "" || tls.CA == ""):
+		return errors.New("cluster TLS needs all three of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca")
+	case given && c.ClusterInsecure:
+		return errors.New("--cluster-insecure and --cluster-tls-*: give one of them")
+	case !given && !c.ClusterInsecure && !loopbackHost(host):
+		return fmt.Errorf("--cluster-bind %s is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (intentctl certs makes them), or --cluster-insecure to run without", c.ClusterBind)
+	}
+	return nil
+}
+
+// loopbackHost reports whether host names the loopback interface only.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// clusterTLS loads the members' TLS material, and reads it again whenever its files
+// change, until Close; SIGHUP reads it at once (Reload).
+func (m *Main) clusterTLS() (*clustertls.Config, error) {
+	c := m.Config
+	if c.ClusterTLS.Cert == "" {
+		host, _, _ := clusterAddr(c.ClusterBind)
+		if c.ClusterInsecure {
+			m.logger.Warn("the members speak plaintext (--cluster-insecure): anyone who reaches the cluster port can create, propose and stop intents as a member; use --cluster-tls-* (docs/cluster.md, \"Security\")",
+				"cluster_bind", c.ClusterBind, "loopback", loopbackHost(host))
+		}
+		return nil, nil
+	}
+	tc, err := clustertls.Load(c.ClusterTLS)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopTLSWatch = cancel
+	go tc.Watch(ctx, tlsWatchInterval, m.logger.With("component", "cluster"))
+	m.logger.Info("the members speak mutual TLS", "cert", c.ClusterTLS.Cert, "ca", c.ClusterTLS.CA, "not_after", tc.NotAfter())
+	return tc, nil
+}
+
+// tlsWatchInterval is how often a member looks whether its TLS files changed: a
+// rotation is picked up within it without a signal.
+const tlsWatchInterval = 5 * time.Second
+
 // clusterConfig is the engine's cluster mode, membership on the store's NATS. A member
 // that finds itself dropped from the cluster stops: its supervisor starts it again and
 // it rejoins as a new member, rather than serve intents the others now own.
@@ -61,7 +124,15 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov}, nil
+	tc, err := m.clusterTLS()
+	if err != nil {
+		return nil, err
+	}
+	cc := &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov}
+	if tc != nil {
+		m.clusterTLSConfig, cc.Credentials = tc, tc.Credentials()
+	}
+	return cc, nil
 }
 
 // checkClusterKey refuses to join a cluster whose members sign with another key: a

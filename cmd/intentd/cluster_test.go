@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/crypto"
 )
 
@@ -261,11 +262,32 @@ func startRig(t *testing.T) *rig {
 	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The members speak mutual TLS, as production's do.
+	ca, err := clustertls.NewCA("test cluster", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(certs, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r.nodes = make([]*crashServer, 3)
 	for i := range r.nodes {
+		cert, key, err := ca.Issue(fmt.Sprint("node", i), []string{"127.0.0.1"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsCert, tlsKey := filepath.Join(certs, fmt.Sprint("node", i, ".pem")), filepath.Join(certs, fmt.Sprint("node", i, ".key"))
+		if err := os.WriteFile(tlsCert, cert, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(tlsKey, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		r.nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: []string{
 			"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
-			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile}}
+			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile,
+			"--cluster-tls-ca", filepath.Join(certs, "ca.pem"), "--cluster-tls-cert", tlsCert, "--cluster-tls-key", tlsKey}}
 	}
 	for _, n := range r.nodes {
 		n.start()

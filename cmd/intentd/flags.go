@@ -10,6 +10,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/cluster/clustertls"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
@@ -90,6 +91,11 @@ type Config struct {
 	ClusterBind string
 	// ClusterName keeps clusters apart on one NATS.
 	ClusterName string
+	// ClusterTLS are the PEM files of the members' mutual TLS: this member's
+	// certificate and key, and the cluster's CA.
+	ClusterTLS clustertls.Files
+	// ClusterInsecure lets the members speak plaintext on an address beyond loopback.
+	ClusterInsecure bool
 	// Pprof is the address of a listener serving net/http/pprof; empty: none.
 	Pprof string
 	// Tlog keeps the transparency log of outcomes and serves it under /log/.
@@ -157,6 +163,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
 	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
+	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
+	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
+	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
+	fs.BoolVar(&c.ClusterInsecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
 	fs.BoolVar(&c.Tlog, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
@@ -309,12 +319,7 @@ func (c *Config) validateStore() error {
 	case !clusterName.MatchString(c.ClusterName):
 		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.ClusterName)
 	}
-	if c.ClusterBind != "" {
-		if _, _, err := clusterAddr(c.ClusterBind); err != nil {
-			return fmt.Errorf("--cluster-bind: %w", err)
-		}
-	}
-	return nil
+	return c.validateCluster()
 }
 
 func parseLevel(s string) (slog.Level, error) {

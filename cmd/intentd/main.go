@@ -24,6 +24,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
+	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
@@ -95,6 +96,10 @@ type Main struct {
 	pebble  *persistence.Store // the store when it is Pebble: its fsync metric
 	nats    *natsstore.Store   // the store when it is NATS: cluster mode's membership uses its connection
 	fenced  chan struct{}      // closed when this node was dropped from its cluster
+	// clusterTLSConfig is the members' TLS material, read again on SIGHUP and by a
+	// watch that stopTLSWatch ends.
+	clusterTLSConfig *clustertls.Config
+	stopTLSWatch     context.CancelFunc
 	// digest changes with every write to the store, whichever it is: for the tests
 	// that check a refused request stored nothing.
 	digest  func() ([32]byte, error)
@@ -398,9 +403,16 @@ func (m *Main) URL() string {
 // Done is closed when serving stops, after Close or on a listener failure.
 func (m *Main) Done() <-chan struct{} { return m.served }
 
-// Reload reads the catalog file again (SIGHUP). A bad file is logged and the old
-// catalog kept.
+// Reload reads the catalog file and the members' TLS files again (SIGHUP). A bad file
+// is logged and what was in use kept.
 func (m *Main) Reload() {
+	if tc := m.clusterTLSConfig; tc != nil {
+		if err := tc.Reload(); err != nil {
+			m.logger.Error("cluster TLS reload failed; the certificate in use stays", "err", err)
+		} else {
+			m.logger.Info("cluster TLS files read again", "not_after", tc.NotAfter())
+		}
+	}
 	if m.catalog == nil {
 		return
 	}
@@ -465,6 +477,9 @@ func (m *Main) Close() error {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close the store: %w", err))
 		}
+	}
+	if m.stopTLSWatch != nil {
+		m.stopTLSWatch()
 	}
 	if m.natsSrv != nil {
 		m.natsSrv.Shutdown()

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/intentd/intentd/internal/syncbuf"
+)
+
+// TestClusterFlags checks the cluster's flags: a member beyond loopback speaks mutual
+// TLS or says it means not to, and the TLS flags come together.
+func TestClusterFlags(t *testing.T) {
+	nats := []string{"--store", "nats://a:4222"}
+	tls := []string{"--cluster-tls-cert", "m.pem", "--cluster-tls-key", "m.key", "--cluster-tls-ca", "ca.pem"}
+	args := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"loopback without TLS", args(nats, []string{"--cluster-bind", "127.0.0.1:7300"}), nil, ""},
+		{"localhost without TLS", args(nats, []string{"--cluster-bind", "localhost:7300"}), nil, ""},
+		{"IPv6 loopback without TLS", args(nats, []string{"--cluster-bind", "[::1]:7300"}), nil, ""},
+		{"beyond loopback without TLS", args(nats, []string{"--cluster-bind", "10.0.0.1:7300"}), nil,
+			"--cluster-bind 10.0.0.1:7300 is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca"},
+		{"a name beyond loopback without TLS", args(nats, []string{"--cluster-bind", "node1.internal:7300"}), nil, "--cluster-insecure"},
+		{"beyond loopback with TLS", args(nats, []string{"--cluster-bind", "10.0.0.1:7300"}, tls), nil, ""},
+		{"TLS from the environment", args(nats, []string{"--cluster-bind", "10.0.0.1:7300"}),
+			map[string]string{"INTENTD_CLUSTER_TLS_CERT": "m.pem", "INTENTD_CLUSTER_TLS_KEY": "m.key", "INTENTD_CLUSTER_TLS_CA": "ca.pem"}, ""},
+		{"beyond loopback, insecure on purpose", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-insecure"}), nil, ""},
+		{"insecure and TLS", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-insecure"}, tls), nil, "give one of them"},
+		{"TLS without its CA", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-tls-cert", "m.pem", "--cluster-tls-key", "m.key"}), nil,
+			"all three of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca"},
+		{"TLS without a cluster", args(nats, tls), nil, "give --cluster-bind too"},
+		{"insecure without a cluster", args(nats, []string{"--cluster-insecure"}), nil, "give --cluster-bind too"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = &syncbuf.Buffer{}
+			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			err := m.ParseFlags(tt.args)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ParseFlags: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
