@@ -7,7 +7,11 @@
 //
 // Usage:
 //
-//	intentctl [--server URL] [--token T] [--timeout D] [--json] COMMAND [ARGS]
+//	intentctl [--server URL] [--token-file FILE | --token T] [--timeout D] [--json] COMMAND [ARGS]
+//
+// The bearer token is best given by file, --token-file FILE (or INTENTCTL_TOKEN_FILE),
+// or by INTENTCTL_TOKEN: a --token on the command line is shown to every user of the
+// host. --token @FILE reads the file too.
 //
 // Run `intentctl help` for the commands, and see docs/cli.md for a walk-through from
 // nothing to a verified outcome. `intentctl demo` runs that walk-through in one go
@@ -19,8 +23,8 @@
 //
 //	0  done
 //	1  refused: by the server (an error answer), or by a local check (a policy that
-//	   does not compile, a key file that cannot be used); demo: an outcome other than
-//	   the one expected
+//	   does not compile, a key or token file that cannot be used); demo: an outcome
+//	   other than the one expected
 //	2  usage: a wrong flag, argument or attribute value
 //	3  the server cannot be reached (or did not answer in --timeout)
 //	4  a proof failed verification; log watch: the log showed a fork (two histories)

@@ -138,8 +138,8 @@ func (c *cli) target(keyText string) (*logTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.g.token != "" {
-		f.SetAuthorizationHeader("Bearer " + c.g.token)
+	if api.Token != "" {
+		f.SetAuthorizationHeader("Bearer " + api.Token)
 	}
 	return &logTarget{fetch: f, origin: info.LogOrigin, key: key}, nil
 }

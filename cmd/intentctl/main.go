@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // The exit codes, as doc.go lists them.
@@ -46,15 +47,19 @@ var lookupEnv = os.LookupEnv
 
 // globals are the flags every command accepts, before or after its name.
 type globals struct {
-	server  string
-	token   string
-	timeout time.Duration
-	json    bool
+	server string
+	// token and tokenFile are --token (the token, or @FILE) and --token-file as given
+	// on the command line; cli.bearer reads the token from them or the environment.
+	token     string
+	tokenFile string
+	timeout   time.Duration
+	json      bool
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.server, "server", g.server, "base URL of the intentd server (env INTENTCTL_SERVER)")
-	fs.StringVar(&g.token, "token", g.token, "bearer token sent with every request (env INTENTCTL_TOKEN)")
+	fs.StringVar(&g.token, "token", g.token, "bearer token sent with every request, or @FILE to read it from FILE (env INTENTCTL_TOKEN); prefer --token-file, since a command line is shown to every user of the host")
+	fs.StringVar(&g.tokenFile, "token-file", g.tokenFile, "file holding the bearer token on one line, mode 0600 or 0400 (env INTENTCTL_TOKEN_FILE)")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request (not of watch's stream)")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
 }
@@ -65,8 +70,12 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	g      globals
-	cmd    command
-	client *client.Client
+	// envToken and envTokenFile are INTENTCTL_TOKEN and INTENTCTL_TOKEN_FILE, kept
+	// apart from the flags so that a command line giving either form wins over both,
+	// and so that a command's -h never shows the token as a default.
+	envToken, envTokenFile string
+	cmd                    command
+	client                 *client.Client
 }
 
 // usageError is a mistake on the command line: exit 2, with the command's usage.
@@ -113,7 +122,7 @@ func init() {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token T] [--timeout D] [--json] COMMAND [ARGS]\n\nCommands:\n")
+	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token-file FILE | --token T] [--timeout D] [--json] COMMAND [ARGS]\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.help)
 	}
@@ -135,9 +144,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			c.g.server = v
 		}
 	}
-	if v, ok := lookupEnv("INTENTCTL_TOKEN"); ok {
-		c.g.token = v
-	}
+	c.envToken, _ = lookupEnv("INTENTCTL_TOKEN")
+	c.envTokenFile, _ = lookupEnv("INTENTCTL_TOKEN_FILE")
 
 	fs := flag.NewFlagSet("intentctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -252,7 +260,6 @@ func want(pos []string, n int, names string) error {
 	return nil
 }
 
-// api returns the client of the server the flags name.
 // begin is the start of every command that talks to the server: its flags, exactly n
 // positional arguments (named for the usage message), and the client.
 func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]string, *client.Client, error) {
@@ -270,6 +277,7 @@ func (c *cli) begin(fs *flag.FlagSet, args []string, n int, names string) ([]str
 	return pos, api, nil
 }
 
+// api returns the client of the server the flags name, sending the token they give.
 func (c *cli) api() (*client.Client, error) {
 	if c.client != nil {
 		return c.client, nil
@@ -278,10 +286,27 @@ func (c *cli) api() (*client.Client, error) {
 	if err != nil {
 		return nil, usagef("--server: %v", err)
 	}
-	cl.Token = c.g.token
+	if cl.Token, err = c.bearer(); err != nil {
+		return nil, err
+	}
 	cl.UserAgent = "intentctl"
 	c.client = cl
 	return cl, nil
+}
+
+// bearer is the token sent with every request: from --token, its @FILE or --token-file
+// when the command line gives one of them, else from INTENTCTL_TOKEN (or its @FILE) or
+// INTENTCTL_TOKEN_FILE. Both forms at once is a usage error; a token file that cannot
+// be used is refused, as a key file is.
+func (c *cli) bearer() (string, error) {
+	token, file := c.g.token, c.g.tokenFile
+	if token == "" && file == "" {
+		token, file = c.envToken, c.envTokenFile
+	}
+	if token != "" && file != "" {
+		return "", usagef("--token and --token-file (or INTENTCTL_TOKEN and INTENTCTL_TOKEN_FILE): give one of them")
+	}
+	return secretfile.Resolve("token", token, file)
 }
 
 // call is the context of one request: the run's, within --timeout.

@@ -34,8 +34,8 @@ func startServer(t *testing.T) string {
 }
 
 // startServerWith is startServer with another extractor and, when not 0, a limit on
-// the event stream's subscribers.
-func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int) string {
+// the event stream's subscribers; tune sets the server's other options.
+func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int, tune ...func(*intenthttp.Options)) string {
 	t.Helper()
 	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
 	if err != nil {
@@ -55,10 +55,13 @@ func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int) st
 		t.Fatal(err)
 	}
 	<-e.Ready()
-	srv := intenthttp.NewServer(e, intenthttp.Options{Info: intentd.Info{
+	opts := intenthttp.Options{Info: intentd.Info{
 		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
-	}})
-	ts := httptest.NewServer(srv)
+	}}
+	for _, f := range tune {
+		f(&opts)
+	}
+	ts := httptest.NewServer(intenthttp.NewServer(e, opts))
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/internal/secretfile"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
 )
@@ -75,11 +76,15 @@ type Config struct {
 	// Store is "pebble" (in DataDir) or the NATS servers, nats://HOST:PORT[,nats://...].
 	Store string
 	// The NATS store's connection and layout (natsstore.Options).
-	NatsCreds    string
-	NatsToken    string
-	NatsTLSCA    string
-	NatsPrefix   string
-	NatsReplicas int
+	NatsCreds string
+	// NatsToken is the token itself once ParseFlags has read it: from --nats-token,
+	// the file of --nats-token @FILE, or NatsTokenFile.
+	NatsToken string
+	// NatsTokenFile is the file the token was read from; empty: none.
+	NatsTokenFile string
+	NatsTLSCA     string
+	NatsPrefix    string
+	NatsReplicas  int
 	// NatsEmbed runs a NATS server with JetStream in DataDir inside intentd and keeps the
 	// store on it; NatsEmbedConfig is that server's configuration file (cluster, ports).
 	NatsEmbed       bool
@@ -155,7 +160,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
 	fs.StringVar(&c.Store, "store", "pebble", "where state is kept: pebble (in --data) or NATS JetStream servers, nats://HOST:PORT[,nats://...]")
 	fs.StringVar(&c.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and seed)")
-	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token, or @FILE to read it from FILE; prefer --nats-token-file or INTENTD_NATS_TOKEN, since a command line is shown to every user of the host")
+	fs.StringVar(&c.NatsTokenFile, "nats-token-file", "", "file holding the NATS token on one line (mode 0600 or 0400), instead of --nats-token")
 	fs.StringVar(&c.NatsTLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
 	fs.StringVar(&c.NatsPrefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
 	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
@@ -203,6 +209,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))
 	}
+	if err := m.resolveSecrets(fs); err != nil {
+		return err
+	}
 	// The default solution limit yields to a smaller body limit, which would refuse a
 	// longer solution anyway; a limit the operator gives must fit in the body limit.
 	_, solutionGiven := m.LookupEnv(envName("max-solution"))
@@ -211,6 +220,47 @@ func (m *Main) ParseFlags(args []string) error {
 		c.MaxSolution = int(c.MaxBody)
 	}
 	return c.validate()
+}
+
+// secretFlag is a flag whose value is itself a secret, with its twin NAME-file, which
+// names a file holding it.
+type secretFlag struct {
+	name        string
+	value, file *string
+}
+
+// secretFlags are the flags of c whose value is a secret. Each also takes a file, as
+// NAME-file or as NAME @FILE, and /debug/pprof/cmdline shows its value redacted.
+func (c *Config) secretFlags() []secretFlag {
+	return []secretFlag{{"nats-token", &c.NatsToken, &c.NatsTokenFile}}
+}
+
+// resolveSecrets reads each secret given by file, so that Config holds the secrets
+// themselves. A flag and its twin are one setting: either given on the command line
+// wins over the environment's variables of both, as a flag wins over its variable;
+// both given on one of the two is refused. The secret flags given on the command line
+// with the secret itself are kept in cmdlineSecrets, for Run to warn of.
+func (m *Main) resolveSecrets(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	m.cmdlineSecrets = nil
+	for _, s := range m.Config.secretFlags() {
+		switch value, file := given[s.name], given[s.name+"-file"]; {
+		case value && !file:
+			*s.file = ""
+		case file && !value:
+			*s.value = ""
+		}
+		if given[s.name] && *s.value != "" && !strings.HasPrefix(*s.value, "@") {
+			m.cmdlineSecrets = append(m.cmdlineSecrets, s.name)
+		}
+		v, err := secretfile.Resolve(s.name, *s.value, *s.file)
+		if err != nil {
+			return err
+		}
+		*s.value = v
+	}
+	return nil
 }
 
 // listFlag is a flag that may be given more than once, each time with one value or a
@@ -313,7 +363,7 @@ func (c *Config) validateStore() error {
 	case c.NatsReplicas < 0:
 		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
 	case c.NatsCreds != "" && c.NatsToken != "":
-		return errors.New("--nats-creds and --nats-token: give one of them")
+		return errors.New("--nats-creds and --nats-token (or --nats-token-file): give one of them")
 	case c.ClusterBind != "" && !nats && !c.NatsEmbed:
 		return errors.New("--cluster-bind needs a store every member shares: --store nats://... or --nats-embed")
 	case !clusterName.MatchString(c.ClusterName):

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -114,7 +113,13 @@ type Main struct {
 	server   *intenthttp.Server
 	ln       net.Listener
 	pprof    *http.Server
-	logw     *intenthttp.LogWriter // nil: logs go straight to Stderr
+	// cmdline is the command line /debug/pprof/cmdline shows, redacted; nil: os.Args.
+	// Tests set their own, since the test binary's is not intentd's.
+	cmdline []string
+	// cmdlineSecrets are the secret flags given on the command line with the secret
+	// itself, not by file: Run warns of each.
+	cmdlineSecrets []string
+	logw           *intenthttp.LogWriter // nil: logs go straight to Stderr
 	// served is closed when Serve returns, with serveErr set before.
 	served   chan struct{}
 	serveErr error
@@ -281,21 +286,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	if c.Pprof != "" {
-		// A listener of its own, so that the profiler is never reachable where the API is.
-		pln, err := net.Listen("tcp", c.Pprof)
-		if err != nil {
+		if err := m.startPprof(c.Pprof); err != nil {
 			m.ln.Close()
-			return fmt.Errorf("--pprof: %w", err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		m.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go m.pprof.Serve(pln)
-		m.logger.Info("serving the profiler", "url", "http://"+pln.Addr().String()+"/debug/pprof/")
 	}
 	m.served = make(chan struct{})
 	go func() {
@@ -304,6 +298,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}()
 
 	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.AllowUnsigned, "auth_required", tokens != nil)
+	for _, name := range m.cmdlineSecrets {
+		m.logger.Warn("a secret given on the command line is shown to every user of this host (ps, /proc/PID/cmdline); give it by file or by environment instead",
+			"flag", "--"+name, "file_flag", "--"+name+"-file", "env", envName(name))
+	}
 	if tokens == nil && !loopback(m.ln.Addr()) {
 		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
 			"listen", c.Listen)

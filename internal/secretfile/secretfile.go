@@ -1,0 +1,97 @@
+// Package secretfile reads a secret, a token that authenticates the process to
+// something, from a file of its own: the form every secret flag of intentd and intentctl
+// takes besides its value, since a value on a command line is shown to every user of the
+// host (ps, /proc/PID/cmdline) and kept in shell histories.
+//
+// A secret file is held to what intentd's signing key file is held to: group and others
+// may neither read nor write it. A token that others can read authenticates them as
+// well, and a file made with the wrong mode is better refused at start, with the chmod
+// that fixes it, than found out later.
+package secretfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// MaxBytes bounds a secret file. Tokens are short; a larger file is the wrong file
+// (a tokens list, a log), and is refused before it is read whole.
+const MaxBytes = 64 << 10
+
+// Read returns the secret in the file at path: its content less one trailing newline
+// ("\n" or "\r\n"), which editors and `echo` add. It refuses an empty secret, one of
+// more than one line, a file larger than MaxBytes, a folder or device, and a file that
+// group or others may access, naming the chmod that fixes it (the mode is not checked on
+// Windows, whose files have no such bits). A pipe is read as a file is, so that a shell's
+// process substitution, --token-file <(pass show intentd), works. The errors name the
+// path, never the content.
+func Read(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if mode := info.Mode(); !mode.IsRegular() && mode&os.ModeNamedPipe == 0 {
+		return "", fmt.Errorf("%s: not a regular file", path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return "", fmt.Errorf("%s: mode %04o lets group or others access the secret; run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxBytes {
+		return "", fmt.Errorf("%s: larger than %d bytes, not a secret file", path, MaxBytes)
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	switch {
+	case s == "":
+		// An empty token would turn authentication off where it is optional rather
+		// than fail where it is not.
+		return "", fmt.Errorf("%s: empty; want the secret on one line", path)
+	case strings.ContainsAny(s, "\r\n"):
+		// A second line is a mistake (two tokens, a comment), not a part of the secret:
+		// neither a bearer token nor a NATS token may hold a line break.
+		return "", fmt.Errorf("%s: more than one line; want the secret alone on one line", path)
+	}
+	return s, nil
+}
+
+// Resolve returns the secret of a flag pair, --NAME and --NAME-file: the content of
+// file when it is set, that of the file after the @ when value starts with one (--NAME
+// @FILE), else value itself. Giving both is refused, as a choice between them would be
+// a guess. The errors name the flag and the file, never a secret; a secret that starts
+// with @ is given by file.
+func Resolve(name, value, file string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("--%s and --%s-file: give one of them", name, name)
+	case file != "":
+		s, err := Read(file)
+		if err != nil {
+			return "", fmt.Errorf("--%s-file: %w", name, err)
+		}
+		return s, nil
+	}
+	path, ok := strings.CutPrefix(value, "@")
+	if !ok {
+		return value, nil
+	}
+	if path == "" {
+		return "", fmt.Errorf("--%s @: want a file name after the @", name)
+	}
+	s, err := Read(path)
+	if err != nil {
+		return "", fmt.Errorf("--%s @FILE: %w", name, err)
+	}
+	return s, nil
+}
