@@ -4,8 +4,6 @@ package actors
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +21,6 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/cluster/clusterpb"
 	"github.com/intentd/intentd/cluster/clustertls"
-	"github.com/intentd/intentd/crypto"
 )
 
 // clusterTLS makes a CA in dir and the TLS material of a member it signs.
@@ -66,33 +63,6 @@ func outsider(t *testing.T, creds credentials.TransportCredentials) *actor.Actor
 	r.Start()
 	t.Cleanup(func() { r.Shutdown(false) })
 	return sys
-}
-
-// forgedCreate is the create of an intent whose signature is 64 random bytes, as no
-// member sends: only an outsider could.
-func forgedCreate(t *testing.T, h *harness, id string) *clusterpb.CreateIntent {
-	t.Helper()
-	raw := h.intentJSON(id, "M", 2500)
-	forged := make([]byte, ed25519.SignatureSize)
-	if _, err := rand.Read(forged); err != nil {
-		t.Fatal(err)
-	}
-	auth := crypto.Authorship{Signature: &crypto.Signature{Ed25519: &crypto.Ed25519Signature{
-		PubKey: h.key.Public().(ed25519.PublicKey), Signature: forged}}}
-	canon, err := crypto.Canonicalize(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	snap := &snapshot{V: snapshotVersion, ID: id, PolicyID: h.policy, State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := snap.setAuthored(canon, auth); err != nil {
-		t.Fatal(err)
-	}
-	cmd, err := command(id, create{snap: snap})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd.(*clusterpb.CreateIntent)
 }
 
 // TestClusterRefusesOutsiders starts a member whose remoting port is mutual TLS, and
@@ -184,56 +154,4 @@ func TestClusterRefusesOutsiders(t *testing.T) {
 			t.Fatalf("the forged intent: %v, want not found", err)
 		}
 	})
-}
-
-// TestGrainChecksCreate gives the owner's check every kind of create no member sends.
-func TestGrainChecksCreate(t *testing.T) {
-	h := newHarness(t, nil)
-	id := uuid.NewString()
-	valid := func() *snapshot {
-		raw := h.intentJSON(id, "M", 2500)
-		auth, err := crypto.SignEd25519(h.key, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		canon, err := crypto.Canonicalize(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		s := &snapshot{V: snapshotVersion, ID: id, PolicyID: h.policy, State: intentd.StateOpen, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := s.setAuthored(canon, auth); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	if err := h.e.checkCreate(id, valid()); err != nil {
-		t.Fatalf("a valid create: %v", err)
-	}
-	forged := forgedCreate(t, h, id)
-	forgedSnap, err := decodeSnapshot(forged.Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := uuid.NewString()
-	for _, tt := range []struct {
-		name   string
-		id     string
-		change func(*snapshot) *snapshot
-		want   string
-	}{
-		{"for another grain", other, func(s *snapshot) *snapshot { return s }, intentd.CodeInternal},
-		{"naming another intent", id, func(s *snapshot) *snapshot { s.ID = other; return s }, intentd.CodeInternal},
-		{"already a success", id, func(s *snapshot) *snapshot { s.State = intentd.StateSuccess; return s }, intentd.CodeInternal},
-		{"open with evidence", id, func(s *snapshot) *snapshot { s.Evidence = []byte(`{"price_cents":1}`); return s }, intentd.CodeInternal},
-		{"of another policy", id, func(s *snapshot) *snapshot { s.PolicyID = "11111111111111111111111111111111"; return s }, intentd.CodeInternal},
-		{"expired when made", id, func(s *snapshot) *snapshot { s.ExpiresAt = s.CreatedAt; return s }, intentd.CodeInternal},
-		{"with a forged signature", id, func(*snapshot) *snapshot { return forgedSnap }, intentd.CodeAuthorshipInvalid},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := h.e.checkCreate(tt.id, tt.change(valid())); intentd.ErrorCode(err) != tt.want {
-				t.Fatalf("checkCreate = %v, want %s", err, tt.want)
-			}
-		})
-	}
 }
