@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,8 +50,17 @@ type ClusterConfig struct {
 const intentKind = "intent"
 
 // startCluster joins the cluster; it returns once this member has the first topology.
-func (e *Engine) startCluster() {
+// protoactor panics when its listener cannot bind or the membership provider fails to
+// start: the port is tried first, for an error that names it, and a panic of the start
+// becomes an error, so that a node that cannot join says why in one line.
+func (e *Engine) startCluster() (err error) {
 	c := e.cfg.Cluster
+	addr := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster port: %w", err)
+	}
+	ln.Close()
 	timeout := c.RequestTimeout
 	if timeout == 0 {
 		timeout = DefaultClusterRequestTimeout
@@ -80,7 +91,17 @@ func (e *Engine) startCluster() {
 			}()
 		}
 	})
+	defer func() {
+		if r := recover(); r != nil {
+			if e.cluster.Remote != nil {
+				e.cluster.Remote.Shutdown(false)
+			}
+			e.cluster = nil
+			err = fmt.Errorf("join the cluster at %s: %v", addr, r)
+		}
+	}()
 	e.cluster.StartMember()
+	return nil
 }
 
 // resumeMoved asks the owners of the processing intents to prove them, when the members

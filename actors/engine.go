@@ -266,7 +266,10 @@ func Open(cfg Config) (*Engine, error) {
 	}
 
 	if cfg.Cluster != nil {
-		e.startCluster()
+		if err := e.startCluster(); err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
 	if err := e.resumeProcessing(); err != nil {
 		e.Close()
