@@ -39,12 +39,22 @@ type ClusterConfig struct {
 	// for dials (clustertls makes mutual TLS ones). Nil: plaintext, which anyone who
 	// reaches the port can use as a member: for loopback only.
 	Credentials credentials.TransportCredentials
+	// MaxGrains bounds the intent grains active on this member: a command whose grain
+	// would be one more is answered 503 capacity_exceeded, and counted
+	// (ClusterGrainsRefused). 0: DefaultMaxGrains; negative: no bound.
+	MaxGrains int
 	// RequestTimeout bounds a command to another member, all its tries; 0:
 	// DefaultClusterRequestTimeout.
 	RequestTimeout time.Duration
 
 	stuckAfter time.Duration // 0: stuckAfter; shorter in tests
 }
+
+// DefaultMaxGrains is the bound on a member's active grains when none is given: an idle
+// grain costs 2.4-3.4 KiB, so the bound holds them under about 350 MB, and grains
+// passivate after PassivateAfter, so only a burst of that many intents within it meets
+// the bound.
+const DefaultMaxGrains = 100_000
 
 // intentKind is the grain kind of an intent.
 const intentKind = "intent"
@@ -61,6 +71,12 @@ func (e *Engine) startCluster() (err error) {
 		return fmt.Errorf("cluster port: %w", err)
 	}
 	ln.Close()
+	switch e.maxGrains = int64(c.MaxGrains); {
+	case c.MaxGrains == 0:
+		e.maxGrains = DefaultMaxGrains
+	case c.MaxGrains < 0:
+		e.maxGrains = 0
+	}
 	timeout := c.RequestTimeout
 	if timeout == 0 {
 		timeout = DefaultClusterRequestTimeout
@@ -365,6 +381,10 @@ func (e *Engine) expiryScanner() bool {
 
 // ClusterActivations reports the intent grains active on this member.
 func (e *Engine) ClusterActivations() int { return int(e.activations.Load()) }
+
+// ClusterGrainsRefused counts the grains activated past the member's bound, each of
+// which answered its command 503 and stopped.
+func (e *Engine) ClusterGrainsRefused() uint64 { return e.grainsRefused.Load() }
 
 // ClusterMembers reports the addresses of the members this one sees, itself included,
 // or nil when the engine is not in a cluster.

@@ -149,8 +149,11 @@ type Engine struct {
 	log     *slog.Logger
 	system  *actor.ActorSystem
 	cluster *cluster.Cluster // nil unless the engine is a member of a cluster
-	// activations counts the intent grains active on this member.
-	activations atomic.Int64
+	// activations counts the intent grains active on this member; past maxGrains a
+	// grain refuses (grainsRefused counts it).
+	activations   atomic.Int64
+	maxGrains     int64
+	grainsRefused atomic.Uint64
 	// membersChanged is closed when the members change, and replaced: a command
 	// waiting on an owner that may be gone tries again at once.
 	membersMu      sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -19,9 +20,18 @@ import (
 type grain struct {
 	e       *Engine
 	id      string // the intent this grain is, from protoactor's ClusterInit
+	full    bool   // activated past ClusterConfig.MaxGrains: it refuses, then stops
 	replies map[string]proto.Message
 	order   []string
 }
+
+// errGrainsFull answers a command whose grain was activated past the member's bound.
+var errGrainsFull = &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeCapacityExceeded,
+	Message: "the cluster member that holds the intent holds as many intents as it may; retry later"}
+
+// fullGrainLinger is how long a grain activated past the bound waits for the command it
+// was activated for, before it stops unasked.
+const fullGrainLinger = time.Second
 
 // keptReplies bounds the replies a grain keeps for retried requests: retries come
 // within one request's time-out, a handful of commands at most.
@@ -34,11 +44,29 @@ func (g *grain) Receive(ctx actor.Context) {
 		case *cluster.ClusterInit:
 			g.id = m.Identity.Identity
 		case *actor.Started:
-			g.e.activations.Add(1)
+			n := g.e.activations.Add(1)
+			if max := g.e.maxGrains; max > 0 && n > max {
+				// Past the bound the grain answers every command busy, then stops:
+				// a flood of activations costs the member a moment, not its memory.
+				g.full = true
+				g.e.grainsRefused.Add(1)
+				ctx.SetReceiveTimeout(fullGrainLinger)
+				return
+			}
+			// A grain idle as long as an intent actor may be stops, as the actor does:
+			// its state is in the store, and the next command activates it again.
+			ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
+		case *actor.ReceiveTimeout:
+			ctx.Stop(ctx.Self())
 		case *actor.Stopped:
 			g.e.activations.Add(-1)
 		}
 		return // protoactor's own messages
+	}
+	if g.full {
+		ctx.Respond(clusterpb.NewErrorReply(cmd.GetRequestId(), errGrainsFull))
+		ctx.Stop(ctx.Self())
+		return
 	}
 	if r, ok := g.replies[cmd.GetRequestId()]; ok {
 		ctx.Respond(r)
