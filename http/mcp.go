@@ -1,7 +1,9 @@
 package http
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -45,10 +47,18 @@ func (s *Server) newMCPHandler() http.Handler {
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
 
-// handleMCP serves one request of the MCP streamable HTTP transport. await_outcome
-// may hold its answer for up to mcpMaxWait, beyond the server's write time-out, so
-// the deadline of this one answer is moved past it.
+// handleMCP serves one request of the MCP streamable HTTP transport. The body is read
+// here, within --max-body, so that one too large is refused with the 413 every route
+// answers rather than with the MCP handler's text. await_outcome may hold its answer
+// for up to mcpMaxWait, beyond the server's write time-out, so the deadline of this
+// one answer is moved past it.
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpMaxWait + s.opts.WriteTimeout))
 	s.mcp.ServeHTTP(w, r)
 }

@@ -13,6 +13,11 @@
 // the service's error, so that an agent can switch on the code as any client does;
 // internal errors are logged and shown only as "internal error".
 //
+// Over HTTP, a request is bounded before the SDK decodes it: a JSON-RPC batch holds at
+// most MaxBatchMessages messages, since the SDK makes all the calls of a batch at once,
+// and an answer at most MaxAnswerBytes, since it holds every answer of a batch until
+// the last is done.
+//
 // Intents and policies are offered through get_intent only, not as MCP resources: an
 // agent needs the intent, its policy and the evidence that policy reads together, at
 // the moment it evaluates candidates, and many agent hosts surface tools to the model

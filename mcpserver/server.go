@@ -80,6 +80,7 @@ func New(b Backend, opts Options) *Server {
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "intentd", Title: "intentd: intents, previews, proposals and proofs", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions})
+	s.mcp.AddReceivingMiddleware(boundAnswers)
 	s.addTools()
 	return s
 }
@@ -97,14 +98,20 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // HTTPHandler serves the tools on the streamable HTTP transport, stateless: every
 // request stands alone, so that no session is kept in memory between an agent's calls
-// and any node of a cluster can answer any of them. maxBody bounds a request body.
+// and any node of a cluster can answer any of them. maxBody bounds a request body (the
+// SDK's 4 MiB when 0); a batch holds at most MaxBatchMessages messages, and an answer
+// at most MaxAnswerBytes(maxBody) bytes.
 func (s *Server) HTTPHandler(maxBody int64) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		Logger:              s.log,
 		MaxRequestBodyBytes: maxBody,
 	})
+	return &boundedHTTP{next: h, maxBody: maxBody, maxAnswer: MaxAnswerBytes(maxBody)}
 }
 
 // The tools' inputs.

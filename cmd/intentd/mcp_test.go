@@ -87,3 +87,91 @@ func TestMCPSolutionLimit(t *testing.T) {
 		})
 	}
 }
+
+// mcpBatch is a JSON-RPC batch of n get_intent calls of intent at /mcp, with last in
+// place of the final ones.
+func mcpBatch(n int, intent string, last ...string) []byte {
+	msgs := make([]string, 0, n)
+	for i := range n - len(last) {
+		msgs = append(msgs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_intent","arguments":{"intent_id":%q}}}`, i+1, intent))
+	}
+	return []byte("[" + strings.Join(append(msgs, last...), ",") + "]")
+}
+
+// TestMCPBounds checks the bounds of /mcp end to end, each answer held to the OpenAPI
+// document: a batch of 64 messages is answered whole and one of 65 refused whole, none
+// of its calls made, as is the request of 6,000 get_intent calls that the bound was
+// made for; with --max-body 16384 an answer holds at most 64 KiB, the calls past it
+// answered with the JSON-RPC error -32050, and a body past --max-body is the 413 of
+// every route.
+func TestMCPBounds(t *testing.T) {
+	type rpcAnswer struct {
+		Result *struct{ IsError bool } `json:"result"`
+		Error  *struct {
+			Code    int
+			Message string
+		} `json:"error"`
+	}
+	s := startServer(t, nil)
+	small := startServer(t, []string{"--max-body", "16384"})
+	for _, tc := range []struct {
+		name string
+		s    *testServer
+		n    int
+		// wantCode is the code of the JSON-RPC error of a batch refused whole, 0 when
+		// its calls are made.
+		wantCode int
+		// boundOf is the bound of the answer when some of its calls should be refused
+		// for it, 0 when every call should be answered with its result.
+		boundOf int
+	}{
+		{"at the bound", s, 64, 0, 0},
+		{"past the bound", s, 65, -32600, 0},
+		{"6000 calls", s, 6000, -32600, 0},
+		{"past the answer's bound", small, 64, 0, 64 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			read, target := tc.s.submit(), tc.s.submit()
+			propose := fmt.Sprintf(`{"jsonrpc":"2.0","id":"propose","method":"tools/call","params":{"name":"propose_solution","arguments":{"intent_id":%q,"solution":"https://shop.example/products/tshirt-navy-m"}}}`, target)
+			r := tc.s.do("POST", "/mcp", "application/json", mcpBatch(tc.n, read, propose), "Accept", "application/json, text/event-stream")
+			proposed := tc.s.status(target)["status"] != "open"
+			if tc.wantCode != 0 {
+				var a rpcAnswer
+				if err := json.Unmarshal(r.body, &a); err != nil || r.status != http.StatusBadRequest || a.Error == nil ||
+					a.Error.Code != tc.wantCode || !strings.Contains(a.Error.Message, "at most 64 messages") {
+					t.Fatalf("POST /mcp with %d messages: %.300s, want 400 and the JSON-RPC error %d naming the bound", tc.n, r, tc.wantCode)
+				}
+				if proposed {
+					t.Fatal("the batch refused made its proposal")
+				}
+				return
+			}
+			var answers []rpcAnswer
+			if err := json.Unmarshal(r.body, &answers); err != nil || r.status != http.StatusOK || len(answers) != tc.n {
+				t.Fatalf("POST /mcp with %d messages: %.300s, want 200 and %d answers", tc.n, r, tc.n)
+			}
+			refused := 0
+			for _, a := range answers {
+				switch {
+				case a.Result != nil && !a.Result.IsError:
+				case tc.boundOf != 0 && a.Error != nil && a.Error.Code == -32050 && strings.Contains(a.Error.Message, strconv.Itoa(tc.boundOf)):
+					refused++
+				default:
+					t.Fatalf("an answer of the batch: %+v %+v", a.Result, a.Error)
+				}
+			}
+			if tc.boundOf == 0 && !proposed {
+				t.Fatal("the batch answered did not make its proposal")
+			}
+			if tc.boundOf != 0 && (refused == 0 || len(r.body) > tc.boundOf) {
+				t.Fatalf("an answer of %d bytes with %d calls refused, want some refused and at most %d bytes", len(r.body), refused, tc.boundOf)
+			}
+		})
+	}
+	t.Run("body past --max-body", func(t *testing.T) {
+		r := small.do("POST", "/mcp", "application/json", mcpBatch(64, strings.Repeat("x", 300)), "Accept", "application/json, text/event-stream")
+		if code, msg := r.errorBody(t); r.status != http.StatusRequestEntityTooLarge || code != "body_too_large" || !strings.Contains(msg, "16384") {
+			t.Fatalf("POST /mcp past --max-body: %s", r)
+		}
+	})
+}
