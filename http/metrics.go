@@ -175,13 +175,16 @@ var (
 	descMembers = prometheus.NewDesc("intentd_cluster_members",
 		"In a cluster, the members this node sees, itself included.", nil, nil)
 	descActivations = prometheus.NewDesc("intentd_cluster_grain_activations",
-		"In a cluster, the intent grains active on this node.", nil, nil)
+		"In a cluster, the intent grains active on this node now.", nil, nil)
+	descGrainsRefused = prometheus.NewDesc("intentd_cluster_grains_refused_total",
+		"In a cluster, commands answered 503 because their grain would have been one past --cluster-max-grains.", nil, nil)
 )
 
 // ClusterStats is what the cluster gauges read; an engine in a cluster reports members.
 type ClusterStats interface {
 	ClusterMembers() []string
 	ClusterActivations() int
+	ClusterGrainsRefused() uint64
 }
 
 // engineCollector asks the engine once per scrape, rather than once per gauge.
@@ -194,6 +197,7 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSubscribers
 	ch <- descMembers
 	ch <- descActivations
+	ch <- descGrainsRefused
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -208,6 +212,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		if members := cs.ClusterMembers(); members != nil {
 			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(len(members)))
 			ch <- prometheus.MustNewConstMetric(descActivations, prometheus.GaugeValue, float64(cs.ClusterActivations()))
+			ch <- prometheus.MustNewConstMetric(descGrainsRefused, prometheus.CounterValue, float64(cs.ClusterGrainsRefused()))
 		}
 	}
 }

@@ -57,6 +57,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("--cluster-bind: %w", err)
 	}
 	switch {
+	case c.ClusterMaxGrains < 0:
+		return fmt.Errorf("--cluster-max-grains %d: want 0 (no bound) or more", c.ClusterMaxGrains)
 	case given && (tls.Cert == "" || tls.Key == "" || tls.CA == ""):
 		return errors.New("cluster TLS needs all three of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca")
 	case given && c.ClusterInsecure:
@@ -128,7 +130,10 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov}
+	cc := &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov, MaxGrains: c.ClusterMaxGrains}
+	if c.ClusterMaxGrains == 0 {
+		cc.MaxGrains = -1 // the flag's 0 is no bound; the engine's is its default
+	}
 	if tc != nil {
 		m.clusterTLSConfig, cc.Credentials = tc, tc.Credentials()
 	}

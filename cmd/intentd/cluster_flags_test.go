@@ -39,6 +39,7 @@ func TestClusterFlags(t *testing.T) {
 		{"TLS without its CA", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-tls-cert", "m.pem", "--cluster-tls-key", "m.key"}), nil,
 			"all three of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca"},
 		{"TLS without a cluster", args(nats, tls), nil, "give --cluster-bind too"},
+		{"a negative bound of grains", args(nats, []string{"--cluster-bind", "127.0.0.1:7300", "--cluster-max-grains", "-1"}), nil, "--cluster-max-grains -1"},
 		{"insecure without a cluster", args(nats, []string{"--cluster-insecure"}), nil, "give --cluster-bind too"},
 	}
 	for _, tt := range tests {

@@ -101,6 +101,8 @@ type Config struct {
 	ClusterTLS clustertls.Files
 	// ClusterInsecure lets the members speak plaintext on an address beyond loopback.
 	ClusterInsecure bool
+	// ClusterMaxGrains bounds the intent grains active on this member; 0: no bound.
+	ClusterMaxGrains int
 	// Pprof is the address of a listener serving net/http/pprof; empty: none.
 	Pprof string
 	// Tlog keeps the transparency log of outcomes and serves it under /log/.
@@ -172,6 +174,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
 	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
 	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
+	fs.IntVar(&c.ClusterMaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intent grains active on this member at once; a command past it is answered 503 capacity_exceeded (idle grains stop after 10 s); 0: no bound")
 	fs.BoolVar(&c.ClusterInsecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
