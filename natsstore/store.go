@@ -28,9 +28,14 @@ type Options struct {
 	// URLs are the NATS servers to connect to; the client finds the rest of a cluster
 	// from them.
 	URLs []string
-	// Creds is a credentials file (JWT and seed); Token is a plain token. At most one.
+	// Creds is a credentials file (JWT and seed); Token is a plain token; NKey is a file
+	// of an NKey user's seed (mode 0600, see LoadNKey). At most one.
 	Creds string
 	Token string
+	NKey  string
+	// OnlyURLs keeps the connection on URLs, never moving to a server they advertise: an
+	// embedded server's connection stays on it, the one server that admits its user.
+	OnlyURLs bool
 	// TLSCA is a PEM file of the certificate authorities that sign the servers'
 	// certificates; empty means the system's.
 	TLSCA string
@@ -191,19 +196,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			s.setDown(false)
 		}),
 	}
-	if opts.Creds != "" && opts.Token != "" {
-		return nil, errors.New("nats store: give credentials or a token, not both")
+	auth, err := authOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Creds != "" {
-		nopts = append(nopts, nats.UserCredentials(opts.Creds))
-	}
-	if opts.Token != "" {
-		nopts = append(nopts, nats.Token(opts.Token))
-	}
-	if opts.TLSCA != "" {
-		nopts = append(nopts, nats.RootCAs(opts.TLSCA))
-	}
-	nc, err := nats.Connect(urls, nopts...)
+	nc, err := nats.Connect(urls, append(nopts, auth...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
 	}
