@@ -4,17 +4,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // NKeyFile is the name of the embedded server's credential in its folder: the seed of the
@@ -32,28 +32,9 @@ const maxNKeyFileBytes = 16 << 10
 // LoadNKey reads the NKey user seed in path. A file that group or others may read, or that
 // holds no user seed, is refused: the seed is a password.
 func LoadNKey(path string) (nkeys.KeyPair, error) {
-	f, err := os.Open(path)
+	text, err := secretfile.Read(path, maxNKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("nats credential: %w", err)
-	}
-	defer f.Close()
-	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("nats credential %s: %w", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("nats credential %s: not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("nats credential %s: mode %04o lets group or others read it; run chmod 600 %s", path, perm, path)
-	}
-	text, err := io.ReadAll(io.LimitReader(f, maxNKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("nats credential %s: %w", path, err)
-	}
-	if len(text) > maxNKeyFileBytes {
-		return nil, fmt.Errorf("nats credential %s: larger than %d bytes, not a seed file", path, maxNKeyFileBytes)
 	}
 	kp, err := nkeys.ParseDecoratedNKey(text)
 	if err != nil {
@@ -81,7 +62,10 @@ func loadOrCreateNKey(path string) (kp nkeys.KeyPair, created bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("nats credential: %w", err)
 	}
-	err = writeNewFile(path, append(seed, '\n'))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, false, fmt.Errorf("nats credential: %w", err)
+	}
+	err = secretfile.WriteNew(path, append(seed, '\n'))
 	if errors.Is(err, fs.ErrExist) {
 		// Another process started on the same folder and won the race: use its key.
 		kp, err = LoadNKey(path)
@@ -91,44 +75,6 @@ func loadOrCreateNKey(path string) (kp nkeys.KeyPair, created bool, err error) {
 		return nil, false, fmt.Errorf("nats credential: %w", err)
 	}
 	return kp, true, nil
-}
-
-// writeNewFile writes data to a new file at path with mode 0600, creating its folder (mode
-// 0700) when missing. It never replaces a file (the error then wraps fs.ErrExist), and
-// the file appears whole or not at all: a crash must not leave a truncated seed that the
-// next start refuses.
-func writeNewFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// Link, unlike Rename, fails when the target exists.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // some file systems cannot sync a folder; the file itself is synced
-		d.Close()
-	}
-	return nil
 }
 
 // authOptions are the connection's options of Options' credential and TLS.
