@@ -17,7 +17,7 @@ const (
 	KindUnprocessable                // well-formed JSON that does not match the schema (HTTP 422)
 	KindNotFound                     // the named resource does not exist (HTTP 404)
 	KindConflict                     // the resource's state forbids the request (HTTP 409)
-	KindBusy                         // capacity is full; retry later (HTTP 503)
+	KindBusy                         // capacity is full, or the store cannot serve; retry later (HTTP 503)
 	KindTooLarge                     // a size limit was exceeded (HTTP 413)
 	KindUnauthorized                 // the caller is not authenticated (HTTP 401)
 	KindForbidden                    // the caller may not do this (HTTP 403)
@@ -119,6 +119,15 @@ const (
 	// have no quorum). A write that got this may or may not have been made: read the
 	// intent's status before sending it again.
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeStoreMissing: data the store needs (on NATS: its stream, or a bucket beside it)
+	// was deleted under the running service, or deleted and made again. Reads and writes
+	// are refused, and nothing is made again over the loss, until an operator restores it
+	// and restarts the service.
+	CodeStoreMissing = "store_missing"
+	// CodeStoreChanged: the store's data is there but not as the service opened it (on
+	// NATS: given fewer replicas or another layout). Reads and writes are refused until an
+	// operator puts it back or restarts the service.
+	CodeStoreChanged = "store_changed"
 	// CodeMemberUnavailable: in a cluster, the member that holds the intent did not
 	// answer (it is gone and the cluster has not yet moved its intents, or it is
 	// overloaded). A write may or may not have been made: read the status, then retry.

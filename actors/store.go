@@ -52,10 +52,11 @@ func storeFailed(format string, err error) *intentd.Error {
 
 // retryable reports whether a write that failed with err should be tried again by the
 // engine itself: an outcome must be written, however long the store refuses it, and a
-// store that is full or unreachable says so with a busy error.
+// store that is full, unreachable, or whose data was deleted or changed under it until
+// an operator acts, says so with a busy error.
 func retryable(err error) bool {
 	switch intentd.ErrorCode(err) {
-	case intentd.CodeStorageFull, intentd.CodeStoreUnavailable:
+	case intentd.CodeStorageFull, intentd.CodeStoreUnavailable, intentd.CodeStoreMissing, intentd.CodeStoreChanged:
 		return true
 	}
 	return intentd.ErrorKind(err) == intentd.KindInternal

@@ -11,7 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
+
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // SigningKeyFile is the name of the service's signing key in its data folder.
@@ -106,28 +107,9 @@ func ParseSigningKey(text []byte) (*SigningKey, error) {
 //
 // A missing file is an error wrapping fs.ErrNotExist.
 func LoadSigningKey(path string) (*SigningKey, error) {
-	f, err := os.Open(path)
+	text, err := secretfile.ReadKey(path, maxKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("crypto: signing key: %w", err)
-	}
-	defer f.Close()
-	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("crypto: signing key %s: %w", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("crypto: signing key %s: not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("crypto: signing key %s: mode %04o lets group or others access it; run chmod 600 %s", path, perm, path)
-	}
-	text, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("crypto: signing key %s: %w", path, err)
-	}
-	if len(text) > maxKeyFileBytes {
-		return nil, fmt.Errorf("crypto: signing key %s: larger than %d bytes, not a key file", path, maxKeyFileBytes)
 	}
 	k, err := ParseSigningKey(text)
 	if err != nil {
@@ -175,36 +157,8 @@ func LoadOrCreateSigningKey(dir string) (key *SigningKey, created bool, err erro
 // into place, so that a crash cannot leave a truncated key that the next start would
 // refuse.
 func WriteSigningKeyFile(path string, k *SigningKey) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := secretfile.WriteNew(path, k.EncodeFile()); err != nil {
 		return fmt.Errorf("crypto: write signing key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file 0600 already; Chmod says so where a umask or platform
-	// might differ.
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(k.EncodeFile())
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("crypto: write signing key %s: %w", path, err)
-	}
-	// Link, unlike Rename, fails when the target exists.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return fmt.Errorf("crypto: write signing key: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		// The new name must reach the disk too; some file systems cannot sync a
-		// folder, which is not worth failing over once the file itself is synced.
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

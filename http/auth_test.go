@@ -1,11 +1,14 @@
 package http
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/intentd/intentd"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -113,6 +116,23 @@ func TestReadyz(t *testing.T) {
 		}
 		if rec := get("/healthz"); rec.Code != http.StatusOK {
 			t.Fatalf("%s: /healthz %d", st.name, rec.Code)
+		}
+	}
+}
+
+// TestReadyzStoreLost answers 503 with the code of a store whose data was deleted or
+// changed under the service, and its message, never the cause the store gives.
+func TestReadyzStoreLost(t *testing.T) {
+	for _, code := range []string{intentd.CodeStoreMissing, intentd.CodeStoreChanged} {
+		lost := &intentd.Error{Kind: intentd.KindBusy, Code: code, Message: "the store's data is gone",
+			Err: errors.New("stream SECRET_NAME was deleted")}
+		srv := NewServer(openEngine(t), Options{Writable: func() error { return lost }})
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		body := rec.Body.String()
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"`+code+`"`) ||
+			!strings.Contains(body, "the store's data is gone") || strings.Contains(body, "SECRET_NAME") || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("/readyz with the store lost (%s): %d %s", code, rec.Code, body)
 		}
 	}
 }

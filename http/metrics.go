@@ -296,8 +296,9 @@ func (m *Metrics) newExposition(log *slog.Logger) http.Handler {
 }
 
 // handleReady answers 200 once the store is open and start-up recovery is over, 503
-// while the store refuses writes, and 503 from the start of a shutdown on, so that a load balancer stops sending requests
-// before the listener closes.
+// while the store refuses writes (its disk full, its servers away, or its data missing or
+// changed under the service), and 503 from the start of a shutdown on, so that a load
+// balancer stops sending requests before the listener closes.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if s.draining.Load() {
 		Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down"))
@@ -317,9 +318,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 	if s.opts.Writable != nil {
 		if err := s.opts.Writable(); err != nil {
 			s.log.WarnContext(r.Context(), "not ready: writes are refused", "err", err)
-			if errors.Is(err, intentd.ErrStorageFull) {
+			var e *intentd.Error
+			switch {
+			case errors.Is(err, intentd.ErrStorageFull):
 				Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStorageFull, "the data folder's disk is nearly full: writes are refused until space is freed; reads go on"))
-			} else {
+			case errors.As(err, &e) && (e.Code == intentd.CodeStoreMissing || e.Code == intentd.CodeStoreChanged):
+				// Its message names nothing of the store; the cause, logged above, does.
+				Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, e.Code, "%s", e.Message))
+			default:
 				Error(w, r, s.log, intentd.Errorf(intentd.KindBusy, intentd.CodeStoreUnavailable, "the store's servers do not answer: writes are refused until they are back"))
 			}
 			return

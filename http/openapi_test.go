@@ -85,6 +85,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeCapacityExceeded, intentd.CodePolicyInUse, intentd.CodePolicyInvalid, intentd.CodeInvalidIntent,
 		intentd.CodeInvalidID, intentd.CodeAttrsMismatch, intentd.CodeInvalidProposal, intentd.CodeTooManySubscribers,
 		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof, intentd.CodeStorageFull, intentd.CodeStoreUnavailable,
+		intentd.CodeStoreMissing, intentd.CodeStoreChanged,
 		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable, intentd.CodeLogNotFound,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,

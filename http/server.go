@@ -72,8 +72,9 @@ type Options struct {
 	// recovery over), as GET /readyz reports; nil: ready at once.
 	Ready <-chan struct{}
 	// Writable says why the store refuses writes (a full disk: an error wrapping
-	// intentd.ErrStorageFull; its servers gone: any other), or nil while it takes them,
-	// as GET /readyz reports; nil: always writable.
+	// intentd.ErrStorageFull; its data missing or changed: an *intentd.Error coded
+	// store_missing or store_changed; its servers gone: any other), or nil while it
+	// takes them, as GET /readyz reports; nil: always writable.
 	Writable func() error
 	// ClusterMembers, in cluster mode, gives the members this node sees, for GET /info
 	// (whose Info.Cluster names the cluster).

@@ -45,6 +45,19 @@
 // kept by following the stream, so that another node's writes reach them too. A read of
 // them costs no round trip; a scan is a pass over the open intents.
 //
+// Beside the stream, a key-value bucket <PREFIX>_MARKS records what the store made (the
+// stream, and buckets opened with Store.Bucket), so that one deleted is refused at the
+// next start rather than made again empty (marks.go). While the store is open it checks
+// every few seconds that each is there, the one it opened and laid out as it needs;
+// otherwise every call fails with a busy error coded store_missing or store_changed
+// (health.go).
+//
+// # Authentication
+//
+// Open connects with a credentials file, a token or an NKey seed (auth.go). Embed can
+// make the server admit one NKey user alone, whose seed it keeps in a file of mode 0600,
+// and refuses cluster routes open beyond loopback with no authorization.
+//
 // # Costs
 //
 // Measured on the development machine (2 cores, shared with other work, so the figures

@@ -1,6 +1,9 @@
 package natsstore
 
 import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,11 +32,23 @@ type EmbedOptions struct {
 	// Logger receives the server's messages at debug level (warnings and errors at their
 	// own); nil discards them.
 	Logger *slog.Logger
+	// NKeyFile, when set, is the seed file of the one user the server admits as a
+	// client: made (mode 0600) on first start, read after; a file that cannot be used
+	// is an error. With it, a ConfigFile that defines client authorization of its own is
+	// refused (ErrOwnAuthorization): adding a user to it would turn off a token or a
+	// single user it names, and which account the user belongs in is its author's call.
+	NKeyFile string
+	// ConfigAuthorizes says the caller connects with a credential of ConfigFile's own
+	// client authorization; a ConfigFile without one, or none, is refused
+	// (ErrNoAuthorization), since the server would admit anyone.
+	ConfigAuthorizes bool
 }
 
 // Embedded is a NATS server running in this process.
 type Embedded struct {
-	srv *server.Server
+	srv      *server.Server
+	nkeyFile string
+	servers  int
 }
 
 // Embed starts a NATS server with JetStream in this process and waits until it takes
@@ -46,6 +61,20 @@ func Embed(opts EmbedOptions) (*Embedded, error) {
 		var err error
 		if so, err = server.ProcessConfigFile(opts.ConfigFile); err != nil {
 			return nil, fmt.Errorf("nats config %s: %w", opts.ConfigFile, err)
+		}
+	}
+	if err := checkRoutes(so, opts.Logger); err != nil {
+		return nil, err
+	}
+	own := clientAuthorization(so)
+	switch {
+	case opts.NKeyFile != "" && own:
+		return nil, fmt.Errorf("embedded nats: %s: %w", opts.ConfigFile, ErrOwnAuthorization)
+	case opts.ConfigAuthorizes && !own:
+		return nil, fmt.Errorf("embedded nats: %s: %w", cmp.Or(opts.ConfigFile, "no configuration file"), ErrNoAuthorization)
+	case opts.NKeyFile != "":
+		if err := admitNKey(so, opts.NKeyFile, opts.Logger); err != nil {
+			return nil, err
 		}
 	}
 	so.JetStream = true
@@ -81,15 +110,35 @@ func Embed(opts EmbedOptions) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("embedded nats on %s did not start in 10s", net.JoinHostPort(so.Host, strconv.Itoa(so.Port)))
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, nkeyFile: opts.NKeyFile, servers: clusterSize(so)}, nil
+}
+
+// clusterSize is how many servers a configuration names: itself, and the other addresses
+// its routes list (a list usually names every server, this one's own address included).
+func clusterSize(so *server.Options) int {
+	if so.Cluster.Port == 0 {
+		return 1
+	}
+	own := net.JoinHostPort(so.Cluster.Host, strconv.Itoa(so.Cluster.Port))
+	seen := map[string]bool{own: true}
+	for _, u := range so.Routes {
+		seen[u.Host] = true
+	}
+	return len(seen)
 }
 
 // EmbedCluster starts n servers in this process as one JetStream cluster on loopback,
 // each from a configuration file it writes under dir, as --nats-embed-config would be
 // given one, with its files in a folder of its own there. It returns them once every one
-// takes connections; the cluster elects its leaders after that. It is for tests and
-// local trials of what a NATS cluster does when a server is lost.
+// takes connections; the cluster elects its leaders after that. Their routes
+// authenticate with a password made for them; their clients need none. It is for tests
+// and local trials of what a NATS cluster does when a server is lost.
 func EmbedCluster(dir string, n int) ([]*Embedded, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	pass := hex.EncodeToString(secret)
 	ports := make([]int, 2*n)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -101,7 +150,7 @@ func EmbedCluster(dir string, n int) ([]*Embedded, error) {
 	}
 	var routes []string
 	for i := range n {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+		routes = append(routes, fmt.Sprintf("nats-route://route:%s@127.0.0.1:%d", pass, ports[n+i]))
 	}
 	srvs := make([]*Embedded, n)
 	errs := make([]error, n)
@@ -112,8 +161,8 @@ func EmbedCluster(dir string, n int) ([]*Embedded, error) {
 			return nil, err
 		}
 		conf := filepath.Join(own, "nats.conf")
-		text := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\ncluster { name: c\n listen: 127.0.0.1:%d\n routes: [%s] }\n",
-			i, ports[i], ports[n+i], strings.Join(routes, ", "))
+		text := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\ncluster { name: c\n listen: 127.0.0.1:%d\n authorization { user: route, password: %s }\n routes: [%s] }\n",
+			i, ports[i], ports[n+i], pass, strings.Join(routes, ", "))
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			return nil, err
 		}
@@ -130,6 +179,14 @@ func EmbedCluster(dir string, n int) ([]*Embedded, error) {
 	}
 	return srvs, nil
 }
+
+// NKeyFile is the seed file of the user the server admits, or "" when it was started
+// without one (EmbedOptions.NKeyFile).
+func (e *Embedded) NKeyFile() string { return e.nkeyFile }
+
+// Servers is how many servers its configuration names for its cluster, itself included:
+// 1 when it is not clustered. The store's replicas follow it.
+func (e *Embedded) Servers() int { return e.servers }
 
 // Name is the server's name, as JetStream names a stream's leader and replicas.
 func (e *Embedded) Name() string { return e.srv.Name() }

@@ -28,9 +28,14 @@ type Options struct {
 	// URLs are the NATS servers to connect to; the client finds the rest of a cluster
 	// from them.
 	URLs []string
-	// Creds is a credentials file (JWT and seed); Token is a plain token. At most one.
+	// Creds is a credentials file (JWT and seed); Token is a plain token; NKey is a file
+	// of an NKey user's seed (mode 0600, see LoadNKey). At most one.
 	Creds string
 	Token string
+	NKey  string
+	// OnlyURLs keeps the connection on URLs, never moving to a server they advertise: an
+	// embedded server's connection stays on it, the one server that admits its user.
+	OnlyURLs bool
 	// TLSCA is a PEM file of the certificate authorities that sign the servers'
 	// certificates; empty means the system's.
 	TLSCA string
@@ -110,6 +115,8 @@ type Store struct {
 	fullAt atomic.Int64
 	// batches holds a place for each atomic batch in flight; see maxBatches.
 	batches chan struct{}
+	// health is what was last found of the streams the store needs (health.go).
+	health health
 
 	watch  *follower // of the indexes' subjects
 	events *follower // of the events, for the sink
@@ -191,19 +198,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			s.setDown(false)
 		}),
 	}
-	if opts.Creds != "" && opts.Token != "" {
-		return nil, errors.New("nats store: give credentials or a token, not both")
+	auth, err := authOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Creds != "" {
-		nopts = append(nopts, nats.UserCredentials(opts.Creds))
-	}
-	if opts.Token != "" {
-		nopts = append(nopts, nats.Token(opts.Token))
-	}
-	if opts.TLSCA != "" {
-		nopts = append(nopts, nats.RootCAs(opts.TLSCA))
-	}
-	nc, err := nats.Connect(urls, nopts...)
+	nc, err := nats.Connect(urls, append(nopts, auth...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
 	}
@@ -239,9 +238,8 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	stream, err := s.awaitStream(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		stream, err = retryTries(ctx, func(try context.Context) (jetstream.Stream, error) { return js.CreateStream(try, want) })
-		if err != nil {
-			return fmt.Errorf("nats store: create stream %s: %w", s.name, err)
+		if stream, err = s.makeStream(ctx, want); err != nil {
+			return err
 		}
 	case err != nil:
 		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
@@ -266,6 +264,11 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	if err != nil {
 		return fmt.Errorf("nats store: read stream %s after it was found or made: %w", s.name, err)
 	}
+	if err := s.mark(ctx, markStream, info.Created, info.Config.Replicas); err != nil {
+		return err
+	}
+	s.health.add(watched{stream: s.name, what: "stream " + s.name, created: info.Created, replicas: info.Config.Replicas,
+		diff: func(got jetstream.StreamConfig) string { return layoutDiff(got, want) }})
 	if err := s.follow(ctx); err != nil {
 		return err
 	}
@@ -276,7 +279,8 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// checkFollowers checks the followers every checkEvery until the store closes.
+// checkFollowers checks the streams the store needs, then the followers, every
+// checkEvery until the store closes.
 func (s *Store) checkFollowers() {
 	t := time.NewTicker(checkEvery)
 	defer t.Stop()
@@ -285,6 +289,7 @@ func (s *Store) checkFollowers() {
 		case <-s.quit:
 			return
 		case now := <-t.C:
+			s.checkHealth()
 			for _, f := range []*follower{s.watch, s.events} {
 				ctx, cancel, err := s.begin(context.Background())
 				if err != nil {
@@ -433,15 +438,18 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// begin starts a call: ErrStoreClosed after Close; at once the unavailable error while
-// the connection is down, rather than a wait for the whole time-out; else the bounded
-// context.
+// begin starts a call: ErrStoreClosed after Close; the finding while a stream the store
+// needs is missing or changed; at once the unavailable error while the connection is
+// down, rather than a wait for the whole time-out; else the bounded context.
 func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return nil, nil, intentd.ErrStoreClosed
+	}
+	if err := s.health.finding(); err != nil {
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	down := s.down
@@ -486,12 +494,16 @@ func (s *Store) setDown(down bool) {
 	}
 }
 
-// fail translates an error of the NATS client: after Close, ErrStoreClosed; when the
-// servers did not answer, an *intentd.Error of kind busy that the caller sees as a 503
-// to retry; anything else as it is.
+// fail translates an error of the NATS client: after Close, ErrStoreClosed; when a
+// stream the store needs is gone or changed, the finding; when the servers did not
+// answer, an *intentd.Error of kind busy that the caller sees as a 503 to retry;
+// anything else as it is.
 func (s *Store) fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	if lost := s.lost(ctx, err); lost != nil {
+		return lost
 	}
 	if errors.Is(context.Cause(ctx), errDisconnected) {
 		return unavailable(err)
@@ -653,6 +665,9 @@ func (s *Store) tries(ctx context.Context, fenced *nats.Msg, offset uint64, send
 		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
 		if !unanswered && !(again && isWrongSeq(err)) {
 			return seq, err
+		}
+		if lost := s.lost(ctx, err); lost != nil {
+			return 0, lost // no stream takes the write, and none will
 		}
 		again = true
 		s.triedAgain.Add(1)
@@ -1592,9 +1607,13 @@ func (s *Store) Replicas() int {
 }
 
 // Writable reports why the store cannot take writes now, or nil: for a readiness check,
-// which should say why. The connection to the NATS servers is down; or the last write
-// was refused for want of space less than fullFor ago, and none has succeeded since.
+// which should say why. A stream the store needs is missing or changed (health.go); the
+// connection to the NATS servers is down; or the last write was refused for want of
+// space less than fullFor ago, and none has succeeded since.
 func (s *Store) Writable() error {
+	if err := s.health.finding(); err != nil {
+		return err
+	}
 	if st := s.nc.Status(); st != nats.CONNECTED {
 		return unavailable(fmt.Errorf("nats connection is %v", st))
 	}

@@ -14,16 +14,35 @@ fi
 if [ ! -f "$data/certs/node3.pem" ]; then
 	"$bin/intentctl" certs -o "$data/certs" node1=127.0.0.1 node2=127.0.0.1 node3=127.0.0.1 >/dev/null
 fi
-routes="nats-route://127.0.0.1:6311, nats-route://127.0.0.1:6312, nats-route://127.0.0.1:6313"
+# The NATS servers' routes authenticate with one user and password, made once and kept
+# in the data folder (mode 0600), so that no other process joins their cluster. Each
+# intentd admits its own client alone, with the credential it makes in its data folder.
+if [ ! -f "$data/nats-route.credential" ]; then
+	(umask 077 && printf 'route %s\n' "$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" >"$data/nats-route.credential")
+fi
+read -r route_user route_pass <"$data/nats-route.credential"
+routes="nats-route://$route_user:$route_pass@127.0.0.1:6311, nats-route://$route_user:$route_pass@127.0.0.1:6312, nats-route://$route_user:$route_pass@127.0.0.1:6313"
+# Another cluster on these ports would answer the readiness checks below for this one.
+for i in 1 2 3; do
+	if curl -s -o /dev/null "http://127.0.0.1:831$i/healthz" 2>/dev/null; then
+		echo "port 831$i already answers: another intentd (make cluster?) runs; stop it first" >&2
+		exit 1
+	fi
+done
 pids=""
 trap 'kill $pids 2>/dev/null; wait; exit 0' INT TERM
 for i in 1 2 3; do
 	mkdir -p "$data/node$i"
-	cat >"$data/node$i/nats.conf" <<CONF
+	rm -f "$data/node$i/nats.conf" # an earlier one may be readable by others; this one holds the password
+	(umask 077 && cat >"$data/node$i/nats.conf" <<CONF
 server_name: node$i
 listen: 127.0.0.1:431$i
-cluster { name: intentd, listen: 127.0.0.1:631$i, routes: [$routes] }
+cluster {
+  name: intentd, listen: 127.0.0.1:631$i, routes: [$routes]
+  authorization { user: "$route_user", password: "$route_pass" }
+}
 CONF
+	)
 	"$bin/intentd" --listen "127.0.0.1:831$i" --data "$data/node$i" --signing-key "$data/signing.key" \
 		--nats-embed --nats-embed-config "$data/node$i/nats.conf" --nats-replicas 3 \
 		--cluster-bind "127.0.0.1:731$i" --cluster-tls-ca "$data/certs/ca.pem" \
@@ -32,9 +51,10 @@ CONF
 done
 for i in 1 2 3; do
 	n=0
+	pid=$(echo $pids | cut -d' ' -f$i)
 	until curl -sf "http://127.0.0.1:831$i/readyz" >/dev/null 2>&1; do
 		n=$((n + 1))
-		if [ "$n" -gt 600 ]; then
+		if [ "$n" -gt 600 ] || ! kill -0 "$pid" 2>/dev/null; then
 			echo "node $i did not start; its log: $data/node$i/log" >&2
 			kill $pids 2>/dev/null
 			exit 1

@@ -145,22 +145,14 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 // The first member records its key id beside the members; the others must match it.
 func (m *Main) checkClusterKey(ctx context.Context, keyID string) error {
 	name := m.Config.ClusterName
-	var kv jetstream.KeyValue
-	var err error
-	// Servers started with the node may still be placing a new bucket: try again for
-	// as long as the store waits for its stream.
-	for start := time.Now(); ; {
-		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		kv, err = m.nats.JetStream().CreateOrUpdateKeyValue(try, jetstream.KeyValueConfig{
-			Bucket:      clusterBucket(m.Config, "cluster"),
-			Description: "intentd cluster " + name + ": what every member must agree on",
-			Replicas:    m.nats.Replicas(),
-		})
-		cancel()
-		if err == nil || ctx.Err() != nil || time.Since(start) > 30*time.Second || !errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-	}
+	// The store watches the bucket from now on, as it watches its stream, and refuses to
+	// make it again empty once it made it: a member with another key must not find an
+	// empty bucket to record its key in.
+	kv, err := m.nats.Bucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      clusterBucket(m.Config, "cluster"),
+		Description: "intentd cluster " + name + ": what every member must agree on",
+		Replicas:    m.nats.Replicas(),
+	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", name, err)
 	}

@@ -82,6 +82,7 @@ type Config struct {
 	NatsToken string
 	// NatsTokenFile is the file the token was read from; empty: none.
 	NatsTokenFile string
+	NatsNKey      string
 	NatsTLSCA     string
 	NatsPrefix    string
 	NatsReplicas  int
@@ -164,11 +165,12 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and seed)")
 	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token, or @FILE to read it from FILE; prefer --nats-token-file or INTENTD_NATS_TOKEN, since a command line is shown to every user of the host")
 	fs.StringVar(&c.NatsTokenFile, "nats-token-file", "", "file holding the NATS token on one line (mode 0600 or 0400), instead of --nats-token")
+	fs.StringVar(&c.NatsNKey, "nats-nkey", "", "NATS NKey user seed file (mode 0600)")
 	fs.StringVar(&c.NatsTLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
 	fs.StringVar(&c.NatsPrefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
 	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
-	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it")
-	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts)")
+	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it; it admits only intentd, with the NKey made in --data/nats/intentd.nk")
+	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
 	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
 	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
@@ -365,14 +367,29 @@ func (c *Config) validateStore() error {
 		return errors.New("--nats-embed-config without --nats-embed")
 	case c.NatsReplicas < 0:
 		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
-	case c.NatsCreds != "" && c.NatsToken != "":
-		return errors.New("--nats-creds and --nats-token (or --nats-token-file): give one of them")
+	case len(c.natsCredentials()) > 1:
+		return fmt.Errorf("%s: give one of them", strings.Join(c.natsCredentials(), " and "))
 	case c.ClusterBind != "" && !nats && !c.NatsEmbed:
 		return errors.New("--cluster-bind needs a store every member shares: --store nats://... or --nats-embed")
 	case !clusterName.MatchString(c.ClusterName):
 		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.ClusterName)
 	}
 	return c.validateCluster()
+}
+
+// natsCredentials names the flags of a NATS credential that are given.
+func (c *Config) natsCredentials() []string {
+	var given []string
+	token := "--nats-token"
+	if c.NatsTokenFile != "" {
+		token = "--nats-token-file" // the flag the operator gave
+	}
+	for _, f := range []struct{ name, val string }{{"--nats-creds", c.NatsCreds}, {token, c.NatsToken}, {"--nats-nkey", c.NatsNKey}} {
+		if f.val != "" {
+			given = append(given, f.name)
+		}
+	}
+	return given
 }
 
 func parseLevel(s string) (slog.Level, error) {

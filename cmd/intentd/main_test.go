@@ -126,6 +126,13 @@ func TestParseFlags(t *testing.T) {
 		{"two nats", []string{"--store", "nats://a:4222", "--nats-embed"}, nil, nil, "--nats-embed"},
 		{"embed config alone", []string{"--nats-embed-config", "n.conf"}, nil, nil, "--nats-embed-config"},
 		{"negative replicas", []string{"--store", "nats://a:4222", "--nats-replicas", "-1"}, nil, nil, "--nats-replicas"},
+		{"two nats credentials", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, map[string]string{"INTENTD_NATS_TOKEN": "s3cret"},
+			nil, "--nats-token and --nats-nkey: give one of them"},
+		{"nats nkey", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, nil, func(t *testing.T, c Config) {
+			if c.NatsNKey != "intentd.nk" {
+				t.Fatalf("config = %+v", c)
+			}
+		}, ""},
 		{"unknown flag", []string{"--color"}, nil, nil, "color"},
 		{"stray argument", []string{"serve"}, nil, nil, "serve"},
 	}

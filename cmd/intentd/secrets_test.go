@@ -70,7 +70,7 @@ func TestSecretFlags(t *testing.T) {
 		{"a file others may read", []string{"--nats-token-file", writeSecret(t, "s3cret\n", 0o644)}, nil, "", false,
 			"mode 0644 lets group or others access the secret; run chmod 600"},
 		{"with a credentials file", []string{"--nats-creds", "user.creds", "--nats-token-file", file}, nil, "", false,
-			"--nats-creds and --nats-token (or --nats-token-file): give one of them"},
+			"--nats-creds and --nats-token-file: give one of them"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

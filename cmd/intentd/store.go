@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -29,31 +31,64 @@ func (m *Main) openStore(ctx context.Context) error {
 		m.store, m.pebble, m.digest = s, s, s.Digest
 		return nil
 	}
-	urls := strings.Split(c.Store, ",")
-	if c.NatsEmbed {
-		srv, err := natsstore.Embed(natsstore.EmbedOptions{
-			Dir:        filepath.Join(c.DataDir, "nats"),
-			ConfigFile: c.NatsEmbedConfig,
-			Logger:     m.logger,
-		})
-		if err != nil {
-			return err
-		}
-		m.natsSrv = srv
-		urls = []string{srv.URL()}
-	}
-	s, err := natsstore.Open(ctx, natsstore.Options{
-		URLs:     urls,
+	opts := natsstore.Options{
+		URLs:     strings.Split(c.Store, ","),
 		Creds:    c.NatsCreds,
 		Token:    c.NatsToken,
+		NKey:     c.NatsNKey,
 		TLSCA:    c.NatsTLSCA,
 		Prefix:   c.NatsPrefix,
 		Replicas: c.NatsReplicas,
 		Logger:   log,
-	})
+	}
+	if c.NatsEmbed {
+		srv, err := m.embedNATS()
+		if err != nil {
+			return err
+		}
+		m.natsSrv = srv
+		opts.URLs, opts.OnlyURLs = []string{srv.URL()}, true
+		if srv.NKeyFile() != "" {
+			opts.NKey = srv.NKeyFile()
+		}
+		// The connection stays on this server, so the servers of its cluster are counted
+		// from its configuration rather than from those the connection learns of.
+		if opts.Replicas == 0 && srv.Servers() >= 3 {
+			opts.Replicas = 3
+		}
+	}
+	s, err := natsstore.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
 	m.store, m.digest, m.nats = s, s.Digest, s
 	return nil
+}
+
+// embedNATS starts the NATS server of --nats-embed. It admits one client, intentd, with
+// the NKey whose seed is kept in the data folder (natsstore.NKeyFile), made on first
+// start. A --nats-embed-config that defines client authorization of its own is its
+// author's to keep: intentd adds no user to it, and connects as one of its users, named
+// by --nats-nkey, --nats-creds or --nats-token.
+func (m *Main) embedNATS() (*natsstore.Embedded, error) {
+	c := m.Config
+	dir := filepath.Join(c.DataDir, "nats")
+	given := c.natsCredentials()
+	opts := natsstore.EmbedOptions{Dir: dir, ConfigFile: c.NatsEmbedConfig, Logger: m.logger, ConfigAuthorizes: len(given) > 0}
+	if len(given) == 0 {
+		opts.NKeyFile = filepath.Join(dir, natsstore.NKeyFile)
+	}
+	srv, err := natsstore.Embed(opts)
+	switch {
+	case errors.Is(err, natsstore.ErrOwnAuthorization):
+		return nil, fmt.Errorf("--nats-embed-config %s defines client authorization of its own: give intentd one of its users with --nats-nkey, --nats-creds or --nats-token (docs/operating.md, \"Running on NATS\")",
+			c.NatsEmbedConfig)
+	case errors.Is(err, natsstore.ErrNoAuthorization) && c.NatsEmbedConfig == "":
+		return nil, fmt.Errorf("%s with --nats-embed: the embedded server admits only intentd, with the credential it makes in %s; leave %[1]s out",
+			given[0], filepath.Join(dir, natsstore.NKeyFile))
+	case errors.Is(err, natsstore.ErrNoAuthorization):
+		return nil, fmt.Errorf("%[1]s with --nats-embed is for a --nats-embed-config that defines client authorization, and %[2]s defines none, so its server would admit anyone: "+
+			"leave %[1]s out, and intentd makes a credential of its own in %[3]s", given[0], c.NatsEmbedConfig, filepath.Join(dir, natsstore.NKeyFile))
+	}
+	return srv, err
 }

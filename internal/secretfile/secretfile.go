@@ -1,7 +1,9 @@
-// Package secretfile reads a secret, a token that authenticates the process to
-// something, from a file of its own: the form every secret flag of intentd and intentctl
-// takes besides its value, since a value on a command line is shown to every user of the
-// host (ps, /proc/PID/cmdline) and kept in shell histories.
+// Package secretfile reads and writes the files that hold a secret: a token that
+// authenticates the process to something (the form every secret flag of intentd and
+// intentctl takes besides its value, since a value on a command line is shown to every
+// user of the host and kept in shell histories), a signing key or a NATS seed. A new
+// one appears whole or not at all, so that a crash cannot leave a truncated secret that
+// the next start refuses.
 //
 // A secret file is held to what intentd's signing key file is held to: group and others
 // may neither read nor write it. A token that others can read authenticates them as
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 )
@@ -94,4 +97,72 @@ func Resolve(name, value, file string) (string, error) {
 		return "", fmt.Errorf("--%s @FILE: %w", name, err)
 	}
 	return s, nil
+}
+
+// ReadKey returns what the key file at path holds. A file that is not a regular file, that group or others
+// may access, or that is larger than limit bytes is refused, with an error naming it; a
+// missing one gives an error that wraps fs.ErrNotExist.
+func ReadKey(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return nil, fmt.Errorf("%s: mode %04o lets group or others access it; run chmod 600 %s", path, perm, path)
+	}
+	text, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(text) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return text, nil
+}
+
+// WriteNew writes data to a new file at path with mode 0600. It never replaces a file
+// (the error then wraps fs.ErrExist): the data is written to a temporary file in the same
+// folder, synced, and linked into place.
+func WriteNew(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600 already; Chmod says so where a umask or platform
+	// might differ.
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	// Link, unlike Rename, fails when the target exists.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		// The new name must reach the disk too; some file systems cannot sync a
+		// folder, which is not worth failing over once the file itself is synced.
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
