@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/actorlog"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"
@@ -241,9 +242,9 @@ func Open(cfg Config) (*Engine, error) {
 		e.store = timedStore{s: cfg.Store, call: cfg.Observer.StoreCall}
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return cfg.Logger.With("component", "actor")
-	}))
+	// protoactor's lines go through the service's logger one level lower, its repeats
+	// quieted: a peer that went away is an event a cluster recovers from.
+	e.system = actor.NewActorSystem(actor.WithLoggerFactory(actorlog.Factory(cfg.Logger)))
 	e.system.EventStream.Subscribe(answerDeadLetters)
 	var last uint64
 	err := e.atStart("read the event bounds", func() (err error) {
