@@ -64,6 +64,33 @@ func (c *cli) intent(args []string) error {
 		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
 	}
 
+	// The keys are read first: a key file that is wrong is found before the server is
+	// asked anything.
+	var signers []signer
+	switch {
+	case *keyFile != "" || *passkeyFile != "":
+		file, kind := *keyFile, "ed25519"
+		if *passkeyFile != "" {
+			file, kind = *passkeyFile, "passkey"
+		}
+		s, err := loadSigner(file, kind)
+		if err != nil {
+			return &exitError{exitRefused, err}
+		}
+		signers = append(signers, s)
+	case len(multisig) > 0:
+		if *threshold > uint64(len(multisig)) {
+			return usagef("--threshold %d: more than the %d signer(s), so no signature could ever verify", *threshold, len(multisig))
+		}
+		for _, file := range multisig {
+			s, err := loadSigner(file, "")
+			if err != nil {
+				return &exitError{exitRefused, err}
+			}
+			signers = append(signers, s)
+		}
+	}
+
 	p, err := c.intentPolicy(*policyID, *policyFile)
 	if err != nil {
 		return err
@@ -80,44 +107,9 @@ func (c *cli) intent(args []string) error {
 	if err != nil {
 		return err
 	}
-
-	var auth crypto.Authorship
-	switch {
-	case *keyFile != "" || *passkeyFile != "":
-		file, kind := *keyFile, "ed25519"
-		if *passkeyFile != "" {
-			file, kind = *passkeyFile, "passkey"
-		}
-		s, err := loadSigner(file, kind)
-		if err != nil {
-			return &exitError{exitRefused, err}
-		}
-		sig, err := s.sign(intent)
-		if err != nil {
-			return err
-		}
-		auth.Signature = sig
-	case len(multisig) > 0:
-		m := &crypto.MultisigSignature{Threshold: *threshold}
-		if m.Threshold == 0 {
-			m.Threshold = uint64(len(multisig))
-		}
-		if m.Threshold > uint64(len(multisig)) {
-			return usagef("--threshold %d: more than the %d signer(s), so no signature could ever verify", m.Threshold, len(multisig))
-		}
-		for _, file := range multisig {
-			s, err := loadSigner(file, "")
-			if err != nil {
-				return &exitError{exitRefused, err}
-			}
-			sig, err := s.sign(intent)
-			if err != nil {
-				return err
-			}
-			m.Signers = append(m.Signers, crypto.Signer{PubKey: s.publicKey(), Weight: 1})
-			m.Signatures = append(m.Signatures, *sig)
-		}
-		auth.Signature = &crypto.Signature{Multisig: m}
+	auth, err := c.sign(intent, signers, len(multisig) > 0, *threshold)
+	if err != nil {
+		return err
 	}
 
 	if *dryRun {
@@ -254,4 +246,37 @@ func splitSet(text string) []string {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
 	return parts
+}
+
+// sign makes the authorship of intent: the one signer's signature, or a multisig of
+// all of them needing threshold (every signer's weight when 0); none is unsigned. The
+// public key of a lone signer is told on stderr, so that a user sees which key signed
+// while stdout stays the id alone for scripts.
+func (c *cli) sign(intent []byte, signers []signer, multi bool, threshold uint64) (crypto.Authorship, error) {
+	var auth crypto.Authorship
+	if !multi {
+		for _, s := range signers {
+			sig, err := s.sign(intent)
+			if err != nil {
+				return auth, err
+			}
+			auth.Signature = sig
+			fmt.Fprintf(c.stderr, "signed with public key %s\n", crypto.EncodeBase58(s.publicKey()))
+		}
+		return auth, nil
+	}
+	m := &crypto.MultisigSignature{Threshold: threshold}
+	if m.Threshold == 0 {
+		m.Threshold = uint64(len(signers))
+	}
+	for _, s := range signers {
+		sig, err := s.sign(intent)
+		if err != nil {
+			return auth, err
+		}
+		m.Signers = append(m.Signers, crypto.Signer{PubKey: s.publicKey(), Weight: 1})
+		m.Signatures = append(m.Signatures, *sig)
+	}
+	auth.Signature = &crypto.Signature{Multisig: m}
+	return auth, nil
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -181,6 +182,11 @@ func (s passkeySigner) publicKey() []byte { return s.p.PublicKey() }
 // loadSigner reads a key file of either kind; wantKind, when set, is the only kind
 // accepted ("ed25519" or "passkey").
 func loadSigner(path, wantKind string) (signer, error) {
+	// What the file is comes before how it is kept: a public key given by mistake
+	// must not be taken for a seed once its mode is made private.
+	if err := notPublicKey(path); err != nil {
+		return nil, err
+	}
 	b, err := readPrivateFile(path)
 	if err != nil {
 		return nil, err
@@ -201,6 +207,31 @@ func loadSigner(path, wantKind string) (signer, error) {
 		return nil, fmt.Errorf("%s: not an Ed25519 key file (want the Base58 of a 32-byte seed, as intentctl keygen writes)", path)
 	}
 	return ed25519Signer{ed25519.NewKeyFromSeed(seed)}, nil
+}
+
+// notPublicKey refuses a public key file given where a private key is wanted. An
+// Ed25519 public key and a seed are both 32 bytes in Base58, so the content alone
+// cannot tell them apart: keygen's .pub name, or the same text in a .pub file beside
+// it, does.
+func notPublicKey(path string) error {
+	if priv, ok := strings.CutSuffix(path, ".pub"); ok {
+		return fmt.Errorf("%s is a public key (keygen writes it beside the private key): sign with --key %s, the file without .pub", path, priv)
+	}
+	text, err := os.ReadFile(path)
+	if err != nil || len(text) > maxKeyFile {
+		return nil // readPrivateFile says what is wrong
+	}
+	text = bytes.TrimSpace(text)
+	if b, err := crypto.DecodeBase58(string(text)); err != nil || len(b) != ed25519.PublicKeySize {
+		return nil
+	}
+	pubs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.pub"))
+	for _, pub := range pubs {
+		if p, err := os.ReadFile(pub); err == nil && bytes.Equal(bytes.TrimSpace(p), text) {
+			return fmt.Errorf("%s holds the public key of %s: it is a public key, not a private one; sign with the private key file keygen wrote beside %[2]s", path, pub)
+		}
+	}
+	return nil
 }
 
 func parsePasskey(path string, text []byte) (signer, error) {
