@@ -98,6 +98,9 @@ type Store struct {
 	// number of open and processing intents that name it (refs.go): every intent
 	// creation checks its policy, and policies are few.
 	policies map[string]*atomic.Int64
+	// finishMu is held by the committer from a group's commit until its policy
+	// references are released.
+	finishMu sync.Mutex
 	// refsLoaded is closed once the references of the intents stored before Open are
 	// counted; refsErr, set before, says why they could not be.
 	refsLoaded chan struct{}
@@ -580,6 +583,10 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	if s.refsErr != nil {
 		return fmt.Errorf("delete policy %s: its references are not known: %w", id, s.refsErr)
 	}
+	// A group committed but not yet released would count its references still; a
+	// delete holds finishes back for its own commit, one rare write.
+	s.finishMu.Lock()
+	defer s.finishMu.Unlock()
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
 	refs := s.policies[id]
@@ -860,10 +867,15 @@ func (s *Store) commitGroup(group []*finishReq) {
 	if !s.noMark && seq > s.issued.Load() {
 		err = s.reserveIDs(seq)
 	}
+	// A reader sees the group's terminal snapshots once the commit is done, a moment
+	// before their references are released: DeletePolicy waits for finishMu, so that a
+	// delete after an outcome it read never counts that outcome's reference.
+	s.finishMu.Lock()
 	if err == nil {
 		err = s.commit(b)
 	}
 	if err != nil {
+		s.finishMu.Unlock()
 		// Nothing of the group is written and the sequence does not advance, so ids
 		// stay gapless; each caller learns its write failed.
 		for _, r := range group {
@@ -874,6 +886,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	s.releaseRefs(group)
+	s.finishMu.Unlock()
 	s.sinkMu.RLock()
 	sink := s.sink
 	s.sinkMu.RUnlock()
