@@ -471,19 +471,8 @@ func (e *Engine) DeletePolicy(ctx context.Context, id string) error {
 // attrs, and its authorship must verify over its canonical form, which is what is stored.
 func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error {
 	in, canon, authorship := sub.Intent, sub.Canonical, sub.Authorship
-	p, err := e.Policy(ctx, in.PolicyID)
-	if err != nil {
-		if intentd.ErrorKind(err) == intentd.KindNotFound {
-			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", in.PolicyID)
-		}
+	if err := e.checkPolicyOf(ctx, in); err != nil {
 		return err
-	}
-	attrs := in.Attrs
-	if attrs == nil {
-		attrs = &policy.Attrs{}
-	}
-	if err := p.CheckAttrs(*attrs); err != nil {
-		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
 	if err := e.verifyAuthorship(canon, authorship); err != nil {
 		return err
@@ -518,8 +507,27 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 			return err
 		}
 	}
-	_, err = e.registry.call(ctx, id, create{snap: snap})
+	_, err := e.registry.call(ctx, id, create{snap: snap})
 	return err
+}
+
+// checkPolicyOf refuses an intent whose policy is not stored or does not take its attrs.
+func (e *Engine) checkPolicyOf(ctx context.Context, in intentd.Intent) error {
+	p, err := e.Policy(ctx, in.PolicyID)
+	if err != nil {
+		if intentd.ErrorKind(err) == intentd.KindNotFound {
+			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", in.PolicyID)
+		}
+		return err
+	}
+	attrs := in.Attrs
+	if attrs == nil {
+		attrs = &policy.Attrs{}
+	}
+	if err := p.CheckAttrs(*attrs); err != nil {
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
+	}
+	return nil
 }
 
 // verifyAuthorship checks an intent's authorship over its canonical form, with the

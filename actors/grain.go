@@ -58,6 +58,9 @@ func (g *grain) Receive(ctx actor.Context) {
 			ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
 		case *actor.ReceiveTimeout:
 			ctx.Stop(ctx.Self())
+		case *actor.Restarting:
+			// A restart sends Started again without Stopped.
+			g.e.activations.Add(-1)
 		case *actor.Stopped:
 			g.e.activations.Add(-1)
 		}
@@ -114,15 +117,23 @@ func (g *grain) check(cmd clusterpb.Command, msg any) error {
 	if cmd.GetIntentId() != g.id {
 		return intentd.Internal("intent command: %w", fmt.Errorf("a command for intent %q reached the grain of %q", cmd.GetIntentId(), g.id))
 	}
-	if c, ok := msg.(create); ok {
-		return g.e.checkCreate(g.id, c.snap)
+	switch m := msg.(type) {
+	case create:
+		return g.e.checkCreate(g.id, m.snap)
+	case propose:
+		return g.e.checkSolution(m.proposal)
 	}
 	return nil
 }
 
+// createSkew is how far a create's time may be from the owner's clock: the members'
+// clocks differ by less, and a create crosses to its owner in milliseconds.
+const createSkew = time.Minute
+
 // checkCreate refuses a create whose snapshot is not that of a new, open intent of id,
-// as SubmitIntent makes one: its authored intent names id and the snapshot's policy,
-// and its authorship verifies over the intent's canonical bytes.
+// as SubmitIntent makes one: made now, with a deadline no further than this member's
+// --intent-ttl, its authored intent naming id and a stored policy that takes its attrs,
+// and its authorship verifying over the intent's canonical bytes.
 func (e *Engine) checkCreate(id string, s *snapshot) error {
 	bad := func(format string, args ...any) error {
 		return intentd.Internal("create: %w", fmt.Errorf("intent %q: %s", id, fmt.Sprintf(format, args...)))
@@ -135,8 +146,10 @@ func (e *Engine) checkCreate(id string, s *snapshot) error {
 	case s.Proposal != nil || s.Evidence != nil || s.Receipt != nil || s.Failures != nil || s.Reason != "" ||
 		s.FailureKind != "" || s.EvidenceMissing != nil || !s.ProposedAt.IsZero() || !s.FinishedAt.IsZero():
 		return bad("the snapshot carries what only a proposal writes")
-	case !s.ExpiresAt.After(s.CreatedAt):
-		return bad("the snapshot expires at %v, not after it was created at %v", s.ExpiresAt, s.CreatedAt)
+	case !s.ExpiresAt.After(s.CreatedAt) || s.ExpiresAt.Sub(s.CreatedAt) > e.cfg.IntentTTL+createSkew:
+		return bad("the snapshot expires at %v, not within --intent-ttl (%v) after it was created at %v", s.ExpiresAt, e.cfg.IntentTTL, s.CreatedAt)
+	case s.CreatedAt.Sub(e.cfg.Now()).Abs() > createSkew:
+		return bad("the snapshot was created at %v, not now (%v)", s.CreatedAt, e.cfg.Now())
 	}
 	canon, rawAuthorship, ok := s.authoredParts()
 	if !ok {
@@ -153,5 +166,8 @@ func (e *Engine) checkCreate(id string, s *snapshot) error {
 	if err != nil {
 		return bad("the authorship: %v", err)
 	}
-	return e.verifyAuthorship(canon, authorship)
+	if err := e.verifyAuthorship(canon, authorship); err != nil {
+		return err
+	}
+	return e.checkPolicyOf(e.ctx, in)
 }

@@ -67,6 +67,17 @@ func TestGrainChecksCreate(t *testing.T) {
 		{"of another policy", id, func(s *snapshot) *snapshot { s.PolicyID = "11111111111111111111111111111111"; return s }, intentd.CodeInternal},
 		{"expired when made", id, func(s *snapshot) *snapshot { s.ExpiresAt = s.CreatedAt; return s }, intentd.CodeInternal},
 		{"with a forged signature", id, func(*snapshot) *snapshot { return forgedSnap }, intentd.CodeAuthorshipInvalid},
+		{"expiring past --intent-ttl", id, func(s *snapshot) *snapshot { s.ExpiresAt = s.CreatedAt.Add(100 * 365 * 24 * time.Hour); return s }, intentd.CodeInternal},
+		{"made an hour ago", id, func(s *snapshot) *snapshot {
+			s.CreatedAt, s.ExpiresAt = s.CreatedAt.Add(-time.Hour), s.ExpiresAt.Add(-time.Hour)
+			return s
+		}, intentd.CodeInternal},
+		{"naming a policy not stored", id, func(*snapshot) *snapshot {
+			return signedCreate(t, h.key, fmt.Appendf(nil, `{"id":%q,"policy_id":%q}`, id, crypto.EncodeBase58(make([]byte, 32))))
+		}, intentd.CodePolicyNotFound},
+		{"with attrs its policy does not take", id, func(*snapshot) *snapshot {
+			return signedCreate(t, h.key, fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"Int":3}}}}`, id, h.policy))
+		}, intentd.CodeAttrsMismatch},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := h.e.checkCreate(tt.id, tt.change(valid())); intentd.ErrorCode(err) != tt.want {
@@ -114,5 +125,30 @@ func BenchmarkCheckCreate(b *testing.B) {
 		if err := e.checkCreate(id, snap); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestGrainChecksProposal gives the owner's check a proposal no member sends.
+func TestGrainChecksProposal(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxSolutionBytes = 8 })
+	id := uuid.NewString()
+	g := &grain{e: h.e, id: id}
+	for _, tt := range []struct {
+		name, solution, want string
+	}{
+		{"empty", "", intentd.CodeInvalidProposal},
+		{"over this owner's limit", "123456789", intentd.CodeInvalidProposal},
+		{"within it", "M-cheap", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: tt.solution}
+			msg, err := message(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.check(cmd, msg); intentd.ErrorCode(err) != tt.want && (tt.want != "" || err != nil) {
+				t.Fatalf("check = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

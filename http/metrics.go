@@ -177,7 +177,7 @@ var (
 	descActivations = prometheus.NewDesc("intentd_cluster_grain_activations",
 		"In a cluster, the intent grains active on this node now.", nil, nil)
 	descGrainsRefused = prometheus.NewDesc("intentd_cluster_grains_refused_total",
-		"In a cluster, commands answered 503 because their grain would have been one past --cluster-max-grains.", nil, nil)
+		"In a cluster, intent grains activated past --cluster-max-grains: each answered its first command 503 and stopped.", nil, nil)
 )
 
 // ClusterStats is what the cluster gauges read; an engine in a cluster reports members.

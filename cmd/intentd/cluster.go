@@ -95,8 +95,12 @@ func (m *Main) clusterTLS() (*clustertls.Config, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m.stopTLSWatch = cancel
-	go tc.Watch(ctx, tlsWatchInterval, m.logger.With("component", "cluster"))
+	done := make(chan struct{})
+	m.stopTLSWatch = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		tc.Watch(ctx, tlsWatchInterval, m.logger.With("component", "cluster"))
+	}()
 	m.logger.Info("the members speak mutual TLS", "cert", c.ClusterTLS.Cert, "ca", c.ClusterTLS.CA, "not_after", tc.NotAfter())
 	return tc, nil
 }

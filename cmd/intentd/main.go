@@ -96,9 +96,9 @@ type Main struct {
 	nats    *natsstore.Store   // the store when it is NATS: cluster mode's membership uses its connection
 	fenced  chan struct{}      // closed when this node was dropped from its cluster
 	// clusterTLSConfig is the members' TLS material, read again on SIGHUP and by a
-	// watch that stopTLSWatch ends.
+	// watch that stopTLSWatch ends and waits for.
 	clusterTLSConfig *clustertls.Config
-	stopTLSWatch     context.CancelFunc
+	stopTLSWatch     func()
 	// digest changes with every write to the store, whichever it is: for the tests
 	// that check a refused request stored nothing.
 	digest  func() ([32]byte, error)
