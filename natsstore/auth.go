@@ -141,7 +141,12 @@ var (
 // clientAuthorization reports whether a server configuration says who may connect as a
 // client: users or NKeys (in accounts or not), a token, a user and password, operators'
 // JWTs or an authorization callout.
+// A no_auth_user admits whoever sends no credential as that user: such a
+// configuration authorizes nobody.
 func clientAuthorization(so *server.Options) bool {
+	if so.NoAuthUser != "" {
+		return false
+	}
 	return len(so.Users) > 0 || len(so.Nkeys) > 0 || so.Username != "" || so.Authorization != "" ||
 		len(so.TrustedOperators) > 0 || len(so.TrustedKeys) > 0 || so.AuthCallout != nil
 }
@@ -175,7 +180,7 @@ func checkRoutes(so *server.Options, log *slog.Logger) error {
 	if so.Cluster.Port == 0 {
 		return nil
 	}
-	if so.Cluster.Username != "" || so.Cluster.TLSConfig != nil && so.Cluster.TLSConfig.ClientAuth == tls.RequireAndVerifyClientCert {
+	if so.Cluster.Username != "" && so.Cluster.Password != "" || so.Cluster.TLSConfig != nil && so.Cluster.TLSConfig.ClientAuth == tls.RequireAndVerifyClientCert {
 		return nil
 	}
 	addr := net.JoinHostPort(so.Cluster.Host, fmt.Sprint(so.Cluster.Port))

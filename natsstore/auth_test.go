@@ -135,6 +135,13 @@ func TestEmbedConfigAuthorization(t *testing.T) {
 		t.Fatalf("Open with the configuration's token: %v", err)
 	}
 	s.Close()
+
+	// A no_auth_user lets in whoever brings nothing: that is no authorization.
+	noAuth := filepath.Join(dir, "noauth.conf")
+	os.WriteFile(noAuth, []byte("authorization { users: [{user: a, password: b}] }\nno_auth_user: a\n"), 0o600)
+	if _, err := Embed(EmbedOptions{Dir: t.TempDir(), ConfigFile: noAuth, ConfigAuthorizes: true}); !errors.Is(err, ErrNoAuthorization) {
+		t.Fatalf("a configuration with no_auth_user: %v, want ErrNoAuthorization", err)
+	}
 }
 
 // TestRoutesNeedAuthorization refuses a cluster whose routes listen beyond loopback with
@@ -157,7 +164,7 @@ func TestRoutesNeedAuthorization(t *testing.T) {
 			t.Errorf("cluster %+v: %v", c, err)
 		}
 	}
-	for _, c := range []server.ClusterOpts{{Port: 6399}, {Host: "10.0.0.1", Port: 6399}} {
+	for _, c := range []server.ClusterOpts{{Port: 6399}, {Host: "10.0.0.1", Port: 6399}, {Host: "10.0.0.1", Port: 6399, Username: "route"}} {
 		if err := checkRoutes(&server.Options{Cluster: c}, nil); err == nil {
 			t.Errorf("cluster %+v without authorization was allowed", c)
 		}

@@ -155,6 +155,23 @@ func TestStreamChangedUnderStore(t *testing.T) {
 		t.Fatalf("the sink heard %+v from the stream made again", e)
 	case <-time.After(2 * time.Second):
 	}
+
+	// Opened again, the store finds a stream where it made one, but not the one it made:
+	// it refuses to start over the loss, until the record is deleted.
+	s.Close()
+	_, err = Open(ctx, Options{URLs: []string{url}})
+	if err == nil || !strings.Contains(err.Error(), "was made again") || !strings.Contains(err.Error(), "nats kv del INTENTD_MARKS stream") {
+		t.Fatalf("Open on the stream made again: %v", err)
+	}
+	kv, err := js.KeyValue(ctx, "INTENTD_MARKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, markStream); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, url)
+	s2.Close()
 }
 
 // TestBucketDeletedUnderStore deletes a bucket opened with Bucket: the store reports it

@@ -46,14 +46,28 @@ func (s *Store) marked(ctx context.Context, key string) (made time.Time, ok bool
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("nats store: read %s in bucket %s: %w", key, s.marksBucket(), err)
 	}
-	_ = made.UnmarshalText(e.Value()) // the time is for the message; a record is a record
+	if err := made.UnmarshalText(e.Value()); err != nil {
+		return time.Time{}, false, fmt.Errorf("nats store: %s in bucket %s is not a time: %w", key, s.marksBucket(), err)
+	}
 	return made, true, nil
 }
 
 // mark records that key was made at made (the stream's creation time), making the
-// bucket of records when it is missing. A record already there is kept. It is written
-// only once what it records exists, so that a record always means "made".
+// bucket of records when it is missing. It is written only once what it records
+// exists, so that a record always means "made". A record already there must name the
+// same time: another means that what the store made was deleted and made again, empty,
+// while no node ran (a running node says store_missing for the same), and the start is
+// refused rather than go on over the loss.
 func (s *Store) mark(ctx context.Context, key string, made time.Time, replicas int) error {
+	if was, ok, err := s.marked(ctx, key); err != nil {
+		return err
+	} else if ok && !was.Equal(made) {
+		return fmt.Errorf("nats store: %s was made again (created %s) after this store made it (created %s): what it held is gone, "+
+			"and intentd will not go on over the loss; restore it from a backup, or, to start over with what is there, delete the record: nats kv del %s %s (docs/operating.md)",
+			key, made.Format(time.RFC3339Nano), was.Format(time.RFC3339Nano), s.marksBucket(), key)
+	} else if ok {
+		return nil
+	}
 	kv, err := retryTries(ctx, func(try context.Context) (jetstream.KeyValue, error) { return s.js.KeyValue(try, s.marksBucket()) })
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = retryTries(ctx, func(try context.Context) (jetstream.KeyValue, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/redact"
 )
 
 // Options configure Open.
@@ -204,7 +205,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	nc, err := nats.Connect(urls, append(nopts, auth...)...)
 	if err != nil {
-		return nil, fmt.Errorf("nats store: connect to %s: %w", urls, err)
+		// A URL may carry a user and password, or a token, before its host.
+		return nil, fmt.Errorf("nats store: connect to %s: %w", redact.URLs(urls), err)
 	}
 	s.nc = nc
 	if s.timeout == 0 {

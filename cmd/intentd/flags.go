@@ -12,6 +12,7 @@ import (
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/internal/redact"
 	"github.com/intentd/intentd/internal/secretfile"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
@@ -356,7 +357,7 @@ func (c *Config) validateStore() error {
 	if nats {
 		for _, u := range strings.Split(c.Store, ",") {
 			if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
-				return fmt.Errorf("--store %q: want pebble or nats://HOST:PORT[,nats://HOST:PORT...]", c.Store)
+				return fmt.Errorf("--store %q: want pebble or nats://HOST:PORT[,nats://HOST:PORT...]", redact.URLs(c.Store))
 			}
 		}
 	}

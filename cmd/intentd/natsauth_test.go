@@ -151,3 +151,19 @@ func TestNATSEmbedConfigAuthorization(t *testing.T) {
 		t.Errorf("a credential was made beside the configuration's: %v", err)
 	}
 }
+
+// TestNATSEmbedClusterNeedsReplicas: an embedded server joined to a cluster by its
+// configuration cannot tell the cluster's size, so the stream's replicas are given.
+func TestNATSEmbedClusterNeedsReplicas(t *testing.T) {
+	ownStores(t)
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	// Ports nothing listens on: the server starts alone, its route tried in vain.
+	text := "server_name: a\ncluster { name: c, listen: \"127.0.0.1:-1\", routes: [nats-route://127.0.0.1:16398] }\n"
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runRefused(t, []string{"--data", t.TempDir(), "--nats-embed", "--nats-embed-config", conf, "--listen", "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "give --nats-replicas") {
+		t.Fatalf("a clustered embedded server without --nats-replicas: %v", err)
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/intentd/intentd/internal/redact"
 )
 
 // redacted stands for a secret in the command line the profiler shows; it is what
 // net/url's Redacted puts for a password.
-const redacted = "xxxxx"
+const redacted = redact.Mask
 
 // urlFlags are the flags whose value is a URL, or a comma list of URLs, that may carry
 // credentials in its user information: nats://user:password@host and nats://token@host
@@ -89,7 +91,7 @@ func redactArgs(args []string) []string {
 			if secret[name] {
 				return redacted
 			}
-			return redactURLs(v)
+			return redact.URLs(v)
 		}
 		switch {
 		case hasValue:
@@ -115,27 +117,4 @@ func flagArg(arg string) (name, value string, hasValue, ok bool) {
 	}
 	name, value, hasValue = strings.Cut(name, "=")
 	return name, value, hasValue, true
-}
-
-// redactURLs replaces the user information of each URL in v, a URL or a comma list of
-// them: what stands between a scheme's :// (or the start) and an @. It reads no URL
-// syntax beyond that, so that a password holding a comma, a slash or an @ of its own
-// is redacted whole rather than cut where a parser would end it; a path with an @ is
-// redacted too, which costs nothing in a profiler's view.
-func redactURLs(v string) string {
-	var b strings.Builder
-	for {
-		at := strings.Index(v, "@")
-		if at < 0 {
-			b.WriteString(v)
-			return b.String()
-		}
-		start := 0
-		if s := strings.LastIndex(v[:at], "://"); s >= 0 {
-			start = s + len("://")
-		}
-		b.WriteString(v[:start])
-		b.WriteString(redacted + "@")
-		v = v[at+1:]
-	}
 }

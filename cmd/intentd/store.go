@@ -51,10 +51,11 @@ func (m *Main) openStore(ctx context.Context) error {
 		if srv.NKeyFile() != "" {
 			opts.NKey = srv.NKeyFile()
 		}
-		// The connection stays on this server, so the servers of its cluster are counted
-		// from its configuration rather than from those the connection learns of.
-		if opts.Replicas == 0 && srv.Servers() >= 3 {
-			opts.Replicas = 3
+		// The connection stays on this server and learns of no other, and the routes of
+		// a configuration do not say how many servers the cluster has (a seed lists
+		// one, a listen on 0.0.0.0 matches no route): a cluster's replicas are given.
+		if opts.Replicas == 0 && srv.Servers() > 1 {
+			return fmt.Errorf("--nats-embed-config joins the embedded server to a NATS cluster: give --nats-replicas (3 for a cluster of three servers or more, 1 to keep one copy), since its routes do not say how many servers the cluster has")
 		}
 	}
 	s, err := natsstore.Open(ctx, opts)
