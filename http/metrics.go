@@ -245,6 +245,7 @@ var errorCodes = map[string]bool{
 	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
 	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
 	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true, intentd.CodeMemberUnavailable: true,
+	intentd.CodeStoreMissing: true, intentd.CodeStoreChanged: true,
 	intentd.CodePreviewLimit: true, intentd.CodeLogNotFound: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
