@@ -14,6 +14,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // CA is a cluster's certificate authority: the certificate every member trusts and the
@@ -58,7 +60,7 @@ func LoadCA(certFile, keyFile string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(keyFile)
+	keyPEM, err := secretfile.ReadKey(keyFile, maxKeyFile) // kept from group and others
 	if err != nil {
 		return nil, err
 	}

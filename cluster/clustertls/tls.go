@@ -15,11 +15,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/intentd/intentd/internal/secretfile"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -44,6 +44,9 @@ type material struct {
 	pool  *x509.CertPool
 	stamp []stamp
 }
+
+// maxKeyFile bounds a key file read: a PEM key is a few hundred bytes.
+const maxKeyFile = 64 << 10
 
 // stamp is what Watch compares to tell that a file changed.
 type stamp struct {
@@ -73,14 +76,11 @@ func read(f Files) (*material, error) {
 	if err != nil {
 		return nil, err
 	}
-	if perm := st[1].mode; perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("cluster TLS key %s: mode %04o lets group or others read it; run chmod 600 %s", f.Key, perm, f.Key)
-	}
 	certPEM, err := os.ReadFile(f.Cert)
 	if err != nil {
 		return nil, fmt.Errorf("cluster TLS certificate: %w", err)
 	}
-	keyPEM, err := os.ReadFile(f.Key)
+	keyPEM, err := secretfile.ReadKey(f.Key, maxKeyFile) // kept from group and others
 	if err != nil {
 		return nil, fmt.Errorf("cluster TLS key: %w", err)
 	}
@@ -100,28 +100,18 @@ func read(f Files) (*material, error) {
 	if _, err := verify(leaf, cert.Certificate[1:], pool, "", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth); err != nil {
 		return nil, fmt.Errorf("cluster TLS certificate %s: %w (a member's certificate must be signed by the CA of --cluster-tls-ca and serve as client and server: intentctl certs makes such)", f.Cert, err)
 	}
-	out := make([]stamp, len(st))
-	for i, s := range st {
-		out[i] = s.stamp
-	}
-	return &material{cert: cert, leaf: leaf, pool: pool, stamp: out}, nil
-}
-
-// fileStamp is a file's stamp and mode.
-type fileStamp struct {
-	stamp
-	mode os.FileMode
+	return &material{cert: cert, leaf: leaf, pool: pool, stamp: st}, nil
 }
 
 // stamps stats the three files, in the order cert, key, CA.
-func stamps(f Files) ([]fileStamp, error) {
-	var out []fileStamp
+func stamps(f Files) ([]stamp, error) {
+	var out []stamp
 	for _, p := range []string{f.Cert, f.Key, f.CA} {
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("cluster TLS: %w", err)
 		}
-		out = append(out, fileStamp{stamp{info.ModTime(), info.Size()}, info.Mode().Perm()})
+		out = append(out, stamp{info.ModTime(), info.Size()})
 	}
 	return out, nil
 }
@@ -171,7 +161,7 @@ func (c *Config) changed() bool {
 		return false
 	}
 	cur := c.cur.Load().stamp
-	return !slices.EqualFunc(now, cur, func(a fileStamp, b stamp) bool { return a.stamp == b })
+	return !slices.Equal(now, cur)
 }
 
 // Watch reads the files again whenever one of them changes, looking every interval,
@@ -181,7 +171,7 @@ func (c *Config) changed() bool {
 func (c *Config) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var failed []fileStamp // the stamps of the last change that failed to load
+	var failed []stamp // the stamps of the last change that failed to load
 	for {
 		select {
 		case <-ctx.Done():

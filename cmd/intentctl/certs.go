@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd/cluster/clustertls"
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // certName is what a member's name may be: it names its two files.
@@ -76,10 +77,10 @@ func (c *cli) certs(args []string) error {
 		// The key first: a member that reads its files between the two writes finds a
 		// key that is not its certificate's, refuses it, and reads both once the
 		// certificate is there too.
-		if err := replaceFile(keyFile, key, 0o600); err != nil {
+		if err := secretfile.Replace(keyFile, key, 0o600); err != nil {
 			return err
 		}
-		if err := replaceFile(certFile, cert, 0o644); err != nil {
+		if err := secretfile.Replace(certFile, cert, 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "member:   %-10s --cluster-tls-cert %s --cluster-tls-key %s  (%s)\n", m.name, certFile, keyFile, strings.Join(m.hosts, ", "))
@@ -94,9 +95,6 @@ func loadOrMakeCA(dir string, validity time.Duration) (ca *clustertls.CA, made b
 	_, keyErr := os.Stat(keyFile)
 	switch {
 	case certErr == nil && keyErr == nil:
-		if _, err := readPrivateFile(keyFile); err != nil { // its mode checked as every key's
-			return nil, false, err
-		}
 		ca, err := clustertls.LoadCA(certFile, keyFile)
 		return ca, false, err
 	case errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist):
@@ -113,10 +111,10 @@ func loadOrMakeCA(dir string, validity time.Duration) (ca *clustertls.CA, made b
 	if err != nil {
 		return nil, false, err
 	}
-	if err := writeNewFile(keyFile, key, 0o600); err != nil {
+	if err := secretfile.WriteNew(keyFile, key); err != nil {
 		return nil, false, err
 	}
-	if err := writeNewFile(certFile, ca.CertPEM(), 0o644); err != nil {
+	if err := secretfile.Replace(certFile, ca.CertPEM(), 0o644); err != nil {
 		return nil, false, err
 	}
 	return ca, true, nil
@@ -125,30 +123,4 @@ func loadOrMakeCA(dir string, validity time.Duration) (ca *clustertls.CA, made b
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// replaceFile writes a file whole through a rename, so that a member watching it never
-// reads half of it.
-func replaceFile(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -133,15 +133,28 @@ func ReadKey(path string, limit int) ([]byte, error) {
 // (the error then wraps fs.ErrExist): the data is written to a temporary file in the same
 // folder, synced, and linked into place.
 func WriteNew(path string, data []byte) error {
+	// Link, unlike Rename, fails when the target exists.
+	return place(path, data, 0o600, os.Link)
+}
+
+// Replace writes data to path with mode, replacing a file there whole: a reader, such
+// as a member watching its certificate, sees the old file or the new one, never half.
+func Replace(path string, data []byte, mode os.FileMode) error {
+	return place(path, data, mode, os.Rename)
+}
+
+// place writes data to a temporary file in path's folder with mode, syncs it, and
+// puts it at path with put.
+func place(path string, data []byte, mode os.FileMode, put func(from, to string) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file 0600 already; Chmod says so where a umask or platform
-	// might differ.
-	err = tmp.Chmod(0o600)
+	// CreateTemp makes the file 0600; Chmod gives it the mode asked for, and says so
+	// where a umask or platform might differ.
+	err = tmp.Chmod(mode)
 	if err == nil {
 		_, err = tmp.Write(data)
 	}
@@ -154,8 +167,7 @@ func WriteNew(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	// Link, unlike Rename, fails when the target exists.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := put(tmp.Name(), path); err != nil {
 		return err
 	}
 	if d, err := os.Open(dir); err == nil {
