@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"regexp"
@@ -39,6 +40,17 @@ func clusterAddr(s string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q: want HOST:PORT with a port from 1 to 65535", s)
 	}
 	return host, port, nil
+}
+
+// clusterFlags registers the flags of cluster mode.
+func (c *Config) clusterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
+	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
+	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
+	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
+	fs.IntVar(&c.ClusterMaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intent grains active on this member at once; a command past it is answered 503 capacity_exceeded (idle grains stop after 10 s); 0: no bound")
+	fs.BoolVar(&c.ClusterInsecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 }
 
 // validateCluster checks the cluster's flags: a member beyond loopback speaks mutual
