@@ -95,17 +95,7 @@ func eventually(t *testing.T, ok func() bool, what string) {
 // then be created once the policy is stored again.
 func TestCreateAfterDeleteIsWithdrawn(t *testing.T) {
 	ctx := context.Background()
-	url := embed(t).URL()
-	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
-	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() bool {
-		ps, err := b.policyState(ctx, "P", false)
-		return err == nil && ps.live
-	}, "the other store sees the policy")
+	a, b := twoStoresWithPolicy(t)
 	testHookBeforeCreate = func() {
 		if err := a.DeletePolicy(ctx, "P"); err != nil {
 			t.Errorf("delete in the window: %v", err)

@@ -14,18 +14,8 @@ import (
 // its policy still runs, and withdraws the intent, so no open intent is left naming a
 // deleted policy.
 func TestCreateCutOffStillWithdraws(t *testing.T) {
-	url := embed(t).URL()
-	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
+	a, b := twoStoresWithPolicy(t)
 	bg := context.Background()
-	if _, err := a.PutPolicy(bg, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() bool {
-		ps, err := b.policyState(bg, "P", false)
-		return err == nil && ps.live
-	}, "the other store sees the policy")
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
 	testHookBeforeCreate = func() {
@@ -51,18 +41,8 @@ func TestCreateCutOffStillWithdraws(t *testing.T) {
 // second step still runs and puts the policy back, so the open intent's policy is
 // there to prove it.
 func TestDeleteCutOffStillRestores(t *testing.T) {
-	url := embed(t).URL()
-	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
+	a, b := twoStoresWithPolicy(t)
 	bg := context.Background()
-	if _, err := a.PutPolicy(bg, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() bool {
-		ps, err := b.policyState(bg, "P", false)
-		return err == nil && ps.live
-	}, "the other store sees the policy")
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
 	testHookDelete = func(point string) {
@@ -88,4 +68,22 @@ func TestDeleteCutOffStillRestores(t *testing.T) {
 	if _, err := b.Intent(bg, "early"); err != nil {
 		t.Fatalf("the intent: %v", err)
 	}
+}
+
+// twoStoresWithPolicy opens two stores on one server, as two nodes, and stores policy P
+// through the first once the second sees it; both are closed when the test ends.
+func twoStoresWithPolicy(t *testing.T) (a, b *Store) {
+	t.Helper()
+	url := embed(t).URL()
+	a, b = open(t, url), open(t, url)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	ctx := context.Background()
+	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		ps, err := b.policyState(ctx, "P", false)
+		return err == nil && ps.live
+	}, "the other store sees the policy")
+	return a, b
 }
