@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/intentd/intentd/internal/syncbuf"
 )
 
 // TestClusterFlags checks the cluster's flags: a member beyond loopback speaks mutual
@@ -44,10 +42,7 @@ func TestClusterFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMain()
-			m.Stderr = &syncbuf.Buffer{}
-			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			err := m.ParseFlags(tt.args)
+			_, err := parseFlags(tt.args, tt.env)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("ParseFlags: %v", err)

@@ -16,6 +16,14 @@ import (
 	"github.com/intentd/intentd/internal/syncbuf"
 )
 
+// parseFlags reads args, with env as the whole environment, into a new Main.
+func parseFlags(args []string, env map[string]string) (*Main, error) {
+	m := NewMain()
+	m.Stderr = &syncbuf.Buffer{}
+	m.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	return m, m.ParseFlags(args)
+}
+
 // TestParseFlags checks the flags, their environment variables and which wins.
 func TestParseFlags(t *testing.T) {
 	tests := []struct {
@@ -138,10 +146,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMain()
-			m.Stderr = &syncbuf.Buffer{}
-			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			err := m.ParseFlags(tt.args)
+			m, err := parseFlags(tt.args, tt.env)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)

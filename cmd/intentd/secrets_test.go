@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentd/intentd/internal/syncbuf"
 	"github.com/intentd/intentd/natsstore"
 )
 
@@ -74,10 +73,7 @@ func TestSecretFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMain()
-			m.Stderr = &syncbuf.Buffer{}
-			m.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			err := m.ParseFlags(tt.args)
+			m, err := parseFlags(tt.args, tt.env)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
