@@ -353,6 +353,10 @@ func openFailed(dir string, err error) error {
 	if errors.Is(err, syscall.ENOSPC) {
 		return fmt.Errorf("open store in %s: %w: its file system has no space left (%v); free some and start again", dir, intentd.ErrStorageFull, err)
 	}
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		// Pebble's LOCK file is held: flock says only "resource temporarily unavailable".
+		return fmt.Errorf("open store in %s: another process holds its LOCK file, most likely another intentd on the same --data; stop it, or give this one another folder (%w)", dir, err)
+	}
 	return fmt.Errorf("open store in %s: %w", dir, err)
 }
 

@@ -24,6 +24,9 @@ type intentWire struct {
 }
 
 func (c *cli) intent(args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		args = []string{"new", "-h"} // intent has one subcommand: its flags are the help
+	}
 	if len(args) == 0 || args[0] != "new" {
 		return usagef("want intent new ...")
 	}

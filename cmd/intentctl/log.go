@@ -31,6 +31,9 @@ func (c *cli) logCmd(args []string) error {
 		return usagef("want watch or get N")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(c.stdout, "Usage: intentctl log %s\n\n%s.\n\n\"intentctl log watch -h\" and \"intentctl log get -h\" list their flags.\n", c.cmd.args, c.cmd.help)
+		return nil
 	case "watch":
 		return c.logWatch(args[1:])
 	case "get":

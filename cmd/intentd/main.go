@@ -168,6 +168,14 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A port taken is found before the data folder and the signing key are made: a
+	// start that cannot serve leaves nothing behind. The listener itself is opened once
+	// recovery is over, so that no client waits on a service not yet ready.
+	probe, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	probe.Close()
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
