@@ -54,7 +54,8 @@ type Store interface {
 	BeginProcessing(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error
 	// Finish writes a terminal snapshot with its event (from NewEvent) and returns the
 	// event's id. The event sink hears of the event, with its id and time, once it is
-	// durable.
+	// durable. An expiry (an event of type expired) replaces an open intent only: over
+	// a processing one it is refused with ErrStale, the accepted proposal standing.
 	Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev Event) (uint64, error)
 	// Processing lists the intents that are processing.
 	Processing(ctx context.Context) ([]string, error)

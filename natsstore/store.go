@@ -1196,6 +1196,12 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 	if cur.phase != phaseOpen && cur.phase != phaseProcessing {
 		return 0, fmt.Errorf("finish %s, which is %q: %w", id, cur.phase, errStale)
 	}
+	if ev.Type == intentd.StateExpired && cur.phase != phaseOpen {
+		// An expiry decided from a cached open snapshot while another member accepted
+		// the proposal: the proposal stands. The fence below catches the same when this
+		// index lags the stream.
+		return 0, fmt.Errorf("expire %s, which is %q: %w", id, cur.phase, errStale)
+	}
 	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, cur.created, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
 	m.Header.Set(hdrRollup, "sub")

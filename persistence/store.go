@@ -766,6 +766,18 @@ func (s *Store) SetEventSink(fn func(intentd.Event)) {
 // reference released, and its event appended with the next event id, which it returns.
 // The event sink hears of the event after the batch is durable.
 func (s *Store) Finish(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
+	if ev.Type == intentd.StateExpired {
+		// An expiry replaces an open intent only: one whose proposal was accepted is
+		// the proposal's to end, whatever a stale reader decided.
+		_, closer, err := s.db.Get(key(prefixProcessing, id))
+		if err == nil {
+			closer.Close()
+			return 0, fmt.Errorf("expire %s, which is processing: %w", id, intentd.ErrStale)
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return 0, fmt.Errorf("expire %s: %w", id, err)
+		}
+	}
 	req := &finishReq{
 		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: ev,
 		at:    time.Now(),

@@ -55,6 +55,7 @@ func Run(t *testing.T, backend Backend) {
 		{"NextExpiry", testNextExpiry},
 		{"Reopen", testReopen},
 		{"FinishOrder", withPolicy(testFinishOrder)},
+		{"ExpiryOverProcessing", withPolicy(testExpiryOverProcessing)},
 		{"EventsAfterAnyID", withPolicy(testEventsAfterAnyID)},
 		{"PruneEvents", withPolicy(testPruneEvents)},
 		{"Closed", testClosed},
@@ -626,5 +627,33 @@ func testLogBundles(t *testing.T, open func(*testing.T) Store) {
 	got, err := s.(intentd.LogStore).LogBundle(ctx, 0)
 	if err != nil || string(got) != string(bundle("a", "b", "c")) {
 		t.Fatalf("after a reopen bundle 0 is %q, %v", got, err)
+	}
+}
+
+// testExpiryOverProcessing expires an intent whose proposal was accepted, as a member
+// whose cache still holds it open would: the store refuses with ErrStale and keeps the
+// processing record, so that the proposal's outcome is the one written.
+func testExpiryOverProcessing(t *testing.T, s Store) {
+	mustCreate(t, s, "p", "P", "open")
+	if err := s.BeginProcessing(ctx, "p", "P", []byte("processing"), t0); err != nil {
+		t.Fatal(err)
+	}
+	expired, err := intentd.NewEvent(intentd.Status{State: intentd.StateExpired, IntentID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Finish(ctx, "p", "P", []byte("expired"), t0, expired); !errors.Is(err, intentd.ErrStale) {
+		t.Fatalf("an expiry over a processing intent = %v, want intentd.ErrStale", err)
+	}
+	if got, err := s.Intent(ctx, "p"); err != nil || string(got) != "processing" {
+		t.Fatalf("the intent after the refused expiry: %q, %v; want it processing", got, err)
+	}
+	if ids, err := s.Processing(ctx); err != nil || !slices.Contains(ids, "p") {
+		t.Fatalf("processing = %v, %v; want p among them", ids, err)
+	}
+	mustFinish(t, s, "p") // the proposal's outcome
+	mustCreate(t, s, "o", "P", "open")
+	if _, err := s.Finish(ctx, "o", "P", []byte("expired"), t0, expired); err != nil {
+		t.Fatalf("an expiry of an open intent: %v", err)
 	}
 }
