@@ -41,7 +41,8 @@ func (c *cli) watch(args []string) error {
 		return err
 	}
 
-	w := &watcher{c: c, pending: map[string]bool{}, ended: map[string]intentd.State{}}
+	// last starts at --from: a stream that drops before its first event resumes there.
+	w := &watcher{c: c, pending: map[string]bool{}, ended: map[string]intentd.State{}, last: *from}
 	for _, id := range intents {
 		w.pending[strings.ToLower(id)] = true
 	}
