@@ -32,28 +32,9 @@ const MaxBytes = 64 << 10
 // process substitution, --token-file <(pass show intentd), works. The errors name the
 // path, never the content.
 func Read(path string) (string, error) {
-	f, err := os.Open(path)
+	b, err := readPrivate(path, MaxBytes, true, "the secret", ", not a secret file")
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	// Stat the open file, not the path, so that the mode checked is that of the bytes read.
-	info, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if mode := info.Mode(); !mode.IsRegular() && mode&os.ModeNamedPipe == 0 {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return "", fmt.Errorf("%s: mode %04o lets group or others access the secret; run chmod 600 %s", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxBytes {
-		return "", fmt.Errorf("%s: larger than %d bytes, not a secret file", path, MaxBytes)
 	}
 	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	switch {
@@ -103,6 +84,13 @@ func Resolve(name, value, file string) (string, error) {
 // may access, or that is larger than limit bytes is refused, with an error naming it; a
 // missing one gives an error that wraps fs.ErrNotExist.
 func ReadKey(path string, limit int) ([]byte, error) {
+	return readPrivate(path, limit, false, "it", "")
+}
+
+// readPrivate reads at most limit bytes of the file at path, refusing one that group or
+// others may access, and anything but a regular file (or a named pipe, when pipes).
+// what names the content in the mode's refusal, and tooLarge ends the size's.
+func readPrivate(path string, limit int, pipes bool, what, tooLarge string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -113,20 +101,20 @@ func ReadKey(path string, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if !info.Mode().IsRegular() {
+	if mode := info.Mode(); !mode.IsRegular() && !(pipes && mode&os.ModeNamedPipe != 0) {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("%s: mode %04o lets group or others access it; run chmod 600 %s", path, perm, path)
+		return nil, fmt.Errorf("%s: mode %04o lets group or others access %s; run chmod 600 %s", path, perm, what, path)
 	}
-	text, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(text) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes%s", path, limit, tooLarge)
 	}
-	return text, nil
+	return b, nil
 }
 
 // WriteNew writes data to a new file at path with mode 0600. It never replaces a file
