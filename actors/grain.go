@@ -46,7 +46,7 @@ func (g *grain) Receive(ctx actor.Context) {
 		case *actor.Started:
 			n := g.e.activations.Add(1)
 			if max := g.e.maxGrains; max > 0 && n > max {
-				// Past the bound the grain answers every command busy, then stops:
+				// Past the bound the grain answers its first command busy and stops:
 				// a flood of activations costs the member a moment, not its memory.
 				g.full = true
 				g.e.grainsRefused.Add(1)
