@@ -56,6 +56,47 @@ func TestStaleWriter(t *testing.T) {
 		a.waitState(id, intentd.StateFailure)
 		close(b.ext.release)
 	})
+	t.Run("expiry", func(t *testing.T) {
+		// a's actor holds the intent open; b accepts a proposal for it and is still
+		// proving when a's clock passes the deadline. An expiry decided from a's cache
+		// would end an intent whose proposal was accepted: the store refuses it, and a
+		// answers what b wrote.
+		shared := openNATS(t)
+		var late atomic.Bool
+		a := newHarnessWith(t, shared, func(c *Config) {
+			c.Now = func() time.Time {
+				if late.Load() {
+					return time.Now().Add(30 * 24 * time.Hour)
+				}
+				return time.Now()
+			}
+		})
+		b := newHarnessWith(t, shared, nil)
+		id := a.submit("M", 2500)
+		// An expiry before the deadline changes nothing and leaves a's actor holding
+		// the open snapshot.
+		if res, err := a.e.registry.call(context.Background(), id, expire{}); err != nil || res.(*snapshot).State != intentd.StateOpen {
+			t.Fatalf("an early expiry answered %v, %v; want the open intent", res, err)
+		}
+		if err := proposeTo(b, id, "block:M-dear"); err != nil {
+			t.Fatal(err)
+		}
+		<-b.ext.started
+		late.Store(true)
+		res, err := a.e.registry.call(context.Background(), id, expire{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.(*snapshot).State; got != intentd.StateProcessing {
+			t.Fatalf("the stale node's expiry left the intent %s, want it processing", got)
+		}
+		close(b.ext.release)
+		b.waitState(id, intentd.StateFailure)
+		a.waitState(id, intentd.StateFailure)
+		if evs := b.events(0, 1); evs[0].Type != intentd.StateFailure {
+			t.Fatalf("event %+v, want the proposal's outcome", evs[0])
+		}
+	})
 	t.Run("outcome", func(t *testing.T) {
 		shared := openNATS(t)
 		var finishes atomic.Int32
