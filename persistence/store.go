@@ -61,7 +61,8 @@ type Options struct {
 	// opened without it (unless AcceptDataLoss).
 	NoSync bool
 	// MinFreeBytes is the free space of the folder's file system below which writes are
-	// refused with intentd.ErrStorageFull (diskspace.go); 0: never refused.
+	// refused with intentd.ErrStorageFull (diskspace.go); 0: refused only once a write
+	// met a full disk (reserve.go).
 	// DefaultMinFreeBytes is what intentd runs with.
 	MinFreeBytes int64
 	// FreeBytes reads the free space of the folder's file system; nil: the operating
@@ -148,6 +149,7 @@ type Store struct {
 	full      atomic.Bool
 	freeBytes atomic.Uint64
 	diskDone  chan struct{}
+	reserve   *reserve
 
 	// logMu makes the check and the write of a log bundle one step (logbundle.go).
 	logMu sync.Mutex
@@ -190,9 +192,26 @@ func Open(dir string, opts Options) (*Store, error) {
 	if slowAfter == 0 {
 		slowAfter = defaultDiskSlowAfter
 	}
+	// The free space is read where the operating system can tell it; on such a disk
+	// the store holds a reserve for the writes that meet its end (reserve.go).
+	free := opts.FreeBytes
+	if free == nil && opts.FS.fs == nil && statfsFree != nil {
+		free = func() (uint64, error) { return statfsFree(dir) }
+	}
+	res := newReserve(po.FS, dir, opts.Logger)
+	if free != nil {
+		if err := po.FS.MkdirAll(dir, 0o755); err != nil {
+			cache.Unref()
+			return nil, fmt.Errorf("open store in %s: %w", dir, err)
+		}
+		if err := res.hold(); err != nil {
+			cache.Unref()
+			return nil, fmt.Errorf("open store in %s: %w", dir, err)
+		}
+	}
 	// The watch stops with the store (Close), after the database is closed.
 	var unwatch io.Closer
-	po.FS, unwatch = vfs.WithDiskHealthChecks(logCushionFS{po.FS}, slowAfter, events.DiskSlow)
+	po.FS, unwatch = vfs.WithDiskHealthChecks(vfs.OnDiskFull(logCushionFS{po.FS}, res.release), slowAfter, events.DiskSlow)
 	// The logs Pebble is about to replay, named if the mark finds writes missing:
 	// replay folds them into tables and removes them.
 	replayed := walFiles(po.FS, dir)
@@ -224,6 +243,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		noMark:      opts.NoSync,
 		markDone:    make(chan struct{}),
 		diskDone:    make(chan struct{}),
+		reserve:     res,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -250,14 +270,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	// The free space is read before the first write, which may be the move of the
 	// references below: on a disk too full for it, Open fails saying so, rather than
 	// meeting the disk's end inside Pebble.
-	free := opts.FreeBytes
-	if free == nil && opts.FS.fs == nil && statfsFree != nil {
-		free = func() (uint64, error) { return statfsFree(dir) }
-	}
 	if opts.MinFreeBytes > 0 {
 		s.minFree = uint64(opts.MinFreeBytes)
 	}
-	watchDisk := free != nil && s.minFree > 0
+	watchDisk := free != nil
 	if watchDisk {
 		s.checkDisk(free)
 	}
@@ -407,7 +423,7 @@ func syncInterval(writers *atomic.Int64) func() time.Duration {
 
 // commit writes a batch with the store's durability and counts it among the writers.
 func (s *Store) commit(b *pebble.Batch) error {
-	if s.full.Load() {
+	if s.refusing() {
 		return s.Writable()
 	}
 	s.writers.Add(1)

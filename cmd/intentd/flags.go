@@ -150,7 +150,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.LogRequests, "log-requests", false, "log a line for every request at info; without it, only requests answered with an error are (the others at debug)")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
-	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: refused only once a write met the full disk, which the store's reserve lets complete)")
 	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written), or its mark (intentd.mark) is damaged or missing; without it such a store is refused")
 	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "change the signing key on purpose: when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start; when the transparency log was signed by another key, go on under this one")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
