@@ -201,12 +201,18 @@ func (m *Main) readInputs() (*intenthttp.Tokens, evidence.Extractor, error) {
 	return tokens, extractor, nil
 }
 
-// newMetrics makes the registry /metrics serves, with the Pebble store's fsync metric.
+// newMetrics makes the registry /metrics serves, with the store's own metrics: Pebble's
+// fsyncs, or the NATS store's followers.
 func (m *Main) newMetrics() (*intenthttp.Metrics, error) {
 	metrics := intenthttp.NewMetrics()
 	if m.pebble != nil {
 		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
 			return nil, fmt.Errorf("register the store's fsync metric: %w", err)
+		}
+	}
+	if m.nats != nil {
+		if err := metrics.Registry().Register(m.nats.Collector()); err != nil {
+			return nil, fmt.Errorf("register the store's follower metric: %w", err)
 		}
 	}
 	return metrics, nil
