@@ -13,7 +13,7 @@ import (
 // about it: which set of members to hand protoactor, who has been silent too long, when
 // the watch must be replaced, whether this member was dropped. It does no I/O and reads
 // time only through now, so that its rules can be tried step by step without NATS; the
-// watch loop (follow) feeds it and carries out its verdicts. It is not safe for
+// watch loop (follower) feeds it and carries out its verdicts. It is not safe for
 // concurrent use: one loop owns it.
 //
 // A member's silence is counted from its last renewal as the bucket stamped it, so a

@@ -14,7 +14,8 @@ import (
 const snapshotTimeout = 10 * time.Second
 
 // watch starts watching the bucket and waits for its first snapshot, so that protoactor
-// has a topology when StartMember returns.
+// has a topology when StartMember returns. A start that fails waits for the loop it
+// began to end, so that it leaves no goroutine behind.
 func (p *Provider) watch() error {
 	ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 	defer cancel()
