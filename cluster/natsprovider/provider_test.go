@@ -541,3 +541,35 @@ func waitPeersStay(t *testing.T, within, hold time.Duration, want []string, ps .
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestShutdownWaitsForOnFenced: the call of OnFenced is a goroutine of the provider's
+// like its loops, and Shutdown returns only once it has returned.
+func TestShutdownWaitsForOnFenced(t *testing.T) {
+	js := embed(t)
+	var returned atomic.Bool
+	prov, err := New(Config{JetStream: js, TTL: *testTTL, Logger: logger(), OnFenced: func(error) {
+		time.Sleep(100 * time.Millisecond)
+		returned.Store(true)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &cluster.Member{Id: "fenced-member", Host: "127.0.0.1", Port: 7000, Kinds: []string{"intent"}}
+	if err := prov.startMember("test", m, func(cluster.Members) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := prov.kv.Delete(context.Background(), m.Id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-prov.Fenced():
+	case <-time.After(*testTTL):
+		t.Fatal("not fenced after its key was deleted")
+	}
+	if err := prov.Shutdown(true); err != nil {
+		t.Fatal(err)
+	}
+	if !returned.Load() {
+		t.Error("Shutdown returned before OnFenced did")
+	}
+}
