@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/cluster/natsprovider"
@@ -50,6 +51,7 @@ func (c *Config) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Cluster.TLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
 	fs.StringVar(&c.Cluster.TLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
 	fs.IntVar(&c.Cluster.MaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intent grains active on this member at once; a command past it is answered 503 capacity_exceeded (idle grains stop after 10 s); 0: no bound")
+	fs.BoolVar(&c.Cluster.ExitOnFence, "cluster-exit-on-fence", false, "stop (exit status 1) when the others dropped this member from the cluster, for a supervisor to start it again; without it the member rejoins under a new id by itself, once NATS answers")
 	fs.BoolVar(&c.Cluster.Insecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 }
 
@@ -122,23 +124,12 @@ func (m *Main) clusterTLS() (*clustertls.Config, error) {
 const tlsWatchInterval = 5 * time.Second
 
 // clusterConfig is the engine's cluster mode, membership on the store's NATS. A member
-// that finds itself dropped from the cluster stops: its supervisor starts it again and
-// it rejoins as a new member, rather than serve intents the others now own.
+// that finds itself dropped from the cluster stops serving grains at once (Fenced), and
+// rejoins as a new member (Rejoin), or stops when --cluster-exit-on-fence says so.
 func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	c := m.Config
 	host, port, _ := clusterAddr(c.Cluster.Bind)
-	m.fenced = make(chan struct{})
-	var once sync.Once
-	prov, err := natsprovider.New(natsprovider.Config{
-		JetStream: m.nats.JetStream(),
-		Bucket:    clusterBucket(c, "members"),
-		Replicas:  m.nats.Replicas(),
-		Logger:    m.logger,
-		OnFenced: func(reason error) {
-			m.logger.Error("this node was dropped from the cluster: stopping, to rejoin as a new member", "err", reason)
-			once.Do(func() { close(m.fenced) })
-		},
-	})
+	prov, err := m.newProvider()
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +178,50 @@ func (m *Main) checkClusterKey(ctx context.Context, keyID string) error {
 	return nil
 }
 
-// Fenced is closed when this node was dropped from its cluster and must stop; it is nil
-// (never ready) outside cluster mode.
-func (m *Main) Fenced() <-chan struct{} { return m.fenced }
+// newProvider makes the membership provider of one incarnation, with a Fenced channel
+// of its own.
+func (m *Main) newProvider() (cluster.ClusterProvider, error) {
+	fenced := make(chan struct{})
+	var once sync.Once
+	prov, err := natsprovider.New(natsprovider.Config{
+		JetStream: m.nats.JetStream(),
+		Bucket:    clusterBucket(m.Config, "members"),
+		Replicas:  m.nats.Replicas(),
+		Logger:    m.logger,
+		OnFenced: func(reason error) {
+			m.logger.Error("this node was dropped from the cluster: it serves no intent grain until it is a member again", "err", reason)
+			once.Do(func() { close(fenced) })
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.fencedMu.Lock()
+	m.fenced = fenced
+	m.fencedMu.Unlock()
+	return prov, nil
+}
+
+// Fenced is closed when this node was dropped from its cluster; it is nil (never ready)
+// outside cluster mode. Each incarnation has its own: read it again after Rejoin.
+func (m *Main) Fenced() <-chan struct{} {
+	m.fencedMu.Lock()
+	defer m.fencedMu.Unlock()
+	return m.fenced
+}
+
+// Rejoin makes a fenced node a member again under a new id, without a restart: the
+// engine drops its grains and its intents' actors and joins with a new provider, tried
+// until NATS answers or ctx ends. With --cluster-exit-on-fence it returns errFenced
+// instead, for the caller to stop.
+func (m *Main) Rejoin(ctx context.Context) error {
+	if m.Config.Cluster.ExitOnFence {
+		m.logger.Error("this node was dropped from the cluster: stopping, as --cluster-exit-on-fence asks; its supervisor starts it again as a new member")
+		return errFenced
+	}
+	m.logger.Warn("this node was dropped from the cluster: rejoining as a new member")
+	return m.engine.Rejoin(ctx, m.newProvider)
+}
+
+// errFenced is Rejoin's answer when a fenced node is to stop.
+var errFenced = errors.New("dropped from the cluster")

@@ -198,6 +198,35 @@ func checkNodePaused(t *testing.T, r *rig, n int) int {
 		}
 	}
 	t.Logf("with a node paused, every proposal accepted %v after the pause", time.Since(stopped).Round(10*time.Millisecond))
+	// Resumed, it finds itself out, stops serving grains, and rejoins as a new member
+	// by itself, with no restart.
+	resumed := time.Now()
+	nodes[1].cmd.Process.Signal(syscall.SIGCONT)
+	waitMembers(t, nodes[:2], 2)
+	if nodes[1].cmd.ProcessState != nil {
+		t.Fatalf("the resumed node stopped: %v", nodes[1].cmd.ProcessState)
+	}
+	t.Logf("the resumed node was a member again %v after it resumed", time.Since(resumed).Round(10*time.Millisecond))
+	// And it serves: an intent taken in and proposed through it is decided.
+	served := r.submitTo(t, nodes[1])
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		code, why := proposeVia(nodes[1], served)
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
+			t.Fatalf("proposal of %s through the rejoined node: %d %s", served, code, why)
+		}
+	}
+	waitTerminal(t, nodes[1].url, served, "success")
+	paused = append(paused, served)
+	// With --cluster-exit-on-fence, a node dropped stops instead, for its supervisor.
+	nodes[1].kill()
+	nodes[1].args = append(nodes[1].args, "--cluster-exit-on-fence")
+	nodes[1].start()
+	waitMembers(t, nodes[:2], 2)
+	nodes[1].cmd.Process.Signal(syscall.SIGSTOP)
+	waitMembers(t, nodes[:1], 1)
 	exited := make(chan error, 1)
 	go func() { exited <- nodes[1].cmd.Wait() }()
 	nodes[1].cmd.Process.Signal(syscall.SIGCONT)
@@ -205,10 +234,10 @@ func checkNodePaused(t *testing.T, r *rig, n int) int {
 	case err := <-exited:
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("the resumed node ended with %v, want exit code 1 (fenced)", err)
+			t.Fatalf("the resumed node with --cluster-exit-on-fence ended with %v, want exit code 1 (fenced)", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the resumed node, dropped from the cluster, is still running")
+		t.Fatal("the resumed node with --cluster-exit-on-fence, dropped from the cluster, is still running")
 	}
 	for _, id := range paused {
 		waitTerminal(t, nodes[0].url, id, "success")

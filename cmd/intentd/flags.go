@@ -127,6 +127,9 @@ type ClusterConfig struct {
 	Insecure bool
 	// MaxGrains bounds the intent grains active on this member; 0: no bound.
 	MaxGrains int
+	// ExitOnFence stops the process when the others dropped this member, instead of
+	// rejoining under a new id.
+	ExitOnFence bool
 }
 
 // TlogConfig is the transparency log of outcomes, served under /log/.

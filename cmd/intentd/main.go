@@ -59,7 +59,15 @@ func main() {
 			m.logger.Error("the server stopped serving", "err", m.serveErr)
 			done = true
 		case <-m.Fenced():
-			exit, done = 1, true
+			if err := m.Rejoin(ctx); err != nil {
+				if !errors.Is(err, errFenced) && ctx.Err() == nil {
+					m.logger.Error("rejoin the cluster", "err", err)
+				}
+				if ctx.Err() == nil {
+					exit = 1
+				}
+				done = true
+			}
 		case <-ctx.Done():
 			done = true
 		}
@@ -93,7 +101,10 @@ type Main struct {
 	store   storeCloser
 	pebble  *persistence.Store // the store when it is Pebble: its fsync metric
 	nats    *natsstore.Store   // the store when it is NATS: cluster mode's membership uses its connection
-	fenced  chan struct{}      // closed when this node was dropped from its cluster
+	// fenced is closed when this node's current incarnation was dropped from its
+	// cluster (newProvider makes one per incarnation).
+	fencedMu sync.Mutex
+	fenced   chan struct{}
 	// clusterTLSConfig is the members' TLS material, read again on SIGHUP and by a
 	// watch that stopTLSWatch ends and waits for.
 	clusterTLSConfig *clustertls.Config
