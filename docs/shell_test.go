@@ -41,6 +41,10 @@ func newShell(t *testing.T, dir, bin string) *shell {
 		env = append(env, kv)
 	}
 	env = append(env, "HOME="+home, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TZ=UTC")
+	// On a terminal curl shows no progress meter; into the test's pipe it would.
+	if err := os.WriteFile(filepath.Join(home, ".curlrc"), []byte("no-progress-meter\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	state := filepath.Join(t.TempDir(), "state")
 	if err := os.WriteFile(state, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -106,7 +110,8 @@ func (sh *shell) normalise(out string) []string {
 		port := sh.addr[strings.LastIndexByte(sh.addr, ':')+1:]
 		out = strings.NewReplacer(sh.addr, "127.0.0.1:8080", "localhost:"+port, "localhost:8080").Replace(out)
 	}
-	return trimTrailingBlank(strings.Split(out, "\n"))
+	// A header's CRLF is a line's end to a reader.
+	return trimTrailingBlank(strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n"))
 }
 
 // background is a command running beside the others, as in a second terminal.
