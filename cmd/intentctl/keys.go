@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // passkeyFileType marks a passkey key file, so that it is never taken for another kind.
@@ -34,6 +35,15 @@ type passkeyFile struct {
 
 // maxKeyFile bounds what is read of a key file; real ones are under 300 bytes.
 const maxKeyFile = 4 << 10
+
+// The first lines of the files keygen writes say what each holds, for a reader and for
+// loadSigner: an Ed25519 seed and public key are both 32 bytes in Base58, and the
+// content alone cannot tell one from the other. Files without them, written before,
+// are still read.
+const (
+	privateKeyHeader = "# intentctl Ed25519 private key (the Base58 of its 32-byte seed): keep it to yourself; sign with --key FILE"
+	publicKeyHeader  = "# intentctl public key (Base58), not a private key: give it to those who check your signatures"
+)
 
 func (c *cli) keygen(args []string) error {
 	flags := c.flags("keygen")
@@ -80,8 +90,9 @@ func (c *cli) keygen(args []string) error {
 		if err != nil {
 			return err
 		}
-		// The service's key file form: intentd --signing-key reads it too.
-		if err := crypto.WriteSigningKeyFile(path, key); err != nil {
+		// The service's key file form under a header line: intentd --signing-key
+		// reads it too.
+		if err := secretfile.WriteNew(path, append([]byte(privateKeyHeader+"\n"), key.EncodeFile()...)); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("%s exists; keygen never replaces a key file, choose another -o", path)
 			}
@@ -89,7 +100,7 @@ func (c *cli) keygen(args []string) error {
 		}
 		pubText = crypto.EncodeBase58(key.PublicKey())
 	}
-	if err := writeNewFile(path+".pub", []byte(pubText+"\n"), 0o644); err != nil {
+	if err := writeNewFile(path+".pub", []byte(publicKeyHeader+"\n"+pubText+"\n"), 0o644); err != nil {
 		return err
 	}
 	if c.g.json {
@@ -191,7 +202,7 @@ func loadSigner(path, wantKind string) (signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	text := bytes.TrimSpace(b)
+	text := bytes.TrimSpace(crypto.StripComments(b))
 	if bytes.HasPrefix(text, []byte("{")) {
 		if wantKind == "ed25519" {
 			return nil, fmt.Errorf("%s is a passkey file; use --passkey", path)
@@ -221,17 +232,37 @@ func notPublicKey(path string) error {
 	if err != nil || len(text) > maxKeyFile {
 		return nil // readPrivateFile says what is wrong
 	}
+	if what := otherKind(text); what != "" {
+		return fmt.Errorf("%s is %s, not a private key: sign with the private key file intentctl keygen wrote (--key FILE for an Ed25519 key, --passkey FILE for a passkey)", path, what)
+	}
 	text = bytes.TrimSpace(text)
 	if b, err := crypto.DecodeBase58(string(text)); err != nil || len(b) != ed25519.PublicKeySize {
 		return nil
 	}
 	pubs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.pub"))
 	for _, pub := range pubs {
-		if p, err := os.ReadFile(pub); err == nil && bytes.Equal(bytes.TrimSpace(p), text) {
+		if p, err := os.ReadFile(pub); err == nil && bytes.Equal(bytes.TrimSpace(crypto.StripComments(p)), text) {
 			return fmt.Errorf("%s holds the public key of %s: it is a public key, not a private one; sign with the private key file keygen wrote beside %[2]s", path, pub)
 		}
 	}
 	return nil
+}
+
+// otherKind names what a file given as a private key is when its content shows it is
+// something else: a public key (by keygen's header), a PEM file, or a token file of
+// intentd's. It is "" for a file that may be a private key.
+func otherKind(text []byte) string {
+	t := bytes.TrimSpace(text)
+	switch {
+	case bytes.HasPrefix(t, []byte(publicKeyHeader)):
+		return "a public key (its first line says so)"
+	case bytes.HasPrefix(t, []byte("-----BEGIN ")):
+		line, _, _ := bytes.Cut(t, []byte("\n"))
+		return fmt.Sprintf("a PEM file (%s), a TLS key or certificate such as intentctl certs writes", bytes.TrimSpace(line))
+	case bytes.HasPrefix(t, []byte("ssh-")):
+		return "an ssh public key"
+	}
+	return ""
 }
 
 func parsePasskey(path string, text []byte) (signer, error) {
