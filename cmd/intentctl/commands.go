@@ -41,6 +41,9 @@ func (c *cli) info(args []string) error {
 }
 
 func (c *cli) policy(args []string) error {
+	if len(args) > 0 {
+		c.enter(args[0])
+	}
 	fs := c.flags("policy")
 	pos, err := c.parse(fs, args)
 	if err != nil {
