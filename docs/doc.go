@@ -9,6 +9,8 @@
 //	<!-- doctest: skip REASON -->       not run; the test names it and says why
 //	<!-- doctest: server FLAGS -->      starts a server: not run; the test starts its own
 //	                                    intentd, with FLAGS, on a fresh data folder
+//	<!-- doctest: restart FLAGS -->     runs on a fresh intentd started with FLAGS, which
+//	                                    the blocks after it use too
 //	<!-- doctest: background -->        its one command runs beside the next ones, as in a
 //	                                    second terminal
 //	<!-- doctest: background output --> a plain block: what that second terminal shows

@@ -98,6 +98,13 @@ func (r *run) document(blocks []block) {
 		case "server":
 			r.skipped = append(r.skipped, b.name()+": starts a server; the test started its own with: intentd "+arg)
 			r.startServer(strings.Fields(arg))
+		case "restart":
+			// The block needs a server of other flags: a fresh one, whose data the
+			// blocks after it find.
+			r.startServer(strings.Fields(arg))
+			for _, s := range b.steps {
+				r.step(b, s, 0)
+			}
 		case "background":
 			if arg == "output" {
 				r.backgroundOutput(b)
