@@ -68,5 +68,8 @@ func TestConsoleLayout(t *testing.T) {
 		if strings.Contains(kv, "trusted (given)") || !strings.Contains(kv, "this server's own key (GET /info)") {
 			t.Errorf("the key the page fetched from the server it checks is shown as\n%s", kv)
 		}
+		if msg := b.text(`li[data-check="key"] .msg`); !strings.Contains(msg, "this server's own key") {
+			t.Errorf("the key check says %q, want it to name the server's own key", msg)
+		}
 	})
 }

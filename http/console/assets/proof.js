@@ -20,7 +20,7 @@ async function fromServer(id, out) {
   try {
     const [i, text] = await Promise.all([info(), call("/intents/" + encodeURIComponent(id) + "/proof").then(r => r.text())]);
     if (!i.public_key) throw new Error("this server reports no signing key (GET /info has no public_key)");
-    const v = await verifyBundle(text, i.public_key);
+    const v = await verifyBundle(text, i.public_key, "server");
     out.replaceChildren(h("p", { class: "muted" }, "The bundle of intent ", intentLink(id), ", checked against this server's key from GET /info, ",
       h("span", { class: "mono" }, i.public_key), "."), show(v, "server"));
   } catch (e) {
@@ -39,9 +39,10 @@ function dropZone(out) {
     if (text === null) { status.textContent = "Choose or drop a bundle file first."; return; }
     out.replaceChildren(h("p", { class: "muted" }, `Checking ${name}…`));
     const k = key.value.trim();
-    const v = await verifyBundle(text, k);
+    const source = k && k === serverKey ? "server" : "given";
+    const v = await verifyBundle(text, k, source);
     out.replaceChildren(h("p", { class: "muted" }, `The file ${name}, checked against `, k
-      ? h("span", { class: "mono" }, k) : "the key inside it (no key typed in: not trusted)", "."), show(v, k && k === serverKey ? "server" : "given"));
+      ? h("span", { class: "mono" }, k) : "the key inside it (no key typed in: not trusted)", "."), show(v, source));
     out.scrollIntoView({ block: "start" });
   };
   const load = async f => {
