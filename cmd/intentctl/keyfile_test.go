@@ -33,6 +33,7 @@ func TestKeyIsNotPublic(t *testing.T) {
 	for name, text := range map[string]string{
 		"copy.key": string(pub), "old.key.pub": pubKey + "\n", "oldcopy.key": pubKey + "\n",
 		"tls.key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n",
+		"notes.txt": "buy a navy t-shirt\n",
 	} {
 		if err := os.WriteFile(file(name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -51,6 +52,9 @@ func TestKeyIsNotPublic(t *testing.T) {
 		{"a copy of the public key others may read", "copy.key", 0o644, "--key", "copy.key is a public key"},
 		{"a copy of a public key file without a header", "oldcopy.key", 0o644, "--key", "oldcopy.key holds the public key of "},
 		{"a PEM key", "tls.key", 0o600, "--key", "tls.key is a PEM file (-----BEGIN EC PRIVATE KEY-----)"},
+		{"a text file others may read", "notes.txt", 0o644, "--key", "notes.txt is not a key file: it holds neither an Ed25519 seed nor a passkey"},
+		{"a passkey file others may read", "bob.passkey", 0o644, "--key", "is a passkey file; use --passkey"},
+		{"an Ed25519 key as a passkey", "alice.key", 0o600, "--passkey", "alice.key is not a passkey file"},
 		{"a passkey file as an Ed25519 key", "bob.passkey", 0o600, "--key", "is a passkey file; use --passkey"},
 		{"a passkey's public key", "bob.passkey.pub", 0o600, "--passkey", "is a public key"},
 	} {

@@ -194,8 +194,9 @@ func (s passkeySigner) publicKey() []byte { return s.p.PublicKey() }
 // accepted ("ed25519" or "passkey").
 func loadSigner(path, wantKind string) (signer, error) {
 	// What the file is comes before how it is kept: a public key given by mistake
-	// must not be taken for a seed once its mode is made private.
-	if err := notPublicKey(path); err != nil {
+	// must not be taken for a seed once its mode is made private, and the advice to
+	// chmod a file that is no private key at all would point the wrong way.
+	if err := whatKeyFile(path, wantKind); err != nil {
 		return nil, err
 	}
 	b, err := readPrivateFile(path)
@@ -220,11 +221,12 @@ func loadSigner(path, wantKind string) (signer, error) {
 	return ed25519Signer{ed25519.NewKeyFromSeed(seed)}, nil
 }
 
-// notPublicKey refuses a public key file given where a private key is wanted. An
-// Ed25519 public key and a seed are both 32 bytes in Base58, so the content alone
-// cannot tell them apart: keygen's .pub name, or the same text in a .pub file beside
-// it, does.
-func notPublicKey(path string) error {
+// whatKeyFile refuses, whatever its mode, a file given where a private key of
+// wantKind is wanted that is something else: a public key, a key of the other kind, a
+// PEM file, or no key at all, saying what it is and what to pass. An Ed25519 public key
+// and a seed are both 32 bytes in Base58: keygen's header line tells them apart, and
+// for files without one, keygen's .pub name, or the same text in a .pub file beside it.
+func whatKeyFile(path, wantKind string) error {
 	if priv, ok := strings.CutSuffix(path, ".pub"); ok {
 		return fmt.Errorf("%s is a public key (keygen writes it beside the private key): sign with --key %s, the file without .pub", path, priv)
 	}
@@ -235,9 +237,18 @@ func notPublicKey(path string) error {
 	if what := otherKind(text); what != "" {
 		return fmt.Errorf("%s is %s, not a private key: sign with the private key file intentctl keygen wrote (--key FILE for an Ed25519 key, --passkey FILE for a passkey)", path, what)
 	}
-	text = bytes.TrimSpace(text)
+	text = bytes.TrimSpace(crypto.StripComments(text))
+	if bytes.HasPrefix(text, []byte("{")) {
+		if wantKind == "ed25519" {
+			return fmt.Errorf("%s is a passkey file; use --passkey", path)
+		}
+		return nil // parsePasskey says what is wrong with it
+	}
+	if wantKind == "passkey" {
+		return fmt.Errorf("%s is not a passkey file (make one with intentctl keygen --passkey; an Ed25519 key goes with --key)", path)
+	}
 	if b, err := crypto.DecodeBase58(string(text)); err != nil || len(b) != ed25519.PublicKeySize {
-		return nil
+		return fmt.Errorf("%s is not a key file: it holds neither an Ed25519 seed nor a passkey; sign with the private key file intentctl keygen wrote (--key FILE, or --passkey FILE for a passkey)", path)
 	}
 	pubs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.pub"))
 	for _, pub := range pubs {
@@ -248,9 +259,9 @@ func notPublicKey(path string) error {
 	return nil
 }
 
-// otherKind names what a file given as a private key is when its content shows it is
-// something else: a public key (by keygen's header), a PEM file, or a token file of
-// intentd's. It is "" for a file that may be a private key.
+// otherKind names what a file given as a private key is when its first line shows it is
+// something else: a public key (by keygen's header), a PEM file or an ssh public key.
+// It is "" for a file that may be a private key.
 func otherKind(text []byte) string {
 	t := bytes.TrimSpace(text)
 	switch {
