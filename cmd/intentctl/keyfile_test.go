@@ -32,7 +32,7 @@ func TestKeyIsNotPublic(t *testing.T) {
 	// A public key file written before keygen's header line, and a copy of its key.
 	for name, text := range map[string]string{
 		"copy.key": string(pub), "old.key.pub": pubKey + "\n", "oldcopy.key": pubKey + "\n",
-		"tls.key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n",
+		"tls.key":   "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n",
 		"notes.txt": "buy a navy t-shirt\n",
 	} {
 		if err := os.WriteFile(file(name), []byte(text), 0o600); err != nil {
