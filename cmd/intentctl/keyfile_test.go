@@ -50,6 +50,7 @@ func TestKeyIsNotPublic(t *testing.T) {
 		{"the .pub file made private", "alice.key.pub", 0o600, "--key", "is a public key"},
 		{"a copy of the public key", "copy.key", 0o600, "--key", "copy.key is a public key (its first line says so), not a private key"},
 		{"a copy of the public key others may read", "copy.key", 0o644, "--key", "copy.key is a public key"},
+		{"a .pub file without a header", "old.key.pub", 0o644, "--key", "old.key.pub is a public key"},
 		{"a copy of a public key file without a header", "oldcopy.key", 0o644, "--key", "oldcopy.key holds the public key of "},
 		{"a PEM key", "tls.key", 0o600, "--key", "tls.key is a PEM file (-----BEGIN EC PRIVATE KEY-----)"},
 		{"a text file others may read", "notes.txt", 0o644, "--key", "notes.txt is not a key file: it holds neither an Ed25519 seed nor a passkey"},
