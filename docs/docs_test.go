@@ -29,8 +29,11 @@ func TestDocuments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds intentd and intentctl and runs the documents against them")
 	}
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("the documents' commands need bash")
+	// The tools the documents' commands call, beside the two commands built here.
+	for _, tool := range []string{"bash", "curl", "jq", "sed", "xxd", "head"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the documents' commands need %s, which is not on PATH", tool)
+		}
 	}
 	root, err := filepath.Abs("..")
 	if err != nil {
