@@ -97,6 +97,9 @@ func (r *run) document(blocks []block) {
 		verb, arg, _ := strings.Cut(b.marker, " ")
 		switch verb {
 		case "skip":
+			if strings.TrimSpace(arg) == "" {
+				t.Fatalf("%s: a skipped block says why it cannot run here", b.name())
+			}
 			r.skipped = append(r.skipped, b.name()+": "+arg)
 		case "server":
 			r.skipped = append(r.skipped, b.name()+": starts a server; the test started its own with: intentd "+arg)
