@@ -339,7 +339,7 @@ func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Comman
 	done := make(chan answer, 1)
 	go func() {
 		defer e.wg.Done()
-		res, err := m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
+		res, err := m.request(id, cmd, timeout)
 		done <- answer{res, err}
 	}()
 	t := time.NewTimer(timeout)

@@ -3,12 +3,14 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
 )
 
 // A member that the others dropped (paused past its membership TTL, or cut off from
@@ -28,19 +30,43 @@ type incarnation struct {
 	// itself on the incarnation it was activated on, so that grains of an earlier one
 	// that stop late count nowhere.
 	activations atomic.Int64
+	// mu is held to read while the cluster is used, and to write by leave: protoactor's
+	// cluster dereferences what its shutdown took away, so a command that loaded the
+	// incarnation before it left must find it gone rather than use it.
+	mu   sync.RWMutex
+	gone bool
+}
+
+// request sends a command to its intent's grain through this incarnation.
+func (m *incarnation) request(id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.gone {
+		return nil, errNotMember
+	}
+	return m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
 }
 
 // members reports the addresses of the members this incarnation sees, itself included.
 func (m *incarnation) members() []string {
-	var out []string
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := []string{}
+	if m.gone {
+		return out
+	}
 	for _, mem := range m.cluster.MemberList.Members().Members() {
 		out = append(out, mem.Address())
 	}
 	return out
 }
 
-// leave ends the incarnation: its membership, its listener, its grains.
+// leave ends the incarnation: its membership, its listener, its grains. It waits for the
+// commands in flight through it, each bounded by its try's time-out.
 func (m *incarnation) leave() {
+	m.mu.Lock()
+	m.gone = true
+	m.mu.Unlock()
 	m.cluster.Shutdown(true) // its actor system with it
 }
 

@@ -101,7 +101,7 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 // every checkEvery, a node delivers an event within 5 s of the others (docs/cluster.md):
 // the stall is seen at the first check after it began, and the consumer replaced
 // stallAfter later.
-const stallAfter = 3 * time.Second
+const stallAfter = 2 * time.Second
 
 // check looks for a record of the follower's subjects after the last one it handled.
 // One found at two checks stallAfter apart, with nothing handled between them, means the

@@ -35,6 +35,9 @@ func TestChaos(t *testing.T) {
 	c := newChaos(t)
 	var report []string
 	for _, f := range chaosFaults {
+		if only := os.Getenv("INTENTD_CHAOS_FAULTS"); only != "" && !strings.Contains(f.name, only) {
+			continue
+		}
 		var lag, serve, serveAfter time.Duration
 		for round := range rounds {
 			c.startLoad()
@@ -75,8 +78,9 @@ var chaosFaults = []chaosFault{
 		c.r.nodes[k].kill()
 		time.Sleep(5 * time.Second)
 		c.r.nodes[k].start()
+		ended := time.Now()
 		c.up(k)
-		return time.Now()
+		return ended
 	}},
 	{name: "kill -9 of the NATS server leading the stream", nats: true, do: func(c *chaos, k int) time.Time {
 		c.r.members[k].kill()
@@ -91,8 +95,9 @@ var chaosFaults = []chaosFault{
 		time.Sleep(5 * time.Second)
 		c.r.members[k].start()
 		c.r.nodes[k].start()
+		ended := time.Now()
 		c.up(k)
-		return time.Now()
+		return ended
 	}},
 	{name: "SIGSTOP of a node for 10 s", do: func(c *chaos, k int) time.Time {
 		c.down(k)
@@ -270,6 +275,8 @@ func (c *chaos) serves(n int) {
 			}
 		}
 	}
+	c.r.nodes[n].cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, for INTENTD_TEST_NODE_LOGS
+	time.Sleep(time.Second)
 	c.t.Fatalf("node %d does not serve 60 s after the fault", n)
 }
 

@@ -111,8 +111,18 @@ func (s *crashServer) startOnce() bool {
 	var tail []string // the last lines, for a start that fails
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		var full *os.File // every line, when INTENTD_TEST_NODE_LOGS names a folder
+		if dir := os.Getenv("INTENTD_TEST_NODE_LOGS"); dir != "" {
+			full, _ = os.OpenFile(filepath.Join(dir, filepath.Base(filepath.Dir(s.data))+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if full != nil {
+				defer full.Close()
+			}
+		}
 		for sc.Scan() {
 			line := sc.Text()
+			if full != nil {
+				fmt.Fprintln(full, line)
+			}
 			tailMu.Lock()
 			tail = append(tail[max(0, len(tail)-19):], line)
 			tailMu.Unlock()
