@@ -128,6 +128,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 		}
 	}()
 	m.cluster.StartMember()
+	m.started.Store(true)
 	return nil
 }
 
@@ -323,7 +324,13 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 // the command runs once.
 func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
 	m := e.member.Load()
-	if m == nil {
+	if m == nil || !m.serving() {
+		// Between two incarnations, or while one starts: the next try is a moment
+		// away, not at once.
+		select {
+		case <-time.After(membersSettle):
+		case <-ctx.Done():
+		}
 		return nil, errNotMember
 	}
 	if !e.track() {

@@ -35,13 +35,25 @@ type incarnation struct {
 	// incarnation before it left must find it gone rather than use it.
 	mu   sync.RWMutex
 	gone bool
+	// started is set once StartMember returned: protoactor's cluster has no identity
+	// lookup before, and a command through it would dereference nothing.
+	started atomic.Bool
+}
+
+// serving reports whether commands may go through the incarnation.
+func (m *incarnation) serving() bool { return m.started.Load() && !m.isGone() }
+
+func (m *incarnation) isGone() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.gone
 }
 
 // request sends a command to its intent's grain through this incarnation.
 func (m *incarnation) request(id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.gone {
+	if m.gone || !m.started.Load() {
 		return nil, errNotMember
 	}
 	return m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
@@ -52,7 +64,7 @@ func (m *incarnation) members() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := []string{}
-	if m.gone {
+	if m.gone || !m.started.Load() {
 		return out
 	}
 	for _, mem := range m.cluster.MemberList.Members().Members() {
