@@ -26,9 +26,9 @@
 // wins and the others get intentd.ErrExists; a stale writer of an intent is refused.
 //
 // The interface carries no revision from the engine, so a transition is also written
-// only from the phase it starts from (processing from open, a terminal state from open
-// or processing): of two writers on two nodes one terminal write succeeds, and nothing
-// is written after it.
+// only from the phase it starts from (processing from open, an expiry from open, an
+// outcome from processing): of two writers on two nodes one terminal write succeeds,
+// and nothing is written after it.
 //
 // A policy delete writes a tombstone first, so that every create not yet committed
 // fails its check, waits until the index has followed the stream up to it, and only then

@@ -1145,8 +1145,9 @@ var errStale = intentd.ErrStale
 
 // The interface carries no revision from the engine, so the fence is the intent's last
 // known record: a transition is written only from the phase it starts from (processing
-// from open; a terminal state from open or processing), against that record's sequence.
-// Of two writers, on any nodes, one terminal write succeeds, and nothing follows it.
+// from open; an expiry from open; an outcome from processing), against that record's
+// sequence. Of two writers, on any nodes, one terminal write succeeds, and nothing
+// follows it.
 
 // BeginProcessing writes an intent's processing snapshot against the sequence of its
 // last one, so that a stale writer is refused. The policy the intent names is the one
@@ -1189,18 +1190,29 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		return 0, err
 	}
 	defer cancel()
+	// An expiry replaces an open record only, an outcome a processing one only.
+	// BeginProcessing moves an intent from open to processing once, and nothing writes
+	// a processing record again, so an outcome over processing is an outcome of the one
+	// proposal that record holds; over open there is no proposal for it to end.
+	from := phaseProcessing
+	if ev.Type == intentd.StateExpired {
+		from = phaseOpen
+	}
 	cur, err := s.current(ctx, id)
+	if err == nil && cur.phase != from {
+		// The index may lag the stream (another node began processing): the intent's
+		// last record decides.
+		cur, err = s.reread(ctx, id)
+	}
 	if err != nil {
 		return 0, s.fail(ctx, err)
 	}
-	if cur.phase != phaseOpen && cur.phase != phaseProcessing {
-		return 0, fmt.Errorf("finish %s, which is %q: %w", id, cur.phase, errStale)
-	}
-	if ev.Type == intentd.StateExpired && cur.phase != phaseOpen {
+	if cur.phase != from {
 		// An expiry decided from a cached open snapshot while another member accepted
-		// the proposal: the proposal stands. The fence below catches the same when this
-		// index lags the stream.
-		return 0, fmt.Errorf("expire %s, which is %q: %w", id, cur.phase, errStale)
+		// the proposal: the proposal stands. An outcome of a proposal the intent does
+		// not hold: another writer finished it, or it never began processing. The
+		// fence below catches the same when the intent changes meanwhile.
+		return 0, fmt.Errorf("finish %s (%s), which is %q: %w", id, ev.Type, cur.phase, errStale)
 	}
 	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, cur.created, expiresAt, snapshot)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
@@ -1222,21 +1234,31 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 // refresh reads an intent's last record after a write was refused as stale, so that the
 // caller's next try does not meet the same stale entry while the watcher catches up.
 func (s *Store) refresh(ctx context.Context, id string) {
+	s.reread(ctx, id)
+}
+
+// reread reads an intent's last record into the index and returns what it says: an
+// entry of no phase when the intent is not stored or was withdrawn.
+func (s *Store) reread(ctx context.Context, id string) (entry, error) {
 	m, err := s.last(ctx, s.subject("intent", id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return entry{}, nil
+	}
 	if err != nil {
-		return
+		return entry{}, err
 	}
 	e := entryOf(m.Sequence, m.Header)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
-		return
+		return e, nil
 	}
 	if e.phase != phaseOpen && e.phase != phaseProcessing {
 		delete(s.intents, id)
-		return
+		return e, nil
 	}
 	s.intents[id] = &e
+	return e, nil
 }
 
 // apply records this store's own write in the index, unless the watcher is already past

@@ -130,7 +130,7 @@ func TestPruneAllThenCount(t *testing.T) {
 		if err := s.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := s.Finish(ctx, id, "P", nil, time.Now(), storetest.Event(id))
+		ev, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +182,11 @@ func TestStorageFull(t *testing.T) {
 		switch err := s.CreateIntent(ctx, id, "P", snap, time.Now().Add(time.Hour)); {
 		case err == nil:
 			stored = append(stored, id)
+			if len(stored) == 1 { // its outcome is written once the store is full
+				if err := s.BeginProcessing(ctx, id, "P", snap, time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
 		case errors.Is(err, intentd.ErrStorageFull):
 			full = err
 		default:
@@ -279,6 +284,13 @@ func TestFollowersOutliveAServer(t *testing.T) {
 					}
 					return err
 				})
+				retry("begin processing "+ids[i], func() error {
+					err := w.BeginProcessing(ctx, ids[i], "P", []byte("p"), time.Now())
+					if errors.Is(err, intentd.ErrStale) {
+						return nil // the first try was written before its answer was lost
+					}
+					return err
+				})
 				retry("finish "+ids[i], func() error {
 					_, err := w.Finish(ctx, ids[i], "P", []byte("t"), time.Now(), storetest.Event(ids[i]))
 					if errors.Is(err, intentd.ErrStale) {
@@ -359,7 +371,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Finish(ctx, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+		if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -766,27 +766,30 @@ func (s *Store) SetEventSink(fn func(intentd.Event)) {
 // reference released, and its event appended with the next event id, which it returns.
 // The event sink hears of the event after the batch is durable.
 func (s *Store) Finish(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
-	if ev.Type == intentd.StateExpired {
-		// An expiry replaces an open intent only: one whose proposal was accepted is
-		// the proposal's to end, whatever a stale reader decided.
-		_, closer, err := s.db.Get(key(prefixProcessing, id))
-		if err == nil {
-			closer.Close()
-			return 0, fmt.Errorf("expire %s, which is processing: %w", id, intentd.ErrStale)
-		}
-		if !errors.Is(err, pebble.ErrNotFound) {
-			return 0, fmt.Errorf("expire %s: %w", id, err)
-		}
+	select {
+	case <-s.closing:
+		return 0, intentd.ErrStoreClosed
+	default:
+	}
+	// An expiry replaces an open intent only: one whose proposal was accepted is the
+	// proposal's to end, whatever a stale reader decided. An outcome replaces a
+	// processing intent only: BeginProcessing moves an intent from open to processing
+	// once, and nothing writes its processing record again, so an outcome over
+	// processing is an outcome of the one proposal that record holds.
+	processing, err := s.has(key(prefixProcessing, id))
+	if err != nil {
+		return 0, fmt.Errorf("finish %s: %w", id, err)
+	}
+	switch expiry := ev.Type == intentd.StateExpired; {
+	case expiry && processing:
+		return 0, fmt.Errorf("expire %s, which is processing: %w", id, intentd.ErrStale)
+	case !expiry && !processing:
+		return 0, fmt.Errorf("finish %s (%s), which is not processing: %w", id, ev.Type, intentd.ErrStale)
 	}
 	req := &finishReq{
 		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: ev,
 		at:    time.Now(),
 		reply: make(chan finishResult, 1),
-	}
-	select {
-	case <-s.closing:
-		return 0, intentd.ErrStoreClosed
-	default:
 	}
 	select {
 	case s.finishCh <- req:
