@@ -141,26 +141,6 @@ func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) 
 	}
 }
 
-// retryTries calls fn with a short time-out of its own until it succeeds, fails for a
-// reason other than an unanswered request, or ctx ends. A stream whose leader is being
-// elected (a NATS server just died) leaves a request unanswered, and one try that waited
-// for ctx would leave no time for the next, answered one.
-func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
-	for {
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
-		v, err := fn(try)
-		cancel()
-		if err == nil || ctx.Err() != nil || !unreachable(err) && !jetStreamNotReady(err) {
-			return v, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // catchUp waits until the watcher has applied every record of its subjects that the
 // stream held when catchUp was called, or later ones.
 func (s *Store) catchUp(ctx context.Context) error {
