@@ -21,12 +21,12 @@ func (s *Store) SetEventSink(fn func(intentd.Event)) {
 }
 
 // Events calls fn for up to limit events with ids greater than after, in id order.
-func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	s.mu.Lock()
 	floor := s.floor
 	s.mu.Unlock()
@@ -51,14 +51,14 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 			return nil
 		}
 		if err != nil {
-			return s.fail(ctx, err)
+			return err
 		}
 		ev, err := intentd.DecodeEvent(m.Sequence, m.Time, m.Data)
 		if err != nil {
 			return err
 		}
 		if err := fn(ev); err != nil {
-			return err
+			return kept{err}
 		}
 		next = m.Sequence + 1
 	}
@@ -80,7 +80,7 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 		OptStartSeq:    next,
 	})
 	if err != nil {
-		return 0, 0, s.fail(ctx, err)
+		return 0, 0, err
 	}
 	// A fetch that does not wait answers with what the server has ready at once, which
 	// for a consumer just made can be part of what there is, or nothing. Fetches go on
@@ -88,7 +88,7 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 	for got < limit {
 		batch, err := cons.FetchNoWait(limit - got)
 		if err != nil {
-			return got, last, s.fail(ctx, err)
+			return got, last, err
 		}
 		n, pending := 0, uint64(1)
 		for m := range batch.Messages() {
@@ -101,12 +101,12 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 				return got, last, err
 			}
 			if err := fn(ev); err != nil {
-				return got, last, err
+				return got, last, kept{err}
 			}
 			n, got, pending, last = n+1, got+1, meta.NumPending, meta.Sequence.Stream
 		}
 		if err := batch.Error(); err != nil {
-			return got, last, s.fail(ctx, err)
+			return got, last, err
 		}
 		if n > 0 && pending == 0 {
 			return got, last, nil
@@ -114,14 +114,14 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 		if n == 0 {
 			info, err := cons.Info(ctx)
 			if err != nil {
-				return got, last, s.fail(ctx, err)
+				return got, last, err
 			}
 			if info.NumPending == 0 {
 				return got, last, nil
 			}
 			select { // the server has more but did not hand it over yet
 			case <-ctx.Done():
-				return got, last, s.fail(ctx, ctx.Err())
+				return got, last, ctx.Err()
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
@@ -133,17 +133,17 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 // The newest event is never deleted, only hidden below the floor, so that the last id
 // survives a prune of everything.
 func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error) {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.eventSubject())
 	if errors.Is(err, intentd.ErrNotFound) {
 		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, s.fail(ctx, err)
+		return 0, 0, err
 	}
 	last = m.Sequence
 	s.mu.Lock()
@@ -154,7 +154,7 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 		return 0, last, nil
 	}
 	if err != nil {
-		return 0, 0, s.fail(ctx, err)
+		return 0, 0, err
 	}
 	return fm.Sequence, last, nil
 }
@@ -164,19 +164,19 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 // when it is pruned too. Its cost does not grow with the events kept: the count comes
 // from the stream's state, the purge by count is the server's, and the walk by age reads
 // only the events it prunes.
-func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
+func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (n int, err error) {
 	first, last, err := s.EventBounds(ctx)
 	if err != nil || first == 0 {
 		return 0, err
 	}
-	ctx, cancel, err := s.begin(ctx)
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer cancel()
+	defer end(&err)
 	before, err := s.eventCount(ctx)
 	if err != nil {
-		return 0, s.fail(ctx, err)
+		return 0, err
 	}
 	cut := first      // events below cut are pruned
 	var pruned uint64 // the newest event below cut
@@ -187,10 +187,10 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		// The server keeps the newest keep and one more, the newest of those to go,
 		// whose id is what a reader must have seen to have missed nothing.
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep+1)); err != nil {
-			return 0, s.fail(ctx, err)
+			return 0, err
 		}
 		if pruned, err = s.firstEventFrom(ctx, first); err != nil {
-			return 0, s.fail(ctx, err)
+			return 0, err
 		}
 		cut = pruned + 1
 	}
@@ -202,7 +202,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 			break
 		}
 		if err != nil {
-			return 0, s.fail(ctx, err)
+			return 0, err
 		}
 		if !m.Time.Before(olderThan) {
 			cut = m.Sequence
@@ -216,16 +216,16 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		fm.Header.Set(hdrPruned, strconv.FormatUint(pruned, 10))
 		fm.Header.Set(hdrRollup, "sub")
 		if _, err := s.publish(ctx, fm); err != nil {
-			return 0, s.fail(ctx, err)
+			return 0, err
 		}
 		s.setFloor(cut, pruned)
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
-			return 0, s.fail(ctx, err)
+			return 0, err
 		}
 	}
 	after, err := s.eventCount(ctx)
 	if err != nil {
-		return 0, s.fail(ctx, err)
+		return 0, err
 	}
 	return int(before - min(after, before)), nil
 }
@@ -281,10 +281,8 @@ func (s *Store) setFloor(f, pruned uint64) {
 // the sequences of other records, so the oldest retained id does not tell whether a
 // reader who saw event N missed any: one did only when N is older than this.
 func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
-	if _, cancel, err := s.begin(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return 0, err
-	} else {
-		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

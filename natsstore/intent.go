@@ -35,19 +35,19 @@ type entry struct {
 // a create whose intent comes after the tombstone withdraws it here and reports
 // ErrPolicyNotFound. Nothing in this serialises the creates naming one policy: each
 // writes only its own subject.
-func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	ps, err := s.policyState(ctx, policyID, false)
 	if err == nil && !ps.live {
 		// The policy may have been stored by another node since this one looked.
 		ps, err = s.policyState(ctx, policyID, true)
 	}
 	if err != nil {
-		return s.fail(ctx, err)
+		return err
 	}
 	if !ps.live {
 		return intentd.ErrPolicyNotFound
@@ -71,12 +71,12 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 			case err == nil:
 				after = m.Sequence
 			case !errors.Is(err, intentd.ErrNotFound):
-				return s.fail(ctx, err)
+				return err
 			}
 			continue
 		}
 		if err != nil {
-			return s.fail(ctx, err)
+			return err
 		}
 		s.apply(id, &entry{seq: seq, created: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
 		if testHookAfterCreate != nil {
@@ -99,7 +99,7 @@ var testHookBeforeCreate func()
 // belongs to a delete that sees it and puts the policy back.
 func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq uint64) error {
 	if err := s.waitApplied(ctx, seq); err != nil {
-		return s.fail(ctx, err)
+		return err
 	}
 	s.mu.Lock()
 	ps := s.policies[policyID]
@@ -119,7 +119,7 @@ func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq u
 		}
 	}
 	if err != nil {
-		return s.fail(ctx, fmt.Errorf("withdraw intent %s, created against a deleted policy: %w", id, err))
+		return fmt.Errorf("withdraw intent %s, created against a deleted policy: %w", id, err)
 	}
 	s.mu.Lock()
 	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
@@ -130,15 +130,15 @@ func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq u
 }
 
 // Intent returns an intent's snapshot.
-func (s *Store) Intent(ctx context.Context, id string) ([]byte, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.subject("intent", id))
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	if m.Header.Get(hdrOp) == opWithdrawn {
 		return nil, intentd.ErrNotFound
@@ -179,15 +179,15 @@ var errStale = intentd.ErrStale
 // BeginProcessing writes an intent's processing snapshot against the sequence of its
 // last one, so that a stale writer is refused. The policy the intent names is the one
 // its record holds already, so policyID is not read.
-func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []byte, expiresAt time.Time) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []byte, expiresAt time.Time) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	cur, err := s.current(ctx, id)
 	if err != nil {
-		return s.fail(ctx, err)
+		return err
 	}
 	if cur.phase != phaseOpen {
 		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
@@ -201,7 +201,7 @@ func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []by
 		return fmt.Errorf("begin processing %s: %w", id, errStale)
 	}
 	if err != nil {
-		return s.fail(ctx, err)
+		return err
 	}
 	s.apply(id, &entry{seq: seq, created: cur.created, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
 	return nil
@@ -211,12 +211,12 @@ func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []by
 // against the sequence of the intent's last one. The event's id is its stream sequence:
 // ids increase in the one order every node reads, and skip the numbers of the other
 // records. The sink hears of the event from the stream, like every other node's.
-func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (eventID uint64, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer cancel()
+	defer end(&err)
 	// An expiry replaces an open record only, an outcome a processing one only.
 	// BeginProcessing moves an intent from open to processing once, and nothing writes
 	// a processing record again, so an outcome over processing is an outcome of the one
@@ -232,7 +232,7 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		cur, err = s.reread(ctx, id)
 	}
 	if err != nil {
-		return 0, s.fail(ctx, err)
+		return 0, err
 	}
 	if cur.phase != from {
 		// An expiry decided from a cached open snapshot while another member accepted
@@ -252,7 +252,7 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		return 0, fmt.Errorf("finish %s: %w", id, errStale)
 	}
 	if err != nil {
-		return 0, s.fail(ctx, err)
+		return 0, err
 	}
 	s.apply(id, &entry{seq: seq - 1, created: cur.created, phase: phaseDone, policy: policyID, expires: expiresAt})
 	return seq, nil
@@ -304,10 +304,8 @@ func (s *Store) apply(id string, e *entry) {
 
 // Processing lists the intents that are processing.
 func (s *Store) Processing(ctx context.Context) ([]string, error) {
-	if _, cancel, err := s.begin(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return nil, err
-	} else {
-		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -324,10 +322,8 @@ func (s *Store) Processing(ctx context.Context) ([]string, error) {
 // earliest first. The index is in memory, built from the snapshots' headers; a scan of
 // it is a pass over the open intents.
 func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	if _, cancel, err := s.begin(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return nil, err
-	} else {
-		cancel()
 	}
 	type due struct {
 		id string
@@ -359,10 +355,8 @@ func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]st
 
 // NextExpiry reports the earliest deadline of an open intent.
 func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
-	if _, cancel, err := s.begin(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return time.Time{}, false, err
-	} else {
-		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -27,12 +27,12 @@ func (s *Store) logSubject(index uint64) string {
 // extends (0 for the first), and rolls the subject up to itself: of nodes racing to
 // write one bundle, one writes it and the others find it written and compare, so the
 // stream holds one copy of each bundle, the longest.
-func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	subject := s.logSubject(index)
 	for {
 		var after uint64
@@ -40,7 +40,7 @@ func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) e
 		switch {
 		case errors.Is(err, intentd.ErrNotFound):
 		case err != nil:
-			return s.fail(ctx, err)
+			return err
 		case bytes.HasPrefix(m.Data, bundle):
 			return nil
 		case !bytes.HasPrefix(bundle, m.Data):
@@ -56,23 +56,23 @@ func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) e
 		if isWrongSeq(err) {
 			continue // another writer was first: compare with what it wrote
 		}
-		return s.fail(ctx, err)
+		return err
 	}
 }
 
 // LogBundle returns the stored entry bundle index, or intentd.ErrNotFound.
-func (s *Store) LogBundle(ctx context.Context, index uint64) ([]byte, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) LogBundle(ctx context.Context, index uint64) (bundle []byte, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.logSubject(index))
 	if err != nil {
 		if errors.Is(err, intentd.ErrNotFound) {
 			return nil, err
 		}
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return m.Data, nil
 }

@@ -22,16 +22,16 @@ type policyState struct {
 // that deletes never touch, so that a stored policy always has its bytecode; the record
 // is then written against the sequence read, so that of two racing writers one stores it
 // and the other finds it stored.
-func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byte) (bool, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byte) (created bool, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return false, err
 	}
-	defer cancel()
+	defer end(&err)
 	for range 5 {
 		ps, err := s.policyState(ctx, id, false)
 		if err != nil {
-			return false, s.fail(ctx, err)
+			return false, err
 		}
 		if ps.live {
 			return false, nil
@@ -40,17 +40,17 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 		bm.Data = bytecode
 		bm.Header.Set(hdrRollup, "sub")
 		if _, err := s.publish(ctx, bm); err != nil {
-			return false, s.fail(ctx, err)
+			return false, err
 		}
 		seq, err := s.publish(ctx, policyMsg(s.subject("policy", id), ps.seq, bytecode, source))
 		if isWrongSeq(err) {
 			if _, err := s.policyState(ctx, id, true); err != nil {
-				return false, s.fail(ctx, err)
+				return false, err
 			}
 			continue
 		}
 		if err != nil {
-			return false, s.fail(ctx, err)
+			return false, err
 		}
 		s.setPolicy(id, policyState{seq: seq, live: true})
 		return true, nil
@@ -92,14 +92,14 @@ func (s *Store) setPolicy(id string, ps policyState) {
 
 // Policy returns a stored policy's bytecode and source.
 func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte, err error) {
-	ctx, cancel, err := s.begin(ctx)
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.subject("policy", id))
 	if err != nil {
-		return nil, nil, s.fail(ctx, err)
+		return nil, nil, err
 	}
 	if m.Header.Get(hdrOp) == opDelete {
 		return nil, nil, intentd.ErrNotFound
@@ -109,15 +109,15 @@ func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte,
 
 // PolicyBytecode returns the bytecode of a policy that is or once was stored; deletes
 // leave it, for the proofs of the intents that named the policy.
-func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) PolicyBytecode(ctx context.Context, id string) (bytecode []byte, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.subject("bytecode", id))
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return m.Data, nil
 }
@@ -130,16 +130,16 @@ func (s *Store) PolicyBytecode(ctx context.Context, id string) ([]byte, error) {
 // finds one, it writes the policy back and reports ErrPolicyInUse. A create that comes
 // after the tombstone in the stream finds it when it checks (see CreateIntent) and
 // withdraws its intent, so no intent is ever kept against a deleted policy.
-func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	for range 5 {
 		m, err := s.last(ctx, s.subject("policy", id))
 		if err != nil {
-			return s.fail(ctx, err)
+			return err
 		}
 		if m.Header.Get(hdrOp) == opDelete {
 			return intentd.ErrNotFound
@@ -149,7 +149,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 			// after it is acknowledged, and a reader may have seen the write in between.
 			// Caught up with the stream, the index is asked again.
 			if err := s.catchUp(ctx); err != nil {
-				return s.fail(ctx, err)
+				return err
 			}
 			if s.inUse(id, math.MaxUint64) {
 				// Known in use: refused without a write, so that a refused delete
@@ -169,7 +169,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 			continue
 		}
 		if err != nil {
-			return s.fail(ctx, err)
+			return err
 		}
 		s.setPolicy(id, policyState{seq: seq})
 		if testHookDelete != nil {

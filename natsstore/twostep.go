@@ -27,15 +27,16 @@ var (
 )
 
 // secondStep runs step, the second step of a two-step write, on ctx's values but not
-// its cancellation, each try bounded as a call of its own, until it is done, fails for
-// another reason than the servers not answering, or secondStepFor has passed.
+// its cancellation, each try bounded and answered as a call of its own, until it is
+// done, fails for another reason than the servers not answering, or secondStepFor has
+// passed.
 func (s *Store) secondStep(ctx context.Context, step func(context.Context) error) error {
 	base := context.WithoutCancel(ctx)
 	deadline := time.Now().Add(secondStepFor)
 	for {
 		try, cancel, err := s.begin(base)
 		if err == nil {
-			err = step(try)
+			err = s.answer(try, step(try))
 			cancel()
 		}
 		if intentd.ErrorCode(err) != intentd.CodeStoreUnavailable || time.Now().After(deadline) {
@@ -51,7 +52,7 @@ func (s *Store) secondStep(ctx context.Context, step func(context.Context) error
 // an intent created before the tombstone names it, and the delete is refused.
 func (s *Store) restoreIfInUse(ctx context.Context, id string, seq uint64, data []byte) error {
 	if err := s.waitApplied(ctx, seq); err != nil {
-		return s.fail(ctx, err)
+		return err
 	}
 	if !s.inUse(id, seq) {
 		return nil
@@ -68,7 +69,7 @@ func (s *Store) restoreIfInUse(ctx context.Context, id string, seq uint64, data 
 		}
 	}
 	if err != nil {
-		return s.fail(ctx, fmt.Errorf("restore policy %s after a refused delete: %w", id, err))
+		return fmt.Errorf("restore policy %s after a refused delete: %w", id, err)
 	}
 	s.setPolicy(id, policyState{seq: back, live: true})
 	return intentd.ErrPolicyInUse
