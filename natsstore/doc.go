@@ -8,7 +8,6 @@
 //
 //	<prefix>.intent.<id>    an intent's snapshot, the last one only (each write is a rollup),
 //	                        with its phase, policy and deadline in headers
-//	<prefix>.ref.<id>       the policy an intent named, written with its creation
 //	<prefix>.policy.<id>    a policy's bytecode and source, or a tombstone
 //	<prefix>.bytecode.<id>  a policy's bytecode, kept after a delete for proofs
 //	<prefix>.event          the event log: one message per outcome
@@ -17,9 +16,10 @@
 //	                        (log.go); never pruned
 //
 // One stream rather than a stream and KV buckets, because JetStream's atomic batches and
-// its expected-sequence checks work within one stream: an intent's creation (snapshot
-// and policy reference, checked against the policy's subject) and its terminal write
-// (snapshot and event) are each one atomic batch, which several streams could not give.
+// its one order work within one stream: an intent's terminal write (snapshot and event)
+// is one atomic batch, and creates and policy deletes meet in the stream's order (see
+// DeletePolicy and CreateIntent), which several streams could not give. The subjects,
+// the headers and the records' encodings are in layout.go.
 //
 // Every write names the sequence of the record it replaces (Nats-Expected-Last-Subject-
 // Sequence): a create expects none, so of racing creates of one id, on any node, one

@@ -3,10 +3,8 @@ package natsstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
@@ -211,11 +209,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		cut, pruned = m.Sequence+1, m.Sequence
 	}
 	if cut > first {
-		fm := nats.NewMsg(s.floorSubject())
-		fm.Header.Set(hdrFloor, strconv.FormatUint(cut, 10))
-		fm.Header.Set(hdrPruned, strconv.FormatUint(pruned, 10))
-		fm.Header.Set(hdrRollup, "sub")
-		if _, err := s.publish(ctx, fm); err != nil {
+		if _, err := s.publish(ctx, floorMsg(s.floorSubject(), cut, pruned)); err != nil {
 			return 0, err
 		}
 		s.setFloor(cut, pruned)

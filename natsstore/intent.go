@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
 )
@@ -57,16 +53,15 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 	}
 	var after uint64 // the sequence of a withdrawn create's record, if any
 	for range 5 {
-		snap := snapshotMsg(s.subject("intent", id), phaseOpen, policyID, 0, expiresAt, snapshot)
-		snap.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
+		snap := fenced(snapshotMsg(s.intentSubject(id), phaseOpen, policyID, 0, expiresAt, snapshot), after)
 		if after != 0 {
-			snap.Header.Set(hdrRollup, "sub") // the withdrawn record goes
+			rollUp(snap) // the withdrawn record goes
 		}
 		seq, err := s.publish(ctx, snap)
 		if isWrongSeq(err) {
-			m, err := s.last(ctx, s.subject("intent", id))
+			m, err := s.last(ctx, s.intentSubject(id))
 			switch {
-			case err == nil && m.Header.Get(hdrOp) != opWithdrawn:
+			case err == nil && !isWithdrawn(m.Header):
 				return intentd.ErrExists
 			case err == nil:
 				after = m.Sequence
@@ -107,14 +102,10 @@ func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq u
 	if ps.live || ps.seq > seq {
 		return nil
 	}
-	w := nats.NewMsg(s.subject("intent", id))
-	w.Header.Set(hdrOp, opWithdrawn)
-	w.Header.Set(hdrRollup, "sub")
-	w.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
-	wseq, err := s.publish(ctx, w)
+	wseq, err := s.publish(ctx, withdrawnMsg(s.intentSubject(id), seq))
 	if isWrongSeq(err) {
 		// A try of this step before, whose answer was lost, may have withdrawn it.
-		if m, lerr := s.last(ctx, s.subject("intent", id)); lerr == nil && m.Header.Get(hdrOp) == opWithdrawn {
+		if m, lerr := s.last(ctx, s.intentSubject(id)); lerr == nil && isWithdrawn(m.Header) {
 			wseq, err = m.Sequence, nil
 		}
 	}
@@ -136,11 +127,11 @@ func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err err
 		return nil, err
 	}
 	defer end(&err)
-	m, err := s.last(ctx, s.subject("intent", id))
+	m, err := s.last(ctx, s.intentSubject(id))
 	if err != nil {
 		return nil, err
 	}
-	if m.Header.Get(hdrOp) == opWithdrawn {
+	if isWithdrawn(m.Header) {
 		return nil, intentd.ErrNotFound
 	}
 	return m.Data, nil
@@ -155,7 +146,7 @@ func (s *Store) current(ctx context.Context, id string) (entry, error) {
 	if ok {
 		return *e, nil
 	}
-	m, err := s.last(ctx, s.subject("intent", id))
+	m, err := s.last(ctx, s.intentSubject(id))
 	if errors.Is(err, intentd.ErrNotFound) {
 		return entry{}, nil
 	}
@@ -192,10 +183,8 @@ func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []by
 	if cur.phase != phaseOpen {
 		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
 	}
-	m := snapshotMsg(s.subject("intent", id), phaseProcessing, cur.policy, cur.created, expiresAt, snapshot)
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
-	m.Header.Set(hdrRollup, "sub")
-	seq, err := s.publish(ctx, m)
+	m := snapshotMsg(s.intentSubject(id), phaseProcessing, cur.policy, cur.created, expiresAt, snapshot)
+	seq, err := s.publish(ctx, fenced(rollUp(m), cur.seq))
 	if isWrongSeq(err) {
 		s.refresh(ctx, id)
 		return fmt.Errorf("begin processing %s: %w", id, errStale)
@@ -241,12 +230,8 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		// fence below catches the same when the intent changes meanwhile.
 		return 0, fmt.Errorf("finish %s (%s), which is %q: %w", id, ev.Type, cur.phase, errStale)
 	}
-	m := snapshotMsg(s.subject("intent", id), phaseDone, policyID, cur.created, expiresAt, snapshot)
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.seq, 10))
-	m.Header.Set(hdrRollup, "sub")
-	em := nats.NewMsg(s.eventSubject())
-	em.Data = ev.Data
-	seq, err := s.publishBatch(ctx, m, em)
+	m := snapshotMsg(s.intentSubject(id), phaseDone, policyID, cur.created, expiresAt, snapshot)
+	seq, err := s.publishBatch(ctx, fenced(rollUp(m), cur.seq), eventMsg(s.eventSubject(), ev.Data))
 	if isWrongSeq(err) {
 		s.refresh(ctx, id)
 		return 0, fmt.Errorf("finish %s: %w", id, errStale)
@@ -267,7 +252,7 @@ func (s *Store) refresh(ctx context.Context, id string) {
 // reread reads an intent's last record into the index and returns what it says: an
 // entry of no phase when the intent is not stored or was withdrawn.
 func (s *Store) reread(ctx context.Context, id string) (entry, error) {
-	m, err := s.last(ctx, s.subject("intent", id))
+	m, err := s.last(ctx, s.intentSubject(id))
 	if errors.Is(err, intentd.ErrNotFound) {
 		return entry{}, nil
 	}

@@ -5,22 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
 )
 
 var _ intentd.LogStore = (*Store)(nil)
-
-// logSubject is the subject of the transparency log's entry bundle index. It is in the
-// store's one stream, which is never purged but for the event subject, so the bundles
-// outlive the events, and every node of a cluster reads them.
-func (s *Store) logSubject(index uint64) string {
-	return s.prefix + ".tlog." + strconv.FormatUint(index, 10)
-}
 
 // PutLogBundle stores bundle as entry bundle index unless the stored one begins with it;
 // intentd.ErrLogFork when they disagree. Each write names the sequence of the bundle it
@@ -48,11 +37,7 @@ func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) (
 		default:
 			after = m.Sequence
 		}
-		w := nats.NewMsg(subject)
-		w.Data = bundle
-		w.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
-		w.Header.Set(hdrRollup, "sub")
-		_, err = s.publish(ctx, w)
+		_, err = s.publish(ctx, bundleMsg(subject, after, bundle))
 		if isWrongSeq(err) {
 			continue // another writer was first: compare with what it wrote
 		}

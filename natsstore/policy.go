@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
 )
@@ -36,13 +32,10 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 		if ps.live {
 			return false, nil
 		}
-		bm := nats.NewMsg(s.subject("bytecode", id))
-		bm.Data = bytecode
-		bm.Header.Set(hdrRollup, "sub")
-		if _, err := s.publish(ctx, bm); err != nil {
+		if _, err := s.publish(ctx, bytecodeMsg(s.bytecodeSubject(id), bytecode)); err != nil {
 			return false, err
 		}
-		seq, err := s.publish(ctx, policyMsg(s.subject("policy", id), ps.seq, bytecode, source))
+		seq, err := s.publish(ctx, policyMsg(s.policySubject(id), ps.seq, bytecode, source))
 		if isWrongSeq(err) {
 			if _, err := s.policyState(ctx, id, true); err != nil {
 				return false, err
@@ -68,14 +61,14 @@ func (s *Store) policyState(ctx context.Context, id string, fresh bool) (policyS
 			return ps, nil
 		}
 	}
-	m, err := s.last(ctx, s.subject("policy", id))
+	m, err := s.last(ctx, s.policySubject(id))
 	if errors.Is(err, intentd.ErrNotFound) {
 		return policyState{}, nil
 	}
 	if err != nil {
 		return policyState{}, err
 	}
-	ps := policyState{seq: m.Sequence, live: m.Header.Get(hdrOp) != opDelete}
+	ps := policyState{seq: m.Sequence, live: !isTombstone(m.Header)}
 	s.setPolicy(id, ps)
 	return ps, nil
 }
@@ -97,11 +90,11 @@ func (s *Store) Policy(ctx context.Context, id string) (bytecode, source []byte,
 		return nil, nil, err
 	}
 	defer end(&err)
-	m, err := s.last(ctx, s.subject("policy", id))
+	m, err := s.last(ctx, s.policySubject(id))
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.Header.Get(hdrOp) == opDelete {
+	if isTombstone(m.Header) {
 		return nil, nil, intentd.ErrNotFound
 	}
 	return decodePolicy(id, m.Data)
@@ -115,7 +108,7 @@ func (s *Store) PolicyBytecode(ctx context.Context, id string) (bytecode []byte,
 		return nil, err
 	}
 	defer end(&err)
-	m, err := s.last(ctx, s.subject("bytecode", id))
+	m, err := s.last(ctx, s.bytecodeSubject(id))
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +130,11 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
 	}
 	defer end(&err)
 	for range 5 {
-		m, err := s.last(ctx, s.subject("policy", id))
+		m, err := s.last(ctx, s.policySubject(id))
 		if err != nil {
 			return err
 		}
-		if m.Header.Get(hdrOp) == opDelete {
+		if isTombstone(m.Header) {
 			return intentd.ErrNotFound
 		}
 		if s.inUse(id, math.MaxUint64) {
@@ -160,11 +153,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
 		if testHookDelete != nil {
 			testHookDelete("before the tombstone")
 		}
-		tomb := nats.NewMsg(s.subject("policy", id))
-		tomb.Header.Set(hdrOp, opDelete)
-		tomb.Header.Set(hdrRollup, "sub")
-		tomb.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
-		seq, err := s.publish(ctx, tomb)
+		seq, err := s.publish(ctx, tombstoneMsg(s.policySubject(id), m.Sequence))
 		if isWrongSeq(err) {
 			continue
 		}

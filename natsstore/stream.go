@@ -50,7 +50,7 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               s.name,
 		Description:        "intentd: intent snapshots, policies and the event log",
-		Subjects:           []string{s.prefix + ".>"},
+		Subjects:           s.streamSubjects(),
 		Storage:            jetstream.FileStorage,
 		Retention:          jetstream.LimitsPolicy,
 		Replicas:           replicas,

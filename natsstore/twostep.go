@@ -61,7 +61,7 @@ func (s *Store) restoreIfInUse(ctx context.Context, id string, seq uint64, data 
 	if err != nil {
 		return err
 	}
-	back, err := s.publish(ctx, policyMsg(s.subject("policy", id), seq, bytecode, source))
+	back, err := s.publish(ctx, policyMsg(s.policySubject(id), seq, bytecode, source))
 	if isWrongSeq(err) {
 		// A try of this step before, whose answer was lost, may have put it back.
 		if ps, perr := s.policyState(ctx, id, true); perr == nil && ps.live {
