@@ -34,7 +34,10 @@
 // fails its check, waits until the index has followed the stream up to it, and only then
 // looks for intents naming the policy; if it finds one it writes the policy back and
 // answers ErrPolicyInUse. A create that raced such a refused delete may have been told
-// ErrPolicyNotFound; none is ever stored against a deleted policy.
+// ErrPolicyNotFound; none is ever stored against a deleted policy. The second step of a
+// delete or a create runs whatever becomes of its caller, and a tombstone that a delete
+// cut off between its steps left while an intent needs the policy is found by every
+// node's follower and put back (twostep.go).
 //
 // An event's id is its stream sequence. Ids increase in the one order every node reads,
 // but skip the sequences of the other records: a reader resumes after any id, assigned

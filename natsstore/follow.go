@@ -115,6 +115,7 @@ func (s *Store) applyWatched(subject string, seq uint64, h nats.Header) {
 	case kindPolicy:
 		if cur, ok := s.policies[id]; !ok || cur.seq < seq {
 			s.policies[id] = policyState{seq: seq, live: !isTombstone(h)}
+			s.noteTombstone(id, seq, isTombstone(h))
 		}
 	case kindMeta:
 		if f, pruned, ok := floorOf(h); ok && f > s.floor {

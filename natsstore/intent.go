@@ -48,8 +48,8 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 	if !ps.live {
 		return intentd.ErrPolicyNotFound
 	}
-	if testHookBeforeCreate != nil {
-		testHookBeforeCreate()
+	if s.beforeFirstStep != nil {
+		s.beforeFirstStep()
 	}
 	var after uint64 // the sequence of a withdrawn create's record, if any
 	for range 5 {
@@ -74,8 +74,8 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 			return err
 		}
 		s.apply(id, &entry{seq: seq, created: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
-		if testHookAfterCreate != nil {
-			testHookAfterCreate()
+		if s.afterFirstStep != nil {
+			s.afterFirstStep()
 		}
 		// The intent is written: whatever becomes of the caller, it is withdrawn if a
 		// delete of its policy came first.
@@ -83,10 +83,6 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 	}
 	return fmt.Errorf("create intent %s: its subject keeps changing", id)
 }
-
-// testHookBeforeCreate, when set by a test, runs between a create's first look at its
-// policy and its write: the window a racing delete falls into.
-var testHookBeforeCreate func()
 
 // checkPolicyAfter is a create's second look at its policy, once the intent is written
 // at seq: when the policy's last record is a tombstone older than the intent, the delete

@@ -143,10 +143,16 @@ func snapshotMsg(subject, phase, policy string, created uint64, expires time.Tim
 // none), which it replaces.
 func policyMsg(subject string, after uint64, bytecode, source []byte) *nats.Msg {
 	m := nats.NewMsg(subject)
+	m.Data = policyRecord(bytecode, source)
+	return fenced(rollUp(m), after)
+}
+
+// policyRecord is a policy's record: its bytecode's length, its bytecode and its
+// source.
+func policyRecord(bytecode, source []byte) []byte {
 	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
 	rec = append(rec, bytecode...)
-	m.Data = append(rec, source...)
-	return fenced(rollUp(m), after)
+	return append(rec, source...)
 }
 
 // bytecodeMsg is a policy's bytecode, which replaces any before it: it is the same for
@@ -157,9 +163,13 @@ func bytecodeMsg(subject string, bytecode []byte) *nats.Msg {
 	return rollUp(m)
 }
 
-// tombstoneMsg is a policy's tombstone, written after its record at sequence after.
-func tombstoneMsg(subject string, after uint64) *nats.Msg {
+// tombstoneMsg is a policy's tombstone, written after its record at sequence after,
+// which it carries (rec): the roll-up removes that record, and whoever puts the policy
+// back, the delete's second step or another node's repair of a delete cut off before
+// it, writes it again from here.
+func tombstoneMsg(subject string, after uint64, rec []byte) *nats.Msg {
 	m := nats.NewMsg(subject)
+	m.Data = rec
 	m.Header.Set(hdrOp, opDelete)
 	return fenced(rollUp(m), after)
 }
@@ -209,7 +219,7 @@ func rollUp(m *nats.Msg) *nats.Msg {
 	return m
 }
 
-// decodePolicy reads a policy's record (policyMsg).
+// decodePolicy reads a policy's record (policyRecord).
 func decodePolicy(id string, rec []byte) (bytecode, source []byte, err error) {
 	n, w := binary.Uvarint(rec)
 	if w <= 0 || n > uint64(len(rec)-w) {

@@ -81,6 +81,7 @@ func (s *Store) setPolicy(id string, ps policyState) {
 		return
 	}
 	s.policies[id] = ps
+	s.noteTombstone(id, ps.seq, !ps.live)
 }
 
 // Policy returns a stored policy's bytecode and source.
@@ -150,10 +151,10 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
 				return intentd.ErrPolicyInUse
 			}
 		}
-		if testHookDelete != nil {
-			testHookDelete("before the tombstone")
+		if s.beforeFirstStep != nil {
+			s.beforeFirstStep()
 		}
-		seq, err := s.publish(ctx, tombstoneMsg(s.policySubject(id), m.Sequence))
+		seq, err := s.publish(ctx, tombstoneMsg(s.policySubject(id), m.Sequence, m.Data))
 		if isWrongSeq(err) {
 			continue
 		}
@@ -161,8 +162,8 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
 			return err
 		}
 		s.setPolicy(id, policyState{seq: seq})
-		if testHookDelete != nil {
-			testHookDelete("after the tombstone")
+		if s.afterFirstStep != nil {
+			s.afterFirstStep()
 		}
 		// The tombstone is written: whatever becomes of the caller, the policy is put
 		// back if an intent created before it names it.

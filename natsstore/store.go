@@ -43,6 +43,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Timeout bounds a call whose context has no deadline; 0 means 10 s.
 	Timeout time.Duration
+
+	// repairAfter is the store's repairAfter; tests shorten it.
+	repairAfter time.Duration
 }
 
 // Store is the JetStream-backed store. Its methods are safe for concurrent use.
@@ -77,6 +80,16 @@ type Store struct {
 	batches chan struct{}
 	// health is what was last found of the streams the store needs (health.go).
 	health health
+	// tombstones are the policies whose last record is a tombstone, with when this
+	// store first saw it: one an open intent still needs is put back (repairStranded).
+	tombstones map[string]tombstone
+	// repairAfter is how old a tombstone is before this store puts its policy back; 0
+	// means repairAfter. Tests shorten it.
+	repairAfter time.Duration
+	// Test hooks, run by the caller of a two-step write around its first step (the
+	// tombstone of a policy delete, the intent of a create): beforeFirstStep just
+	// before it, afterFirstStep right after it. Nil runs nothing.
+	beforeFirstStep, afterFirstStep func()
 
 	watch  *follower // of the indexes' subjects
 	events *follower // of the events, for the sink
@@ -107,16 +120,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	urls := strings.Join(opts.URLs, ",")
 	s := &Store{
-		name:     strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
-		prefix:   prefix,
-		log:      log,
-		timeout:  opts.Timeout,
-		intents:  make(map[string]*entry),
-		policies: make(map[string]policyState),
-		advanced: make(chan struct{}),
-		quit:     make(chan struct{}),
-		down:     make(chan struct{}),
-		batches:  make(chan struct{}, maxBatches),
+		name:        strings.ToUpper(strings.ReplaceAll(prefix, ".", "_")),
+		prefix:      prefix,
+		log:         log,
+		timeout:     opts.Timeout,
+		repairAfter: opts.repairAfter,
+		intents:     make(map[string]*entry),
+		policies:    make(map[string]policyState),
+		tombstones:  make(map[string]tombstone),
+		advanced:    make(chan struct{}),
+		quit:        make(chan struct{}),
+		down:        make(chan struct{}),
+		batches:     make(chan struct{}, maxBatches),
 	}
 	nopts := []nats.Option{
 		nats.Name("intentd"),
@@ -225,7 +240,8 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// checkFollowers checks the streams the store needs, then the followers, every
+// checkFollowers checks the streams the store needs, then the followers, then the
+// tombstones a delete cut off between its steps may have left (repairStranded), every
 // checkEvery until the store closes.
 func (s *Store) checkFollowers() {
 	t := time.NewTicker(checkEvery)
@@ -242,6 +258,10 @@ func (s *Store) checkFollowers() {
 					continue // closed, or not connected: nothing to compare with
 				}
 				f.check(ctx, now)
+				cancel()
+			}
+			if ctx, cancel, err := s.begin(context.Background()); err == nil {
+				s.repairStranded(ctx, now)
 				cancel()
 			}
 		}

@@ -44,8 +44,15 @@ func open(t testing.TB, url string) *Store {
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func(*testing.T) storetest.Store {
 		srv := embed(t)
-		return func(t *testing.T) storetest.Store { return open(t, srv.URL()) }
+		return func(t *testing.T) storetest.Store { return stepped{open(t, srv.URL())} }
 	})
+}
+
+// stepped shows storetest the steps of the store's two-step writes (storetest.Stepped).
+type stepped struct{ *Store }
+
+func (s stepped) AroundFirstStep(before, after func()) {
+	s.beforeFirstStep, s.afterFirstStep = before, after
 }
 
 // TestOpenRefusesAnotherLayout finds a stream of the store's name that would lose

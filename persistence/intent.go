@@ -37,6 +37,9 @@ func (s *Store) claim(id string) func() {
 // and its reference to the policy, in one synced batch. It fails with intentd.ErrPolicyNotFound
 // when the policy is not stored and intentd.ErrExists when the id is taken.
 func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
+	if s.beforeFirstStep != nil {
+		s.beforeFirstStep()
+	}
 	s.policyMu.RLock()
 	defer s.policyMu.RUnlock()
 	defer s.claim(id)()
@@ -62,6 +65,9 @@ func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []
 		return err
 	}
 	refs.Add(1)
+	if s.afterFirstStep != nil {
+		s.afterFirstStep()
+	}
 	return nil
 }
 

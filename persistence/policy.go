@@ -55,6 +55,9 @@ func (s *Store) Policy(_ context.Context, id string) (bytecode, source []byte, e
 // DeletePolicy removes a policy unless an open or processing intent names it. Right
 // after Open it waits for the references of the stored intents to be counted.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	if s.beforeFirstStep != nil {
+		s.beforeFirstStep()
+	}
 	select {
 	case <-s.refsLoaded:
 	case <-ctx.Done():
@@ -83,5 +86,8 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 		return err
 	}
 	delete(s.policies, id)
+	if s.afterFirstStep != nil {
+		s.afterFirstStep()
+	}
 	return nil
 }

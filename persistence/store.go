@@ -134,6 +134,11 @@ type Store struct {
 
 	// logMu makes the check and the write of a log bundle one step (log.go).
 	logMu sync.Mutex
+
+	// Test hooks, run by the caller of a policy delete or an intent create, which are
+	// one write here where a store on the network takes two steps: beforeFirstStep
+	// before anything else, afterFirstStep once the write is done. Nil runs nothing.
+	beforeFirstStep, afterFirstStep func()
 }
 
 // Open opens or creates the store in dir.

@@ -270,6 +270,13 @@ func TestSyncInterval(t *testing.T) {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func(*testing.T) storetest.Store {
 		fs := NewMemFS()
-		return func(t *testing.T) storetest.Store { return openMem(t, fs) }
+		return func(t *testing.T) storetest.Store { return stepped{openMem(t, fs)} }
 	})
+}
+
+// stepped shows storetest the store's writes (storetest.Stepped).
+type stepped struct{ *Store }
+
+func (s stepped) AroundFirstStep(before, after func()) {
+	s.beforeFirstStep, s.afterFirstStep = before, after
 }

@@ -22,6 +22,15 @@ type Store interface {
 	Close() error
 }
 
+// Stepped is a store whose tests can run code around the first step of its two-step
+// writes, a policy delete's and an intent create's: before just before that step, after
+// right after it; nil runs nothing. A store whose writes are each one step runs before
+// ahead of the write and after once it is done.
+type Stepped interface {
+	Store
+	AroundFirstStep(before, after func())
+}
+
 // Backend makes the durable place a store lives in and returns a function that opens a
 // store on it. Each call opens the same data again; the test closes what it opens.
 type Backend func(t *testing.T) (open func(t *testing.T) Store)
@@ -57,6 +66,7 @@ func Run(t *testing.T, backend Backend) {
 		{"FinishOrder", withPolicy(testFinishOrder)},
 		{"ExpiryOverProcessing", withPolicy(testExpiryOverProcessing)},
 		{"OutcomeOverOpen", withPolicy(testOutcomeOverOpen)},
+		{"CutAfterFirstStep", withPolicy(testCutAfterFirstStep)},
 		{"EventsAfterAnyID", withPolicy(testEventsAfterAnyID)},
 		{"PruneEvents", withPolicy(testPruneEvents)},
 		{"Closed", testClosed},
@@ -712,5 +722,74 @@ func testOutcomeOverOpen(t *testing.T, s Store) {
 	}
 	if got, err := s.Intent(ctx, "o"); err != nil || string(got) != "done o" {
 		t.Fatalf("the intent after its outcome: %q, %v; want the first outcome", got, err)
+	}
+}
+
+// testCutAfterFirstStep cancels the caller of each two-step write right after its
+// first step, with a racing write just before that step: a delete of a policy that an
+// intent created in that moment names, and a create naming a policy deleted in it. The
+// second step runs whatever became of its caller, so no open intent is left naming a
+// deleted policy: the delete is refused and the policy stays; the create is refused and
+// its intent withdrawn. A store whose writes are one step each ends the same.
+func testCutAfterFirstStep(t *testing.T, s Store) {
+	st, ok := s.(Stepped)
+	if !ok {
+		t.Skip("the store shows no steps of its writes")
+	}
+	defer st.AroundFirstStep(nil, nil)
+	cut, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st.AroundFirstStep(func() {
+		st.AroundFirstStep(nil, nil)
+		if err := s.CreateIntent(ctx, "early", "P", []byte("open"), t0); err != nil {
+			t.Errorf("a create just before the delete's first step: %v", err)
+		}
+		st.AroundFirstStep(nil, cancel)
+	}, nil)
+	if err := s.DeletePolicy(cut, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("a delete cut off after its first step, an intent created just before it = %v, want intentd.ErrPolicyInUse", err)
+	}
+
+	if _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cut, cancel = context.WithCancel(ctx)
+	defer cancel()
+	st.AroundFirstStep(func() {
+		st.AroundFirstStep(nil, nil)
+		if err := s.DeletePolicy(ctx, "Q"); err != nil {
+			t.Errorf("a delete just before the create's first step: %v", err)
+		}
+		st.AroundFirstStep(nil, cancel)
+	}, nil)
+	if err := s.CreateIntent(cut, "late", "Q", []byte("open"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
+		t.Fatalf("a create cut off after its first step, its policy deleted just before it = %v, want intentd.ErrPolicyNotFound", err)
+	}
+	st.AroundFirstStep(nil, nil)
+
+	named := map[string]string{"early": "P", "late": "Q"}
+	open, err := s.DueExpiries(ctx, t0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(open, []string{"early"}) {
+		t.Fatalf("the open intents are %v, want [early]: the cut create's intent withdrawn", open)
+	}
+	for _, id := range open {
+		if _, _, err := s.Policy(ctx, named[id]); err != nil {
+			t.Errorf("open intent %s names policy %s, which reads %v", id, named[id], err)
+		}
+	}
+	if got, err := s.Intent(ctx, "early"); err != nil || string(got) != "open" {
+		t.Fatalf("the intent created before the delete: %q, %v", got, err)
+	}
+	if _, err := s.Intent(ctx, "late"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("the intent of the cut create reads %v, want intentd.ErrNotFound", err)
+	}
+	if _, _, err := s.Policy(ctx, "Q"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("the policy deleted before the create reads %v, want intentd.ErrNotFound", err)
+	}
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("a delete of the open intent's policy = %v, want intentd.ErrPolicyInUse", err)
 	}
 }
