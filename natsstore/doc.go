@@ -37,7 +37,8 @@
 // ErrPolicyNotFound; none is ever stored against a deleted policy. The second step of a
 // delete or a create runs whatever becomes of its caller, and a tombstone that a delete
 // cut off between its steps left while an intent needs the policy is found by every
-// node's follower and put back (twostep.go).
+// node's follower and put back, and an intent a create so cut off left open after a
+// tombstone is withdrawn (twostep.go).
 //
 // An event's id is its stream sequence. Ids increase in the one order every node reads,
 // but skip the sequences of the other records: a reader resumes after any id, assigned

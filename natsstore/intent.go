@@ -108,12 +108,18 @@ func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq u
 	if err != nil {
 		return fmt.Errorf("withdraw intent %s, created against a deleted policy: %w", id, err)
 	}
+	s.dropIntent(id, wseq)
+	return intentd.ErrPolicyNotFound
+}
+
+// dropIntent takes out of the index an intent withdrawn at wseq, unless a newer record
+// of it is known.
+func (s *Store) dropIntent(id string, wseq uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
 		delete(s.intents, id)
 	}
-	s.mu.Unlock()
-	return intentd.ErrPolicyNotFound
 }
 
 // Intent returns an intent's snapshot.

@@ -77,6 +77,12 @@ func (s *Store) restoreIfInUse(ctx context.Context, id string, seq uint64, data 
 // the tombstone's sequence, so that of all the nodes and the delete itself one writes
 // it, once. A delete whose second step found no such intent, and succeeded, is never
 // undone: an intent no longer open or processing never is again.
+//
+// A create whose process ends between its steps leaves its intent, written after the
+// tombstone of a delete that did not see it, open while its policy is deleted. The same
+// check finds it, an open intent created after the tombstone whose open record is still
+// its last, and withdraws it, against that record, as the create's second step would
+// have.
 
 // repairAfter is how old a tombstone is, since this store first saw it, before the
 // store puts its policy back: a second step ends within secondStepFor and one try
@@ -104,9 +110,10 @@ func (s *Store) noteTombstone(id string, seq uint64, dead bool) {
 }
 
 // repairStranded puts back each policy whose tombstone is older than repairAfter while
-// an open or processing intent created before it names the policy, and forgets the
-// tombstones that need nothing. The index is caught up with the stream first, so that
-// an intent finished since the tombstone is seen finished.
+// an open or processing intent created before it names the policy, withdraws the open
+// intents created after it that name the policy, and forgets the tombstones that need
+// nothing more. The index is caught up with the stream first, so that an intent
+// finished or withdrawn since the tombstone is seen so.
 func (s *Store) repairStranded(ctx context.Context, now time.Time) {
 	after := s.repairAfter
 	if after == 0 {
@@ -133,14 +140,62 @@ func (s *Store) repairStranded(ctx context.Context, now time.Time) {
 		if !ok {
 			continue
 		}
-		if !s.inUse(id, t.seq) {
-			s.forgetTombstone(id, t.seq)
+		if s.inUse(id, t.seq) {
+			if err := s.restoreStranded(ctx, id, t.seq); err != nil {
+				s.log.Error("nats store: put back a policy whose delete was cut off between its steps", "policy", id, "error", err)
+			}
 			continue
 		}
-		if err := s.restoreStranded(ctx, id, t.seq); err != nil {
-			s.log.Error("nats store: put back a policy whose delete was cut off between its steps", "policy", id, "error", err)
+		if err := s.withdrawStranded(ctx, id, t.seq); err != nil {
+			s.log.Error("nats store: withdraw an intent whose create was cut off between its steps", "policy", id, "error", err)
+			continue
+		}
+		s.forgetTombstone(id, t.seq)
+	}
+}
+
+// withdrawStranded withdraws the open intents created after policy id's tombstone at
+// seq that name the policy, each against its open record, while the tombstone is the
+// policy's last record: an intent that moved on since, or that its create withdrew,
+// is left as it is.
+func (s *Store) withdrawStranded(ctx context.Context, policy string, seq uint64) error {
+	s.mu.Lock()
+	var stranded []string
+	for id, e := range s.intents {
+		if e.policy == policy && e.phase == phaseOpen && e.created > seq && e.seq == e.created {
+			stranded = append(stranded, id)
 		}
 	}
+	s.mu.Unlock()
+	if len(stranded) == 0 {
+		return nil
+	}
+	if m, err := s.last(ctx, s.policySubject(policy)); err != nil || m.Sequence != seq {
+		return err // nil: written since, and the check starts again from the stream
+	}
+	for _, id := range stranded {
+		s.mu.Lock()
+		e, ok := s.intents[id]
+		var created uint64
+		if ok {
+			created = e.created
+		}
+		s.mu.Unlock()
+		if !ok {
+			continue
+		}
+		wseq, err := s.publish(ctx, withdrawnMsg(s.intentSubject(id), created))
+		if isWrongSeq(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.dropIntent(id, wseq)
+		s.log.Warn("nats store: an intent created against a deleted policy was left open by a create cut off between its steps; it is withdrawn",
+			"intent", id, "policy", policy)
+	}
+	return nil
 }
 
 // forgetTombstone stops checking the policy's tombstone at seq, unless a newer one came.

@@ -172,3 +172,40 @@ func eventuallyWithin(t *testing.T, d time.Duration, ok func() bool, what string
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestStrandedCreateWithdrawn ends a create's store right after its intent, written
+// after the tombstone of a delete that found no intent, as a crash between the steps
+// would: the other store finds the open intent naming the deleted policy and withdraws
+// it, as the create's second step would have.
+func TestStrandedCreateWithdrawn(t *testing.T) {
+	bg := context.Background()
+	url := embed(t).URL()
+	a := open(t, url)
+	b, err := Open(bg, Options{URLs: []string{url}, repairAfter: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	if _, err := a.PutPolicy(bg, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.beforeFirstStep = func() {
+		if err := b.DeletePolicy(bg, "P"); err != nil {
+			t.Errorf("delete in the window: %v", err)
+		}
+	}
+	a.afterFirstStep = func() { a.Close() }
+	if err := a.CreateIntent(bg, "late", "P", []byte("o"), time.Now().Add(time.Hour)); !errors.Is(err, intentd.ErrStoreClosed) {
+		t.Fatalf("a create whose store closed after its intent = %v, want intentd.ErrStoreClosed", err)
+	}
+	eventuallyWithin(t, 4*checkEvery, func() bool {
+		_, err := b.Intent(bg, "late")
+		return errors.Is(err, intentd.ErrNotFound)
+	}, "the other store withdraws the intent")
+	if ids, err := b.DueExpiries(bg, time.Now().Add(2*time.Hour), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("open intents after the withdrawal: %v, %v; want none", ids, err)
+	}
+	if _, _, err := b.Policy(bg, "P"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("the deleted policy reads %v, want it deleted still", err)
+	}
+}
