@@ -93,9 +93,13 @@ type Store struct {
 
 	watch  *follower // of the indexes' subjects
 	events *follower // of the events, for the sink
-	quit   chan struct{}
-	sinkMu sync.RWMutex
-	sink   func(intentd.Event)
+	// closing is cancelled when Close begins: the periodic checks end, and what they
+	// have in flight is cut off; checker is their goroutine, which Close waits for.
+	closing       context.Context
+	cancelClosing context.CancelFunc
+	checker       sync.WaitGroup
+	sinkMu        sync.RWMutex
+	sink          func(intentd.Event)
 }
 
 var _ intentd.Store = (*Store)(nil)
@@ -129,10 +133,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		policies:    make(map[string]policyState),
 		tombstones:  make(map[string]tombstone),
 		advanced:    make(chan struct{}),
-		quit:        make(chan struct{}),
 		down:        make(chan struct{}),
 		batches:     make(chan struct{}, maxBatches),
 	}
+	s.closing, s.cancelClosing = context.WithCancel(context.Background())
 	nopts := []nats.Option{
 		nats.Name("intentd"),
 		// Once connected, keep trying for ever: a NATS restart must not end the service.
@@ -236,7 +240,7 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	if err := s.followEvents(ctx, info.State.LastSeq); err != nil {
 		return fmt.Errorf("nats store: follow the events: %w", err)
 	}
-	go s.checkFollowers()
+	s.checker.Go(s.checkFollowers)
 	return nil
 }
 
@@ -248,19 +252,19 @@ func (s *Store) checkFollowers() {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.quit:
+		case <-s.closing.Done():
 			return
 		case now := <-t.C:
 			s.checkHealth()
 			for _, f := range []*follower{s.watch, s.events} {
-				ctx, cancel, err := s.begin(context.Background())
+				ctx, cancel, err := s.begin(s.closing)
 				if err != nil {
 					continue // closed, or not connected: nothing to compare with
 				}
 				f.check(ctx, now)
 				cancel()
 			}
-			if ctx, cancel, err := s.begin(context.Background()); err == nil {
+			if ctx, cancel, err := s.begin(s.closing); err == nil {
 				s.repairStranded(ctx, now)
 				cancel()
 			}
@@ -276,8 +280,9 @@ const checkEvery = 2 * time.Second
 // started at the same moment to elect its leaders.
 const startTimeout = 30 * time.Second
 
-// Close stops following the stream and closes the connection. Calls after it fail with
-// intentd.ErrStoreClosed.
+// Close stops following the stream and closes the connection, then waits for the
+// periodic checks to end: what they had in flight fails at once on the closed
+// connection. Calls after it fail with intentd.ErrStoreClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -286,7 +291,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	close(s.quit)
+	s.cancelClosing()
 	if s.watch != nil {
 		s.watch.stop()
 	}
@@ -294,6 +299,7 @@ func (s *Store) Close() error {
 		s.events.stop()
 	}
 	s.nc.Close()
+	s.checker.Wait()
 	return nil
 }
 
