@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/actorlog"
 	"github.com/intentd/intentd/cluster/clusterpb"
 )
 
@@ -59,11 +60,12 @@ const DefaultMaxGrains = 100_000
 // intentKind is the grain kind of an intent.
 const intentKind = "intent"
 
-// startCluster joins the cluster; it returns once this member has the first topology.
-// protoactor panics when its listener cannot bind or the membership provider fails to
-// start: the port is tried first, for an error that names it, and a panic of the start
-// becomes an error, so that a node that cannot join says why in one line.
-func (e *Engine) startCluster() (err error) {
+// startCluster joins the cluster as a new incarnation (rejoin.go) whose membership
+// provider is p; it returns once this member has the first topology. protoactor panics
+// when its listener cannot bind or the membership provider fails to start: the port is
+// tried first, for an error that names it, and a panic of the start becomes an error, so
+// that a node that cannot join says why in one line.
+func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	c := e.cfg.Cluster
 	addr := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -81,17 +83,22 @@ func (e *Engine) startCluster() (err error) {
 	if timeout == 0 {
 		timeout = DefaultClusterRequestTimeout
 	}
-	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e} }))
+	// Each incarnation is an actor system of its own, whose id is its member id: a
+	// member the others dropped comes back under a new one, as protoactor requires,
+	// while the engine's own actors (the intents, the event bus) stay where they are.
+	m := &incarnation{system: actor.NewActorSystem(actor.WithLoggerFactory(actorlog.Factory(e.cfg.Logger)))}
+	m.system.EventStream.Subscribe(answerDeadLetters)
+	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} }))
 	var ropts []remote.ConfigOption
 	if c.Credentials != nil {
 		ropts = append(ropts,
 			remote.WithServerOptions(grpc.Creds(c.Credentials)),
 			remote.WithDialOptions(grpc.WithTransportCredentials(c.Credentials)))
 	}
-	cfg := cluster.Configure(c.Name, c.Provider, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
+	cfg := cluster.Configure(c.Name, p, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(timeout))
-	e.cluster = cluster.New(e.system, cfg)
-	e.system.EventStream.Subscribe(func(evt any) {
+	m.cluster = cluster.New(m.system, cfg)
+	m.system.EventStream.Subscribe(func(evt any) {
 		// Called with the member list's lock held: hand the work to a goroutine.
 		if _, ok := evt.(*cluster.ClusterTopology); !ok {
 			return
@@ -107,16 +114,20 @@ func (e *Engine) startCluster() (err error) {
 			}()
 		}
 	})
+	// The incarnation is in place before it starts: the first topology comes during
+	// StartMember, and the commands it resumes go through it.
+	e.member.Store(m)
 	defer func() {
 		if r := recover(); r != nil {
-			if e.cluster.Remote != nil {
-				e.cluster.Remote.Shutdown(false)
+			e.member.CompareAndSwap(m, nil)
+			if m.cluster.Remote != nil {
+				m.cluster.Remote.Shutdown(false)
 			}
-			e.cluster = nil
+			m.system.Shutdown()
 			err = fmt.Errorf("join the cluster at %s: %v", addr, r)
 		}
 	}()
-	e.cluster.StartMember()
+	m.cluster.StartMember()
 	return nil
 }
 
@@ -311,6 +322,10 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 // try is left to finish by itself, and a new one starts. Both carry one request id, so
 // the command runs once.
 func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
+	m := e.member.Load()
+	if m == nil {
+		return nil, errNotMember
+	}
 	if !e.track() {
 		return nil, intentd.ErrEngineClosed
 	}
@@ -324,7 +339,7 @@ func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Comman
 	done := make(chan answer, 1)
 	go func() {
 		defer e.wg.Done()
-		res, err := e.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
+		res, err := m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
 		done <- answer{res, err}
 	}()
 	t := time.NewTimer(timeout)
@@ -353,6 +368,9 @@ const membersSettle = 100 * time.Millisecond
 
 var errMembersChanged = errors.New("the members changed while the command waited")
 
+// errNotMember is a try's error while this node is between two incarnations.
+var errNotMember = errors.New("this node is rejoining the cluster")
+
 // DefaultClusterRequestTimeout bounds a command to another member when the caller sets
 // no shorter deadline: long enough for the cluster to drop a member that died (its
 // membership key lives 3 s; protoactor then waits up to 5 s on the old owner), short
@@ -369,18 +387,28 @@ const clusterTryTimeout = 2 * time.Second
 // the members disagree on who is in, two may scan for a moment; an intent's second
 // expiry finds it expired and changes nothing.
 func (e *Engine) expiryScanner() bool {
-	if e.cluster == nil {
+	if e.cfg.Cluster == nil {
 		return true
 	}
-	members := e.ClusterMembers()
+	m := e.member.Load()
+	if m == nil {
+		return false
+	}
+	members := m.members()
 	if len(members) == 0 {
 		return false
 	}
-	return slices.Min(members) == e.system.Address()
+	return slices.Min(members) == m.system.Address()
 }
 
-// ClusterActivations reports the intent grains active on this member.
-func (e *Engine) ClusterActivations() int { return int(e.activations.Load()) }
+// ClusterActivations reports the intent grains active on this member's current
+// incarnation.
+func (e *Engine) ClusterActivations() int {
+	if m := e.member.Load(); m != nil {
+		return int(m.activations.Load())
+	}
+	return 0
+}
 
 // ClusterGrainsRefused counts the grains activated past the member's bound, each of
 // which answered its command 503 and stopped.
@@ -389,12 +417,12 @@ func (e *Engine) ClusterGrainsRefused() uint64 { return e.grainsRefused.Load() }
 // ClusterMembers reports the addresses of the members this one sees, itself included,
 // or nil when the engine is not in a cluster.
 func (e *Engine) ClusterMembers() []string {
-	if e.cluster == nil {
+	if e.cfg.Cluster == nil {
 		return nil
 	}
-	var out []string
-	for _, m := range e.cluster.MemberList.Members().Members() {
-		out = append(out, m.Address())
+	m := e.member.Load()
+	if m == nil {
+		return []string{} // rejoining: in cluster mode, and seeing nobody
 	}
-	return out
+	return m.members()
 }

@@ -110,13 +110,13 @@ func TestClusterRetriedRequest(t *testing.T) {
 	id := hs[0].submit("M", 2500)
 	cmd := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "block:M-cheap"}
 	for try := range 2 {
-		res, err := hs[1].e.cluster.Request(id, intentKind, cmd)
+		res, err := hs[1].e.member.Load().cluster.Request(id, intentKind, cmd)
 		if _, ok := res.(*clusterpb.Done); err != nil || !ok {
 			t.Fatalf("try %d: %T %v, %v; want Done", try, res, res, err)
 		}
 	}
 	again := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "M-dear"}
-	res, err := hs[1].e.cluster.Request(id, intentKind, again)
+	res, err := hs[1].e.member.Load().cluster.Request(id, intentKind, again)
 	r, ok := res.(*clusterpb.ErrorReply)
 	if err != nil || !ok || r.GetCode() != intentd.CodeProposalExists {
 		t.Fatalf("a second proposal: %T %v, %v; want %s", res, res, err, intentd.CodeProposalExists)

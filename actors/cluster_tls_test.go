@@ -76,14 +76,14 @@ func TestClusterRefusesOutsiders(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "cluster")
 	h := clusterUnder(t, ca, 1, nil)[0]
-	addr := h.e.system.Address()
+	addr := h.e.member.Load().system.Address()
 	const wait = 2 * time.Second
 
 	// The member's own grain of an intent, to aim the outsiders' commands at. A PID
 	// keeps the process it was first resolved to: each actor system gets a copy of its
 	// own, or a send would reach the member's process in memory, past the port.
 	good := h.submit("M", 2500)
-	own := h.e.cluster.Get(good, intentKind)
+	own := h.e.member.Load().cluster.Get(good, intentKind)
 	if own == nil {
 		t.Fatal("no grain for an intent of the member")
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/cluster/actorlog"
@@ -144,15 +143,16 @@ func (c *Config) validate() error {
 // Engine is what the HTTP layer calls. It owns the actor system: one actor per live
 // intent, the proving limiter and the event bus.
 type Engine struct {
-	cfg     Config
-	store   intentd.Store
-	obs     intentd.Observer
-	log     *slog.Logger
-	system  *actor.ActorSystem
-	cluster *cluster.Cluster // nil unless the engine is a member of a cluster
-	// activations counts the intent grains active on this member; past maxGrains a
-	// grain refuses (grainsRefused counts it).
-	activations   atomic.Int64
+	cfg    Config
+	store  intentd.Store
+	obs    intentd.Observer
+	log    *slog.Logger
+	system *actor.ActorSystem
+	// member is this node's current incarnation as a member of the cluster (rejoin.go),
+	// nil outside cluster mode and while a fenced member rejoins. Past maxGrains active
+	// grains, a grain refuses (grainsRefused counts it).
+	member        atomic.Pointer[incarnation]
+	rejoinMu      sync.Mutex
 	maxGrains     int64
 	grainsRefused atomic.Uint64
 	// membersChanged is closed when the members change, and replaced: a command
@@ -270,7 +270,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 
 	if cfg.Cluster != nil {
-		if err := e.startCluster(); err != nil {
+		if err := e.startCluster(cfg.Cluster.Provider); err != nil {
 			e.Close()
 			return nil, err
 		}
@@ -283,7 +283,7 @@ func Open(cfg Config) (*Engine, error) {
 	// once meets the log as retention leaves it, and is told if it missed events.
 	e.pruneEvents()
 	loops := []func(){e.expiryLoop, e.passivationLoop, e.retentionLoop}
-	if e.cluster != nil {
+	if cfg.Cluster != nil {
 		loops = append(loops, e.wakeStuckLoop)
 	}
 	for _, loop := range loops {
@@ -312,11 +312,12 @@ func (e *Engine) Close() error {
 		e.cancel()
 		e.system.Root.RequestFuture(e.bus, closeBus{}, callTimeout).Wait()
 		e.wg.Wait()
-		if e.cluster != nil {
-			e.cluster.Shutdown(true) // the actor system with it
-		} else {
-			e.system.Shutdown()
+		e.rejoinMu.Lock()
+		if m := e.member.Swap(nil); m != nil {
+			m.leave()
 		}
+		e.rejoinMu.Unlock()
+		e.system.Shutdown()
 		e.dispatcher.close()
 	})
 	return nil
@@ -490,7 +491,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	if err := snap.setAuthored(canon, authorship); err != nil {
 		return intentd.Internal("encode authored intent: %w", err)
 	}
-	if e.cluster == nil {
+	if e.cfg.Cluster == nil {
 		if done, err := e.registry.createIdle(ctx, id, func() error {
 			written, err := e.storeCreate(id, snap, func() (*snapshot, error) {
 				s, err := e.loadSnapshot(e.ctx, id)

@@ -19,8 +19,9 @@ import (
 // request) is answered from the replies it keeps, not run twice.
 type grain struct {
 	e       *Engine
-	id      string // the intent this grain is, from protoactor's ClusterInit
-	full    bool   // activated past ClusterConfig.MaxGrains: it refuses, then stops
+	member  *incarnation // the incarnation the grain was activated on
+	id      string       // the intent this grain is, from protoactor's ClusterInit
+	full    bool         // activated past ClusterConfig.MaxGrains: it refuses, then stops
 	replies map[string]proto.Message
 	order   []string
 }
@@ -44,7 +45,7 @@ func (g *grain) Receive(ctx actor.Context) {
 		case *cluster.ClusterInit:
 			g.id = m.Identity.Identity
 		case *actor.Started:
-			n := g.e.activations.Add(1)
+			n := g.member.activations.Add(1)
 			if max := g.e.maxGrains; max > 0 && n > max {
 				// Past the bound the grain answers its first command busy and stops:
 				// a flood of activations costs the member a moment, not its memory.
@@ -60,9 +61,9 @@ func (g *grain) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		case *actor.Restarting:
 			// A restart sends Started again without Stopped.
-			g.e.activations.Add(-1)
+			g.member.activations.Add(-1)
 		case *actor.Stopped:
-			g.e.activations.Add(-1)
+			g.member.activations.Add(-1)
 		}
 		return // protoactor's own messages
 	}

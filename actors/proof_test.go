@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,13 +76,21 @@ func (h *harness) bundleJSON(id string) []byte {
 	return data
 }
 
+// TestProof makes the proof of intents decided each way, and asks for the proof of
+// intents that have none.
 func TestProof(t *testing.T) {
+	for _, tt := range slices.Concat(outcomeProofCases(), bundleProofCases(), unprovedCases()) {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(t, newHarness(t, tt.cfg))
+		})
+	}
+}
+
+// outcomeProofCases are intents decided each way, with a proof that verifies and reports
+// the outcome.
+func outcomeProofCases() []harnessCase {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		cfg  func(*Config)
-		run  func(t *testing.T, h *harness)
-	}{
+	return []harnessCase{
 		{"success verifies", withProver, func(t *testing.T, h *harness) {
 			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 			rep, err := proof.Verify(h.bundleJSON(id), testServiceKey.PublicKey())
@@ -140,6 +149,14 @@ func TestProof(t *testing.T) {
 				t.Fatalf("report kind %s missing %q, want constraints [price_cents]", rep.FailureKind, rep.EvidenceMissing)
 			}
 		}},
+	}
+}
+
+// bundleProofCases are the bundle as served and kept, and what Verify reports of its
+// authorship and key.
+func bundleProofCases() []harnessCase {
+	ctx := context.Background()
+	return []harnessCase{
 		{"the bundle carries the parts as stored", withProver, func(t *testing.T, h *harness) {
 			id := h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 			b, err := h.e.Proof(ctx, id)
@@ -206,6 +223,13 @@ func TestProof(t *testing.T) {
 				t.Fatalf("report %+v, want an untrusted key %s and a note", rep, testServiceKey.ID())
 			}
 		}},
+	}
+}
+
+// unprovedCases are intents with no proof, yet or ever, and the code that says which.
+func unprovedCases() []harnessCase {
+	ctx := context.Background()
+	return []harnessCase{
 		{"no intent", withProver, func(t *testing.T, h *harness) {
 			_, err := h.e.Proof(ctx, uuid.NewString())
 			wantCode(t, err, intentd.KindNotFound, intentd.CodeIntentNotFound)
@@ -265,11 +289,6 @@ func TestProof(t *testing.T) {
 			_, err := h.e.Proof(ctx, h.decide("M", 2500, "M-cheap", intentd.StateSuccess))
 			wantCode(t, err, intentd.KindNotFound, intentd.CodeNoProof)
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.run(t, newHarness(t, tt.cfg))
-		})
 	}
 }
 
@@ -363,14 +382,75 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 	}
 	service := testServiceKey.PublicKey()
 
-	tests := []struct {
-		name      string
-		trusted   []byte // nil: no trusted key
-		change    func(t *testing.T, p bundleParts)
-		wantCheck string
-		wantMsg   string
-	}{
-		// Changes to a bundle as the service made it.
+	tests := slices.Concat(madeChanges(service), signedChanges(service, h.policy, otherPolicy), shapeChanges(service))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, base) })
+	}
+
+	t.Run("raw text", func(t *testing.T) {
+		for _, tt := range []struct{ name, data string }{
+			{"not JSON", `{"receipt":`},
+			{"duplicate key", strings.Replace(string(base), `"evidence":`, `"evidence":{"size":"M","price_cents":1999},"evidence":`, 1)},
+			{"data after the bundle", string(base) + ` {}`},
+			{"null", `null`},
+		} {
+			_, err := proof.Verify([]byte(tt.data), service)
+			var ve *proof.VerifyError
+			if !errors.As(err, &ve) || ve.Check != proof.CheckBundle {
+				t.Errorf("%s: %v, want a bundle error", tt.name, err)
+			}
+		}
+	})
+
+	t.Run("re-signed by another key, no trusted key", func(t *testing.T) {
+		// Whole and consistent, so it verifies; only a trusted key tells it apart.
+		p := parseBundle(t, base)
+		p.resign(t, otherServiceKey, nil)
+		rep, err := proof.Verify(p.encode(t), nil)
+		if err != nil {
+			t.Fatalf("VerifyProof: %v", err)
+		}
+		if rep.KeyTrusted || rep.KeyID != otherServiceKey.ID() {
+			t.Fatalf("report %+v, want the other key, untrusted", rep)
+		}
+	})
+}
+
+// bundleChange is a bundle changed by change, or left whole when change is nil, and the
+// check Verify must refuse it at with a message holding wantMsg, given trusted as the
+// service's key (nil: no trusted key).
+type bundleChange struct {
+	name      string
+	trusted   []byte
+	change    func(t *testing.T, p bundleParts)
+	wantCheck string
+	wantMsg   string
+}
+
+// check changes base as tt says and wants Verify to refuse the result as tt says.
+func (tt bundleChange) check(t *testing.T, base []byte) {
+	data := base
+	if tt.change != nil {
+		p := parseBundle(t, base)
+		tt.change(t, p)
+		data = p.encode(t)
+	}
+	rep, err := proof.Verify(data, tt.trusted)
+	if err == nil {
+		t.Fatalf("VerifyProof succeeded (%+v), want %s: %s", rep, tt.wantCheck, tt.wantMsg)
+	}
+	var ve *proof.VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("VerifyProof: %v (%T), want a *proof.VerifyError", err, err)
+	}
+	if ve.Check != tt.wantCheck || !strings.Contains(ve.Message, tt.wantMsg) {
+		t.Fatalf("VerifyProof: check %s: %q\nwant check %s with %q", ve.Check, ve.Message, tt.wantCheck, tt.wantMsg)
+	}
+}
+
+// madeChanges are changes to a bundle as the service made it, with service its key.
+func madeChanges(service []byte) []bundleChange {
+	return []bundleChange{
 		{"a byte of the evidence", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "evidence", "9999", "9998")
 		}, proof.CheckEvidenceDigest, "evidence digest does not match"},
@@ -419,9 +499,14 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			p.replace(t, "receipt", crypto.EncodeBase58(service), crypto.EncodeBase58(otherServiceKey.PublicKey()))
 		}, proof.CheckKey, "receipt names key " + testServiceKey.ID() + ", but the bundle's public key is " + otherServiceKey.ID()},
 		{"a trusted key of 31 bytes", service[:31], nil, proof.CheckKey, "trusted key is 31 bytes"},
+	}
+}
 
-		// Bundles signed by the service key that say something else than the parts: the
-		// checks behind the signature.
+// signedChanges are bundles signed by the service key that say something else than the
+// parts: the checks behind the signature. policyID is the intent's policy; otherPolicy
+// is another.
+func signedChanges(service []byte, policyID string, otherPolicy *policy.Policy) []bundleChange {
+	return []bundleChange{
 		{"evidence that satisfies the policy, receipt says failure", service, func(t *testing.T, p bundleParts) {
 			p["evidence"] = []byte(`{"size":"M","price_cents":1999}`)
 			p.resign(t, testServiceKey, nil)
@@ -453,7 +538,7 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 		{"another policy's bytecode, signed", service, func(t *testing.T, p bundleParts) {
 			p.setBytecode(t, otherPolicy.Bytecode())
 			p.resign(t, testServiceKey, nil)
-		}, proof.CheckIntent, "the authored intent names policy " + h.policy + ", the receipt names " + otherPolicy.ID()},
+		}, proof.CheckIntent, "the authored intent names policy " + policyID + ", the receipt names " + otherPolicy.ID()},
 		{"bytecode that does not load, signed", service, func(t *testing.T, p bundleParts) {
 			p.setBytecode(t, []byte("not bytecode"))
 			p.resign(t, testServiceKey, nil)
@@ -465,8 +550,12 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 		{"evidence with a number JCS would round", service, func(t *testing.T, p bundleParts) {
 			p.replace(t, "evidence", "9999", "9007199254740993")
 		}, proof.CheckEvidenceDigest, "evidence digest cannot be computed"},
+	}
+}
 
-		// Bundles of the wrong shape.
+// shapeChanges are bundles of the wrong shape.
+func shapeChanges(service []byte) []bundleChange {
+	return []bundleChange{
 		{"an unknown field", service, func(t *testing.T, p bundleParts) {
 			p["note"] = []byte(`"trust me"`)
 		}, proof.CheckBundle, `unknown field "note"`},
@@ -478,55 +567,6 @@ func TestVerifyProofDetectsChanges(t *testing.T) {
 			p.resign(t, testServiceKey, nil)
 		}, proof.CheckBundle, "proposal is not"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			data := base
-			if tt.change != nil {
-				p := parseBundle(t, base)
-				tt.change(t, p)
-				data = p.encode(t)
-			}
-			rep, err := proof.Verify(data, tt.trusted)
-			if err == nil {
-				t.Fatalf("VerifyProof succeeded (%+v), want %s: %s", rep, tt.wantCheck, tt.wantMsg)
-			}
-			var ve *proof.VerifyError
-			if !errors.As(err, &ve) {
-				t.Fatalf("VerifyProof: %v (%T), want a *proof.VerifyError", err, err)
-			}
-			if ve.Check != tt.wantCheck || !strings.Contains(ve.Message, tt.wantMsg) {
-				t.Fatalf("VerifyProof: check %s: %q\nwant check %s with %q", ve.Check, ve.Message, tt.wantCheck, tt.wantMsg)
-			}
-		})
-	}
-
-	t.Run("raw text", func(t *testing.T) {
-		for _, tt := range []struct{ name, data string }{
-			{"not JSON", `{"receipt":`},
-			{"duplicate key", strings.Replace(string(base), `"evidence":`, `"evidence":{"size":"M","price_cents":1999},"evidence":`, 1)},
-			{"data after the bundle", string(base) + ` {}`},
-			{"null", `null`},
-		} {
-			_, err := proof.Verify([]byte(tt.data), service)
-			var ve *proof.VerifyError
-			if !errors.As(err, &ve) || ve.Check != proof.CheckBundle {
-				t.Errorf("%s: %v, want a bundle error", tt.name, err)
-			}
-		}
-	})
-
-	t.Run("re-signed by another key, no trusted key", func(t *testing.T) {
-		// Whole and consistent, so it verifies; only a trusted key tells it apart.
-		p := parseBundle(t, base)
-		p.resign(t, otherServiceKey, nil)
-		rep, err := proof.Verify(p.encode(t), nil)
-		if err != nil {
-			t.Fatalf("VerifyProof: %v", err)
-		}
-		if rep.KeyTrusted || rep.KeyID != otherServiceKey.ID() {
-			t.Fatalf("report %+v, want the other key, untrusted", rep)
-		}
-	})
 }
 
 func intentOf(t *testing.T, p bundleParts) json.RawMessage {

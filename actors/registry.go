@@ -68,7 +68,7 @@ func (r *registry) shard(id string) *registryShard {
 // call sends msg to the actor of intent id, wherever it lives: here, or in a cluster on
 // the member that owns the intent.
 func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
-	if r.e.cluster != nil {
+	if r.e.cfg.Cluster != nil {
 		cmd, err := command(id, msg)
 		if err != nil {
 			return nil, intentd.Internal("encode intent command: %w", err)
@@ -287,7 +287,7 @@ func (r *registry) release(id string, pid *actor.PID, dead, ended bool) {
 	}
 	la.inflight--
 	la.lastUsed = r.e.cfg.Now()
-	if ended && r.e.cluster == nil {
+	if ended && r.e.cfg.Cluster == nil {
 		la.ended = true
 	}
 	switch {

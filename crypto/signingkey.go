@@ -82,10 +82,11 @@ func (k *SigningKey) EncodeFile() []byte {
 }
 
 // ParseSigningKey reads the contents of a key file: the Base58 (Bitcoin alphabet) of a
-// 32-byte Ed25519 seed, with any surrounding whitespace. Errors never quote the
+// 32-byte Ed25519 seed, with any surrounding whitespace, after any lines starting with
+// "#" (intentctl keygen's file says in one what it holds). Errors never quote the
 // contents, which may be a key.
 func ParseSigningKey(text []byte) (*SigningKey, error) {
-	s := string(bytes.TrimSpace(text))
+	s := string(bytes.TrimSpace(StripComments(text)))
 	if s == "" {
 		return nil, errors.New("empty, want the Base58 of a 32-byte Ed25519 seed")
 	}
@@ -161,4 +162,19 @@ func WriteSigningKeyFile(path string, k *SigningKey) error {
 		return fmt.Errorf("crypto: write signing key: %w", err)
 	}
 	return nil
+}
+
+// StripComments drops the lines of a key file that start with "#", blanks before it
+// allowed: the header that says what the file is, for a reader and for intentctl.
+func StripComments(text []byte) []byte {
+	if !bytes.Contains(text, []byte("#")) {
+		return text
+	}
+	var out []byte
+	for line := range bytes.Lines(text) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line...)
+		}
+	}
+	return out
 }

@@ -46,177 +46,184 @@ func assertEvidence(t *testing.T, got, want Evidence) {
 	}
 }
 
+// pageCase is a page of testdata as served from url with contentType, and the
+// evidence ParsePage makes of it, or the kind of its error and words of its reason.
+type pageCase struct {
+	name, page, contentType, url string
+	want                         Evidence
+	wantKind                     Kind
+	wantInReason                 string
+}
+
+// pageCases are the pages TestParsePage reads: each way of marking up a product, and
+// pages that hold none.
+var pageCases = []pageCase{
+	{
+		name: "JSON-LD with two offers: the first in stock wins over the cheaper sold-out one",
+		page: "jsonld-offers.html", url: "https://shop.example/products/classic-crew-tee",
+		want: Evidence{
+			"name":         "Northwind Classic Crew T-Shirt",
+			"description":  "Our everyday crew neck in 180 g/m² combed cotton. Pre-shrunk, side-seamed, made to last.",
+			"brand":        "Northwind",
+			"color":        "Navy",
+			"size":         "M",
+			"material":     "Cotton",
+			"sku":          "TS-NAVY-M",
+			"gtin":         "0850012340012",
+			"category":     "Apparel & Accessories > Clothing > Shirts & Tops > T-Shirts",
+			"url":          "https://shop.example/products/classic-crew-tee",
+			"image":        "https://cdn.shop.example/files/tee-navy.jpg?v=1712",
+			"price_cents":  n("1999"),
+			"currency":     "USD",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "JSON-LD @graph beside a Product block, price in a PriceSpecification, objects for brand, size, category, image",
+		page: "jsonld-graph.html", url: "https://fairway.example/product/pique-polo/",
+		want: Evidence{
+			"name":         "Fairway Pique Polo",
+			"description":  "A breathable cotton pique polo with a three-button placket.",
+			"image":        "https://fairway.example/wp-content/uploads/polo-white.jpg",
+			"sku":          "PO-WHITE-M",
+			"mpn":          "FW-PQ-100",
+			"gtin":         "9501101530003",
+			"brand":        "Fairway",
+			"color":        "White",
+			"size":         "M",
+			"material":     "Cotton pique",
+			"category":     "Polo shirts",
+			"url":          "https://fairway.example/product/pique-polo/",
+			"price_cents":  n("2450"),
+			"currency":     "GBP",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "microdata with nested brand and offer, related product ignored",
+		page: "microdata.html", url: "https://kitchen.example/products/cast-iron-skillet-10in",
+		want: Evidence{
+			"name":         "Ironhearth 10-inch Cast Iron Skillet",
+			"image":        "https://kitchen.example/images/skillet-10.jpg",
+			"brand":        "Ironhearth",
+			"material":     "Cast iron",
+			"color":        "Black",
+			"sku":          "KT-SKILLET-10",
+			"gtin":         "0850012345671",
+			"description":  "Pre-seasoned with vegetable oil and ready to use. Works on gas, electric, induction and campfire.",
+			"price_cents":  n("3495"),
+			"currency":     "USD",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "OpenGraph product tags only, thousands separator, lower-case currency",
+		page: "opengraph.html", url: "https://audio.example/p/sonique-pro",
+		want: Evidence{
+			"name":         "Sonique Pro Wireless Earbuds",
+			"description":  "Active noise cancelling, 30 hours with the case.",
+			"url":          "https://audio.example/p/sonique-pro",
+			"image":        "https://audio.example/media/sonique-pro-white.png",
+			"brand":        "Sonique",
+			"color":        "White",
+			"category":     "Electronics > Audio > Headphones",
+			"sku":          "EL-EARBUDS-PRO",
+			"gtin":         "0850098765432",
+			"price_cents":  n("129900"),
+			"currency":     "USD",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "a malformed JSON-LD block beside a good one (in a comment, numeric price)",
+		page: "malformed-jsonld.html", url: "https://volt.example/charger-65",
+		want: Evidence{
+			"name":         "Voltline 65 W USB-C GaN Charger",
+			"brand":        "Voltline",
+			"sku":          "EL-CHARGER-65",
+			"gtin":         "850055501234",
+			"color":        "White",
+			"price_cents":  n("3999"),
+			"currency":     "USD",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "an AggregateOffer range gives no price",
+		page: "aggregate-offer.html", url: "https://harbor.example/tee",
+		want: Evidence{
+			"name":         "Harbor & Pine Organic Heavyweight Tee",
+			"brand":        "Harbor & Pine",
+			"category":     "t-shirt",
+			"currency":     "USD",
+			"availability": "LimitedAvailability",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "ProductGroup: the variant whose url is the page",
+		page: "product-group.html", url: "https://shop.example/products/hoodie?variant=HD-NAVY-M",
+		want: Evidence{
+			"name":         "Northwind Pullover Hoodie, Navy, M",
+			"brand":        "Northwind",
+			"material":     "Cotton fleece",
+			"sku":          "HD-NAVY-M",
+			"color":        "Navy",
+			"size":         "M",
+			"url":          "https://shop.example/products/hoodie?variant=HD-NAVY-M",
+			"price_cents":  n("4499"),
+			"currency":     "USD",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "ProductGroup without a variant for the page",
+		page: "product-group.html", url: "https://shop.example/products/hoodie",
+		wantKind: KindNoProduct,
+	},
+	{
+		name: "ISO-8859-1 page declared by meta http-equiv",
+		page: "latin1.html", url: "https://cafe.example/p/1",
+		want: Evidence{
+			"name":         "Cafetière à piston Ember, 8 tasses",
+			"material":     "Verre borosilicaté",
+			"price_cents":  n("2999"),
+			"currency":     "EUR",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "ISO-8859-1 page, charset from the Content-Type header",
+		page: "latin1.html", url: "https://cafe.example/p/1", contentType: "text/html; charset=ISO-8859-1",
+		want: Evidence{
+			"name":         "Cafetière à piston Ember, 8 tasses",
+			"material":     "Verre borosilicaté",
+			"price_cents":  n("2999"),
+			"currency":     "EUR",
+			"availability": "InStock",
+			"in_stock":     true,
+		},
+	},
+	{
+		name: "an article is not a product",
+		page: "no-product.html", url: "https://journal.example/season", wantKind: KindNoProduct,
+	},
+	{
+		name: "only a malformed block: the reason says so",
+		page: "only-malformed.html", url: "https://clearview.example/27", wantKind: KindNoProduct,
+		wantInReason: "JSON-LD block 1",
+	},
+}
+
 func TestParsePage(t *testing.T) {
-	tests := []struct {
-		name, page, contentType, url string
-		want                         Evidence
-		wantKind                     Kind
-		wantInReason                 string
-	}{
-		{
-			name: "JSON-LD with two offers: the first in stock wins over the cheaper sold-out one",
-			page: "jsonld-offers.html", url: "https://shop.example/products/classic-crew-tee",
-			want: Evidence{
-				"name":         "Northwind Classic Crew T-Shirt",
-				"description":  "Our everyday crew neck in 180 g/m² combed cotton. Pre-shrunk, side-seamed, made to last.",
-				"brand":        "Northwind",
-				"color":        "Navy",
-				"size":         "M",
-				"material":     "Cotton",
-				"sku":          "TS-NAVY-M",
-				"gtin":         "0850012340012",
-				"category":     "Apparel & Accessories > Clothing > Shirts & Tops > T-Shirts",
-				"url":          "https://shop.example/products/classic-crew-tee",
-				"image":        "https://cdn.shop.example/files/tee-navy.jpg?v=1712",
-				"price_cents":  n("1999"),
-				"currency":     "USD",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "JSON-LD @graph beside a Product block, price in a PriceSpecification, objects for brand, size, category, image",
-			page: "jsonld-graph.html", url: "https://fairway.example/product/pique-polo/",
-			want: Evidence{
-				"name":         "Fairway Pique Polo",
-				"description":  "A breathable cotton pique polo with a three-button placket.",
-				"image":        "https://fairway.example/wp-content/uploads/polo-white.jpg",
-				"sku":          "PO-WHITE-M",
-				"mpn":          "FW-PQ-100",
-				"gtin":         "9501101530003",
-				"brand":        "Fairway",
-				"color":        "White",
-				"size":         "M",
-				"material":     "Cotton pique",
-				"category":     "Polo shirts",
-				"url":          "https://fairway.example/product/pique-polo/",
-				"price_cents":  n("2450"),
-				"currency":     "GBP",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "microdata with nested brand and offer, related product ignored",
-			page: "microdata.html", url: "https://kitchen.example/products/cast-iron-skillet-10in",
-			want: Evidence{
-				"name":         "Ironhearth 10-inch Cast Iron Skillet",
-				"image":        "https://kitchen.example/images/skillet-10.jpg",
-				"brand":        "Ironhearth",
-				"material":     "Cast iron",
-				"color":        "Black",
-				"sku":          "KT-SKILLET-10",
-				"gtin":         "0850012345671",
-				"description":  "Pre-seasoned with vegetable oil and ready to use. Works on gas, electric, induction and campfire.",
-				"price_cents":  n("3495"),
-				"currency":     "USD",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "OpenGraph product tags only, thousands separator, lower-case currency",
-			page: "opengraph.html", url: "https://audio.example/p/sonique-pro",
-			want: Evidence{
-				"name":         "Sonique Pro Wireless Earbuds",
-				"description":  "Active noise cancelling, 30 hours with the case.",
-				"url":          "https://audio.example/p/sonique-pro",
-				"image":        "https://audio.example/media/sonique-pro-white.png",
-				"brand":        "Sonique",
-				"color":        "White",
-				"category":     "Electronics > Audio > Headphones",
-				"sku":          "EL-EARBUDS-PRO",
-				"gtin":         "0850098765432",
-				"price_cents":  n("129900"),
-				"currency":     "USD",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "a malformed JSON-LD block beside a good one (in a comment, numeric price)",
-			page: "malformed-jsonld.html", url: "https://volt.example/charger-65",
-			want: Evidence{
-				"name":         "Voltline 65 W USB-C GaN Charger",
-				"brand":        "Voltline",
-				"sku":          "EL-CHARGER-65",
-				"gtin":         "850055501234",
-				"color":        "White",
-				"price_cents":  n("3999"),
-				"currency":     "USD",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "an AggregateOffer range gives no price",
-			page: "aggregate-offer.html", url: "https://harbor.example/tee",
-			want: Evidence{
-				"name":         "Harbor & Pine Organic Heavyweight Tee",
-				"brand":        "Harbor & Pine",
-				"category":     "t-shirt",
-				"currency":     "USD",
-				"availability": "LimitedAvailability",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "ProductGroup: the variant whose url is the page",
-			page: "product-group.html", url: "https://shop.example/products/hoodie?variant=HD-NAVY-M",
-			want: Evidence{
-				"name":         "Northwind Pullover Hoodie, Navy, M",
-				"brand":        "Northwind",
-				"material":     "Cotton fleece",
-				"sku":          "HD-NAVY-M",
-				"color":        "Navy",
-				"size":         "M",
-				"url":          "https://shop.example/products/hoodie?variant=HD-NAVY-M",
-				"price_cents":  n("4499"),
-				"currency":     "USD",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "ProductGroup without a variant for the page",
-			page: "product-group.html", url: "https://shop.example/products/hoodie",
-			wantKind: KindNoProduct,
-		},
-		{
-			name: "ISO-8859-1 page declared by meta http-equiv",
-			page: "latin1.html", url: "https://cafe.example/p/1",
-			want: Evidence{
-				"name":         "Cafetière à piston Ember, 8 tasses",
-				"material":     "Verre borosilicaté",
-				"price_cents":  n("2999"),
-				"currency":     "EUR",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "ISO-8859-1 page, charset from the Content-Type header",
-			page: "latin1.html", url: "https://cafe.example/p/1", contentType: "text/html; charset=ISO-8859-1",
-			want: Evidence{
-				"name":         "Cafetière à piston Ember, 8 tasses",
-				"material":     "Verre borosilicaté",
-				"price_cents":  n("2999"),
-				"currency":     "EUR",
-				"availability": "InStock",
-				"in_stock":     true,
-			},
-		},
-		{
-			name: "an article is not a product",
-			page: "no-product.html", url: "https://journal.example/season", wantKind: KindNoProduct,
-		},
-		{
-			name: "only a malformed block: the reason says so",
-			page: "only-malformed.html", url: "https://clearview.example/27", wantKind: KindNoProduct,
-			wantInReason: "JSON-LD block 1",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range pageCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParsePage(readPage(t, tt.page), tt.contentType, tt.url)
 			if tt.wantKind != "" {

@@ -127,7 +127,11 @@ func bodyMembers(data []byte, what, code, shape string) (members, error) {
 	case strictjson.TooMany:
 		return nil, intentd.Errorf(intentd.KindUnprocessable, code, "%s: more than %d members (%s)", where, e.Limit, shape)
 	}
-	// Any other fault is of text that does not parse, named as a whole.
+	// Any other fault is of text that does not parse, named as a whole, with the spot
+	// where it stops parsing.
+	if where := syntaxPosition(data); where != "" {
+		return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid JSON: %s", where)
+	}
 	return nil, intentd.Errorf(intentd.KindInvalid, CodeInvalidJSON, "the body is not valid JSON")
 }
 

@@ -124,6 +124,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	defer sub.Close()
 
+	st, err := s.startStream(ctx, w, sub, sr.from)
+	if err != nil {
+		return
+	}
+	s.serveStream(ctx, r, sub, st)
+}
+
+// startStream answers the stream's headers and its opening lines: the reconnection
+// delay, and a comment when the resume point is older than the events retained.
+func (s *Server) startStream(ctx context.Context, w http.ResponseWriter, sub intentd.Subscription, from uint64) (*stream, error) {
 	rc := http.NewResponseController(w)
 	// The server's read deadline is for request bodies; left on a stream, it would
 	// end the connection's background read and with it the request's context.
@@ -153,13 +163,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	b.WriteString("\n\n")
 	if sub.Truncated() {
 		b.WriteString(": events after ")
-		b.WriteString(strconv.FormatUint(sr.from, 10))
+		b.WriteString(strconv.FormatUint(from, 10))
 		b.WriteString(" are no longer retained; the stream starts at the oldest retained event\n\n")
 	}
-	if err := st.flush(); err != nil {
-		return
-	}
+	return st, st.flush()
+}
 
+// serveStream writes the subscription's events, and heartbeats while none come, until
+// the client leaves, falls too far behind, or the server shuts down.
+func (s *Server) serveStream(ctx context.Context, r *http.Request, sub intentd.Subscription, st *stream) {
 	s.openStreams.Add(1)
 	defer s.openStreams.Add(-1)
 	hb := newHeartbeat(ctx, s.opts.Heartbeat)

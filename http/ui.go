@@ -36,7 +36,7 @@ var consoleHeaders = map[string]string{
 }
 
 // routeConsole registers the console: its files under /ui/, with /ui/ itself the
-// index page, config.json saying whether the API wants a token, and the minutes of the
+// index page (and GET / a redirect to it), config.json saying whether the API wants a token, and the minutes of the
 // event log for the Live page's chart. The files need no token: they hold no data,
 // and the page must load to ask for one; the minutes need the read role, as the
 // stream they place does.
@@ -61,6 +61,12 @@ func (s *Server) routeConsole(r *httprouter.Router) {
 	}
 	r.Handle(http.MethodGet, "/ui", s.chain(filesRoute, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
 		http.Redirect(w, req, consolePrefix, http.StatusMovedPermanently)
+	}))
+	// A browser pointed at the server's address finds the console. Only GET / itself:
+	// every other path the API does not serve stays a 404. 302, not 301: a browser
+	// keeps a permanent redirect, and the root may serve something else one day.
+	r.Handle(http.MethodGet, "/", s.chain(filesRoute, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		http.Redirect(w, req, consolePrefix, http.StatusFound)
 	}))
 	minutes := &route{method: http.MethodGet, pattern: consoleMinutes, role: RoleRead}
 	r.Handle(http.MethodGet, consoleMinutes, s.chain(minutes, false, func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {

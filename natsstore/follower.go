@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,6 +31,8 @@ type follower struct {
 	// after it (zero: it has not).
 	checked      uint64
 	stalledSince time.Time
+	// replaced counts the consumers check replaced, for the metric (metrics.go).
+	replaced atomic.Uint64
 }
 
 // start makes a consumer from the given start and consumes with it, in place of the one
@@ -93,9 +96,12 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 }
 
 // stallAfter is how long a follower may find records after its last one without
-// handling any before it is replaced: well past a busy follower's delay, well within
-// the time a reader waits for an event.
-const stallAfter = 5 * time.Second
+// handling any before it is replaced: well past a busy follower's delay (a follower that
+// handles anything at all is not standing still), and short enough that, with a check
+// every checkEvery, a node delivers an event within 5 s of the others (docs/cluster.md):
+// the stall is seen at the first check after it began, and the consumer replaced
+// stallAfter later.
+const stallAfter = 3 * time.Second
 
 // check looks for a record of the follower's subjects after the last one it handled.
 // One found at two checks stallAfter apart, with nothing handled between them, means the
@@ -109,9 +115,15 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	since := f.stalledSince
 	f.mu.Unlock()
 	next, err := f.next(ctx, last)
-	if err != nil || next == 0 {
-		// A stream that does not answer is not a follower that stands still; the
-		// consumer itself waits for the servers.
+	if err != nil {
+		// A stream that does not answer (its leader is being elected) says nothing
+		// about the follower: a stall seen before goes on counting, so that the
+		// follower is replaced as soon as the stream answers again rather than
+		// stallAfter later. That is the case that matters: the consumer of a node whose
+		// server was the stream's leader can stand still after the election.
+		return
+	}
+	if next == 0 {
 		f.mu.Lock()
 		f.stalledSince = time.Time{}
 		f.mu.Unlock()
@@ -132,6 +144,7 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 		f.s.log.Error("nats store: replace a follower of the stream", "follows", f.what, "error", err)
 		return
 	}
+	f.replaced.Add(1)
 	f.mu.Lock()
 	f.checked, f.stalledSince = f.last, time.Time{}
 	f.mu.Unlock()
@@ -161,4 +174,12 @@ func (f *follower) stop() {
 	if cc != nil {
 		cc.Stop()
 	}
+}
+
+// metricName is what the follower follows, as the metric's label says it.
+func (f *follower) metricName() string {
+	if f.headersOnly {
+		return "index"
+	}
+	return "events"
 }

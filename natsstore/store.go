@@ -272,9 +272,9 @@ func (s *Store) checkFollowers() {
 	}
 }
 
-// checkEvery is how often the followers are checked: a few requests to the stream's
-// leader each time.
-const checkEvery = 2 * time.Second
+// checkEvery is how often the followers are checked: a request to the stream's leader
+// for each, each time.
+const checkEvery = time.Second
 
 // startTimeout bounds Open when its context has no deadline: long enough for a cluster
 // started at the same moment to elect its leaders.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/storetest"
@@ -401,6 +402,14 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 			t.Fatalf("the sink heard %v by %v after the followers stopped, want a, b and c", heard(), stallAfter+4*checkEvery)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	want := `# HELP intentd_store_follower_replacements_total Followers of the NATS stream replaced after they stood still with records after their last.
+# TYPE intentd_store_follower_replacements_total counter
+intentd_store_follower_replacements_total{follows="events"} 1
+intentd_store_follower_replacements_total{follows="index"} 1
+`
+	if err := testutil.CollectAndCompare(f.Collector(), strings.NewReader(want)); err != nil {
+		t.Errorf("the follower metric after one replacement of each: %v", err)
 	}
 	write("d") // the new followers go on
 	eventually(t, func() bool {

@@ -13,7 +13,8 @@ import (
 // and refuses writes, with intentd.ErrStorageFull, while less than a margin is left: the
 // margin is for what Pebble writes on its own (a flushed memtable, a compaction) and for
 // the writes in flight when the space ran out. Reads go on, and writes resume on their
-// own once space returns.
+// own once space returns. A disk filled faster than the store looks is met by the
+// reserve (reserve.go), whatever the margin.
 
 // DefaultMinFreeBytes is the margin of free space below which writes are refused.
 // Pebble flushes a memtable of at most 32 MiB (memTableSize) at a time, two when writes
@@ -49,6 +50,13 @@ func (s *Store) checkDisk(free func() (uint64, error)) {
 		return
 	}
 	s.freeBytes.Store(n)
+	if s.reserve.short.Load() && n >= s.minFree+uint64(s.reserve.size) {
+		if err := s.reserve.hold(); err != nil {
+			s.log.Warn("allocate the data folder's reserve", "err", err)
+		} else if !s.reserve.short.Load() {
+			s.log.Info("the data folder's disk has room for its reserve again: writes resume unless below the margin", "dir", s.dir)
+		}
+	}
 	full := n < s.minFree
 	if s.full.Swap(full) == full {
 		return
@@ -67,5 +75,14 @@ func (s *Store) Writable() error {
 	if s.full.Load() {
 		return fmt.Errorf("%w: %d bytes free in %s, below the margin of %d", intentd.ErrStorageFull, s.freeBytes.Load(), s.dir, s.minFree)
 	}
+	if s.reserve.short.Load() {
+		return fmt.Errorf("%w: the disk of %s ran out of space; writes resume once %d bytes are free (the margin of %d and the reserve of %d)",
+			intentd.ErrStorageFull, s.dir, s.minFree+uint64(s.reserve.size), s.minFree, s.reserve.size)
+	}
 	return nil
+}
+
+// refusing reports whether writes are refused for want of space.
+func (s *Store) refusing() bool {
+	return s.full.Load() || s.reserve.short.Load()
 }

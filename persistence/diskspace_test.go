@@ -77,7 +77,7 @@ func TestStorageFull(t *testing.T) {
 // the tmpfs and skips, saying so, without.
 func TestStorageFullOnDisk(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
@@ -264,11 +264,103 @@ func TestOwnLogsLeaveRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The log and the tables each hold the snapshots once; a few megabytes more for the
-	// keys and the files' ends, and each of the six logs a cushion ahead of its writes.
-	if used, most := before-after, uint64(2*n*size+8<<20+6*logCushion); used > most {
+	// keys and the files' ends, each of the six logs a cushion ahead of its writes, and
+	// the reserve.
+	if used, most := before-after, uint64(2*n*size+8<<20+6*logCushion+reserveBytes); used > most {
 		t.Fatalf("%d MiB of snapshots took %d MiB of the disk, want at most %d MiB", n*size>>20, used>>20, most>>20)
 	}
 	if err := s.Writable(); err != nil {
 		t.Fatalf("after %d MiB of snapshots, %d MiB free on a disk of 256 MiB: %v", n*size>>20, after>>20, err)
+	}
+}
+
+// TestFullDiskNeverEnds fills a small file system (a tmpfs the test mounts) at once,
+// faster than the store reads its free space, under each margin an operator may set:
+// the writes that meet the full disk complete in the reserve, later ones are refused,
+// the process goes on, and every acknowledged write is there. Once the filler is gone
+// the store holds its reserve again and takes writes. With a margin alone, Pebble met
+// the full disk in a log write and ended the process. It needs root to mount the tmpfs
+// and skips, saying so, without.
+func TestFullDiskNeverEnds(t *testing.T) {
+	for _, margin := range []int64{0, 1 << 20, 4 << 20} {
+		t.Run(fmt.Sprintf("margin=%d", margin), func(t *testing.T) {
+			dir := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", dir).CombinedOutput(); err != nil {
+				t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
+			}
+			t.Cleanup(func() { exec.Command("umount", dir).Run() })
+			s, err := Open(filepath.Join(dir, "db"), Options{MinFreeBytes: margin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := os.Stat(filepath.Join(dir, "db", reserveName)); err != nil {
+				t.Fatalf("the reserve: %v", err)
+			}
+			if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			filler := filepath.Join(dir, "filler")
+			fillDisk(t, filler)
+			snap := make([]byte, 4096)
+			var acked []string
+			refused := false
+			for i := 0; i < 100_000 && !refused; i++ {
+				id := fmt.Sprintf("i%06d", i)
+				err := s.CreateIntent(ctx, id, "P", snap, t0)
+				switch {
+				case err == nil:
+					acked = append(acked, id)
+				case errors.Is(err, intentd.ErrStorageFull):
+					refused = true
+				default:
+					t.Fatalf("create %d on a full disk: %v, want ErrStorageFull", i, err)
+				}
+			}
+			if !refused {
+				t.Fatal("no write was refused on a full disk")
+			}
+			if err := s.Writable(); !errors.Is(err, intentd.ErrStorageFull) {
+				t.Fatalf("Writable on a full disk = %v, want ErrStorageFull", err)
+			}
+			for _, id := range acked {
+				if got, err := s.Intent(ctx, id); err != nil || len(got) != len(snap) {
+					t.Fatalf("acknowledged intent %s: %d bytes, %v", id, len(got), err)
+				}
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "writes resumed", func() bool { return s.Writable() == nil })
+			if _, err := os.Stat(filepath.Join(dir, "db", reserveName)); err != nil {
+				t.Fatalf("the reserve after space returned: %v", err)
+			}
+			mustCreate(t, s, "after", "P", "o")
+		})
+	}
+}
+
+// fillDisk writes path until its file system has no space left.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	small := make([]byte, 4096)
+	for {
+		if _, err := f.Write(small); err != nil {
+			return
+		}
 	}
 }

@@ -44,7 +44,8 @@ type Options struct {
 	// opened without it (unless AcceptDataLoss).
 	NoSync bool
 	// MinFreeBytes is the free space of the folder's file system below which writes are
-	// refused with intentd.ErrStorageFull (diskspace.go); 0: never refused.
+	// refused with intentd.ErrStorageFull (diskspace.go); 0: refused only once a write
+	// met a full disk (reserve.go).
 	// DefaultMinFreeBytes is what intentd runs with.
 	MinFreeBytes int64
 	// FreeBytes reads the free space of the folder's file system; nil: the operating
@@ -131,6 +132,7 @@ type Store struct {
 	full      atomic.Bool
 	freeBytes atomic.Uint64
 	diskDone  chan struct{}
+	reserve   *reserve
 
 	// logMu makes the check and the write of a log bundle one step (log.go).
 	logMu sync.Mutex
@@ -149,13 +151,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		po.Cache.Unref()
 		return nil, err
 	}
+	free := freeBytes(dir, opts)
+	res, err := holdReserve(po.FS, dir, free, opts.Logger)
+	if err != nil {
+		po.Cache.Unref()
+		return nil, err
+	}
 	slowAfter := opts.diskSlowAfter
 	if slowAfter == 0 {
 		slowAfter = defaultDiskSlowAfter
 	}
 	// The watch stops with the store (Close), after the database is closed.
 	var unwatch io.Closer
-	po.FS, unwatch = vfs.WithDiskHealthChecks(logCushionFS{po.FS}, slowAfter, events.DiskSlow)
+	po.FS, unwatch = vfs.WithDiskHealthChecks(vfs.OnDiskFull(logCushionFS{po.FS}, res.release), slowAfter, events.DiskSlow)
 	// The logs Pebble is about to replay, named if the mark finds writes missing:
 	// replay folds them into tables and removes them.
 	replayed := walFiles(po.FS, dir)
@@ -170,7 +178,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, openFailed(dir, err)
 	}
 	s := newStore(db, unwatch, writers, po.FS, dir, opts)
-	free, refs, err := s.load(dir, opts, existed, replayed)
+	s.reserve = res
+	refs, err := s.load(opts, existed, replayed, free)
 	if err != nil {
 		s.closeDB()
 		return nil, err
@@ -211,6 +220,34 @@ func pebbleOptions(opts Options) (*pebble.Options, *pebble.EventListener) {
 	return po, events
 }
 
+// freeBytes is the reader of the free space of dir's file system: opts's, or the
+// operating system's for a folder on the real file system, or nil where none can tell.
+func freeBytes(dir string, opts Options) func() (uint64, error) {
+	if opts.FreeBytes != nil {
+		return opts.FreeBytes
+	}
+	if opts.FS.fs == nil && statfsFree != nil {
+		return func() (uint64, error) { return statfsFree(dir) }
+	}
+	return nil
+}
+
+// holdReserve makes the store's reserve for the writes that meet the disk's end
+// (reserve.go), and holds it where free reads the free space: on such a disk.
+func holdReserve(fs vfs.FS, dir string, free func() (uint64, error), log *slog.Logger) (*reserve, error) {
+	res := newReserve(fs, dir, log)
+	if free == nil {
+		return res, nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+	}
+	if err := res.hold(); err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+	}
+	return res, nil
+}
+
 // newStore is the store on the database just opened, before anything is read.
 func newStore(db *pebble.DB, unwatch io.Closer, writers *atomic.Int64, fs vfs.FS, dir string, opts Options) *Store {
 	s := &Store{
@@ -245,38 +282,30 @@ func newStore(db *pebble.DB, unwatch io.Closer, writers *atomic.Int64, fs vfs.FS
 }
 
 // load reads what the store starts from: the event sequence, the policies' ids and the
-// mark, checked against the database; then the free space, and the scan of the
-// references, which may move them first. It returns the reader of the free space, nil
-// when it is not watched, and the scan.
-func (s *Store) load(dir string, opts Options, existed bool, replayed []string) (free func() (uint64, error), refs refScan, err error) {
+// mark, checked against the database; then the free space, when free reads it, and the
+// scan of the references, which may move them first.
+func (s *Store) load(opts Options, existed bool, replayed []string, free func() (uint64, error)) (refScan, error) {
 	seq, err := s.startSeq()
 	if err == nil {
 		err = s.loadPolicyIDs()
 	}
 	if err != nil {
-		return nil, refScan{}, err
+		return refScan{}, err
 	}
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	if !s.noMark {
 		if err := s.checkMark(opts.AcceptDataLoss, existed, replayed); err != nil {
-			return nil, refScan{}, err
+			return refScan{}, err
 		}
 	}
 	// The free space is read before the first write, which may be the move of the
 	// references below: on a disk too full for it, Open fails saying so, rather than
 	// meeting the disk's end inside Pebble.
-	free = opts.FreeBytes
-	if free == nil && opts.FS.fs == nil && statfsFree != nil {
-		free = func() (uint64, error) { return statfsFree(dir) }
-	}
-	if free == nil || s.minFree == 0 {
-		free = nil
-	} else {
+	if free != nil {
 		s.checkDisk(free)
 	}
-	refs, err = s.openRefs()
-	return free, refs, err
+	return s.openRefs()
 }
 
 // run starts the store's goroutines: the mark's writer, the watch of the free space
@@ -409,7 +438,7 @@ func syncInterval(writers *atomic.Int64) func() time.Duration {
 
 // commit writes a batch with the store's durability and counts it among the writers.
 func (s *Store) commit(b *pebble.Batch) error {
-	if s.full.Load() {
+	if s.refusing() {
 		return s.Writable()
 	}
 	s.writers.Add(1)

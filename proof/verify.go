@@ -107,33 +107,81 @@ type LogReport struct {
 // its transparency log inclusion (VerifyLogInclusion). The first check that fails is
 // returned as a *VerifyError naming it.
 func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
+	w, signed, err := decodeBundle(bundle)
+	if err != nil {
+		return nil, err
+	}
+	r := &signed.Receipt
+	report := &VerifyReport{KeyTrusted: trustedKey != nil}
+	key, err := checkKey(signed, trustedKey, report)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDigests(w, r); err != nil {
+		return nil, err
+	}
+	p, err := loadPolicy(w.PolicyBytecode, r)
+	if err != nil {
+		return nil, err
+	}
+	in, err := checkIntent(w.AuthoredIntent, r, report)
+	if err != nil {
+		return nil, err
+	}
+	var proposal struct {
+		Solution string `json:"solution"`
+	}
+	if err := decodeStrict(w.Proposal, &proposal); err != nil || proposal.Solution == "" {
+		return nil, verifyErr(CheckBundle, "proof bundle: proposal is not {\"solution\": non-empty string}")
+	}
+	if err := checkEvaluation(p, in, w.Evidence, r, report); err != nil {
+		return nil, err
+	}
+	// Last: whether the receipt was published matters once it is known to be right.
+	if err := checkLog(w, r, key, report); err != nil {
+		return nil, err
+	}
+	report.IntentID, report.PolicyID = r.IntentID, r.PolicyID
+	report.IssuedAt = r.IssuedAt
+	report.KeyID, report.PublicKey = r.KeyID, crypto.EncodeBase58(key)
+	report.Notes = append(report.Notes, "the evidence is the extractor's account of the solution: "+
+		"the receipt shows the policy holds (or fails) on it, not that it is true")
+	return report, nil
+}
+
+// decodeBundle reads a bundle's parts, each required but the log, and its receipt.
+func decodeBundle(bundle []byte) (*bundleWire, *crypto.SignedReceipt, error) {
 	// Canonicalize refuses duplicate keys, which encoding/json would let through with
 	// the last one winning.
 	if _, err := crypto.Canonicalize(bundle); err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle is not valid JSON: %v", err)
+		return nil, nil, verifyErr(CheckBundle, "proof bundle is not valid JSON: %v", err)
 	}
 	var w bundleWire
 	if err := decodeStrict(bundle, &w); err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle is not valid: %v", err)
+		return nil, nil, verifyErr(CheckBundle, "proof bundle is not valid: %v", err)
 	}
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
 	}{{"receipt", w.Receipt}, {"authored_intent", w.AuthoredIntent}, {"proposal", w.Proposal}, {"evidence", w.Evidence}} {
 		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
-			return nil, verifyErr(CheckBundle, "proof bundle: %s is missing", f.name)
+			return nil, nil, verifyErr(CheckBundle, "proof bundle: %s is missing", f.name)
 		}
 	}
 	if len(w.PolicyBytecode) == 0 {
-		return nil, verifyErr(CheckBundle, "proof bundle: policy_bytecode is missing")
+		return nil, nil, verifyErr(CheckBundle, "proof bundle: policy_bytecode is missing")
 	}
 	signed, err := crypto.DecodeSignedReceipt(w.Receipt)
 	if err != nil {
-		return nil, verifyErr(CheckBundle, "proof bundle: receipt: %v", err)
+		return nil, nil, verifyErr(CheckBundle, "proof bundle: receipt: %v", err)
 	}
-	r := &signed.Receipt
+	return &w, signed, nil
+}
 
-	report := &VerifyReport{KeyTrusted: trustedKey != nil}
+// checkKey checks the receipt's signature under trustedKey, or under the bundle's own
+// key when trustedKey is nil, and returns the key it verified under.
+func checkKey(signed *crypto.SignedReceipt, trustedKey ed25519.PublicKey, report *VerifyReport) (ed25519.PublicKey, error) {
+	r := &signed.Receipt
 	key := trustedKey
 	if key == nil {
 		key = signed.PublicKey
@@ -152,7 +200,12 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	if err := crypto.VerifyReceipt(signed, key); err != nil {
 		return nil, verifyErr(CheckSignature, "receipt %v", err)
 	}
+	return key, nil
+}
 
+// checkDigests checks the bundle's authored intent, proposal and evidence against the
+// digests the receipt signs.
+func checkDigests(w *bundleWire, r *crypto.Receipt) error {
 	for _, d := range []struct {
 		check, what string
 		raw         json.RawMessage
@@ -164,44 +217,53 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	} {
 		got, err := crypto.Digest(d.raw)
 		if err != nil {
-			return nil, verifyErr(d.check, "%s digest cannot be computed: %v", d.what, err)
+			return verifyErr(d.check, "%s digest cannot be computed: %v", d.what, err)
 		}
 		if got != d.want {
-			return nil, verifyErr(d.check, "%s digest does not match: the bundle's %s digests to %s, the receipt says %s", d.what, d.what, got, d.want)
+			return verifyErr(d.check, "%s digest does not match: the bundle's %s digests to %s, the receipt says %s", d.what, d.what, got, d.want)
 		}
 	}
+	return nil
+}
 
-	sum := sha256.Sum256(w.PolicyBytecode)
+// loadPolicy loads the bytecode once it hashes to the receipt's policy id.
+func loadPolicy(bytecode []byte, r *crypto.Receipt) (*policy.Policy, error) {
+	sum := sha256.Sum256(bytecode)
 	if id := crypto.EncodeBase58(sum[:]); id != r.PolicyID {
 		return nil, verifyErr(CheckPolicy, "policy bytecode hashes to %s, the receipt names policy %s", id, r.PolicyID)
 	}
-	p, err := policy.Decode(w.PolicyBytecode)
+	p, err := policy.Decode(bytecode)
 	if err != nil {
 		return nil, verifyErr(CheckPolicy, "policy bytecode does not load: %v", err)
 	}
+	return p, nil
+}
 
+// checkIntent decodes the authored intent, checks its id and policy id against the
+// receipt and its authorship, and reports the authorship's form.
+func checkIntent(raw json.RawMessage, r *crypto.Receipt, report *VerifyReport) (intentd.Intent, error) {
 	var authored struct {
 		Intent     json.RawMessage   `json:"intent"`
 		Authorship crypto.Authorship `json:"authorship"`
 	}
-	if err := decodeStrict(w.AuthoredIntent, &authored); err != nil {
-		return nil, verifyErr(CheckIntent, "authored intent is not valid: %v", err)
+	if err := decodeStrict(raw, &authored); err != nil {
+		return intentd.Intent{}, verifyErr(CheckIntent, "authored intent is not valid: %v", err)
 	}
 	if len(authored.Intent) == 0 {
-		return nil, verifyErr(CheckIntent, "authored intent: intent is missing")
+		return intentd.Intent{}, verifyErr(CheckIntent, "authored intent: intent is missing")
 	}
 	in, err := intentd.DecodeIntent(authored.Intent)
 	if err != nil {
-		return nil, verifyErr(CheckIntent, "authored intent: %v", err)
+		return intentd.Intent{}, verifyErr(CheckIntent, "authored intent: %v", err)
 	}
 	if id, _ := intentd.CanonicalIntentID(in.ID); id != r.IntentID {
-		return nil, verifyErr(CheckIntent, "the authored intent's id is %s, the receipt's intent_id is %s", in.ID, r.IntentID)
+		return intentd.Intent{}, verifyErr(CheckIntent, "the authored intent's id is %s, the receipt's intent_id is %s", in.ID, r.IntentID)
 	}
 	if in.PolicyID != r.PolicyID {
-		return nil, verifyErr(CheckIntent, "the authored intent names policy %s, the receipt names %s", in.PolicyID, r.PolicyID)
+		return intentd.Intent{}, verifyErr(CheckIntent, "the authored intent names policy %s, the receipt names %s", in.PolicyID, r.PolicyID)
 	}
 	if err := crypto.Verify(authored.Intent, authored.Authorship, crypto.VerifyOptions{AllowUnsigned: true}); err != nil {
-		return nil, verifyErr(CheckAuthorship, "intent authorship does not verify: %v", err)
+		return intentd.Intent{}, verifyErr(CheckAuthorship, "intent authorship does not verify: %v", err)
 	}
 	report.Authorship, report.AuthorKey = describeAuthorship(authored.Authorship)
 	switch report.Authorship {
@@ -211,18 +273,17 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 		report.Notes = append(report.Notes, "passkey signatures were checked over the intent; their origin and relying party "+
 			"were checked by the service at submission, not here")
 	}
+	return in, nil
+}
 
-	var proposal struct {
-		Solution string `json:"solution"`
-	}
-	if err := decodeStrict(w.Proposal, &proposal); err != nil || proposal.Solution == "" {
-		return nil, verifyErr(CheckBundle, "proof bundle: proposal is not {\"solution\": non-empty string}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(w.Evidence))
+// checkEvaluation runs the policy again on the evidence with the intent's attrs, checks
+// that it gives the receipt's outcome and failures, and reports them.
+func checkEvaluation(p *policy.Policy, in intentd.Intent, evidence json.RawMessage, r *crypto.Receipt, report *VerifyReport) error {
+	dec := json.NewDecoder(bytes.NewReader(evidence))
 	dec.UseNumber()
 	var ev map[string]any
 	if err := dec.Decode(&ev); err != nil || ev == nil {
-		return nil, verifyErr(CheckBundle, "proof bundle: evidence is not a JSON object")
+		return verifyErr(CheckBundle, "proof bundle: evidence is not a JSON object")
 	}
 	attrs := policy.Attrs{}
 	if in.Attrs != nil {
@@ -234,10 +295,10 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 		outcome = intentd.StateFailure
 	}
 	if string(outcome) != r.Outcome {
-		return nil, verifyErr(CheckEvaluation, "re-evaluation gives %s, the receipt says %s", outcome, r.Outcome)
+		return verifyErr(CheckEvaluation, "re-evaluation gives %s, the receipt says %s", outcome, r.Outcome)
 	}
 	if err := sameFailures(failures, r.ConstraintFailures); err != nil {
-		return nil, err
+		return err
 	}
 	kind, missing := intentd.ClassifyFailures(failures)
 	if r.Version == crypto.ReceiptVersion1 {
@@ -246,32 +307,31 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 				"%s is the re-evaluation's, not signed", crypto.ReceiptVersion1, kind))
 		}
 	} else if err := sameKind(kind, missing, r); err != nil {
-		return nil, err
+		return err
 	}
-
-	// Last: whether the receipt was published matters once it is known to be right.
-	if w.Log != nil {
-		cp, err := VerifyLogInclusion(w.Log, w.Receipt, r, key)
-		if err != nil {
-			return nil, err
-		}
-		report.Log = &LogReport{Origin: cp.Origin, LeafIndex: w.Log.LeafIndex, TreeSize: cp.Size, RootHash: cp.Hash}
-		report.Notes = append(report.Notes, "the log shows this receipt in the history the checkpoint commits to; "+
-			"that everyone is shown the same history needs the checkpoint compared with others' (intentctl log watch, a witness)")
-	} else {
-		report.Notes = append(report.Notes, "the bundle carries no transparency log inclusion: nothing shows the outcome was published to everyone")
-	}
-
-	report.IntentID, report.PolicyID, report.Outcome = r.IntentID, r.PolicyID, outcome
+	report.Outcome = outcome
 	report.Failures, report.FailureKind, report.EvidenceMissing = failures, kind, missing
 	if report.Failures == nil {
 		report.Failures = []policy.Failure{}
 	}
-	report.IssuedAt = r.IssuedAt
-	report.KeyID, report.PublicKey = r.KeyID, crypto.EncodeBase58(key)
-	report.Notes = append(report.Notes, "the evidence is the extractor's account of the solution: "+
-		"the receipt shows the policy holds (or fails) on it, not that it is true")
-	return report, nil
+	return nil
+}
+
+// checkLog checks the bundle's transparency log inclusion, when it carries one, and
+// reports what it shows.
+func checkLog(w *bundleWire, r *crypto.Receipt, key ed25519.PublicKey, report *VerifyReport) error {
+	if w.Log == nil {
+		report.Notes = append(report.Notes, "the bundle carries no transparency log inclusion: nothing shows the outcome was published to everyone")
+		return nil
+	}
+	cp, err := VerifyLogInclusion(w.Log, w.Receipt, r, key)
+	if err != nil {
+		return err
+	}
+	report.Log = &LogReport{Origin: cp.Origin, LeafIndex: w.Log.LeafIndex, TreeSize: cp.Size, RootHash: cp.Hash}
+	report.Notes = append(report.Notes, "the log shows this receipt in the history the checkpoint commits to; "+
+		"that everyone is shown the same history needs the checkpoint compared with others' (intentctl log watch, a witness)")
+	return nil
 }
 
 // sameFailures compares the failures of a re-evaluation with the receipt's, field by field.

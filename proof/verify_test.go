@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,21 +268,53 @@ func TestVerifyTampering(t *testing.T) {
 		t.Fatal(err)
 	}
 	service := serviceKey.PublicKey()
-	replace := func(t *testing.T, part *json.RawMessage, old, new string) {
-		t.Helper()
-		if !bytes.Contains(*part, []byte(old)) {
-			t.Fatalf("%s is not in %s", old, *part)
-		}
-		*part = bytes.Replace(*part, []byte(old), []byte(new), 1)
+	tests := slices.Concat(shapeTamperings(service), keyTamperings(service), boundTamperings(service), signedTamperings(service, other))
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
 	}
-	tests := []struct {
-		name    string
-		trusted ed25519.PublicKey
-		change  func(t *testing.T, b *bundle)
-		check   string
-		message string
-	}{
-		// What changes the bundle's shape.
+}
+
+// tampering is a bundle changed by change, or left whole when change is nil, and the
+// check that Verify must refuse it at, with message in what it says, given trusted as
+// the service's key.
+type tampering struct {
+	name    string
+	trusted ed25519.PublicKey
+	change  func(t *testing.T, b *bundle)
+	check   string
+	message string
+}
+
+func (tt tampering) run(t *testing.T) {
+	b := newBundle(t)
+	if tt.change != nil {
+		tt.change(t, b)
+	}
+	rep, err := proof.Verify(b.encode(t), tt.trusted)
+	if err == nil {
+		t.Fatalf("Verify succeeded (%+v), want check %s: %s", rep, tt.check, tt.message)
+	}
+	var ve *proof.VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Verify: %v (%T), want a *proof.VerifyError", err, err)
+	}
+	if ve.Check != tt.check || !strings.Contains(ve.Message, tt.message) {
+		t.Fatalf("Verify: check %s: %q\nwant check %s with %q", ve.Check, ve.Message, tt.check, tt.message)
+	}
+}
+
+// replacePart replaces the first old in a part of a bundle, which must hold it.
+func replacePart(t *testing.T, part *json.RawMessage, old, new string) {
+	t.Helper()
+	if !bytes.Contains(*part, []byte(old)) {
+		t.Fatalf("%s is not in %s", old, *part)
+	}
+	*part = bytes.Replace(*part, []byte(old), []byte(new), 1)
+}
+
+// shapeTamperings change the bundle's shape.
+func shapeTamperings(service ed25519.PublicKey) []tampering {
+	return []tampering{
 		{"an unknown member", service, func(t *testing.T, b *bundle) {
 			b.edit = func(p map[string]json.RawMessage) { p["note"] = json.RawMessage(`"trust me"`) }
 		}, proof.CheckBundle, `unknown field "note"`},
@@ -294,8 +327,12 @@ func TestVerifyTampering(t *testing.T) {
 		{"a receipt that is not one", service, func(t *testing.T, b *bundle) {
 			b.edit = func(p map[string]json.RawMessage) { p["receipt"] = json.RawMessage(`{"receipt":{}}`) }
 		}, proof.CheckBundle, "receipt"},
+	}
+}
 
-		// What the receipt's key and signature catch.
+// keyTamperings are what the receipt's key and signature catch.
+func keyTamperings(service ed25519.PublicKey) []tampering {
+	return []tampering{
 		{"another trusted key", otherKey.PublicKey(), nil, proof.CheckKey,
 			"receipt is signed by key " + serviceKey.ID() + ", not by the trusted key " + otherKey.ID()},
 		{"signed by another key", service, func(t *testing.T, b *bundle) { b.key = otherKey }, proof.CheckKey,
@@ -304,14 +341,14 @@ func TestVerifyTampering(t *testing.T) {
 		{"the bundle's key swapped, no trusted key", nil, func(t *testing.T, b *bundle) {
 			b.edit = func(p map[string]json.RawMessage) {
 				r := p["receipt"]
-				replace(t, &r, crypto.EncodeBase58(service), crypto.EncodeBase58(otherKey.PublicKey()))
+				replacePart(t, &r, crypto.EncodeBase58(service), crypto.EncodeBase58(otherKey.PublicKey()))
 				p["receipt"] = r
 			}
 		}, proof.CheckKey, "receipt names key " + serviceKey.ID() + ", but the bundle's public key is " + otherKey.ID()},
 		{"a failure's reason after signing", service, func(t *testing.T, b *bundle) {
 			b.edit = func(p map[string]json.RawMessage) {
 				r := p["receipt"]
-				replace(t, &r, "price_cents = 9999,", "price_cents = 9998,")
+				replacePart(t, &r, "price_cents = 9999,", "price_cents = 9998,")
 				p["receipt"] = r
 			}
 		}, proof.CheckSignature, "signature does not verify under key " + serviceKey.ID()},
@@ -325,22 +362,25 @@ func TestVerifyTampering(t *testing.T) {
 				p["receipt"], _ = s.MarshalJSON()
 			}
 		}, proof.CheckSignature, "signature does not verify"},
+	}
+}
 
-		// What the digests bind.
+// boundTamperings change what the receipt's digests and policy id bind.
+func boundTamperings(service ed25519.PublicKey) []tampering {
+	return []tampering{
 		{"an attribute", service, func(t *testing.T, b *bundle) {
-			replace(t, &b.authored, `{"Int":2500}`, `{"Int":9999}`)
+			replacePart(t, &b.authored, `{"Int":2500}`, `{"Int":9999}`)
 		}, proof.CheckAuthoredIntentDigest, "authored intent digest does not match"},
 		{"the solution", service, func(t *testing.T, b *bundle) {
-			replace(t, &b.proposal, "tee-l", "tee-m")
+			replacePart(t, &b.proposal, "tee-l", "tee-m")
 		}, proof.CheckProposalDigest, "proposal digest does not match"},
 		{"a byte of the evidence", service, func(t *testing.T, b *bundle) {
-			replace(t, &b.evidence, "9999", "9998")
+			replacePart(t, &b.evidence, "9999", "9998")
 		}, proof.CheckEvidenceDigest, "evidence digest does not match"},
 		{"evidence with a number JCS would round", service, func(t *testing.T, b *bundle) {
-			replace(t, &b.evidence, "9999", "9007199254740993")
+			replacePart(t, &b.evidence, "9999", "9007199254740993")
 		}, proof.CheckEvidenceDigest, "evidence digest cannot be computed"},
 
-		// What the policy id binds.
 		{"a byte of the bytecode", service, func(t *testing.T, b *bundle) {
 			b.bytecode = bytes.Clone(b.bytecode)
 			b.bytecode[len(b.bytecode)/2] ^= 1
@@ -350,9 +390,13 @@ func TestVerifyTampering(t *testing.T) {
 			sum := sha256.Sum256(b.bytecode)
 			b.receipt.PolicyID = crypto.EncodeBase58(sum[:])
 		}, proof.CheckPolicy, "policy bytecode does not load"},
+	}
+}
 
-		// What a service could sign that the parts do not say: the checks behind the
-		// signature.
+// signedTamperings are what a service could sign that the parts do not say: the checks
+// behind the signature. other is a policy other than the intent's.
+func signedTamperings(service ed25519.PublicKey, other *policy.Policy) []tampering {
+	return []tampering{
 		{"another intent id, signed", service, func(t *testing.T, b *bundle) {
 			b.receipt.IntentID = "00000000-0000-4000-8000-000000000001"
 		}, proof.CheckIntent, "the authored intent's id is " + testIntentID},
@@ -360,7 +404,7 @@ func TestVerifyTampering(t *testing.T) {
 			b.bytecode, b.receipt.PolicyID = other.Bytecode(), other.ID()
 		}, proof.CheckIntent, "the receipt names " + other.ID()},
 		{"an attribute, signed", service, func(t *testing.T, b *bundle) {
-			replace(t, &b.authored, `{"Int":2500}`, `{"Int":9999}`)
+			replacePart(t, &b.authored, `{"Int":2500}`, `{"Int":9999}`)
 			b.redigest(t)
 		}, proof.CheckAuthorship, "intent authorship does not verify"},
 		{"success, signed", service, func(t *testing.T, b *bundle) {
@@ -391,25 +435,6 @@ func TestVerifyTampering(t *testing.T) {
 			b.proposal = json.RawMessage(`{"solution":""}`)
 			b.redigest(t)
 		}, proof.CheckBundle, "proposal is not"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := newBundle(t)
-			if tt.change != nil {
-				tt.change(t, b)
-			}
-			rep, err := proof.Verify(b.encode(t), tt.trusted)
-			if err == nil {
-				t.Fatalf("Verify succeeded (%+v), want check %s: %s", rep, tt.check, tt.message)
-			}
-			var ve *proof.VerifyError
-			if !errors.As(err, &ve) {
-				t.Fatalf("Verify: %v (%T), want a *proof.VerifyError", err, err)
-			}
-			if ve.Check != tt.check || !strings.Contains(ve.Message, tt.message) {
-				t.Fatalf("Verify: check %s: %q\nwant check %s with %q", ve.Check, ve.Message, tt.check, tt.message)
-			}
-		})
 	}
 }
 

@@ -34,12 +34,10 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 )
@@ -72,7 +70,8 @@ type Config struct {
 	// Logger receives the provider's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// OnFenced, when set, is called once, on its own goroutine, when the member is
-	// fenced, with the reason (which wraps ErrFenced).
+	// fenced, with the reason (which wraps ErrFenced). Shutdown waits for it to
+	// return, so it must not wait for Shutdown itself.
 	OnFenced func(reason error)
 }
 
@@ -83,13 +82,16 @@ type Provider struct {
 	log *slog.Logger
 	ttl time.Duration
 
-	kv         jetstream.KeyValue
-	started    bool
-	update     func(cluster.Members) // hands protoactor a topology: MemberList.UpdateClusterTopology
-	id         string
-	member     []byte // this member's value in the bucket; nil for a client
-	ctx        context.Context
-	cancel     context.CancelFunc
+	kv      jetstream.KeyValue
+	started bool
+	update  func(cluster.Members) // hands protoactor a topology: MemberList.UpdateClusterTopology
+	id      string
+	member  []byte // this member's value in the bucket; nil for a client
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// wg counts every goroutine the provider starts (the heartbeat, the watch loop,
+	// the deletions of silent members' keys, the call of OnFenced): Shutdown waits
+	// for them, so that none outlives the provider.
 	wg         sync.WaitGroup
 	fenced     chan struct{}
 	fenceOnce  sync.Once
@@ -107,59 +109,9 @@ type Provider struct {
 	leaving bool            // Shutdown deletes the key; its deletion is no fence
 	made    time.Time       // when the bucket this member registered in was made (server's clock)
 
-	// What the bucket has taken of this member's renewals, by the heartbeat's clock:
-	// the revision and send time of the last one acknowledged, and since when the
-	// acknowledgements have come without a gap. The watch compares them with what it
-	// brings (a renewal taken but not brought means the watch stopped following), and
-	// silence of the others counts only while the run lasts.
+	// acks is what the bucket has taken of this member's renewals: the heartbeat
+	// records it, the watch's judge compares it with what the watch brings.
 	acks ackRun
-}
-
-// ackRun is the record of acknowledged renewals.
-type ackRun struct {
-	mu    sync.Mutex
-	rev   uint64
-	at    time.Time
-	from  time.Time
-	epoch int // how many times the bucket was made again: revisions before are void
-}
-
-// add records a renewal acknowledged at rev that was sent at sent; gap is the longest
-// wait between two renewals of a run.
-func (a *ackRun) add(rev uint64, sent time.Time, gap time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if rev <= a.rev {
-		return
-	}
-	if sent.Sub(a.at) > gap {
-		a.from = sent
-	}
-	a.rev, a.at = rev, sent
-}
-
-// restart records the first renewal acknowledged by a members bucket made again: its
-// revisions start over, and so does the run.
-func (a *ackRun) restart(rev uint64, sent time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.rev, a.at, a.from = rev, sent, sent
-	a.epoch++
-}
-
-// last returns the last acknowledged revision, when it was sent, and since when the
-// acknowledgements have come without a gap.
-func (a *ackRun) last() (rev uint64, at, from time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.rev, a.at, a.from
-}
-
-// made is how many times the bucket was made again.
-func (a *ackRun) made() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.epoch
 }
 
 var _ cluster.ClusterProvider = (*Provider)(nil)
@@ -322,10 +274,6 @@ func (p *Provider) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	})
 }
 
-// renewalGap is the longest wait between two renewals of a member that misses none:
-// one is due every TTL/3, and each may take up to TTL/3 to be taken.
-func renewalGap(ttl time.Duration) time.Duration { return 2 * ttl / 3 }
-
 // startTimeout bounds a member's start: long enough for NATS servers started at the
 // same moment, or one just restarted beside the node, to elect their leaders.
 const startTimeout = 30 * time.Second
@@ -349,402 +297,9 @@ func retry[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, 
 	}
 }
 
-// heartbeat renews the member's key every TTL/3. Each renewal states the revision it
-// last wrote, so that a key the others deleted is refused rather than written again: a
-// member the others dropped must not come back under the id they blocked.
-func (p *Provider) heartbeat(rev uint64, lastOK time.Time) {
-	defer p.wg.Done()
-	subject := "$KV." + p.cfg.Bucket + "." + p.id
-	tick := time.NewTicker(p.ttl / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-tick.C:
-		}
-		p.pause.RLock()
-		rev, lastOK = p.renew(subject, rev, lastOK)
-		p.pause.RUnlock()
-	}
-}
-
-// renew sends one renewal and returns the revision and send time of the last one that
-// was acknowledged.
-func (p *Provider) renew(subject string, rev uint64, lastOK time.Time) (uint64, time.Time) {
-	if p.ctx.Err() != nil {
-		return rev, lastOK
-	}
-	// A member that cannot renew does not fence itself: it cannot reach the NATS that
-	// holds the store either, so its grains can write nothing, and when NATS answers
-	// again the renewal finds the key deleted (below) if the others dropped it. Fencing
-	// on silence alone would stop every member at once whenever the bucket's leader
-	// moves. A member paused past its TTL fences the same way, on its first renewal
-	// after it resumes.
-	left := p.ttl - time.Since(lastOK)
-	ctx, cancel := context.WithTimeout(p.ctx, p.ttl/3)
-	defer cancel()
-	sent := time.Now()
-	ack, err := p.cfg.JetStream.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: p.member},
-		jetstream.WithExpectLastSequencePerSubject(rev))
-	if err == nil {
-		if p.acking != nil {
-			p.acking()
-		}
-		p.acks.add(ack.Sequence, sent, renewalGap(p.ttl))
-		return ack.Sequence, sent
-	}
-	if p.ctx.Err() != nil {
-		return rev, lastOK
-	}
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
-		// Unanswered: NATS is away, or electing, or the bucket itself is gone.
-		look, cancel := context.WithTimeout(p.ctx, p.ttl/3)
-		_, gerr := p.cfg.JetStream.KeyValue(look, p.cfg.Bucket)
-		cancel()
-		if errors.Is(gerr, jetstream.ErrBucketNotFound) {
-			return p.registerAgain(rev, lastOK)
-		}
-		p.log.Warn("cluster membership renewal failed; retrying", "member", p.id, "error", err, "lease_left", left.Round(time.Millisecond))
-		return rev, lastOK
-	}
-	// The key is not at the revision last written: either a renewal was written but
-	// its acknowledgement lost (the key is ours, at a later revision), or another
-	// member dropped this one and deleted the key.
-	e, err := p.kv.Get(ctx, p.id)
-	switch {
-	case err == nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(p.member):
-		return e.Revision(), lastOK
-	case err == nil:
-		p.fence(fmt.Errorf("%w: its membership key %s holds another member's record", ErrFenced, p.id))
-	case errors.Is(err, jetstream.ErrKeyDeleted):
-		p.fence(fmt.Errorf("%w: its membership key %s was deleted", ErrFenced, p.id))
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		// Gone, or never in this bucket: one made again after the one this member
-		// joined was lost, by another member that found it gone first.
-		made, merr := p.bucketMade(ctx)
-		switch {
-		case merr != nil:
-			p.log.Warn("cluster membership key missing and the bucket cannot be read; retrying", "member", p.id, "error", merr)
-		case !made.Equal(p.madeAt()):
-			return p.registerAgain(rev, lastOK)
-		default:
-			p.fence(fmt.Errorf("%w: its membership key %s is missing from the bucket it joined", ErrFenced, p.id))
-		}
-	default:
-		p.log.Warn("cluster membership renewal refused and the key could not be read; retrying", "member", p.id, "error", err)
-	}
-	return rev, lastOK
-}
-
-// registerAgain makes the members bucket again if it is missing and registers this
-// member in it anew. The bucket was lost, not just this member's key: a NATS server
-// that kept it in memory was restarted, or someone deleted it. Every member lost its
-// key with it, so none of them was dropped by the others, and each comes back under
-// the id it had; a member the others did drop finds its key missing in the bucket it
-// joined, and fences itself. The watch, silent since the bucket went, starts anew on
-// the new one.
-func (p *Provider) registerAgain(rev uint64, lastOK time.Time) (uint64, time.Time) {
-	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
-	defer cancel()
-	if _, err := p.bucket(ctx); err != nil {
-		p.log.Warn("cluster members bucket is gone and cannot be made again; retrying", "member", p.id, "bucket", p.cfg.Bucket, "error", err)
-		return rev, lastOK
-	}
-	made, err := p.bucketMade(ctx)
-	if err != nil {
-		p.log.Warn("cluster members bucket made again, but cannot be read; retrying", "member", p.id, "error", err)
-		return rev, lastOK
-	}
-	sent := time.Now()
-	nrev, err := p.register(ctx)
-	if err != nil {
-		p.log.Warn("cluster members bucket made again, but this member's key could not be written; retrying", "member", p.id, "error", err)
-		return rev, lastOK
-	}
-	p.log.Warn("cluster members bucket was lost: this member registered anew", "member", p.id, "bucket", p.cfg.Bucket)
-	p.setMade(made)
-	p.acks.restart(nrev, sent)
-	return nrev, sent
-}
-
-// watch starts watching the bucket and waits for its first snapshot, so that protoactor
-// has a topology when StartMember returns.
-func (p *Provider) watch() error {
-	ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
-	defer cancel()
-	w, err := retry(ctx, func(context.Context) (jetstream.KeyWatcher, error) { return p.kv.WatchAll(p.ctx) })
-	if err != nil {
-		p.cancel()
-		return fmt.Errorf("natsprovider: watch members: %w", err)
-	}
-	ready := make(chan struct{})
-	p.wg.Add(1)
-	go p.follow(w, ready)
-	select {
-	case <-ready:
-		return nil
-	case <-time.After(10 * time.Second):
-		p.cancel()
-		return errors.New("natsprovider: the members bucket sent no snapshot in 10s")
-	}
-}
-
-// follow keeps the set of members as the bucket has it and hands protoactor a topology
-// when the set changes, not on every renewal. Every TTL/6 it drops the members that
-// have been silent for a TTL while the bucket took this member's own renewals (see
-// dropSilent), and deletes their keys, stating the revision it saw, so that a renewal
-// that came meanwhile wins.
-//
-// A watch can stop following while the connection goes on: its server went away and
-// its consumer did not come back. The heartbeat says so first: a renewal the bucket
-// acknowledged and the watch did not bring within TTL/3 means the watch is behind, and
-// a new watch takes its place; its snapshot replaces the set. A watch that brings
-// nothing for a whole TTL is replaced too, whatever the heartbeat says.
-//
-// A member's silence is counted from its last renewal as the bucket stamped it, so a
-// new watch knows at once how long a member has been silent and does not count a TTL
-// afresh: the stamps are the server's clock, turned into this one's by the offset seen
-// on this member's own renewals as they arrived.
-func (p *Provider) follow(w jetstream.KeyWatcher, ready chan struct{}) {
-	defer p.wg.Done()
-	defer func() { _ = w.Stop() }()
-	live := map[string]*cluster.Member{}
-	var next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
-	seen := map[string]time.Time{}      // when each key was last written, by this clock
-	revs := map[string]uint64{}         // and its revision then
-	// offset turns the server's stamps into this clock: arrival less stamp of this
-	// member's last renewal that arrived while the watch was following.
-	var offset time.Duration
-	var haveOffset bool
-	initial := true
-	updates := w.Updates()
-	last := time.Now()
-	check := time.NewTicker(p.ttl)
-	defer check.Stop()
-	// Judging is a look at a few times: often, so that a dead member leaves close to
-	// its TTL.
-	judge := time.NewTicker(p.ttl / 6)
-	defer judge.Stop()
-
-	epoch := p.acks.made()
-	rewatch := func(why string) {
-		if e := p.acks.made(); e != epoch {
-			// The bucket was made again: its revisions start over.
-			epoch, revs = e, map[string]uint64{}
-		}
-		nw, err := p.kv.WatchAll(p.ctx)
-		if err != nil {
-			if p.ctx.Err() != nil {
-				return
-			}
-			p.log.Warn("cluster membership watch is behind and cannot be renewed; retrying", "member", p.id, "why", why, "error", err)
-			return
-		}
-		p.log.Info("cluster membership watch is behind; watching anew", "member", p.id, "why", why)
-		_ = w.Stop()
-		w, updates, next, last = nw, nw.Updates(), map[string]*cluster.Member{}, time.Now()
-	}
-
-	// handle applies one entry of the watch; p.pause is held.
-	handle := func(e jetstream.KeyValueEntry) {
-		last = time.Now()
-		if e != nil {
-			key := e.Key()
-			switch {
-			case e.Operation() != jetstream.KeyValuePut:
-				delete(seen, key)
-				delete(revs, key)
-			case e.Revision() == revs[key]:
-				// A new watch's snapshot brings again what the old one brought.
-			case next != nil && haveOffset:
-				// Written while the old watch was behind: when, the stamp says.
-				at := e.Created().Add(offset)
-				if at.After(last) {
-					at = last
-				}
-				seen[key], revs[key] = at, e.Revision()
-			default:
-				seen[key], revs[key] = last, e.Revision()
-				if key == p.id && next == nil && !initial {
-					offset, haveOffset = last.Sub(e.Created()), true
-				}
-			}
-		}
-		if next != nil {
-			p.apply(next, e)
-			if e == nil { // the new watch's snapshot is complete
-				changed := !sameMembers(live, next)
-				live, next = next, nil
-				if changed && p.ctx.Err() == nil {
-					p.push(live)
-				}
-			}
-			return
-		}
-		changed := p.apply(live, e)
-		if e == nil && initial {
-			// A nil entry ends the snapshot of the keys that were there.
-			initial, changed = false, true
-			close(ready)
-		}
-		if changed && !initial && p.ctx.Err() == nil {
-			p.push(live)
-		}
-	}
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-check.C:
-			if initial || time.Since(last) <= p.ttl {
-				continue
-			}
-			rewatch("silent for a TTL")
-		case <-judge.C:
-			p.pause.RLock()
-			// What the watch already brought counts before anyone is judged silent.
-		drain:
-			for updates != nil {
-				select {
-				case e, ok := <-updates:
-					if !ok {
-						updates = nil
-						break drain
-					}
-					handle(e)
-				default:
-					break drain
-				}
-			}
-			if !initial && next == nil && p.member != nil {
-				rev, at, from := p.acks.last()
-				switch {
-				case rev > revs[p.id] && time.Since(at) > p.ttl/3:
-					rewatch("a renewal the bucket took did not come")
-				case rev < revs[p.id]:
-					// The watch brought a renewal whose acknowledgement the heartbeat
-					// has not recorded yet. The run of acknowledgements it starts is
-					// not known: judged by the run before, the others would seem
-					// silent for as long as the bucket took no renewals. The next
-					// look judges.
-				default:
-					p.dropSilent(live, seen, revs, from)
-				}
-			}
-			p.pause.RUnlock()
-		case e, ok := <-updates:
-			if !ok {
-				updates = nil // until the check above renews the watch
-				continue
-			}
-			p.pause.RLock()
-			handle(e)
-			p.pause.RUnlock()
-		}
-	}
-}
-
-// dropSilent drops from live the members silent for a TTL, hands protoactor the new
-// set, and deletes their keys. Silence counts only from since, since when the bucket
-// has taken this member's own renewals without a gap; and nobody is judged while the
-// watch does not bring them. In the other cases (the bucket is not taking renewals,
-// the watch is not following, this member was paused) it does not know what the
-// others did: while a bucket elects a new leader nobody can renew.
-func (p *Provider) dropSilent(live map[string]*cluster.Member, seen map[string]time.Time, revs map[string]uint64, since time.Time) {
-	now := time.Now()
-	if now.Sub(seen[p.id]) > renewalGap(p.ttl) || since.IsZero() {
-		return
-	}
-	var gone []string
-	for key := range live {
-		if key == p.id {
-			continue
-		}
-		at := seen[key]
-		if since.After(at) {
-			at = since
-		}
-		if now.Sub(at) > p.ttl {
-			gone = append(gone, key)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	for _, key := range gone {
-		p.log.Info("cluster member silent for a TTL: dropped", "member", p.id, "dropped", key, "last_renewal", seen[key])
-		delete(live, key)
-		rev := revs[key]
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
-			defer cancel()
-			// Refused when the member renewed meanwhile, or another member deleted the
-			// key first: either way there is nothing to do.
-			_ = p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
-		}()
-	}
-	if p.ctx.Err() == nil {
-		p.push(live)
-	}
-}
-
-func sameMembers(a, b map[string]*cluster.Member) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, m := range a {
-		if o, ok := b[k]; !ok || !proto.Equal(m, o) {
-			return false
-		}
-	}
-	return true
-}
-
-// apply records one entry of the watch, and reports whether the set of members changed.
-func (p *Provider) apply(live map[string]*cluster.Member, e jetstream.KeyValueEntry) bool {
-	if e == nil {
-		return false
-	}
-	key := e.Key()
-	if e.Operation() != jetstream.KeyValuePut {
-		if key == p.id && p.member != nil && !p.isLeaving() {
-			p.fence(fmt.Errorf("%w: the watch shows its membership key %s deleted", ErrFenced, p.id))
-		}
-		_, was := live[key]
-		delete(live, key)
-		return was
-	}
-	var m cluster.Member
-	if err := proto.Unmarshal(e.Value(), &m); err != nil || m.Id != key {
-		p.log.Warn("ignoring a member key that does not hold its member", "key", key, "error", err)
-		return false
-	}
-	if old, was := live[key]; was && proto.Equal(old, &m) {
-		return false
-	}
-	live[key] = &m
-	return true
-}
-
-// push hands protoactor the members, sorted by id so that every member sees one order.
-func (p *Provider) push(live map[string]*cluster.Member) {
-	members := make(cluster.Members, 0, len(live))
-	for _, m := range live {
-		members = append(members, m)
-	}
-	slices.SortFunc(members, func(a, b *cluster.Member) int {
-		switch {
-		case a.Id < b.Id:
-			return -1
-		case a.Id > b.Id:
-			return 1
-		}
-		return 0
-	})
+// push hands protoactor the members, sorted by id (sortedMembers), and keeps them for
+// Members.
+func (p *Provider) push(members cluster.Members) {
 	p.mu.Lock()
 	p.members = members
 	p.mu.Unlock()
@@ -766,40 +321,6 @@ func (p *Provider) Members() []*cluster.Member {
 
 // ID is the member's id (its actor system's), or "" before the cluster starts.
 func (p *Provider) ID() string { return p.id }
-
-// Fenced is closed when the member has been fenced: from then on it must not serve
-// grains; the node shuts its cluster member down and starts a new one, which joins
-// under a new id. FenceCause says why.
-func (p *Provider) Fenced() <-chan struct{} { return p.fenced }
-
-// FenceCause is why the member was fenced, or nil while it is not.
-func (p *Provider) FenceCause() error {
-	select {
-	case <-p.fenced:
-		return p.fenceCause
-	default:
-		return nil
-	}
-}
-
-// fence stops renewing and watching, once, and reports it.
-func (p *Provider) fence(reason error) {
-	p.fenceOnce.Do(func() {
-		p.fenceCause = reason
-		p.log.Error("cluster member fenced: it must stop serving grains and rejoin", "member", p.id, "reason", reason)
-		p.cancel()
-		close(p.fenced)
-		if p.cfg.OnFenced != nil {
-			go p.cfg.OnFenced(reason)
-		}
-	})
-}
-
-func (p *Provider) isLeaving() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.leaving
-}
 
 // Shutdown stops renewing and watching and deletes the member's key, so that the
 // others see it leave at once rather than after its TTL. protoactor calls it on a

@@ -117,27 +117,17 @@ func (f *fanoutState) read(resp *http.Response, s *subscriber) {
 	}
 }
 
-func runFanout(ctx context.Context, b *bench, r *Report) error {
-	b.subscribers = b.opts.Subscribers
-	base, srv, after, intents, _, err := setUpProposals(ctx, b)
-	if err != nil {
-		return err
-	}
-	n := len(intents)
-
-	f := &fanoutState{base: base, client: newStreamClient(), index: newIntentIndex(intents), origin: time.Now(), acked: make([]atomic.Int64, n)}
+// connect starts b's subscribers, each following the events after after of n
+// intents under wg until ctx ends, and returns once every one is connected or one failed.
+func (f *fanoutState) connect(ctx context.Context, b *bench, after uint64, n int, wg *sync.WaitGroup) ([]*subscriber, error) {
 	subs := make([]*subscriber, b.opts.Subscribers)
 	words := (n + 63) / 64
-	sctx, stopSubs := context.WithCancel(ctx)
-	defer stopSubs()
-	var wg sync.WaitGroup
 	var readyWG sync.WaitGroup
 	var connectErr atomic.Value
 	// Connecting ten thousand streams at once would be a test of the accept queue;
 	// a few hundred at a time is how clients arrive in practice.
 	gate := make(chan struct{}, 256)
 	b.logf("connecting %d subscribers", len(subs))
-	connStart := time.Now()
 	for k := range subs {
 		subs[k] = &subscriber{seen: make([]uint64, words)}
 		wg.Add(1)
@@ -146,7 +136,7 @@ func runFanout(ctx context.Context, b *bench, r *Report) error {
 		go func(s *subscriber) {
 			defer wg.Done()
 			var once sync.Once
-			f.follow(sctx, s, after, func(err error) {
+			f.follow(ctx, s, after, func(err error) {
 				once.Do(func() {
 					if err != nil {
 						connectErr.Store(err)
@@ -158,9 +148,29 @@ func runFanout(ctx context.Context, b *bench, r *Report) error {
 		}(subs[k])
 	}
 	readyWG.Wait()
-	connTook := time.Since(connStart)
 	if err, _ := connectErr.Load().(error); err != nil {
-		return fmt.Errorf("connecting subscribers: %w", err)
+		return nil, fmt.Errorf("connecting subscribers: %w", err)
+	}
+	return subs, nil
+}
+
+func runFanout(ctx context.Context, b *bench, r *Report) error {
+	b.subscribers = b.opts.Subscribers
+	base, srv, after, intents, _, err := setUpProposals(ctx, b)
+	if err != nil {
+		return err
+	}
+	n := len(intents)
+
+	f := &fanoutState{base: base, client: newStreamClient(), index: newIntentIndex(intents), origin: time.Now(), acked: make([]atomic.Int64, n)}
+	sctx, stopSubs := context.WithCancel(ctx)
+	defer stopSubs()
+	var wg sync.WaitGroup
+	connStart := time.Now()
+	subs, err := f.connect(sctx, b, after, n, &wg)
+	connTook := time.Since(connStart)
+	if err != nil {
+		return err
 	}
 	b.logf("%d subscribers connected in %s; producing %d events at %s/s", len(subs), connTook.Round(time.Millisecond), n, trimFloat(b.opts.Rate))
 

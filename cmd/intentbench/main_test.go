@@ -64,6 +64,108 @@ func checkSeries(t *testing.T, s Series, count uint64) {
 	}
 }
 
+// scenarioCase is a scenario run with args beside the common ones, and the checks of
+// its report.
+type scenarioCase struct {
+	scenario string
+	args     []string
+	check    func(t *testing.T, r Report)
+}
+
+// scenarioCases are the scenarios TestScenarios runs, each sized to a second or two.
+var scenarioCases = []scenarioCase{
+	{"intake", []string{"--duration", "1s", "--warmup", "200ms", "--intents", "300"}, func(t *testing.T, r Report) {
+		s := seriesNamed(t, r, "POST /intents")
+		checkSeries(t, s, 0)
+		if s.Count > 300 || s.PerSecond <= 0 {
+			t.Errorf("count %d at %v/s, want at most the 300 signed, above 0/s", s.Count, s.PerSecond)
+		}
+		if f := figureOf(t, r, "intake throughput"); f.Met == nil || f.Value != s.PerSecond {
+			t.Errorf("intake throughput figure %+v, want the series' %v/s held to a target", f, s.PerSecond)
+		}
+	}},
+	{"baseline", []string{"--duration", "1s", "--warmup", "0s", "--intents", "200"}, func(t *testing.T, r Report) {
+		in := seriesNamed(t, r, "intake: POST /intents")
+		bare := seriesNamed(t, r, "baseline: POST /intents")
+		checkSeries(t, in, 0)
+		checkSeries(t, bare, 0)
+		ratio := figureOf(t, r, "intake/baseline throughput ratio")
+		if want := in.PerSecond / bare.PerSecond; ratio.Value != want {
+			t.Errorf("ratio %v, want %v", ratio.Value, want)
+		}
+	}},
+	{"decide", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
+		checkSeries(t, seriesNamed(t, r, "POST proposal (from due time)"), 40)
+		checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
+		if f := figureOf(t, r, "events missing"); f.Value != 0 {
+			t.Errorf("%v events missing", f.Value)
+		}
+		if f := figureOf(t, r, "events duplicated"); f.Value != 0 {
+			t.Errorf("%v events duplicated", f.Value)
+		}
+		// One second of 40 proposals is below the 100 a second needs to count.
+		if f := figureOf(t, r, "seconds with over 1 % of gaps above 10 ms"); f.Value != 0 {
+			t.Errorf("%v bursty seconds counted in a run without a whole second", f.Value)
+		}
+		if f := figureOf(t, r, "per proposal: server page faults per second"); f.Value < 0 {
+			t.Errorf("page faults per second %v", f.Value)
+		}
+		// Zero where the data folder is in memory (tmpfs), so only its presence and
+		// sign are checked.
+		if f := figureOf(t, r, "per proposal: server bytes written per request"); f.Value < 0 {
+			t.Errorf("bytes written per proposal %v", f.Value)
+		}
+		checkSlowCauses(t, r, true)
+	}},
+	{"intake-floor", []string{"--duration", "1s", "--warmup", "0s", "--intents", "200"}, func(t *testing.T, r Report) {
+		floor := seriesNamed(t, r, "floor: POST /intents")
+		bare := seriesNamed(t, r, "baseline: POST /intents")
+		checkSeries(t, floor, 0)
+		checkSeries(t, bare, 0)
+		if ratio := figureOf(t, r, "floor/baseline throughput ratio"); ratio.Value != floor.PerSecond/bare.PerSecond {
+			t.Errorf("ratio %v, want %v", ratio.Value, floor.PerSecond/bare.PerSecond)
+		}
+		if f := figureOf(t, r, "floor: server CPU per request"); f.Value <= 0 {
+			t.Errorf("the floor's CPU per intent is %v, want it measured", f.Value)
+		}
+	}},
+	{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
+		checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
+		if f := figureOf(t, r, "events missing"); f.Value != 0 {
+			t.Errorf("%v events missing", f.Value)
+		}
+		if f := figureOf(t, r, "per proposal: server CPU per request"); f.Value <= 0 {
+			t.Errorf("the floor's CPU per proposal is %v, want it measured", f.Value)
+		}
+		checkSlowCauses(t, r, false)
+	}},
+	{"fanout", []string{"--duration", "1s", "--rate", "20", "--subscribers", "25", "--drain", "20s"}, func(t *testing.T, r Report) {
+		checkSeries(t, seriesNamed(t, r, "delivery lag (proposal 200 -> read)"), 20*25)
+		for name, want := range map[string]float64{"events produced": 20, "deliveries read": 500, "events lost": 0, "events duplicated": 0} {
+			if f := figureOf(t, r, name); f.Value != want {
+				t.Errorf("%s = %v, want %v", name, f.Value, want)
+			}
+		}
+	}},
+	{"soak-open", []string{"--intents", "400", "--settle", "0s", "--status-samples", "100"}, func(t *testing.T, r Report) {
+		checkSeries(t, seriesNamed(t, r, "GET status after the restart"), 100)
+		if f := figureOf(t, r, "open intents"); f.Value != 400 {
+			t.Errorf("open intents %v, want 400", f.Value)
+		}
+		if f := figureOf(t, r, "restart: exec to the first status served"); f.Value <= 0 || f.Met == nil {
+			t.Errorf("restart figure %+v, want a positive time held to a target", f)
+		}
+		if f := figureOf(t, r, "resident memory right after the fill"); f.Value <= 1 {
+			t.Errorf("resident memory %v MiB, want a real size", f.Value)
+		}
+		for _, n := range r.Notes {
+			if strings.Contains(n, "want open") {
+				t.Error(n)
+			}
+		}
+	}},
+}
+
 // TestScenarios runs every scenario at a size of a second or two against an intentd
 // the tool starts, so that the tool keeps working as the server changes.
 func TestScenarios(t *testing.T) {
@@ -75,103 +177,7 @@ func TestScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := []string{"--json", "--quiet", "--intentd", bin, "--concurrency", "8"}
-	tests := []struct {
-		scenario string
-		args     []string
-		check    func(t *testing.T, r Report)
-	}{
-		{"intake", []string{"--duration", "1s", "--warmup", "200ms", "--intents", "300"}, func(t *testing.T, r Report) {
-			s := seriesNamed(t, r, "POST /intents")
-			checkSeries(t, s, 0)
-			if s.Count > 300 || s.PerSecond <= 0 {
-				t.Errorf("count %d at %v/s, want at most the 300 signed, above 0/s", s.Count, s.PerSecond)
-			}
-			if f := figureOf(t, r, "intake throughput"); f.Met == nil || f.Value != s.PerSecond {
-				t.Errorf("intake throughput figure %+v, want the series' %v/s held to a target", f, s.PerSecond)
-			}
-		}},
-		{"baseline", []string{"--duration", "1s", "--warmup", "0s", "--intents", "200"}, func(t *testing.T, r Report) {
-			in := seriesNamed(t, r, "intake: POST /intents")
-			bare := seriesNamed(t, r, "baseline: POST /intents")
-			checkSeries(t, in, 0)
-			checkSeries(t, bare, 0)
-			ratio := figureOf(t, r, "intake/baseline throughput ratio")
-			if want := in.PerSecond / bare.PerSecond; ratio.Value != want {
-				t.Errorf("ratio %v, want %v", ratio.Value, want)
-			}
-		}},
-		{"decide", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
-			checkSeries(t, seriesNamed(t, r, "POST proposal (from due time)"), 40)
-			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
-			if f := figureOf(t, r, "events missing"); f.Value != 0 {
-				t.Errorf("%v events missing", f.Value)
-			}
-			if f := figureOf(t, r, "events duplicated"); f.Value != 0 {
-				t.Errorf("%v events duplicated", f.Value)
-			}
-			// One second of 40 proposals is below the 100 a second needs to count.
-			if f := figureOf(t, r, "seconds with over 1 % of gaps above 10 ms"); f.Value != 0 {
-				t.Errorf("%v bursty seconds counted in a run without a whole second", f.Value)
-			}
-			if f := figureOf(t, r, "per proposal: server page faults per second"); f.Value < 0 {
-				t.Errorf("page faults per second %v", f.Value)
-			}
-			// Zero where the data folder is in memory (tmpfs), so only its presence and
-			// sign are checked.
-			if f := figureOf(t, r, "per proposal: server bytes written per request"); f.Value < 0 {
-				t.Errorf("bytes written per proposal %v", f.Value)
-			}
-			checkSlowCauses(t, r, true)
-		}},
-		{"intake-floor", []string{"--duration", "1s", "--warmup", "0s", "--intents", "200"}, func(t *testing.T, r Report) {
-			floor := seriesNamed(t, r, "floor: POST /intents")
-			bare := seriesNamed(t, r, "baseline: POST /intents")
-			checkSeries(t, floor, 0)
-			checkSeries(t, bare, 0)
-			if ratio := figureOf(t, r, "floor/baseline throughput ratio"); ratio.Value != floor.PerSecond/bare.PerSecond {
-				t.Errorf("ratio %v, want %v", ratio.Value, floor.PerSecond/bare.PerSecond)
-			}
-			if f := figureOf(t, r, "floor: server CPU per request"); f.Value <= 0 {
-				t.Errorf("the floor's CPU per intent is %v, want it measured", f.Value)
-			}
-		}},
-		{"decide-floor", []string{"--duration", "1s", "--rate", "40", "--drain", "20s"}, func(t *testing.T, r Report) {
-			checkSeries(t, seriesNamed(t, r, "proposal 200 -> event"), 40)
-			if f := figureOf(t, r, "events missing"); f.Value != 0 {
-				t.Errorf("%v events missing", f.Value)
-			}
-			if f := figureOf(t, r, "per proposal: server CPU per request"); f.Value <= 0 {
-				t.Errorf("the floor's CPU per proposal is %v, want it measured", f.Value)
-			}
-			checkSlowCauses(t, r, false)
-		}},
-		{"fanout", []string{"--duration", "1s", "--rate", "20", "--subscribers", "25", "--drain", "20s"}, func(t *testing.T, r Report) {
-			checkSeries(t, seriesNamed(t, r, "delivery lag (proposal 200 -> read)"), 20*25)
-			for name, want := range map[string]float64{"events produced": 20, "deliveries read": 500, "events lost": 0, "events duplicated": 0} {
-				if f := figureOf(t, r, name); f.Value != want {
-					t.Errorf("%s = %v, want %v", name, f.Value, want)
-				}
-			}
-		}},
-		{"soak-open", []string{"--intents", "400", "--settle", "0s", "--status-samples", "100"}, func(t *testing.T, r Report) {
-			checkSeries(t, seriesNamed(t, r, "GET status after the restart"), 100)
-			if f := figureOf(t, r, "open intents"); f.Value != 400 {
-				t.Errorf("open intents %v, want 400", f.Value)
-			}
-			if f := figureOf(t, r, "restart: exec to the first status served"); f.Value <= 0 || f.Met == nil {
-				t.Errorf("restart figure %+v, want a positive time held to a target", f)
-			}
-			if f := figureOf(t, r, "resident memory right after the fill"); f.Value <= 1 {
-				t.Errorf("resident memory %v MiB, want a real size", f.Value)
-			}
-			for _, n := range r.Notes {
-				if strings.Contains(n, "want open") {
-					t.Error(n)
-				}
-			}
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range scenarioCases {
 		t.Run(tt.scenario, func(t *testing.T) {
 			var out, errs bytes.Buffer
 			args := append(append([]string{tt.scenario}, common...), tt.args...)

@@ -41,6 +41,9 @@ func (c *cli) info(args []string) error {
 }
 
 func (c *cli) policy(args []string) error {
+	if len(args) > 0 {
+		c.enter(args[0])
+	}
 	fs := c.flags("policy")
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -289,10 +292,14 @@ func (c *cli) verify(args []string) error {
 	if err != nil {
 		var ve *proof.VerifyError
 		if errors.As(err, &ve) {
-			if c.g.json {
-				c.printJSON(map[string]any{"verified": false, "check": ve.Check, "message": ve.Message})
+			msg := ve.Message
+			if ve.Check == proof.CheckKey && trusted != nil {
+				msg = wrongKeyMessage(bundle, trusted)
 			}
-			return &exitError{exitVerify, fmt.Errorf("verification FAILED: check %s: %s", ve.Check, ve.Message)}
+			if c.g.json {
+				c.printJSON(map[string]any{"verified": false, "check": ve.Check, "message": msg})
+			}
+			return &exitError{exitVerify, fmt.Errorf("verification FAILED: check %s: %s", ve.Check, msg)}
 		}
 		return &exitError{exitVerify, fmt.Errorf("verification FAILED: %v", err)}
 	}
@@ -328,7 +335,7 @@ func (c *cli) verify(args []string) error {
 	if !rep.KeyTrusted {
 		trust = "NOT trusted: the key inside the bundle; pass --key with the server's key (intentctl info)"
 	}
-	fmt.Fprintf(w, "  signed by  %s, %s\n", rep.KeyID, trust)
+	fmt.Fprintf(w, "  signed by  key %s (key id %s), %s\n", rep.PublicKey, rep.KeyID, trust)
 	fmt.Fprintf(w, "  issued at  %s\n", rep.IssuedAt.Format("2006-01-02 15:04:05.000Z07:00"))
 	if rep.Log != nil {
 		fmt.Fprintf(w, "  in log     leaf %d of %d, %s\n", rep.Log.LeafIndex, rep.Log.TreeSize, rep.Log.Origin)
@@ -337,6 +344,25 @@ func (c *cli) verify(args []string) error {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	return nil
+}
+
+// wrongKeyMessage says that a receipt is not signed by the key given with --key, naming
+// that key as the user typed it (a key id alone would match nothing they see) and the
+// key the bundle names, which is no more than a claim until checked.
+func wrongKeyMessage(bundle []byte, given ed25519.PublicKey) string {
+	var b struct {
+		Receipt struct {
+			PublicKey string `json:"public_key"`
+		} `json:"receipt"`
+	}
+	names := ""
+	if json.Unmarshal(bundle, &b) == nil && b.Receipt.PublicKey != "" {
+		if k, err := crypto.DecodeBase58(b.Receipt.PublicKey); err == nil && len(k) == ed25519.PublicKeySize {
+			names = fmt.Sprintf("; it names key %s (key id %s)", b.Receipt.PublicKey, crypto.KeyID(k))
+		}
+	}
+	return fmt.Sprintf("the receipt is not signed by the key given with --key, %s (key id %s)%s. Pass the receipt key of the server that made the proof (intentctl info shows it)",
+		crypto.EncodeBase58(given), crypto.KeyID(given), names)
 }
 
 // compactJSON is v as one line, for --json lines.

@@ -83,35 +83,10 @@ func (c *cli) demo(args []string) error {
 	say("intentctl demo: two intents from start to verified proof, against %s", rep.Server)
 	say("")
 
-	// 1. The key the proofs must verify under, fetched before anything else: a server
-	// without one cannot show the demo's end.
-	ctx, cancel := c.call()
-	serverKey, err := api.PublicKey(ctx)
-	cancel()
+	serverKey, p, err := c.demoServerAndPolicy(api, rep, say)
 	if err != nil {
-		return c.reach(err)
+		return err
 	}
-	rep.PublicKey, rep.KeyID = crypto.EncodeBase58(serverKey), crypto.KeyID(serverKey)
-	say("1. The server signs its receipts with key %s (key id %s), from GET /info.", rep.PublicKey, rep.KeyID)
-
-	// 2. The policy, compiled here too: its parameter types build the intents, and its
-	// id must be the server's.
-	p, err := policy.Compile(demoPolicySource)
-	if err != nil {
-		return fmt.Errorf("the demo policy does not compile: %v", err)
-	}
-	ctx, cancel = c.call()
-	rep.PolicyID, err = api.PutPolicy(ctx, demoPolicySource)
-	cancel()
-	if err != nil {
-		return c.reach(err)
-	}
-	if rep.PolicyID != p.ID() {
-		return fmt.Errorf("the server stored the demo policy as %s, but it compiles here to %s", rep.PolicyID, p.ID())
-	}
-	say("2. Stored the demo policy %s as %s.", p.Name(), rep.PolicyID)
-	say("   It wants a t-shirt or polo of the intent's size and colours, not black, in stock,")
-	say("   costing at most the intent's budget with shipping.")
 
 	// 3. A key that lives as long as this run: the demo signs what it submits, as a
 	// real client does, without leaving a key file behind.
@@ -204,6 +179,41 @@ func (c *cli) demo(args []string) error {
 	say("")
 	say("Everything went as expected: one success, one failure on the budget, two proofs verified.")
 	return nil
+}
+
+// demoServerAndPolicy is the demo's steps 1 and 2: the key the server signs its receipts
+// with, and the demo policy stored there, its id checked against the compilation here.
+func (c *cli) demoServerAndPolicy(api *client.Client, rep *demoReport, say func(string, ...any)) (ed25519.PublicKey, *policy.Policy, error) {
+	// 1. The key the proofs must verify under, fetched before anything else: a server
+	// without one cannot show the demo's end.
+	ctx, cancel := c.call()
+	serverKey, err := api.PublicKey(ctx)
+	cancel()
+	if err != nil {
+		return nil, nil, c.reach(err)
+	}
+	rep.PublicKey, rep.KeyID = crypto.EncodeBase58(serverKey), crypto.KeyID(serverKey)
+	say("1. The server signs its receipts with key %s (key id %s), from GET /info.", rep.PublicKey, rep.KeyID)
+
+	// 2. The policy, compiled here too: its parameter types build the intents, and its
+	// id must be the server's.
+	p, err := policy.Compile(demoPolicySource)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the demo policy does not compile: %v", err)
+	}
+	ctx, cancel = c.call()
+	rep.PolicyID, err = api.PutPolicy(ctx, demoPolicySource)
+	cancel()
+	if err != nil {
+		return nil, nil, c.reach(err)
+	}
+	if rep.PolicyID != p.ID() {
+		return nil, nil, fmt.Errorf("the server stored the demo policy as %s, but it compiles here to %s", rep.PolicyID, p.ID())
+	}
+	say("2. Stored the demo policy %s as %s.", p.Name(), rep.PolicyID)
+	say("   It wants a t-shirt or polo of the intent's size and colours, not black, in stock,")
+	say("   costing at most the intent's budget with shipping.")
+	return serverKey, p, nil
 }
 
 // demoSubmit builds, signs and submits one intent of the demo.

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/secretfile"
 )
 
 // passkeyFileType marks a passkey key file, so that it is never taken for another kind.
@@ -34,6 +35,15 @@ type passkeyFile struct {
 
 // maxKeyFile bounds what is read of a key file; real ones are under 300 bytes.
 const maxKeyFile = 4 << 10
+
+// The first lines of the files keygen writes say what each holds, for a reader and for
+// loadSigner: an Ed25519 seed and public key are both 32 bytes in Base58, and the
+// content alone cannot tell one from the other. Files without them, written before,
+// are still read.
+const (
+	privateKeyHeader = "# intentctl Ed25519 private key (the Base58 of its 32-byte seed): keep it to yourself; sign with --key FILE"
+	publicKeyHeader  = "# intentctl public key (Base58), not a private key: give it to those who check your signatures"
+)
 
 func (c *cli) keygen(args []string) error {
 	flags := c.flags("keygen")
@@ -80,8 +90,9 @@ func (c *cli) keygen(args []string) error {
 		if err != nil {
 			return err
 		}
-		// The service's key file form: intentd --signing-key reads it too.
-		if err := crypto.WriteSigningKeyFile(path, key); err != nil {
+		// The service's key file form under a header line: intentd --signing-key
+		// reads it too.
+		if err := secretfile.WriteNew(path, append([]byte(privateKeyHeader+"\n"), key.EncodeFile()...)); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("%s exists; keygen never replaces a key file, choose another -o", path)
 			}
@@ -89,7 +100,7 @@ func (c *cli) keygen(args []string) error {
 		}
 		pubText = crypto.EncodeBase58(key.PublicKey())
 	}
-	if err := writeNewFile(path+".pub", []byte(pubText+"\n"), 0o644); err != nil {
+	if err := writeNewFile(path+".pub", []byte(publicKeyHeader+"\n"+pubText+"\n"), 0o644); err != nil {
 		return err
 	}
 	if c.g.json {
@@ -183,15 +194,16 @@ func (s passkeySigner) publicKey() []byte { return s.p.PublicKey() }
 // accepted ("ed25519" or "passkey").
 func loadSigner(path, wantKind string) (signer, error) {
 	// What the file is comes before how it is kept: a public key given by mistake
-	// must not be taken for a seed once its mode is made private.
-	if err := notPublicKey(path); err != nil {
+	// must not be taken for a seed once its mode is made private, and the advice to
+	// chmod a file that is no private key at all would point the wrong way.
+	if err := whatKeyFile(path, wantKind); err != nil {
 		return nil, err
 	}
 	b, err := readPrivateFile(path)
 	if err != nil {
 		return nil, err
 	}
-	text := bytes.TrimSpace(b)
+	text := bytes.TrimSpace(crypto.StripComments(b))
 	if bytes.HasPrefix(text, []byte("{")) {
 		if wantKind == "ed25519" {
 			return nil, fmt.Errorf("%s is a passkey file; use --passkey", path)
@@ -209,11 +221,12 @@ func loadSigner(path, wantKind string) (signer, error) {
 	return ed25519Signer{ed25519.NewKeyFromSeed(seed)}, nil
 }
 
-// notPublicKey refuses a public key file given where a private key is wanted. An
-// Ed25519 public key and a seed are both 32 bytes in Base58, so the content alone
-// cannot tell them apart: keygen's .pub name, or the same text in a .pub file beside
-// it, does.
-func notPublicKey(path string) error {
+// whatKeyFile refuses, whatever its mode, a file given where a private key of
+// wantKind is wanted that is something else: a public key, a key of the other kind, a
+// PEM file, or no key at all, saying what it is and what to pass. An Ed25519 public key
+// and a seed are both 32 bytes in Base58: keygen's header line tells them apart, and
+// for files without one, keygen's .pub name, or the same text in a .pub file beside it.
+func whatKeyFile(path, wantKind string) error {
 	if priv, ok := strings.CutSuffix(path, ".pub"); ok {
 		return fmt.Errorf("%s is a public key (keygen writes it beside the private key): sign with --key %s, the file without .pub", path, priv)
 	}
@@ -221,17 +234,46 @@ func notPublicKey(path string) error {
 	if err != nil || len(text) > maxKeyFile {
 		return nil // readPrivateFile says what is wrong
 	}
-	text = bytes.TrimSpace(text)
+	if what := otherKind(text); what != "" {
+		return fmt.Errorf("%s is %s, not a private key: sign with the private key file intentctl keygen wrote (--key FILE for an Ed25519 key, --passkey FILE for a passkey)", path, what)
+	}
+	text = bytes.TrimSpace(crypto.StripComments(text))
+	if bytes.HasPrefix(text, []byte("{")) {
+		if wantKind == "ed25519" {
+			return fmt.Errorf("%s is a passkey file; use --passkey", path)
+		}
+		return nil // parsePasskey says what is wrong with it
+	}
+	if wantKind == "passkey" {
+		return fmt.Errorf("%s is not a passkey file (make one with intentctl keygen --passkey; an Ed25519 key goes with --key)", path)
+	}
 	if b, err := crypto.DecodeBase58(string(text)); err != nil || len(b) != ed25519.PublicKeySize {
-		return nil
+		return fmt.Errorf("%s is not a key file: it holds neither an Ed25519 seed nor a passkey; sign with the private key file intentctl keygen wrote (--key FILE, or --passkey FILE for a passkey)", path)
 	}
 	pubs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.pub"))
 	for _, pub := range pubs {
-		if p, err := os.ReadFile(pub); err == nil && bytes.Equal(bytes.TrimSpace(p), text) {
+		if p, err := os.ReadFile(pub); err == nil && bytes.Equal(bytes.TrimSpace(crypto.StripComments(p)), text) {
 			return fmt.Errorf("%s holds the public key of %s: it is a public key, not a private one; sign with the private key file keygen wrote beside %[2]s", path, pub)
 		}
 	}
 	return nil
+}
+
+// otherKind names what a file given as a private key is when its first line shows it is
+// something else: a public key (by keygen's header), a PEM file or an ssh public key.
+// It is "" for a file that may be a private key.
+func otherKind(text []byte) string {
+	t := bytes.TrimSpace(text)
+	switch {
+	case bytes.HasPrefix(t, []byte(publicKeyHeader)):
+		return "a public key (its first line says so)"
+	case bytes.HasPrefix(t, []byte("-----BEGIN ")):
+		line, _, _ := bytes.Cut(t, []byte("\n"))
+		return fmt.Sprintf("a PEM file (%s), a TLS key or certificate such as intentctl certs writes", bytes.TrimSpace(line))
+	case bytes.HasPrefix(t, []byte("ssh-")):
+		return "an ssh public key"
+	}
+	return ""
 }
 
 func parsePasskey(path string, text []byte) (signer, error) {

@@ -30,6 +30,7 @@ func (c *cli) logCmd(args []string) error {
 	if len(args) == 0 {
 		return usagef("want watch or get N")
 	}
+	c.enter(args[0])
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintf(c.stdout, "Usage: intentctl log %s\n\n%s.\n\n\"intentctl log watch -h\" and \"intentctl log get -h\" list their flags.\n", c.cmd.args, c.cmd.help)

@@ -101,6 +101,25 @@ type command struct {
 
 var commands []command
 
+// subcommands are the usage lines and help of the commands that have several, so that
+// "intentctl policy push -h" speaks of push alone.
+var subcommands = map[string]command{
+	"policy push":   {name: "policy push", args: "FILE", help: "compile FILE (- reads standard input) on the server and store it; print its id"},
+	"policy get":    {name: "policy get", args: "ID", help: "print the stored policy, pretty-printed"},
+	"policy delete": {name: "policy delete", args: "ID", help: "delete a policy that no open or processing intent names"},
+	"policy check":  {name: "policy check", args: "FILE", help: "compile FILE (- reads standard input) here, storing nothing: print its id, or its errors with a caret under each"},
+	"log watch": {name: "log watch", args: "[--state FILE] [--key BASE58] [--interval D] [--grace D] [--once]",
+		help: "follow the transparency log's checkpoints, check each is consistent with the last one seen (kept in the state file), and report a fork with exit 4"},
+	"log get": {name: "log get", args: "N [--key BASE58]", help: "print leaf N of the transparency log, its inclusion in the newest checkpoint checked"},
+}
+
+// enter makes a subcommand the one whose usage and help are shown, when sub names one.
+func (c *cli) enter(sub string) {
+	if s, ok := subcommands[c.cmd.name+" "+sub]; ok {
+		c.cmd = s
+	}
+}
+
 func init() {
 	commands = []command{
 		{"keygen", "[-o FILE] [--passkey [--rp-id ID] [--origin URL]]", "make a key pair: Ed25519, or a software P-256 passkey", (*cli).keygen},
@@ -114,7 +133,7 @@ func init() {
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
-		{"log", "watch [--state FILE] [--once] | get N", "follow the transparency log's checkpoints and report a fork; print a leaf", (*cli).logCmd},
+		{"log", "watch [--state FILE] [--key BASE58] [--interval D] [--once] | get N", "follow the transparency log's checkpoints and report a fork; print a leaf", (*cli).logCmd},
 		{"certs", "[-o DIR] [--days N] [--renew] NAME=HOST[,HOST...] ...", "write a cluster CA and each member's certificate and key, for --cluster-tls-*", (*cli).certs},
 		{"mcp", "", "serve the agent tools (MCP) on stdin and stdout, over this server", (*cli).mcp},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},

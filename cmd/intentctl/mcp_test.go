@@ -18,13 +18,10 @@ import (
 	"github.com/intentd/intentd/internal/syncbuf"
 )
 
-// TestMCP runs intentctl mcp as a desktop agent's host does, speaking the protocol on
-// its standard input and output, and makes an agent's flow through it against a real
-// server: the tools listed, the intent read with the server's deadline, two candidates previewed, the passing one
-// proposed, its outcome awaited and its proof verified; then a second proposal refused
-// with the service's code. Closing its input ends the command with status 0.
-func TestMCP(t *testing.T) {
-	lookupEnv = func(string) (string, bool) { return "", false }
+// mcpOpenIntent starts a server with the demo policy and one open intent, signed, for
+// an agent to work on; it returns the server's URL, a client of it, the policy's id and
+// the intent's.
+func mcpOpenIntent(t *testing.T) (string, *client.Client, string, string) {
 	server := startServer(t)
 	api, err := client.NewClient(server)
 	if err != nil {
@@ -45,6 +42,17 @@ func TestMCP(t *testing.T) {
 	if err := api.SubmitIntent(t.Context(), intent, auth); err != nil {
 		t.Fatal(err)
 	}
+	return server, api, policyID, id
+}
+
+// TestMCP runs intentctl mcp as a desktop agent's host does, speaking the protocol on
+// its standard input and output, and makes an agent's flow through it against a real
+// server: the tools listed, the intent read with the server's deadline, two candidates previewed, the passing one
+// proposed, its outcome awaited and its proof verified; then a second proposal refused
+// with the service's code. Closing its input ends the command with status 0.
+func TestMCP(t *testing.T) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	server, api, policyID, id := mcpOpenIntent(t)
 
 	// The command reads the agent's messages from inR and writes its answers to outW.
 	inR, inW := io.Pipe()

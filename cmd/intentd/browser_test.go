@@ -181,96 +181,22 @@ func TestBrowser(t *testing.T) {
 	defer cancel()
 	browser := startChromium(t, ctx, chromium)
 
-	err := chromedp.Do(browser,
-		chromedp.Navigate(origin+"/"),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, webauthn.Enable, webauthn.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, tg, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
-				Options: &webauthn.VirtualAuthenticatorOptions{
-					Protocol:                    webauthn.AuthenticatorProtocolCtap2,
-					Transport:                   webauthn.AuthenticatorTransportInternal,
-					HasResidentKey:              true,
-					HasUserVerification:         true,
-					IsUserVerified:              true,
-					AutomaticPresenceSimulation: true,
-				},
-			})
-			return err
-		}),
-	)
-	if err != nil {
+	if err := openWithAuthenticator(browser, origin); err != nil {
 		t.Fatalf("start Chromium on %s: %v", origin, err)
 	}
 	t.Logf("Chromium ready after %s", time.Since(start).Round(time.Millisecond))
 
-	// eval runs a script in the page, waits for its promise, and decodes its value
-	// into out unless out is nil.
-	eval := func(expr string, out any) {
-		t.Helper()
-		v, err := chromedp.Run(browser, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatalf("page: %s: %v", clipScript(expr), err)
-		}
-		if out != nil {
-			if err := json.Unmarshal(v, out); err != nil {
-				t.Fatalf("page: %s answered %s: %v", clipScript(expr), v, err)
-			}
-		}
-	}
-	js := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	pd := pageDriver{t: t, browser: browser}
+	eval, js := pd.eval, pd.js
 
-	// The passkey, and its public key as the service takes it.
-	var spki string
-	eval("createPasskey()", &spki)
-	der, err := base64.RawURLEncoding.DecodeString(spki)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := x509.ParsePKIXPublicKey(der)
-	if err != nil {
-		t.Fatalf("the passkey's public key: %v", err)
-	}
-	ecPub, ok := pub.(*ecdsa.PublicKey)
-	if !ok {
-		t.Fatalf("the passkey's public key is a %T, want P-256", pub)
-	}
-	point, err := ecPub.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	point := pd.createPasskey()
 
 	eval(fmt.Sprintf("follow(%s)", js(s.url+"/events")), nil)
 
-	// The intent, signed in the page: the challenge is what the Go side derives from
-	// its canonical form, and the assertion is the browser's own.
+	// The intent, signed in the page.
 	id := uuid.NewString()
 	intent := s.intentJSON(id)
-	challenge, err := crypto.PasskeyChallenge(intent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var assertion struct {
-		Signature         string `json:"signature"`
-		ClientData        string `json:"clientData"`
-		AuthenticatorData string `json:"authenticatorData"`
-	}
-	eval(fmt.Sprintf("sign(%s)", js(challenge)), &assertion)
-	sig, err1 := base64.RawURLEncoding.DecodeString(assertion.Signature)
-	authData, err2 := base64.RawURLEncoding.DecodeString(assertion.AuthenticatorData)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("assertion %+v: %v, %v", assertion, err1, err2)
-	}
-	body := authored(t, intent, crypto.Authorship{Signature: &crypto.Signature{Passkey: &crypto.PasskeySignature{
-		PubKey: point, Signature: sig, ClientData: assertion.ClientData, AuthenticatorData: authData,
-	}}})
+	body := pd.signIntent(intent, point)
 
 	type answer struct {
 		Status int    `json:"status"`
@@ -339,6 +265,110 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the page's EventSource is in state %d, want 1 (open)", st.State)
 	}
 	t.Logf("the browser test took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// openWithAuthenticator opens the page at origin in browser, with a virtual
+// authenticator that holds passkeys and verifies its user without asking.
+func openWithAuthenticator(browser context.Context, origin string) error {
+	return chromedp.Do(browser,
+		chromedp.Navigate(origin+"/"),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, webauthn.Enable, webauthn.EnableParams{}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
+				Options: &webauthn.VirtualAuthenticatorOptions{
+					Protocol:                    webauthn.AuthenticatorProtocolCtap2,
+					Transport:                   webauthn.AuthenticatorTransportInternal,
+					HasResidentKey:              true,
+					HasUserVerification:         true,
+					IsUserVerified:              true,
+					AutomaticPresenceSimulation: true,
+				},
+			})
+			return err
+		}),
+	)
+}
+
+// pageDriver runs scripts in TestBrowser's page.
+type pageDriver struct {
+	t       *testing.T
+	browser context.Context
+}
+
+// eval runs a script in the page, waits for its promise, and decodes its value
+// into out unless out is nil.
+func (p pageDriver) eval(expr string, out any) {
+	p.t.Helper()
+	v, err := chromedp.Run(p.browser, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		p.t.Fatalf("page: %s: %v", clipScript(expr), err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(v, out); err != nil {
+			p.t.Fatalf("page: %s answered %s: %v", clipScript(expr), v, err)
+		}
+	}
+}
+
+// js is v as a script's literal.
+func (p pageDriver) js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// createPasskey makes a passkey in the page and returns its public key as the service
+// takes it: the P-256 point, uncompressed.
+func (p pageDriver) createPasskey() []byte {
+	t := p.t
+	var spki string
+	p.eval("createPasskey()", &spki)
+	der, err := base64.RawURLEncoding.DecodeString(spki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		t.Fatalf("the passkey's public key: %v", err)
+	}
+	ecPub, ok := pub.(*ecdsa.PublicKey)
+	if !ok {
+		t.Fatalf("the passkey's public key is a %T, want P-256", pub)
+	}
+	point, err := ecPub.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return point
+}
+
+// signIntent signs intent in the page, with the passkey of public key point: the
+// challenge is what the Go side derives from its canonical form, and the assertion is
+// the browser's own. It returns the authored intent.
+func (p pageDriver) signIntent(intent []byte, point []byte) []byte {
+	t := p.t
+	challenge, err := crypto.PasskeyChallenge(intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var assertion struct {
+		Signature         string `json:"signature"`
+		ClientData        string `json:"clientData"`
+		AuthenticatorData string `json:"authenticatorData"`
+	}
+	p.eval(fmt.Sprintf("sign(%s)", p.js(challenge)), &assertion)
+	sig, err1 := base64.RawURLEncoding.DecodeString(assertion.Signature)
+	authData, err2 := base64.RawURLEncoding.DecodeString(assertion.AuthenticatorData)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("assertion %+v: %v, %v", assertion, err1, err2)
+	}
+	return authored(t, intent, crypto.Authorship{Signature: &crypto.Signature{Passkey: &crypto.PasskeySignature{
+		PubKey: point, Signature: sig, ClientData: assertion.ClientData, AuthenticatorData: authData,
+	}}})
 }
 
 // clipScript shortens a script for a failure message: some carry a whole request body.

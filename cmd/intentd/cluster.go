@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/cluster/natsprovider"
@@ -22,7 +23,7 @@ import (
 // as the cluster's name, so that services on one NATS with different prefixes never
 // form one cluster of members that do not share a stream.
 func clusterBucket(c Config, what string) string {
-	return strings.ReplaceAll(c.NatsPrefix, ".", "_") + "_" + what + "_" + c.ClusterName
+	return strings.ReplaceAll(c.Nats.Prefix, ".", "_") + "_" + what + "_" + c.Cluster.Name
 }
 
 // clusterName is what a cluster's name may be: it names a key-value bucket.
@@ -44,39 +45,40 @@ func clusterAddr(s string) (string, int, error) {
 
 // clusterFlags registers the flags of cluster mode.
 func (c *Config) clusterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.ClusterBind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
-	fs.StringVar(&c.ClusterName, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
-	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
-	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
-	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
-	fs.IntVar(&c.ClusterMaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intent grains active on this member at once; a command past it is answered 503 capacity_exceeded (idle grains stop after 10 s); 0: no bound")
-	fs.BoolVar(&c.ClusterInsecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
+	fs.StringVar(&c.Cluster.Bind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.Cluster.Name, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
+	fs.StringVar(&c.Cluster.TLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
+	fs.StringVar(&c.Cluster.TLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
+	fs.StringVar(&c.Cluster.TLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
+	fs.IntVar(&c.Cluster.MaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intent grains active on this member at once; a command past it is answered 503 capacity_exceeded (idle grains stop after 10 s); 0: no bound")
+	fs.BoolVar(&c.Cluster.ExitOnFence, "cluster-exit-on-fence", false, "stop (exit status 1) when the others dropped this member from the cluster, for a supervisor to start it again; without it the member rejoins under a new id by itself, once NATS answers")
+	fs.BoolVar(&c.Cluster.Insecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 }
 
 // validateCluster checks the cluster's flags: a member beyond loopback speaks mutual
 // TLS, or says with --cluster-insecure that it means not to.
 func (c *Config) validateCluster() error {
-	tls := c.ClusterTLS
+	tls := c.Cluster.TLS
 	given := tls.Cert != "" || tls.Key != "" || tls.CA != ""
-	if c.ClusterBind == "" {
-		if given || c.ClusterInsecure {
+	if c.Cluster.Bind == "" {
+		if given || c.Cluster.Insecure {
 			return errors.New("--cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca and --cluster-insecure are for a cluster member: give --cluster-bind too")
 		}
 		return nil
 	}
-	host, _, err := clusterAddr(c.ClusterBind)
+	host, _, err := clusterAddr(c.Cluster.Bind)
 	if err != nil {
 		return fmt.Errorf("--cluster-bind: %w", err)
 	}
 	switch {
-	case c.ClusterMaxGrains < 0:
-		return fmt.Errorf("--cluster-max-grains %d: want 0 (no bound) or more", c.ClusterMaxGrains)
+	case c.Cluster.MaxGrains < 0:
+		return fmt.Errorf("--cluster-max-grains %d: want 0 (no bound) or more", c.Cluster.MaxGrains)
 	case given && (tls.Cert == "" || tls.Key == "" || tls.CA == ""):
 		return errors.New("cluster TLS needs all three of --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca")
-	case given && c.ClusterInsecure:
+	case given && c.Cluster.Insecure:
 		return errors.New("--cluster-insecure and --cluster-tls-*: give one of them")
-	case !given && !c.ClusterInsecure && !loopbackHost(host):
-		return fmt.Errorf("--cluster-bind %s is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (intentctl certs makes them), or --cluster-insecure to run without", c.ClusterBind)
+	case !given && !c.Cluster.Insecure && !loopbackHost(host):
+		return fmt.Errorf("--cluster-bind %s is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (intentctl certs makes them), or --cluster-insecure to run without", c.Cluster.Bind)
 	}
 	return nil
 }
@@ -94,15 +96,15 @@ func loopbackHost(host string) bool {
 // change, until Close; SIGHUP reads it at once (Reload).
 func (m *Main) clusterTLS() (*clustertls.Config, error) {
 	c := m.Config
-	if c.ClusterTLS.Cert == "" {
-		host, _, _ := clusterAddr(c.ClusterBind)
-		if c.ClusterInsecure {
+	if c.Cluster.TLS.Cert == "" {
+		host, _, _ := clusterAddr(c.Cluster.Bind)
+		if c.Cluster.Insecure {
 			m.logger.Warn("the members speak plaintext (--cluster-insecure): anyone who reaches the cluster port can create, propose and stop intents as a member; use --cluster-tls-* (docs/cluster.md, \"Security\")",
-				"cluster_bind", c.ClusterBind, "loopback", loopbackHost(host))
+				"cluster_bind", c.Cluster.Bind, "loopback", loopbackHost(host))
 		}
 		return nil, nil
 	}
-	tc, err := clustertls.Load(c.ClusterTLS)
+	tc, err := clustertls.Load(c.Cluster.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (m *Main) clusterTLS() (*clustertls.Config, error) {
 		defer close(done)
 		tc.Watch(ctx, tlsWatchInterval, m.logger.With("component", "cluster"))
 	}()
-	m.logger.Info("the members speak mutual TLS", "cert", c.ClusterTLS.Cert, "ca", c.ClusterTLS.CA, "not_after", tc.NotAfter())
+	m.logger.Info("the members speak mutual TLS", "cert", c.Cluster.TLS.Cert, "ca", c.Cluster.TLS.CA, "not_after", tc.NotAfter())
 	return tc, nil
 }
 
@@ -122,23 +124,12 @@ func (m *Main) clusterTLS() (*clustertls.Config, error) {
 const tlsWatchInterval = 5 * time.Second
 
 // clusterConfig is the engine's cluster mode, membership on the store's NATS. A member
-// that finds itself dropped from the cluster stops: its supervisor starts it again and
-// it rejoins as a new member, rather than serve intents the others now own.
+// that finds itself dropped from the cluster stops serving grains at once (Fenced), and
+// rejoins as a new member (Rejoin), or stops when --cluster-exit-on-fence says so.
 func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	c := m.Config
-	host, port, _ := clusterAddr(c.ClusterBind)
-	m.fenced = make(chan struct{})
-	var once sync.Once
-	prov, err := natsprovider.New(natsprovider.Config{
-		JetStream: m.nats.JetStream(),
-		Bucket:    clusterBucket(c, "members"),
-		Replicas:  m.nats.Replicas(),
-		Logger:    m.logger,
-		OnFenced: func(reason error) {
-			m.logger.Error("this node was dropped from the cluster: stopping, to rejoin as a new member", "err", reason)
-			once.Do(func() { close(m.fenced) })
-		},
-	})
+	host, port, _ := clusterAddr(c.Cluster.Bind)
+	prov, err := m.newProvider()
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +137,8 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &actors.ClusterConfig{Name: c.ClusterName, Host: host, Port: port, Provider: prov, MaxGrains: c.ClusterMaxGrains}
-	if c.ClusterMaxGrains == 0 {
+	cc := &actors.ClusterConfig{Name: c.Cluster.Name, Host: host, Port: port, Provider: prov, MaxGrains: c.Cluster.MaxGrains}
+	if c.Cluster.MaxGrains == 0 {
 		cc.MaxGrains = -1 // the flag's 0 is no bound; the engine's is its default
 	}
 	if tc != nil {
@@ -160,7 +151,7 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 // receipt is signed by whichever member proved the intent, and a verifier pins one key.
 // The first member records its key id beside the members; the others must match it.
 func (m *Main) checkClusterKey(ctx context.Context, keyID string) error {
-	name := m.Config.ClusterName
+	name := m.Config.Cluster.Name
 	// The store watches the bucket from now on, as it watches its stream, and refuses to
 	// make it again empty once it made it: a member with another key must not find an
 	// empty bucket to record its key in.
@@ -187,6 +178,50 @@ func (m *Main) checkClusterKey(ctx context.Context, keyID string) error {
 	return nil
 }
 
-// Fenced is closed when this node was dropped from its cluster and must stop; it is nil
-// (never ready) outside cluster mode.
-func (m *Main) Fenced() <-chan struct{} { return m.fenced }
+// newProvider makes the membership provider of one incarnation, with a Fenced channel
+// of its own.
+func (m *Main) newProvider() (cluster.ClusterProvider, error) {
+	fenced := make(chan struct{})
+	var once sync.Once
+	prov, err := natsprovider.New(natsprovider.Config{
+		JetStream: m.nats.JetStream(),
+		Bucket:    clusterBucket(m.Config, "members"),
+		Replicas:  m.nats.Replicas(),
+		Logger:    m.logger,
+		OnFenced: func(reason error) {
+			m.logger.Error("this node was dropped from the cluster: it serves no intent grain until it is a member again", "err", reason)
+			once.Do(func() { close(fenced) })
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.fencedMu.Lock()
+	m.fenced = fenced
+	m.fencedMu.Unlock()
+	return prov, nil
+}
+
+// Fenced is closed when this node was dropped from its cluster; it is nil (never ready)
+// outside cluster mode. Each incarnation has its own: read it again after Rejoin.
+func (m *Main) Fenced() <-chan struct{} {
+	m.fencedMu.Lock()
+	defer m.fencedMu.Unlock()
+	return m.fenced
+}
+
+// Rejoin makes a fenced node a member again under a new id, without a restart: the
+// engine drops its grains and its intents' actors and joins with a new provider, tried
+// until NATS answers or ctx ends. With --cluster-exit-on-fence it returns errFenced
+// instead, for the caller to stop.
+func (m *Main) Rejoin(ctx context.Context) error {
+	if m.Config.Cluster.ExitOnFence {
+		m.logger.Error("this node was dropped from the cluster: stopping, as --cluster-exit-on-fence asks; its supervisor starts it again as a new member")
+		return errFenced
+	}
+	m.logger.Warn("this node was dropped from the cluster: rejoining as a new member")
+	return m.engine.Rejoin(ctx, m.newProvider)
+}
+
+// errFenced is Rejoin's answer when a fenced node is to stop.
+var errFenced = errors.New("dropped from the cluster")

@@ -36,36 +36,49 @@ import (
 // the dead node's included, succeeds through the nodes left within seconds.
 func TestCluster(t *testing.T) {
 	r := startRig(t)
-	nodes, members := r.nodes, r.members
-	var wg sync.WaitGroup
-	submit := func(n *crashServer) string {
-		// A 503 says to try again (a member the cluster is moving away from); a retry
-		// of a create that was written is refused as a taken id, which is the same.
-		id, body := r.intent()
-		retried := false
-		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-			code, why := call(n.url+"/intents", body)
-			if code == http.StatusOK || code == http.StatusConflict && retried {
-				return id
-			}
-			retried = true
-			if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
-				t.Fatalf("POST /intents to %s: %d %s", n.url, code, why)
-			}
+	const n = 30
+	checkSpread(t, r, n)
+	checkNodeKilled(t, r, n)
+	paused := checkNodePaused(t, r, n)
+	checkRejoin(t, r, 2*n+paused)
+}
+
+// submitTo submits a new intent through node n and returns its id. A 503 says to try
+// again (a member the cluster is moving away from); a retry of a create that was
+// written is refused as a taken id, which is the same.
+func (r *rig) submitTo(t *testing.T, n *crashServer) string {
+	id, body := r.intent()
+	retried := false
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		code, why := call(n.url+"/intents", body)
+		if code == http.StatusOK || code == http.StatusConflict && retried {
+			return id
+		}
+		retried = true
+		if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
+			t.Fatalf("POST /intents to %s: %d %s", n.url, code, why)
 		}
 	}
-	propose := func(n *crashServer, id string) (int, string) {
-		return call(n.url+"/intents/"+id+"/proposal", fmt.Appendf(nil, `{"solution":%q}`, crashSolutions[0]))
-	}
+}
 
-	const n = 30
+// proposeVia proposes the one solution to intent id through node n.
+func proposeVia(n *crashServer, id string) (int, string) {
+	return call(n.url+"/intents/"+id+"/proposal", fmt.Appendf(nil, `{"solution":%q}`, crashSolutions[0]))
+}
+
+// checkSpread submits n intents to each node in turn, proposes to each on another and
+// reads it on the third: every node's stream has the same events, and each node counts
+// the members, its grains and the commands it sent to others.
+func checkSpread(t *testing.T, r *rig, n int) {
+	nodes := r.nodes
+	var wg sync.WaitGroup
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = submit(nodes[i%3])
+		ids[i] = r.submitTo(t, nodes[i%3])
 	}
 	for i, id := range ids {
 		wg.Go(func() {
-			if code, why := propose(nodes[(i+1)%3], id); code != http.StatusOK {
+			if code, why := proposeVia(nodes[(i+1)%3], id); code != http.StatusOK {
 				t.Errorf("proposal of %s through another node: %d %s", id, code, why)
 			}
 		})
@@ -96,14 +109,20 @@ func TestCluster(t *testing.T) {
 	}
 	// 30 intents, each created and proposed to through the cluster; most land on
 	// another member than the one asked.
-	if grains < 1 || remote < 2*n/3 {
+	if grains < 1 || remote < float64(2*n/3) {
 		t.Errorf("%v grains active and %v commands answered across the nodes, want some of each", grains, remote)
 	}
+}
 
-	// Open intents on every node, then a node and a NATS server die.
+// checkNodeKilled submits n open intents on every node, then kills a node and a NATS
+// server with SIGKILL: every proposal for the open intents, the dead node's included,
+// succeeds through the nodes left within seconds.
+func checkNodeKilled(t *testing.T, r *rig, n int) {
+	nodes, members := r.nodes, r.members
+	var wg sync.WaitGroup
 	open := make([]string, n)
 	for i := range open {
-		open[i] = submit(nodes[i%3])
+		open[i] = r.submitTo(t, nodes[i%3])
 	}
 	killed := time.Now()
 	nodes[2].kill()
@@ -115,7 +134,7 @@ func TestCluster(t *testing.T) {
 			via := nodes[i%2]
 			ambiguous := false // a refusal that may have come after the write
 			for {
-				code, why := propose(via, id)
+				code, why := proposeVia(via, id)
 				if code == http.StatusOK {
 					break
 				}
@@ -151,19 +170,24 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("%d events after the kill, want %d", len(all), 2*n)
 	}
 	t.Logf("every proposal accepted within %v of the kill of a node and a NATS server", slowest.Round(10*time.Millisecond))
+}
 
-	// A node paused past its membership TTL is dropped; its intents are served by the
-	// node left; resumed, it finds itself out and stops, writing nothing.
+// checkNodePaused pauses a node past its membership TTL: it is dropped, its intents
+// are served by the node left, and, resumed, it finds itself out and stops, writing
+// nothing. The checks before it decided 2n intents; it returns how many more it
+// decided.
+func checkNodePaused(t *testing.T, r *rig, n int) int {
+	nodes := r.nodes
 	paused := make([]string, 10)
 	for i := range paused {
-		paused[i] = submit(nodes[i%2])
+		paused[i] = r.submitTo(t, nodes[i%2])
 	}
 	nodes[1].cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	waitMembers(t, nodes[:1], 1)
 	for _, id := range paused {
 		for {
-			code, why := propose(nodes[0], id)
+			code, why := proposeVia(nodes[0], id)
 			if code == http.StatusOK {
 				break
 			}
@@ -174,6 +198,35 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	t.Logf("with a node paused, every proposal accepted %v after the pause", time.Since(stopped).Round(10*time.Millisecond))
+	// Resumed, it finds itself out, stops serving grains, and rejoins as a new member
+	// by itself, with no restart.
+	resumed := time.Now()
+	nodes[1].cmd.Process.Signal(syscall.SIGCONT)
+	waitMembers(t, nodes[:2], 2)
+	if nodes[1].cmd.ProcessState != nil {
+		t.Fatalf("the resumed node stopped: %v", nodes[1].cmd.ProcessState)
+	}
+	t.Logf("the resumed node was a member again %v after it resumed", time.Since(resumed).Round(10*time.Millisecond))
+	// And it serves: an intent taken in and proposed through it is decided.
+	served := r.submitTo(t, nodes[1])
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		code, why := proposeVia(nodes[1], served)
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusServiceUnavailable && code != 0 || time.Since(start) > 30*time.Second {
+			t.Fatalf("proposal of %s through the rejoined node: %d %s", served, code, why)
+		}
+	}
+	waitTerminal(t, nodes[1].url, served, "success")
+	paused = append(paused, served)
+	// With --cluster-exit-on-fence, a node dropped stops instead, for its supervisor.
+	nodes[1].kill()
+	nodes[1].args = append(nodes[1].args, "--cluster-exit-on-fence")
+	nodes[1].start()
+	waitMembers(t, nodes[:2], 2)
+	nodes[1].cmd.Process.Signal(syscall.SIGSTOP)
+	waitMembers(t, nodes[:1], 1)
 	exited := make(chan error, 1)
 	go func() { exited <- nodes[1].cmd.Wait() }()
 	nodes[1].cmd.Process.Signal(syscall.SIGCONT)
@@ -181,21 +234,26 @@ func TestCluster(t *testing.T) {
 	case err := <-exited:
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("the resumed node ended with %v, want exit code 1 (fenced)", err)
+			t.Fatalf("the resumed node with --cluster-exit-on-fence ended with %v, want exit code 1 (fenced)", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the resumed node, dropped from the cluster, is still running")
+		t.Fatal("the resumed node with --cluster-exit-on-fence, dropped from the cluster, is still running")
 	}
 	for _, id := range paused {
 		waitTerminal(t, nodes[0].url, id, "success")
 	}
-	all = readN(t, nodes[0].url, 2*n+len(paused))
+	all := readN(t, nodes[0].url, 2*n+len(paused))
 	checkEvents(t, "the node left after the pause", all, nil, false)
 	if len(all) != 2*n+len(paused) {
 		t.Fatalf("%d events after the pause, want %d", len(all), 2*n+len(paused))
 	}
+	return len(paused)
+}
 
-	// The killed NATS server and both stopped nodes come back, and the three serve as one.
+// checkRejoin starts the killed NATS server and both stopped nodes again: the three
+// serve as one, and every node's stream holds the before outcomes and the new ones.
+func checkRejoin(t *testing.T, r *rig, before int) {
+	nodes, members := r.nodes, r.members
 	members[2].start()
 	rejoined := time.Now()
 	nodes[1].start()
@@ -204,11 +262,11 @@ func TestCluster(t *testing.T) {
 	t.Logf("the two nodes were back in every view %v after they were started", time.Since(rejoined).Round(10*time.Millisecond))
 	again := make([]string, 9)
 	for i := range again {
-		again[i] = submit(nodes[i%3])
+		again[i] = r.submitTo(t, nodes[i%3])
 	}
 	for i, id := range again {
 		for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-			code, why := propose(nodes[(i+1)%3], id)
+			code, why := proposeVia(nodes[(i+1)%3], id)
 			if code == http.StatusOK {
 				break
 			}
@@ -217,7 +275,7 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	}
-	want := 2*n + len(paused) + len(again)
+	want := before + len(again)
 	for i, id := range again {
 		waitTerminal(t, nodes[(i+2)%3].url, id, "success")
 	}

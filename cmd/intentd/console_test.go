@@ -196,9 +196,29 @@ func TestConsole(t *testing.T) {
 	b.open("#/live")
 	b.wait("the stream to connect", `document.getElementById("conn").dataset.state === "connected"`, 10*time.Second)
 
-	// Outcomes made through the API appear on the Live page within a second of the
-	// proposal's answer, with their type.
 	passed, failed, open := s.submit(), s.submit(), s.submit()
+	checkLiveOutcomes(t, s, b, passed, failed)
+	checkLiveFilters(t, b, passed, failed)
+	checkIntentPages(t, s, b, failed, open)
+	checkProofPages(t, b, passed, failed)
+	checkDroppedBundle(t, s, b, passed)
+
+	// The Policy page: the canonical text, the parameters and the evidence read.
+	b.open("#/policy/" + s.policy)
+	b.wait("the policy", `document.getElementById("policy-text")`, 5*time.Second)
+	page := b.text("main")
+	for _, want := range []string{"max_price_cents", "set<string>", "shipping_cents", "name tshirt_purchase_v1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Policy page lacks %q", want)
+		}
+	}
+	b.screenshot("policy", `document.querySelector("h1")`)
+}
+
+// checkLiveOutcomes checks that outcomes made through the API appear on the Live page
+// within a second of the proposal's answer, with their type, and that their arrival
+// leaves the keyboard's focus where it was.
+func checkLiveOutcomes(t *testing.T, s *testServer, b *consoleBrowser, passed, failed string) {
 	row := func(id, typ string) string {
 		return fmt.Sprintf(`document.querySelector('#events tr[data-type=%q] a[href="#/intent/%s"]')`, typ, id)
 	}
@@ -228,8 +248,11 @@ func TestConsole(t *testing.T) {
 		b.eval(`document.activeElement.outerHTML.slice(0, 120)`, &on)
 		t.Errorf("an outcome's arrival took the keyboard's focus from the link it was on, to %s", on)
 	}
+}
 
-	// The filters: by type, then by part of an intent id, then none.
+// checkLiveFilters filters the Live page by type, then by part of an intent id, then
+// not at all.
+func checkLiveFilters(t *testing.T, b *consoleBrowser, passed, failed string) {
 	shown := func() (types, intents []string) {
 		var rows []struct{ Type, Intent string }
 		b.eval(`[...document.querySelectorAll("#events tr")].map(r => ({type: r.dataset.type, intent: r.querySelector("a").textContent}))`, &rows)
@@ -252,9 +275,12 @@ func TestConsole(t *testing.T) {
 		t.Errorf("without filters, the Live page shows %v, want 3 outcomes", intents)
 	}
 	b.screenshot("live", `document.querySelector("h1")`)
+}
 
-	// The Intent page of the failed intent: constraint 5 (in stock) is marked, with
-	// the reason the status gives.
+// checkIntentPages checks the Intent page of the failed intent: constraint 5 (in stock)
+// is marked, with the reason the status gives; and that of an open intent, which counts
+// down to its deadline.
+func checkIntentPages(t *testing.T, s *testServer, b *consoleBrowser, failed, open string) {
 	st := s.status(failed)
 	failures, _ := st["constraint_failures"].([]any)
 	if len(failures) != 1 {
@@ -278,9 +304,11 @@ func TestConsole(t *testing.T) {
 	countdown := `/^\d{2}:\d{2}:\d{2}$/.test((document.getElementById("countdown") || {}).textContent)`
 	b.wait("the countdown", countdown, 5*time.Second)
 	b.screenshot("intent-open", `document.querySelector("h1")`)
+}
 
-	// The Proof page verifies a real bundle, success and failure alike, against the
-	// server's key.
+// checkProofPages checks that the Proof page verifies a real bundle, success and
+// failure alike, against the server's key.
+func checkProofPages(t *testing.T, b *consoleBrowser, passed, failed string) {
 	for _, id := range []string{passed, failed} {
 		b.open("#/proof/" + id)
 		// The last page's verdict may still be up for a moment: wait for this one's.
@@ -295,9 +323,12 @@ func TestConsole(t *testing.T) {
 		}
 	}
 	b.screenshot("proof-verified", `document.querySelector("h1")`)
+}
 
-	// A bundle with one byte changed, dropped in with the server's key typed in: the
-	// page names the check that fails, as intentctl verify does.
+// checkDroppedBundle drops in a bundle with one byte changed, with the server's key
+// typed in: the page names the check that fails, as intentctl verify does; and the
+// whole bundle, which verifies.
+func checkDroppedBundle(t *testing.T, s *testServer, b *consoleBrowser, passed string) {
 	r := s.do("GET", "/intents/"+passed+"/proof", "", nil)
 	if r.status != http.StatusOK {
 		t.Fatalf("GET proof: %s", r)
@@ -342,17 +373,6 @@ func TestConsole(t *testing.T) {
 		}
 		b.screenshot("proof-tampered", `document.querySelector('li[data-check="evidence_digest"]')`)
 	}
-
-	// The Policy page: the canonical text, the parameters and the evidence read.
-	b.open("#/policy/" + s.policy)
-	b.wait("the policy", `document.getElementById("policy-text")`, 5*time.Second)
-	page := b.text("main")
-	for _, want := range []string{"max_price_cents", "set<string>", "shipping_cents", "name tshirt_purchase_v1"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the Policy page lacks %q", want)
-		}
-	}
-	b.screenshot("policy", `document.querySelector("h1")`)
 }
 
 // count is the number of elements a selector finds.

@@ -127,7 +127,7 @@ func (s *crashServer) startOnce() bool {
 			if rec.Msg == "listening" {
 				found <- rec.URL
 			}
-			if strings.HasPrefix(rec.Msg, "this node was dropped from the cluster") {
+			if strings.HasPrefix(rec.Msg, "this node was dropped from the cluster: stopping") {
 				fenced.Store(true)
 			}
 			if rec.Level == "WARN" || rec.Level == "ERROR" {

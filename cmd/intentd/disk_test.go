@@ -20,7 +20,7 @@ import (
 func TestFullDisk(t *testing.T) {
 	ownStores(t)
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
@@ -28,7 +28,7 @@ func TestFullDisk(t *testing.T) {
 	s := startServerIn(t, filepath.Join(dir, "data"), []string{"--min-free-disk", strconv.Itoa(margin)})
 	stored := s.submit()
 
-	fill(t, filepath.Join(dir, "filler"), 64<<20)
+	fill(t, filepath.Join(dir, "filler"), 128<<20)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -87,7 +87,7 @@ func TestFullDisk(t *testing.T) {
 func TestFullDiskFirstStart(t *testing.T) {
 	ownStores(t)
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("a full disk needs a small file system: mounting a tmpfs failed (%v: %s); run as root to test it", err, strings.TrimSpace(string(out)))
 	}
 	// Lazily: Pebble keeps the manifest it could not write open when its first open

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,15 +25,72 @@ func TestErrors(t *testing.T) {
 	}
 	s.waitStatus(proposed, "success")
 
-	signed := func(mutate func(intent string) string) []byte {
-		intent := []byte(mutate(string(s.intentJSON(uuid.NewString()))))
-		a, err := crypto.SignEd25519(s.key, intent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return authored(t, intent, a)
+	tests := slices.Concat(intentErrors(t, s, open), endpointErrors(t, s, open, proposed))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := s.do(tt.method, tt.path, tt.contentType, tt.body, tt.header...)
+			code, msg := r.errorBody(t)
+			if r.status != tt.status || code != tt.code {
+				t.Fatalf("%s %s: %s, want %d %s", tt.method, tt.path, r, tt.status, tt.code)
+			}
+			if !strings.Contains(msg, tt.inMessage) {
+				t.Fatalf("message %q does not say %q", msg, tt.inMessage)
+			}
+			if r.status == http.StatusMethodNotAllowed && !strings.Contains(r.header.Get("Allow"), "GET") && !strings.Contains(r.header.Get("Allow"), "POST") {
+				t.Fatalf("405 without a useful Allow header: %q", r.header.Get("Allow"))
+			}
+		})
 	}
-	valid := signed(func(in string) string { return in })
+
+	t.Run("405 Allow lists the served methods", func(t *testing.T) {
+		r := s.do("PATCH", "/policies/"+s.policy, "", nil)
+		allow := r.header.Get("Allow")
+		if r.status != 405 || !strings.Contains(allow, "GET") || !strings.Contains(allow, "DELETE") || strings.Contains(allow, "POST") {
+			t.Fatalf("PATCH /policies/{id}: %s, Allow %q; want 405 allowing GET and DELETE", r, allow)
+		}
+	})
+	t.Run("refusals change nothing", func(t *testing.T) {
+		if st := s.status(open); st["status"] != "open" {
+			t.Fatalf("the open intent is %v after refused proposals", st)
+		}
+	})
+}
+
+// errorCase is a request TestErrors makes and the error it must get: status, code and
+// a part of the message that says what is wrong.
+type errorCase struct {
+	name        string
+	method      string
+	path        string
+	contentType string
+	body        []byte
+	header      []string
+	status      int
+	code        string
+	inMessage   string
+}
+
+// unknownPolicyID is a well-formed policy id that names no policy.
+const unknownPolicyID = "11111111111111111111111111111111"
+
+// signedIntentBody is an authored intent of s's policy with a new id, changed by mutate
+// (when not nil) and then signed.
+func signedIntentBody(t *testing.T, s *testServer, mutate func(intent string) string) []byte {
+	intent := string(s.intentJSON(uuid.NewString()))
+	if mutate != nil {
+		intent = mutate(intent)
+	}
+	a, err := crypto.SignEd25519(s.key, []byte(intent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return authored(t, []byte(intent), a)
+}
+
+// intentErrors are the refusals of POST /intents; open is an open intent's id.
+func intentErrors(t *testing.T, s *testServer, open string) []errorCase {
+	signed := func(mutate func(intent string) string) []byte { return signedIntentBody(t, s, mutate) }
+	valid := signed(nil)
 	sig := string(valid[strings.Index(string(valid), `"authorship":`)+len(`"authorship":`) : len(valid)-1])
 	withAuth := func(auth string) []byte {
 		return fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, s.intentJSON(uuid.NewString()), auth)
@@ -42,21 +100,8 @@ func TestErrors(t *testing.T) {
 		return authored(t, intent, s.signEd25519(intent))
 	}
 	otherPolicy := s.putPolicy("name other\nrequires { evidence.size == \"M\"; }\n")
-	unknownPolicy := "11111111111111111111111111111111"
-
 	const json = "application/json"
-	tests := []struct {
-		name        string
-		method      string
-		path        string
-		contentType string
-		body        []byte
-		header      []string
-		status      int
-		code        string
-		inMessage   string // a part of the message that says what is wrong
-	}{
-		// POST /intents
+	return []errorCase{
 		{"intent: not JSON", "POST", "/intents", json, []byte(`{"intent":`), nil, 400, "invalid_json", "not valid JSON"},
 		{"intent: wrong content type", "POST", "/intents", "text/plain", valid, nil, 400, "unsupported_content_type", "application/json"},
 		{"intent: no content type", "POST", "/intents", "", valid, nil, 400, "unsupported_content_type", "missing"},
@@ -64,7 +109,7 @@ func TestErrors(t *testing.T) {
 		{"intent: bad signature", "POST", "/intents", json, withAuth(sig), nil, 400, "authorship_invalid", "authorship"},
 		{"intent: unsigned not permitted", "POST", "/intents", json, withAuth(`"Unsigned"`), nil, 400, "unsigned_not_permitted", "unsigned"},
 		{"intent: unknown policy", "POST", "/intents", json, signed(func(in string) string {
-			return strings.Replace(in, s.policy, unknownPolicy, 1)
+			return strings.Replace(in, s.policy, unknownPolicyID, 1)
 		}), nil, 400, "policy_not_found", "intent.policy_id"},
 		{"intent: id exists", "POST", "/intents", json, existing(), nil, 409, "intent_exists", open},
 		{"intent: body is an array", "POST", "/intents", json, []byte(`[]`), nil, 422, "invalid_intent", "must be a JSON object"},
@@ -99,7 +144,15 @@ func TestErrors(t *testing.T) {
 			return strings.Replace(in, `"policy_id"`, `"template_id"`, 1)
 		}), nil, 422, "superseded_shape", "intent.template_id"},
 		{"intent: over the body limit", "POST", "/intents", json, []byte(`{"intent":"` + strings.Repeat("x", 9000) + `"}`), nil, 413, "body_too_large", "8192"},
+	}
+}
 
+// endpointErrors are the refusals of the other endpoints, and of routing; open is an
+// open intent's id, proposed a decided one's.
+func endpointErrors(t *testing.T, s *testServer, open, proposed string) []errorCase {
+	valid := signedIntentBody(t, s, nil)
+	const json = "application/json"
+	return []errorCase{
 		// GET /intents/{id} and its status
 		{"get intent: unknown", "GET", "/intents/" + uuid.NewString(), "", nil, nil, 404, "intent_not_found", "not found"},
 		{"get intent: malformed id", "GET", "/intents/nope", "", nil, nil, 404, "intent_not_found", "nope"},
@@ -123,9 +176,9 @@ func TestErrors(t *testing.T) {
 		// Policies
 		{"policy: compile error", "POST", "/policies", "text/plain", []byte("name x\nrequires {\n  evidence.a == ;\n}\n"), nil, 400, "policy_invalid", "3:"},
 		{"policy: wrong content type", "POST", "/policies", json, []byte(`"name x"`), nil, 400, "unsupported_content_type", "text/plain"},
-		{"get policy: unknown", "GET", "/policies/" + unknownPolicy, "", nil, nil, 404, "policy_not_found", unknownPolicy},
+		{"get policy: unknown", "GET", "/policies/" + unknownPolicyID, "", nil, nil, 404, "policy_not_found", unknownPolicyID},
 		{"get policy: malformed id", "GET", "/policies/not-base58!", "", nil, nil, 404, "policy_not_found", "not-base58!"},
-		{"delete policy: unknown", "DELETE", "/policies/" + unknownPolicy, "", nil, nil, 404, "policy_not_found", unknownPolicy},
+		{"delete policy: unknown", "DELETE", "/policies/" + unknownPolicyID, "", nil, nil, 404, "policy_not_found", unknownPolicyID},
 		{"delete policy: in use", "DELETE", "/policies/" + s.policy, "", nil, nil, 409, "policy_in_use", s.policy},
 
 		// Events
@@ -142,34 +195,6 @@ func TestErrors(t *testing.T) {
 		{"method not allowed", "PUT", "/intents", json, valid, nil, 405, "method_not_allowed", "PUT"},
 		{"method not allowed on events", "POST", "/events", json, []byte(`{}`), nil, 405, "method_not_allowed", "POST"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := s.do(tt.method, tt.path, tt.contentType, tt.body, tt.header...)
-			code, msg := r.errorBody(t)
-			if r.status != tt.status || code != tt.code {
-				t.Fatalf("%s %s: %s, want %d %s", tt.method, tt.path, r, tt.status, tt.code)
-			}
-			if !strings.Contains(msg, tt.inMessage) {
-				t.Fatalf("message %q does not say %q", msg, tt.inMessage)
-			}
-			if r.status == http.StatusMethodNotAllowed && !strings.Contains(r.header.Get("Allow"), "GET") && !strings.Contains(r.header.Get("Allow"), "POST") {
-				t.Fatalf("405 without a useful Allow header: %q", r.header.Get("Allow"))
-			}
-		})
-	}
-
-	t.Run("405 Allow lists the served methods", func(t *testing.T) {
-		r := s.do("PATCH", "/policies/"+s.policy, "", nil)
-		allow := r.header.Get("Allow")
-		if r.status != 405 || !strings.Contains(allow, "GET") || !strings.Contains(allow, "DELETE") || strings.Contains(allow, "POST") {
-			t.Fatalf("PATCH /policies/{id}: %s, Allow %q; want 405 allowing GET and DELETE", r, allow)
-		}
-	})
-	t.Run("refusals change nothing", func(t *testing.T) {
-		if st := s.status(open); st["status"] != "open" {
-			t.Fatalf("the open intent is %v after refused proposals", st)
-		}
-	})
 }
 
 // TestPolicies covers the policy endpoints' successes: the id as a JSON string, the

@@ -11,9 +11,11 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
+	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/internal/redact"
 	"github.com/intentd/intentd/internal/secretfile"
+	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
 )
@@ -22,97 +24,119 @@ import (
 // 2262, and a century is past any wait for a proposal.
 const maxIntentTTL = 100 * 365 * 24 * time.Hour
 
-// Config is the server's settings, as the flags and environment give them.
+// Config is the server's settings, as the flags and environment give them. It is
+// built around the option structs of the packages the flags configure, which the flags
+// fill in place: Run hands each on and adds what no flag sets (the store, the logger,
+// the key), so that a setting is named once, where it is used.
 type Config struct {
-	Listen        string
-	DataDir       string
-	AllowUnsigned bool
-	PasskeyOrigin string
-	PasskeyRPID   string
-	// PasskeyTopOrigins are the sites that may frame PasskeyOrigin's page.
-	PasskeyTopOrigins []string
-	// PasskeyRequireUV refuses passkey assertions made without user verification.
-	PasskeyRequireUV bool
-	IntentTTL        time.Duration
-	MaxProving       int
-	ProvingQueue     int
-	// MaxPreviewing and MaxPreviews bound previews: at once, and per intent.
-	MaxPreviewing     int
-	MaxPreviews       int
-	Catalog           string
-	ExtractorURL      string
-	ExtractorConfig   string
-	EventRetention    uint64
-	EventRetentionAge time.Duration
-	MaxBody           int64
-	LogFormat         string
-	LogLevel          string
-	// LogRequests logs every request at info, not only those answered with an error.
-	LogRequests     bool
-	ShutdownTimeout time.Duration
+	// Listen is the HTTP API's address.
+	Listen string
+	// DataDir is the folder of the Pebble store, the signing key, the embedded NATS
+	// server and the transparency log.
+	DataDir string
+	// Store is "pebble" (in DataDir) or the NATS servers, nats://HOST:PORT[,nats://...].
+	Store string
+	// Log is how the service logs.
+	Log LogConfig
+	// Engine holds the engine's limits the flags set; Run fills in the rest.
+	Engine actors.Config
+	// Verify is how an intent's authorship is checked.
+	Verify crypto.VerifyOptions
+	// API is the HTTP server's settings that flags give.
+	API APIConfig
+	// Evidence chooses where evidence comes from.
+	Evidence EvidenceConfig
+	// Pebble holds the Pebble store's settings that flags give.
+	Pebble persistence.Options
+	// Nats holds the NATS store's connection and layout, and the embedded server's.
+	Nats NATSConfig
+	// Cluster makes this node a member of a cluster (docs/cluster.md).
+	Cluster ClusterConfig
+	// Tlog is the transparency log of outcomes.
+	Tlog TlogConfig
 	// SigningKey is the receipt key file; empty: signing.key in DataDir, made on first start.
 	SigningKey string
-	// MinFreeDisk is the free space below which writes are refused; 0: never.
-	MinFreeDisk int64
-	// AcceptDataLoss starts on a store whose write-ahead log lost acknowledged writes.
-	AcceptDataLoss bool
 	// RotateSigningKey changes the key on purpose: a missing signing.key is made anew
 	// in a store that has issued receipts under the old one, and a transparency log
 	// signed by another key goes on under this one.
 	RotateSigningKey bool
+	// Pprof is the address of a listener serving net/http/pprof; empty: none.
+	Pprof string
+}
+
+// LogConfig is how the service logs.
+type LogConfig struct {
+	Format string // text or json
+	Level  string // debug, info, warn or error
+	// Requests logs every request at info, not only those answered with an error.
+	Requests bool
+}
+
+// APIConfig is the HTTP server's settings that flags give; the rest of
+// intenthttp.Options is Run's.
+type APIConfig struct {
+	// MaxBody is the largest request body, in bytes.
+	MaxBody int64
+	// Limits are the caller limits beyond the body size.
+	Limits intenthttp.Limits
 	// Tokens is the file of bearer token hashes and roles; empty: no caller authentication.
 	Tokens string
-	// The caller limits beyond the body size (intenthttp.Limits).
-	MaxSolution     int
-	MaxAttrs        int
-	MaxSet          int
-	MaxString       int
-	MaxSubscribers  int
-	MaxPolicySource int
-	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
-	ShutdownDelay time.Duration
 	// CORSOrigins are the origins whose browser pages may call the API, in the form
 	// browsers send them; empty: CORS off.
 	CORSOrigins []string
-	// Store is "pebble" (in DataDir) or the NATS servers, nats://HOST:PORT[,nats://...].
-	Store string
-	// The NATS store's connection and layout (natsstore.Options).
-	NatsCreds string
-	// NatsToken is the token itself once ParseFlags has read it: from --nats-token,
-	// the file of --nats-token @FILE, or NatsTokenFile.
-	NatsToken string
-	// NatsTokenFile is the file the token was read from; empty: none.
-	NatsTokenFile string
-	NatsNKey      string
-	NatsTLSCA     string
-	NatsPrefix    string
-	NatsReplicas  int
-	// NatsEmbed runs a NATS server with JetStream in DataDir inside intentd and keeps the
-	// store on it; NatsEmbedConfig is that server's configuration file (cluster, ports).
-	NatsEmbed       bool
-	NatsEmbedConfig string
 	// UI serves the browser console under /ui/.
 	UI bool
-	// ClusterBind, when set, makes this node a member of a cluster (docs/cluster.md):
-	// the HOST:PORT the other members reach its actors at. It needs a NATS store.
-	ClusterBind string
-	// ClusterName keeps clusters apart on one NATS.
-	ClusterName string
-	// ClusterTLS are the PEM files of the members' mutual TLS: this member's
-	// certificate and key, and the cluster's CA.
-	ClusterTLS clustertls.Files
-	// ClusterInsecure lets the members speak plaintext on an address beyond loopback.
-	ClusterInsecure bool
-	// ClusterMaxGrains bounds the intent grains active on this member; 0: no bound.
-	ClusterMaxGrains int
-	// Pprof is the address of a listener serving net/http/pprof; empty: none.
-	Pprof string
-	// Tlog keeps the transparency log of outcomes and serves it under /log/.
-	Tlog bool
-	// TlogDir is the log's folder; empty: tlog in DataDir.
-	TlogDir string
-	// TlogOrigin is the origin line of its checkpoints; empty: tlog.DefaultOrigin.
-	TlogOrigin string
+	// ShutdownTimeout bounds how long a shutdown waits for requests in flight.
+	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
+	ShutdownDelay time.Duration
+}
+
+// EvidenceConfig chooses the extractors (docs/evidence.md).
+type EvidenceConfig struct {
+	Catalog         string // catalog file; empty: the embedded demo catalog
+	ExtractorURL    string // base URL of an evidence service, made the default
+	ExtractorConfig string // file of rules choosing an extractor per solution
+}
+
+// NATSConfig is the NATS store's connection and layout (natsstore.Options, whose
+// URLs Run fills from Store), and the embedded server's.
+type NATSConfig struct {
+	natsstore.Options
+	// TokenFile is the file the token was read from; empty: none. Token is the token
+	// itself once ParseFlags has read it: from --nats-token, the file of
+	// --nats-token @FILE, or TokenFile.
+	TokenFile string
+	// Embed runs a NATS server with JetStream in DataDir inside intentd and keeps the
+	// store on it; EmbedConfig is that server's configuration file (cluster, ports).
+	Embed       bool
+	EmbedConfig string
+}
+
+// ClusterConfig makes this node a member of a cluster.
+type ClusterConfig struct {
+	// Bind, when set, turns cluster mode on: the HOST:PORT the other members reach this
+	// node's actors at. It needs a NATS store.
+	Bind string
+	// Name keeps clusters apart on one NATS.
+	Name string
+	// TLS are the PEM files of the members' mutual TLS: this member's certificate and
+	// key, and the cluster's CA.
+	TLS clustertls.Files
+	// Insecure lets the members speak plaintext on an address beyond loopback.
+	Insecure bool
+	// MaxGrains bounds the intent grains active on this member; 0: no bound.
+	MaxGrains int
+	// ExitOnFence stops the process when the others dropped this member, instead of
+	// rejoining under a new id.
+	ExitOnFence bool
+}
+
+// TlogConfig is the transparency log of outcomes, served under /log/.
+type TlogConfig struct {
+	Enabled bool
+	Dir     string // the log's folder; empty: tlog in DataDir
+	Origin  string // the origin line of its checkpoints; empty: tlog.DefaultOrigin
 }
 
 // envName is the environment variable that sets a flag when the command line does not.
@@ -126,59 +150,60 @@ func (m *Main) ParseFlags(args []string) error {
 	c := &m.Config
 	// The engine's defaults are written once, in actors.DefaultConfig; the flags show them.
 	def := actors.DefaultConfig()
+	c.Engine = def
 	fs := flag.NewFlagSet("intentd", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	fs.StringVar(&c.DataDir, "data", "./data", "folder of the Pebble store; created when missing")
-	fs.BoolVar(&c.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
-	fs.StringVar(&c.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
-	fs.Var(&listFlag{vals: &c.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
-	fs.StringVar(&c.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
-	fs.BoolVar(&c.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
-	fs.DurationVar(&c.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
-	fs.IntVar(&c.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
-	fs.IntVar(&c.MaxPreviewing, "max-previewing", def.MaxPreviewing, "previews decided at once, a share beside --max-proving; previews are refused (503) while proposals wait")
-	fs.IntVar(&c.MaxPreviews, "max-previews", def.MaxPreviewsPerIntent, "previews one intent may have (429 past it), counted in memory until the intent ends or the service restarts; 0: no bound")
-	fs.IntVar(&c.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
-	fs.StringVar(&c.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
-	fs.StringVar(&c.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
-	fs.StringVar(&c.ExtractorConfig, "extractor-config", "", "JSON file of rules choosing an extractor per solution (see docs/evidence.md)")
-	fs.Uint64Var(&c.EventRetention, "event-retention", def.EventRetention, "newest events kept for replay")
-	fs.DurationVar(&c.EventRetentionAge, "event-retention-age", def.EventRetentionAge, "events older than this are dropped")
-	fs.Int64Var(&c.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
-	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.BoolVar(&c.LogRequests, "log-requests", false, "log a line for every request at info; without it, only requests answered with an error are (the others at debug)")
+	fs.BoolVar(&c.Verify.AllowUnsigned, "allow-unsigned", false, "accept intents whose authorship is \"Unsigned\"")
+	fs.StringVar(&c.Verify.PasskeyOrigin, "passkey-origin", "", "the only origin a passkey's client data may name (empty: not checked)")
+	fs.Var(&listFlag{vals: &c.Verify.PasskeyTopOrigins}, "passkey-top-origin", "a site that may frame the --passkey-origin page when it asks for a signature (repeatable, or a comma list); without it an assertion made in a cross-origin frame is refused")
+	fs.StringVar(&c.Verify.PasskeyRPID, "passkey-rp-id", "", "the relying party id a passkey's authenticator data must carry (empty: not checked)")
+	fs.BoolVar(&c.Verify.PasskeyRequireUV, "passkey-require-uv", false, "refuse a passkey assertion whose authenticator data lacks the user-verified flag (a PIN or biometric), as authorship_invalid")
+	fs.DurationVar(&c.Engine.IntentTTL, "intent-ttl", def.IntentTTL, "how long an intent waits for a proposal before it expires")
+	fs.IntVar(&c.Engine.MaxProving, "max-proving", def.MaxProving, "proposals proved at once")
+	fs.IntVar(&c.Engine.MaxPreviewing, "max-previewing", def.MaxPreviewing, "previews decided at once, a share beside --max-proving; previews are refused (503) while proposals wait")
+	fs.IntVar(&c.Engine.MaxPreviewsPerIntent, "max-previews", def.MaxPreviewsPerIntent, "previews one intent may have (429 past it), counted in memory until the intent ends or the service restarts; 0: no bound")
+	fs.IntVar(&c.Engine.ProvingQueue, "proving-queue", def.ProvingQueue, "accepted proposals that may wait for a proving slot; 0: none wait, a full service answers 503")
+	fs.StringVar(&c.Evidence.Catalog, "catalog", "", "catalog file of evidence by solution (JSON); empty: the embedded demo catalog")
+	fs.StringVar(&c.Evidence.ExtractorURL, "extractor-url", "", "base URL of an evidence service; makes the http extractor (POST BASE/extract) the default")
+	fs.StringVar(&c.Evidence.ExtractorConfig, "extractor-config", "", "JSON file of rules choosing an extractor per solution (see docs/evidence.md)")
+	fs.Uint64Var(&c.Engine.EventRetention, "event-retention", def.EventRetention, "newest events kept for replay")
+	fs.DurationVar(&c.Engine.EventRetentionAge, "event-retention-age", def.EventRetentionAge, "events older than this are dropped")
+	fs.Int64Var(&c.API.MaxBody, "max-body", intenthttp.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.StringVar(&c.Log.Format, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.Log.Level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.Log.Requests, "log-requests", false, "log a line for every request at info; without it, only requests answered with an error are (the others at debug)")
 	fs.StringVar(&c.SigningKey, "signing-key", "", "file of the Ed25519 key receipts are signed with (Base58 seed, mode 0600); empty: signing.key in the data folder, created on first start")
-	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: never refused, and a full disk stops the service)")
-	fs.BoolVar(&c.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written), or its mark (intentd.mark) is damaged or missing; without it such a store is refused")
+	fs.Int64Var(&c.Pebble.MinFreeBytes, "min-free-disk", persistence.DefaultMinFreeBytes, "free bytes of the data folder's disk below which writes are refused with 503 storage_full while reads go on (0: refused only once a write met the full disk, which the store's reserve lets complete)")
+	fs.BoolVar(&c.Pebble.AcceptDataLoss, "accept-data-loss", false, "start even though the store's write-ahead log lost acknowledged writes (damaged after it was written), or its mark (intentd.mark) is damaged or missing; without it such a store is refused")
 	fs.BoolVar(&c.RotateSigningKey, "rotate-signing-key", false, "change the signing key on purpose: when signing.key is missing from a data folder whose store has issued receipts, make a new key instead of refusing to start; when the transparency log was signed by another key, go on under this one")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
-	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
-	fs.Var(&listFlag{vals: &c.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
-	fs.StringVar(&c.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
-	fs.IntVar(&c.MaxSolution, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most --max-body, and at most 1048576); by default 16384, or --max-body when that is smaller")
-	fs.IntVar(&c.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
-	fs.IntVar(&c.MaxSet, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
-	fs.IntVar(&c.MaxString, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
-	fs.IntVar(&c.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
+	fs.DurationVar(&c.API.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.DurationVar(&c.API.ShutdownDelay, "shutdown-delay", 0, "how long a shutdown answers 503 on /readyz, still serving, before it stops accepting connections")
+	fs.Var(&listFlag{vals: &c.API.CORSOrigins}, "cors-origin", "an origin (scheme://host[:port]) whose browser pages may call the API (repeatable, or a comma list); * allows every origin on the routes that need no token (all of them without --tokens); empty: CORS off")
+	fs.StringVar(&c.API.Tokens, "tokens", "", "file of bearer token hashes and their roles (see docs/operating.md); empty: no caller authentication")
+	fs.IntVar(&c.API.Limits.MaxSolutionBytes, "max-solution", intenthttp.DefaultMaxSolutionBytes, "largest proposal solution in bytes (at most --max-body, and at most 1048576); by default 16384, or --max-body when that is smaller")
+	fs.IntVar(&c.API.Limits.MaxAttrs, "max-attrs", intenthttp.DefaultMaxAttrs, "most fields in an intent's attrs")
+	fs.IntVar(&c.API.Limits.MaxSetElements, "max-set", intenthttp.DefaultMaxSetElements, "most elements in one set value of an intent's attrs")
+	fs.IntVar(&c.API.Limits.MaxStringBytes, "max-string", intenthttp.DefaultMaxStringBytes, "largest string value of an intent's attrs, in bytes")
+	fs.IntVar(&c.Engine.MaxSubscribers, "max-subscribers", def.MaxSubscribers, "most clients of the event stream at once (503 past it)")
 	fs.StringVar(&c.Store, "store", "pebble", "where state is kept: pebble (in --data) or NATS JetStream servers, nats://HOST:PORT[,nats://...]")
-	fs.StringVar(&c.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and seed)")
-	fs.StringVar(&c.NatsToken, "nats-token", "", "NATS token, or @FILE to read it from FILE; prefer --nats-token-file or INTENTD_NATS_TOKEN, since a command line is shown to every user of the host")
-	fs.StringVar(&c.NatsTokenFile, "nats-token-file", "", "file holding the NATS token on one line (mode 0600 or 0400), instead of --nats-token")
-	fs.StringVar(&c.NatsNKey, "nats-nkey", "", "NATS NKey user seed file (mode 0600)")
-	fs.StringVar(&c.NatsTLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
-	fs.StringVar(&c.NatsPrefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
-	fs.IntVar(&c.NatsReplicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
-	fs.BoolVar(&c.NatsEmbed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it; it admits only intentd, with the NKey made in --data/nats/intentd.nk")
-	fs.StringVar(&c.NatsEmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
+	fs.StringVar(&c.Nats.Creds, "nats-creds", "", "NATS credentials file (JWT and seed)")
+	fs.StringVar(&c.Nats.Token, "nats-token", "", "NATS token, or @FILE to read it from FILE; prefer --nats-token-file or INTENTD_NATS_TOKEN, since a command line is shown to every user of the host")
+	fs.StringVar(&c.Nats.TokenFile, "nats-token-file", "", "file holding the NATS token on one line (mode 0600 or 0400), instead of --nats-token")
+	fs.StringVar(&c.Nats.NKey, "nats-nkey", "", "NATS NKey user seed file (mode 0600)")
+	fs.StringVar(&c.Nats.TLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
+	fs.StringVar(&c.Nats.Prefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
+	fs.IntVar(&c.Nats.Replicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
+	fs.BoolVar(&c.Nats.Embed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it; it admits only intentd, with the NKey made in --data/nats/intentd.nk")
+	fs.StringVar(&c.Nats.EmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
 	c.clusterFlags(fs)
-	fs.BoolVar(&c.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
+	fs.BoolVar(&c.API.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
-	fs.BoolVar(&c.Tlog, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
-	fs.StringVar(&c.TlogDir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
-	fs.StringVar(&c.TlogOrigin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
-	fs.IntVar(&c.MaxPolicySource, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
+	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
+	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
+	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
+	fs.IntVar(&c.API.Limits.MaxPolicySourceBytes, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
 		fs.PrintDefaults()
@@ -216,8 +241,8 @@ func (m *Main) ParseFlags(args []string) error {
 	// longer solution anyway; a limit the operator gives must fit in the body limit.
 	_, solutionGiven := m.LookupEnv(envName("max-solution"))
 	fs.Visit(func(f *flag.Flag) { solutionGiven = solutionGiven || f.Name == "max-solution" })
-	if !solutionGiven && c.MaxBody > 0 && int64(c.MaxSolution) > c.MaxBody {
-		c.MaxSolution = int(c.MaxBody)
+	if !solutionGiven && c.API.MaxBody > 0 && int64(c.API.Limits.MaxSolutionBytes) > c.API.MaxBody {
+		c.API.Limits.MaxSolutionBytes = int(c.API.MaxBody)
 	}
 	return c.validate()
 }
@@ -232,7 +257,7 @@ type secretFlag struct {
 // secretFlags are the flags of c whose value is a secret. Each also takes a file, as
 // NAME-file or as NAME @FILE, and /debug/pprof/cmdline shows its value redacted.
 func (c *Config) secretFlags() []secretFlag {
-	return []secretFlag{{"nats-token", &c.NatsToken, &c.NatsTokenFile}}
+	return []secretFlag{{"nats-token", &c.Nats.Token, &c.Nats.TokenFile}}
 }
 
 // resolveSecrets reads each secret given by file, so that Config holds the secrets
@@ -293,55 +318,55 @@ func (l *listFlag) Set(v string) error {
 
 func (c *Config) validate() error {
 	switch {
-	case c.LogFormat != "text" && c.LogFormat != "json":
-		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
-	case c.MaxProving < 1:
-		return fmt.Errorf("--max-proving %d: want at least 1", c.MaxProving)
-	case c.MaxPreviewing < 1:
-		return fmt.Errorf("--max-previewing %d: want at least 1", c.MaxPreviewing)
-	case c.MaxPreviews < 0:
-		return fmt.Errorf("--max-previews %d: want 0 (no bound) or more", c.MaxPreviews)
-	case c.ProvingQueue < 0:
-		return fmt.Errorf("--proving-queue %d: want 0 or more", c.ProvingQueue)
-	case c.IntentTTL <= 0 || c.IntentTTL > maxIntentTTL:
-		return fmt.Errorf("--intent-ttl %s: want a positive duration of at most %s (100 years)", c.IntentTTL, maxIntentTTL)
-	case c.EventRetention < 1:
-		return fmt.Errorf("--event-retention %d: want at least 1", c.EventRetention)
-	case c.EventRetentionAge <= 0:
-		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.EventRetentionAge)
-	case c.MaxBody < 1:
-		return fmt.Errorf("--max-body %d: want at least 1", c.MaxBody)
-	case c.MinFreeDisk < 0:
-		return fmt.Errorf("--min-free-disk %d: want 0 or more bytes", c.MinFreeDisk)
+	case c.Log.Format != "text" && c.Log.Format != "json":
+		return fmt.Errorf("--log-format %q: want text or json", c.Log.Format)
+	case c.Engine.MaxProving < 1:
+		return fmt.Errorf("--max-proving %d: want at least 1", c.Engine.MaxProving)
+	case c.Engine.MaxPreviewing < 1:
+		return fmt.Errorf("--max-previewing %d: want at least 1", c.Engine.MaxPreviewing)
+	case c.Engine.MaxPreviewsPerIntent < 0:
+		return fmt.Errorf("--max-previews %d: want 0 (no bound) or more", c.Engine.MaxPreviewsPerIntent)
+	case c.Engine.ProvingQueue < 0:
+		return fmt.Errorf("--proving-queue %d: want 0 or more", c.Engine.ProvingQueue)
+	case c.Engine.IntentTTL <= 0 || c.Engine.IntentTTL > maxIntentTTL:
+		return fmt.Errorf("--intent-ttl %s: want a positive duration of at most %s (100 years)", c.Engine.IntentTTL, maxIntentTTL)
+	case c.Engine.EventRetention < 1:
+		return fmt.Errorf("--event-retention %d: want at least 1", c.Engine.EventRetention)
+	case c.Engine.EventRetentionAge <= 0:
+		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.Engine.EventRetentionAge)
+	case c.API.MaxBody < 1:
+		return fmt.Errorf("--max-body %d: want at least 1", c.API.MaxBody)
+	case c.Pebble.MinFreeBytes < 0:
+		return fmt.Errorf("--min-free-disk %d: want 0 or more bytes", c.Pebble.MinFreeBytes)
 	case c.DataDir == "":
 		return errors.New("--data: want a folder")
-	case c.ShutdownTimeout <= 0:
-		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.ShutdownTimeout)
-	case c.ShutdownDelay < 0:
-		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.ShutdownDelay)
-	case c.MaxSolution < 1 || int64(c.MaxSolution) > c.MaxBody || c.MaxSolution > intentd.MaxSolutionBytes:
+	case c.API.ShutdownTimeout <= 0:
+		return fmt.Errorf("--shutdown-timeout %s: want a positive duration", c.API.ShutdownTimeout)
+	case c.API.ShutdownDelay < 0:
+		return fmt.Errorf("--shutdown-delay %s: want 0 or a positive duration", c.API.ShutdownDelay)
+	case c.API.Limits.MaxSolutionBytes < 1 || int64(c.API.Limits.MaxSolutionBytes) > c.API.MaxBody || c.API.Limits.MaxSolutionBytes > intentd.MaxSolutionBytes:
 		return fmt.Errorf("--max-solution %d: want 1 to %d (at most --max-body, %d, and at most the engine's limit, %d)",
-			c.MaxSolution, min(c.MaxBody, intentd.MaxSolutionBytes), c.MaxBody, intentd.MaxSolutionBytes)
-	case c.MaxAttrs < 1:
-		return fmt.Errorf("--max-attrs %d: want at least 1", c.MaxAttrs)
-	case c.MaxSet < 1:
-		return fmt.Errorf("--max-set %d: want at least 1", c.MaxSet)
-	case c.MaxString < 1:
-		return fmt.Errorf("--max-string %d: want at least 1", c.MaxString)
-	case c.MaxSubscribers < 1:
-		return fmt.Errorf("--max-subscribers %d: want at least 1", c.MaxSubscribers)
-	case c.MaxPolicySource < 1 || c.MaxPolicySource > policy.MaxSourceBytes:
-		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.MaxPolicySource, policy.MaxSourceBytes)
+			c.API.Limits.MaxSolutionBytes, min(c.API.MaxBody, intentd.MaxSolutionBytes), c.API.MaxBody, intentd.MaxSolutionBytes)
+	case c.API.Limits.MaxAttrs < 1:
+		return fmt.Errorf("--max-attrs %d: want at least 1", c.API.Limits.MaxAttrs)
+	case c.API.Limits.MaxSetElements < 1:
+		return fmt.Errorf("--max-set %d: want at least 1", c.API.Limits.MaxSetElements)
+	case c.API.Limits.MaxStringBytes < 1:
+		return fmt.Errorf("--max-string %d: want at least 1", c.API.Limits.MaxStringBytes)
+	case c.Engine.MaxSubscribers < 1:
+		return fmt.Errorf("--max-subscribers %d: want at least 1", c.Engine.MaxSubscribers)
+	case c.API.Limits.MaxPolicySourceBytes < 1 || c.API.Limits.MaxPolicySourceBytes > policy.MaxSourceBytes:
+		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.API.Limits.MaxPolicySourceBytes, policy.MaxSourceBytes)
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if _, err := parseLevel(c.Log.Level); err != nil {
 		return err
 	}
-	for i, o := range c.CORSOrigins {
+	for i, o := range c.API.CORSOrigins {
 		norm, err := intenthttp.ParseCORSOrigin(o)
 		if err != nil {
 			return fmt.Errorf("--cors-origin: %v", err)
 		}
-		c.CORSOrigins[i] = norm
+		c.API.CORSOrigins[i] = norm
 	}
 	return c.validateStore()
 }
@@ -356,18 +381,18 @@ func (c *Config) validateStore() error {
 		}
 	}
 	switch {
-	case nats && c.NatsEmbed:
+	case nats && c.Nats.Embed:
 		return errors.New("--store names NATS servers and --nats-embed runs one: give one of them")
-	case c.NatsEmbedConfig != "" && !c.NatsEmbed:
+	case c.Nats.EmbedConfig != "" && !c.Nats.Embed:
 		return errors.New("--nats-embed-config without --nats-embed")
-	case c.NatsReplicas < 0:
-		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.NatsReplicas)
+	case c.Nats.Replicas < 0:
+		return fmt.Errorf("--nats-replicas %d: want 0 (automatic) or more", c.Nats.Replicas)
 	case len(c.natsCredentials()) > 1:
 		return fmt.Errorf("%s: give one of them", strings.Join(c.natsCredentials(), " and "))
-	case c.ClusterBind != "" && !nats && !c.NatsEmbed:
+	case c.Cluster.Bind != "" && !nats && !c.Nats.Embed:
 		return errors.New("--cluster-bind needs a store every member shares: --store nats://... or --nats-embed")
-	case !clusterName.MatchString(c.ClusterName):
-		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.ClusterName)
+	case !clusterName.MatchString(c.Cluster.Name):
+		return fmt.Errorf("--cluster-name %q: letters, digits, - and _ only", c.Cluster.Name)
 	}
 	return c.validateCluster()
 }
@@ -376,10 +401,10 @@ func (c *Config) validateStore() error {
 func (c *Config) natsCredentials() []string {
 	var given []string
 	token := "--nats-token"
-	if c.NatsTokenFile != "" {
+	if c.Nats.TokenFile != "" {
 		token = "--nats-token-file" // the flag the operator gave
 	}
-	for _, f := range []struct{ name, val string }{{"--nats-creds", c.NatsCreds}, {token, c.NatsToken}, {"--nats-nkey", c.NatsNKey}} {
+	for _, f := range []struct{ name, val string }{{"--nats-creds", c.Nats.Creds}, {token, c.Nats.Token}, {"--nats-nkey", c.Nats.NKey}} {
 		if f.val != "" {
 			given = append(given, f.name)
 		}

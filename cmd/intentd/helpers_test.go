@@ -79,7 +79,7 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 	_, key, _ := ed25519.GenerateKey(nil)
 	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs}
 	apiCheck.watch(t, s.url)
-	if m.Config.Tokens != "" {
+	if m.Config.API.Tokens != "" {
 		s.token = helperToken
 	}
 	t.Cleanup(func() {

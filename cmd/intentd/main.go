@@ -21,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/crypto"
@@ -60,7 +59,15 @@ func main() {
 			m.logger.Error("the server stopped serving", "err", m.serveErr)
 			done = true
 		case <-m.Fenced():
-			exit, done = 1, true
+			if err := m.Rejoin(ctx); err != nil {
+				if !errors.Is(err, errFenced) && ctx.Err() == nil {
+					m.logger.Error("rejoin the cluster", "err", err)
+				}
+				if ctx.Err() == nil {
+					exit = 1
+				}
+				done = true
+			}
 		case <-ctx.Done():
 			done = true
 		}
@@ -94,7 +101,10 @@ type Main struct {
 	store   storeCloser
 	pebble  *persistence.Store // the store when it is Pebble: its fsync metric
 	nats    *natsstore.Store   // the store when it is NATS: cluster mode's membership uses its connection
-	fenced  chan struct{}      // closed when this node was dropped from its cluster
+	// fenced is closed when this node's current incarnation was dropped from its
+	// cluster (newProvider makes one per incarnation).
+	fencedMu sync.Mutex
+	fenced   chan struct{}
 	// clusterTLSConfig is the members' TLS material, read again on SIGHUP and by a
 	// watch that stopTLSWatch ends and waits for.
 	clusterTLSConfig *clustertls.Config
@@ -136,46 +146,13 @@ func NewMain() *Main {
 // It returns once the server listens; Done reports when serving stops, and Close shuts
 // everything down. On an error Close undoes what Run did.
 func (m *Main) Run(ctx context.Context) error {
-	c := m.Config
-	level, err := parseLevel(c.LogLevel)
+	if err := m.openLogger(); err != nil {
+		return err
+	}
+	tokens, extractor, err := m.readInputs()
 	if err != nil {
 		return err
 	}
-	hopts := &slog.HandlerOptions{Level: level}
-	out := m.Stderr
-	if f, ok := out.(*os.File); ok {
-		// A line per request written on its own costs a busy server more than the
-		// request's other bookkeeping; lines wait up to 20 ms to share a write.
-		m.logw = intenthttp.NewLogWriter(f, 20*time.Millisecond)
-		out = m.logw
-	}
-	var h slog.Handler = slog.NewTextHandler(out, hopts)
-	if c.LogFormat == "json" {
-		h = slog.NewJSONHandler(out, hopts)
-	}
-	if m.logw != nil {
-		h = m.logw.Handler(h)
-	}
-	m.logger = slog.New(h)
-
-	var tokens *intenthttp.Tokens
-	if c.Tokens != "" {
-		if tokens, err = intenthttp.LoadTokens(c.Tokens); err != nil {
-			return err
-		}
-	}
-	extractor, err := m.extractor()
-	if err != nil {
-		return err
-	}
-	// A port taken is found before the data folder and the signing key are made: a
-	// start that cannot serve leaves nothing behind. The listener itself is opened once
-	// recovery is over, so that no client waits on a service not yet ready.
-	probe, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	probe.Close()
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
@@ -183,12 +160,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.ClusterBind != "" {
+	if m.Config.Cluster.Bind != "" {
 		if err := m.checkClusterKey(ctx, key.ID()); err != nil {
 			return err
 		}
 	}
-	if c.Tlog {
+	if m.Config.Tlog.Enabled {
 		// Before the engine, which signs receipts as its start-up recovery proves
 		// again: a key the log shows to be another than the one that signed it stops
 		// the start before anything is signed with it.
@@ -196,131 +173,60 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	metrics := intenthttp.NewMetrics()
-	if m.pebble != nil {
-		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
-			return fmt.Errorf("register the store's fsync metric: %w", err)
-		}
-	}
-	ecfg := actors.DefaultConfig()
-	ecfg.Store, ecfg.Extractor = m.store, extractor
-	ecfg.Prover = actors.ReceiptProver{Key: key}
-	ecfg.Verify = crypto.VerifyOptions{
-		AllowUnsigned:     c.AllowUnsigned,
-		PasskeyOrigin:     c.PasskeyOrigin,
-		PasskeyRPID:       c.PasskeyRPID,
-		PasskeyTopOrigins: c.PasskeyTopOrigins,
-		PasskeyRequireUV:  c.PasskeyRequireUV,
-	}
-	ecfg.IntentTTL, ecfg.MaxProving, ecfg.ProvingQueue = c.IntentTTL, c.MaxProving, c.ProvingQueue
-	ecfg.MaxPreviewing, ecfg.MaxPreviewsPerIntent = c.MaxPreviewing, c.MaxPreviews
-	// The engine holds the solution limit too, so that /mcp, which reaches it without
-	// the HTTP layer's checks of a body, refuses what POST .../proposal refuses.
-	ecfg.MaxSolutionBytes = c.MaxSolution
-	ecfg.EventRetention, ecfg.EventRetentionAge = c.EventRetention, c.EventRetentionAge
-	ecfg.MaxSubscribers = c.MaxSubscribers
-	if c.Tlog {
-		// The log follows the events as a subscriber of its own; the streams' clients
-		// keep every place --max-subscribers gives them.
-		ecfg.OwnSubscribers = 1
-	}
-	ecfg.Logger = m.logger.With("component", "engine")
-	ecfg.Observer = metrics.Observer()
-	if c.ClusterBind != "" {
-		cc, err := m.clusterConfig()
-		if err != nil {
-			return err
-		}
-		ecfg.Cluster = cc
-	}
-	if m.tuneEngine != nil {
-		m.tuneEngine(&ecfg)
-	}
-	m.engine, err = actors.Open(ecfg)
-	if err != nil {
-		return fmt.Errorf("start the engine: %w", err)
-	}
-	select {
-	case <-m.engine.Ready():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-
-	opts := m.HTTP
-	opts.Logger = m.logger.With("component", "http")
-	opts.MaxBodyBytes = c.MaxBody
-	opts.Limits = intenthttp.Limits{
-		MaxSolutionBytes:     c.MaxSolution,
-		MaxAttrs:             c.MaxAttrs,
-		MaxSetElements:       c.MaxSet,
-		MaxStringBytes:       c.MaxString,
-		MaxPolicySourceBytes: c.MaxPolicySource,
-	}
-	opts.Tokens = tokens
-	opts.CORSOrigins = c.CORSOrigins
-	opts.LogRequests = c.LogRequests
-	opts.Console = c.UI
-	opts.Metrics = metrics
-	opts.Ready = m.engine.Ready()
-	if w, ok := m.store.(interface{ Writable() error }); ok {
-		opts.Writable = w.Writable
-	}
-	opts.Info = intentd.Info{
-		UnsignedPermitted: c.AllowUnsigned,
-		IntentTTLSeconds:  int64(c.IntentTTL / time.Second),
-		EventRetention:    c.EventRetention,
-		// The engine enforces it; its default is the engine's (actors.DefaultConfig).
-		MaxSubscribers:       c.MaxSubscribers,
-		MaxPreviewsPerIntent: c.MaxPreviews,
-		PublicKey:            crypto.EncodeBase58(key.PublicKey()),
-		KeyID:                key.ID(),
-	}
-	if c.ClusterBind != "" {
-		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.ClusterName}
-		opts.ClusterMembers = m.engine.ClusterMembers
-	}
-	if m.tlog != nil {
-		m.runTlog()
-		opts.Log = m.tlog
-		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
-	}
-	var served intentd.Engine = m.engine
-	if m.tlog != nil {
-		served = loggedEngine{m.engine, m.tlog}
-	}
-	m.server = intenthttp.NewServer(served, opts)
-	m.ln, err = net.Listen("tcp", c.Listen)
+	metrics, err := m.newMetrics()
 	if err != nil {
 		return err
 	}
-	if c.Pprof != "" {
-		if err := m.startPprof(c.Pprof); err != nil {
-			m.ln.Close()
-			return err
+	if err := m.openEngine(ctx, key, extractor, metrics); err != nil {
+		return err
+	}
+	if err := m.serve(tokens, key, metrics); err != nil {
+		return err
+	}
+	m.announce(tokens)
+	return nil
+}
+
+// readInputs reads what the start needs from outside before it writes anything: the
+// token file, the evidence settings, and whether the port is free. A port taken is
+// found before the data folder and the signing key are made, so that a start that
+// cannot serve leaves nothing behind; the listener itself is opened once recovery is
+// over, so that no client waits on a service not yet ready.
+func (m *Main) readInputs() (*intenthttp.Tokens, evidence.Extractor, error) {
+	var tokens *intenthttp.Tokens
+	if f := m.Config.API.Tokens; f != "" {
+		var err error
+		if tokens, err = intenthttp.LoadTokens(f); err != nil {
+			return nil, nil, err
 		}
 	}
-	m.served = make(chan struct{})
-	go func() {
-		m.serveErr = m.server.Serve(m.ln)
-		close(m.served)
-	}()
+	extractor, err := m.extractor()
+	if err != nil {
+		return nil, nil, err
+	}
+	probe, err := net.Listen("tcp", m.Config.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--listen: %w", err)
+	}
+	probe.Close()
+	return tokens, extractor, nil
+}
 
-	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.AllowUnsigned, "auth_required", tokens != nil)
-	for _, name := range m.cmdlineSecrets {
-		m.logger.Warn("a secret given on the command line is shown to every user of this host (ps, /proc/PID/cmdline); give it by file or by environment instead",
-			"flag", "--"+name, "file_flag", "--"+name+"-file", "env", envName(name))
+// newMetrics makes the registry /metrics serves, with the store's own metrics: Pebble's
+// fsyncs, or the NATS store's followers.
+func (m *Main) newMetrics() (*intenthttp.Metrics, error) {
+	metrics := intenthttp.NewMetrics()
+	if m.pebble != nil {
+		if err := metrics.Registry().Register(m.pebble.FsyncCollector()); err != nil {
+			return nil, fmt.Errorf("register the store's fsync metric: %w", err)
+		}
 	}
-	if tokens == nil && !loopback(m.ln.Addr()) {
-		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
-			"listen", c.Listen)
+	if m.nats != nil {
+		if err := metrics.Registry().Register(m.nats.Collector()); err != nil {
+			return nil, fmt.Errorf("register the store's follower metric: %w", err)
+		}
 	}
-	if m.logw != nil {
-		_ = m.logw.Flush() // the lines so far, before the banner
-	}
-	if c.LogFormat == "text" {
-		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
-	}
-	return nil
+	return metrics, nil
 }
 
 // signingKey loads the key receipts are signed with: --signing-key, or signing.key in
@@ -362,8 +268,8 @@ func (m *Main) signingKey() (*crypto.SigningKey, error) {
 func (m *Main) extractor() (evidence.Extractor, error) {
 	c := m.Config
 	var err error
-	if c.Catalog != "" {
-		if m.catalog, err = evidence.NewCatalog(c.Catalog); err != nil {
+	if c.Evidence.Catalog != "" {
+		if m.catalog, err = evidence.NewCatalog(c.Evidence.Catalog); err != nil {
 			return nil, err
 		}
 	} else {
@@ -374,17 +280,17 @@ func (m *Main) extractor() (evidence.Extractor, error) {
 		"web":     evidence.NewWeb(),
 	}
 	var rc evidence.RouterConfig
-	if c.ExtractorConfig != "" {
-		if rc, err = evidence.LoadRouterConfig(c.ExtractorConfig); err != nil {
+	if c.Evidence.ExtractorConfig != "" {
+		if rc, err = evidence.LoadRouterConfig(c.Evidence.ExtractorConfig); err != nil {
 			return nil, err
 		}
 	}
-	if c.ExtractorURL != "" {
-		extractors["http"] = evidence.NewHTTP(c.ExtractorURL)
+	if c.Evidence.ExtractorURL != "" {
+		extractors["http"] = evidence.NewHTTP(c.Evidence.ExtractorURL)
 	}
 	if rc.Default == "" {
 		rc.Default = "catalog"
-		if c.ExtractorURL != "" {
+		if c.Evidence.ExtractorURL != "" {
 			rc.Default = "http"
 		}
 	}
@@ -443,14 +349,14 @@ func (m *Main) Close() error {
 		m.pprof.Close()
 	}
 	if m.server != nil {
-		if d := m.Config.ShutdownDelay; d > 0 {
+		if d := m.Config.API.ShutdownDelay; d > 0 {
 			// Load balancers see /readyz fail and stop sending before the listener
 			// closes, so that no client meets a refused connection.
 			m.server.Drain()
 			m.logger.Info("draining before shutdown", "delay", d)
 			time.Sleep(d)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.API.ShutdownTimeout)
 		if err := m.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut the server down: %w", err))
 		}

@@ -34,14 +34,14 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, func(t *testing.T, c Config) {
-			if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.AllowUnsigned || c.IntentTTL != 24*time.Hour ||
-				c.MaxProving != 64 || c.ProvingQueue != 1024 || c.EventRetention != 1_000_000 || c.LogFormat != "text" || c.MaxBody != 1<<20 {
+			if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Verify.AllowUnsigned || c.Engine.IntentTTL != 24*time.Hour ||
+				c.Engine.MaxProving != 64 || c.Engine.ProvingQueue != 1024 || c.Engine.EventRetention != 1_000_000 || c.Log.Format != "text" || c.API.MaxBody != 1<<20 {
 				t.Fatalf("defaults = %+v", c)
 			}
 		}, ""},
 		{"flags", []string{"--listen", ":9000", "--allow-unsigned", "--intent-ttl", "90s", "--proving-queue", "0", "--log-format", "json"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Listen != ":9000" || !c.AllowUnsigned || c.IntentTTL != 90*time.Second || c.ProvingQueue != 0 || c.LogFormat != "json" {
+				if c.Listen != ":9000" || !c.Verify.AllowUnsigned || c.Engine.IntentTTL != 90*time.Second || c.Engine.ProvingQueue != 0 || c.Log.Format != "json" {
 					t.Fatalf("config = %+v", c)
 				}
 			}, ""},
@@ -49,48 +49,48 @@ func TestParseFlags(t *testing.T) {
 			"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
 			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10", "INTENTD_PASSKEY_REQUIRE_UV": "true",
 		}, func(t *testing.T, c Config) {
-			if c.Listen != ":7000" || !c.AllowUnsigned || c.MaxProving != 3 || c.ExtractorURL != "http://evidence.internal" || c.EventRetention != 10 ||
-				!c.PasskeyRequireUV {
+			if c.Listen != ":7000" || !c.Verify.AllowUnsigned || c.Engine.MaxProving != 3 || c.Evidence.ExtractorURL != "http://evidence.internal" || c.Engine.EventRetention != 10 ||
+				!c.Verify.PasskeyRequireUV {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
 		{"a flag wins over its variable", []string{"--listen", ":9000", "--allow-unsigned=false"},
 			map[string]string{"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "1"}, func(t *testing.T, c Config) {
-				if c.Listen != ":9000" || c.AllowUnsigned {
+				if c.Listen != ":9000" || c.Verify.AllowUnsigned {
 					t.Fatalf("config = %+v", c)
 				}
 			}, ""},
 		{"list flag, repeated and comma lists", []string{"--passkey-top-origin", "https://a.example,https://b.example", "--passkey-top-origin", "https://c.example"}, nil,
 			func(t *testing.T, c Config) {
-				if want := []string{"https://a.example", "https://b.example", "https://c.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
-					t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
+				if want := []string{"https://a.example", "https://b.example", "https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+					t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
 				}
 			}, ""},
 		{"list variable", nil, map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example, https://b.example"}, func(t *testing.T, c Config) {
-			if want := []string{"https://a.example", "https://b.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
-				t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
+			if want := []string{"https://a.example", "https://b.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+				t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
 			}
 		}, ""},
 		{"a list flag replaces its variable", []string{"--passkey-top-origin", "https://c.example"},
 			map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example"}, func(t *testing.T, c Config) {
-				if want := []string{"https://c.example"}; !slices.Equal(c.PasskeyTopOrigins, want) {
-					t.Fatalf("top origins = %q, want %q", c.PasskeyTopOrigins, want)
+				if want := []string{"https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+					t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
 				}
 			}, ""},
 		{"CORS origins, normalized", []string{"--cors-origin", "HTTP://LocalHost:80,https://shop.example:8443", "--cors-origin", "*"}, nil,
 			func(t *testing.T, c Config) {
-				if want := []string{"http://localhost", "https://shop.example:8443", "*"}; !slices.Equal(c.CORSOrigins, want) {
-					t.Fatalf("CORS origins = %q, want %q", c.CORSOrigins, want)
+				if want := []string{"http://localhost", "https://shop.example:8443", "*"}; !slices.Equal(c.API.CORSOrigins, want) {
+					t.Fatalf("CORS origins = %q, want %q", c.API.CORSOrigins, want)
 				}
 			}, ""},
 		{"CORS origins variable", nil, map[string]string{"INTENTD_CORS_ORIGIN": "https://a.example, http://127.0.0.1:3000"}, func(t *testing.T, c Config) {
-			if want := []string{"https://a.example", "http://127.0.0.1:3000"}; !slices.Equal(c.CORSOrigins, want) {
-				t.Fatalf("CORS origins = %q, want %q", c.CORSOrigins, want)
+			if want := []string{"https://a.example", "http://127.0.0.1:3000"}; !slices.Equal(c.API.CORSOrigins, want) {
+				t.Fatalf("CORS origins = %q, want %q", c.API.CORSOrigins, want)
 			}
 		}, ""},
 		{"CORS off by default", nil, nil, func(t *testing.T, c Config) {
-			if len(c.CORSOrigins) != 0 {
-				t.Fatalf("CORS origins = %q, want none", c.CORSOrigins)
+			if len(c.API.CORSOrigins) != 0 {
+				t.Fatalf("CORS origins = %q, want none", c.API.CORSOrigins)
 			}
 		}, ""},
 		{"CORS origin with a path", []string{"--cors-origin", "https://shop.example/app"}, nil, nil, "--cors-origin"},
@@ -98,18 +98,18 @@ func TestParseFlags(t *testing.T) {
 		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
 		{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
 		{"default solution limit", nil, nil, func(t *testing.T, c Config) {
-			if c.MaxSolution != 16<<10 {
-				t.Fatalf("max solution = %d, want 16384", c.MaxSolution)
+			if c.API.Limits.MaxSolutionBytes != 16<<10 {
+				t.Fatalf("max solution = %d, want 16384", c.API.Limits.MaxSolutionBytes)
 			}
 		}, ""},
 		{"solution limit up to the body limit", []string{"--max-solution", "1048576"}, nil, func(t *testing.T, c Config) {
-			if c.MaxSolution != 1<<20 {
-				t.Fatalf("max solution = %d, want 1048576", c.MaxSolution)
+			if c.API.Limits.MaxSolutionBytes != 1<<20 {
+				t.Fatalf("max solution = %d, want 1048576", c.API.Limits.MaxSolutionBytes)
 			}
 		}, ""},
 		{"default solution limit lowered to a smaller body limit", []string{"--max-body", "2048"}, nil, func(t *testing.T, c Config) {
-			if c.MaxSolution != 2048 {
-				t.Fatalf("max solution = %d, want the body limit 2048", c.MaxSolution)
+			if c.API.Limits.MaxSolutionBytes != 2048 {
+				t.Fatalf("max solution = %d, want the body limit 2048", c.API.Limits.MaxSolutionBytes)
 			}
 		}, ""},
 		{"solution limit over the body limit", []string{"--max-body", "2048", "--max-solution", "2049"}, nil, nil, "--max-solution 2049: want 1 to 2048"},
@@ -121,12 +121,12 @@ func TestParseFlags(t *testing.T) {
 		{"ttl past a century", []string{"--intent-ttl", "876001h"}, nil, nil, "--intent-ttl"},
 		{"nats store", []string{"--store", "nats://a:4222,nats://b:4222", "--nats-prefix", "shop", "--nats-replicas", "3"},
 			map[string]string{"INTENTD_NATS_TOKEN": "s3cret"}, func(t *testing.T, c Config) {
-				if c.Store != "nats://a:4222,nats://b:4222" || c.NatsPrefix != "shop" || c.NatsReplicas != 3 || c.NatsToken != "s3cret" {
+				if c.Store != "nats://a:4222,nats://b:4222" || c.Nats.Prefix != "shop" || c.Nats.Replicas != 3 || c.Nats.Token != "s3cret" {
 					t.Fatalf("config = %+v", c)
 				}
 			}, ""},
 		{"embedded nats from the environment", nil, map[string]string{"INTENTD_NATS_EMBED": "true"}, func(t *testing.T, c Config) {
-			if !c.NatsEmbed || c.Store != "pebble" {
+			if !c.Nats.Embed || c.Store != "pebble" {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
@@ -137,7 +137,7 @@ func TestParseFlags(t *testing.T) {
 		{"two nats credentials", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, map[string]string{"INTENTD_NATS_TOKEN": "s3cret"},
 			nil, "--nats-token and --nats-nkey: give one of them"},
 		{"nats nkey", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, nil, func(t *testing.T, c Config) {
-			if c.NatsNKey != "intentd.nk" {
+			if c.Nats.NKey != "intentd.nk" {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},

@@ -26,7 +26,7 @@ func TestNATSStoreDeletedUnderIntentd(t *testing.T) {
 	s := startServerIn(t, dir, args)
 	id := s.submit()
 	js := s.m.nats.JetStream()
-	stream := strings.ToUpper(strings.ReplaceAll(s.m.Config.NatsPrefix, ".", "_"))
+	stream := strings.ToUpper(strings.ReplaceAll(s.m.Config.Nats.Prefix, ".", "_"))
 	ctx := context.Background()
 	if err := js.DeleteStream(ctx, stream); err != nil {
 		t.Fatal(err)

@@ -98,31 +98,7 @@ func TestAuth(t *testing.T) {
 				}
 				return tt.body()
 			}
-			type attempt struct {
-				name, auth string
-				status     int
-				code       string
-				challenge  string
-			}
-			var attempts []attempt
-			if tt.role != "" {
-				attempts = append(attempts,
-					attempt{"no token", "", 401, "unauthorized", `Bearer realm="intentd"`},
-					attempt{"wrong token", "Bearer not-a-token", 401, "unauthorized", `Bearer realm="intentd", error="invalid_token"`},
-					attempt{"not a bearer token", "Basic " + tt.role, 401, "unauthorized", `Bearer realm="intentd", error="invalid_token"`},
-				)
-				if tt.okStatus != 404 {
-					other := readToken
-					if tt.role == readToken {
-						other = submitToken
-					}
-					attempts = append(attempts, attempt{"token without the role", "Bearer " + other, 403, "forbidden", `Bearer realm="intentd", error="insufficient_scope"`})
-				}
-				attempts = append(attempts, attempt{"token with the role", "Bearer " + tt.role, tt.okStatus, "", ""})
-			} else {
-				attempts = append(attempts, attempt{"no token", "", tt.okStatus, "", ""}, attempt{"wrong token", "Bearer nope", tt.okStatus, "", ""})
-			}
-			for _, a := range attempts {
+			for _, a := range authAttempts(tt.role, tt.okStatus) {
 				r := s.do(tt.method, tt.path, tt.contentType, body(), "Authorization", a.auth)
 				if r.status != a.status {
 					t.Fatalf("%s: %s, want %d", a.name, r, a.status)
@@ -174,6 +150,40 @@ func TestAuth(t *testing.T) {
 			t.Fatalf("the request logs do not name the callers:\n%s", logs)
 		}
 	})
+}
+
+// authAttempt is a request of TestAuth with the Authorization header auth, and its
+// answer: the status and, on a refusal, the code and the WWW-Authenticate challenge.
+type authAttempt struct {
+	name, auth string
+	status     int
+	code       string
+	challenge  string
+}
+
+// authAttempts are the requests made of a route that role's token may call, answered
+// okStatus when allowed: with no token, wrong ones, another role's and role's own; a
+// route open to all (role "") is called with none and a wrong one.
+func authAttempts(role string, okStatus int) []authAttempt {
+	var attempts []authAttempt
+	if role != "" {
+		attempts = append(attempts,
+			authAttempt{"no token", "", 401, "unauthorized", `Bearer realm="intentd"`},
+			authAttempt{"wrong token", "Bearer not-a-token", 401, "unauthorized", `Bearer realm="intentd", error="invalid_token"`},
+			authAttempt{"not a bearer token", "Basic " + role, 401, "unauthorized", `Bearer realm="intentd", error="invalid_token"`},
+		)
+		if okStatus != 404 {
+			other := readToken
+			if role == readToken {
+				other = submitToken
+			}
+			attempts = append(attempts, authAttempt{"token without the role", "Bearer " + other, 403, "forbidden", `Bearer realm="intentd", error="insufficient_scope"`})
+		}
+		attempts = append(attempts, authAttempt{"token with the role", "Bearer " + role, okStatus, "", ""})
+	} else {
+		attempts = append(attempts, authAttempt{"no token", "", okStatus, "", ""}, authAttempt{"wrong token", "Bearer nope", okStatus, "", ""})
+	}
+	return attempts
 }
 
 // TestTokensFile checks that a bad tokens file stops the start with a message naming it.

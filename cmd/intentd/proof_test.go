@@ -138,127 +138,145 @@ func TestProof(t *testing.T) {
 // under the key /info serves; or read from --signing-key (or its variable), refusing a
 // file others may read.
 func TestSigningKey(t *testing.T) {
-	t.Run("data folder, across a restart", func(t *testing.T) {
-		dir := t.TempDir()
-		s := startServerIn(t, dir, nil)
-		pub, keyID := s.serviceKey()
-		fi, err := os.Stat(filepath.Join(dir, crypto.SigningKeyFile))
-		if err != nil {
-			t.Fatalf("no key file in the data folder: %v", err)
-		}
-		if perm := fi.Mode().Perm(); perm != 0o600 {
-			t.Fatalf("key file mode %04o, want 0600", perm)
-		}
-		id := s.submit()
-		s.propose(id, solutionPasses)
-		s.waitStatus(id, "success")
-		if err := s.m.Close(); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("data folder, across a restart", testKeyAcrossRestart)
+	t.Run("lost from a store with outcomes", testKeyLost)
+	t.Run("changed under a log of outcomes", testKeyChangedUnderOutcomes)
+	t.Run("changed under a log of no outcomes", testKeyChangedUnderNoOutcomes)
+	testKeyFromFile(t)
+}
 
-		s = startServerIn(t, dir, nil)
-		pub2, keyID2 := s.serviceKey()
-		if !pub.Equal(pub2) || keyID != keyID2 {
-			t.Fatalf("after a restart the key is %s, before it was %s", keyID2, keyID)
-		}
-		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
-		if r.status != http.StatusOK {
-			t.Fatalf("GET proof after a restart: %s", r)
-		}
-		if _, err := proof.Verify(r.body, pub2); err != nil {
-			t.Fatalf("a proof made before the restart does not verify under the key after it: %v", err)
-		}
-	})
+// testKeyAcrossRestart checks the key made in the data folder: mode 0600, and the same
+// after a restart, so that earlier proofs verify under it.
+func testKeyAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	pub, keyID := s.serviceKey()
+	fi, err := os.Stat(filepath.Join(dir, crypto.SigningKeyFile))
+	if err != nil {
+		t.Fatalf("no key file in the data folder: %v", err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Fatalf("key file mode %04o, want 0600", perm)
+	}
+	id := s.submit()
+	s.propose(id, solutionPasses)
+	s.waitStatus(id, "success")
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-	t.Run("lost from a store with outcomes", func(t *testing.T) {
-		dir := t.TempDir()
-		s := startServerIn(t, dir, nil)
-		_, oldID := s.serviceKey()
-		id := s.submit()
-		s.propose(id, solutionPasses)
-		s.waitStatus(id, "success")
-		if err := s.m.Close(); err != nil {
-			t.Fatal(err)
-		}
-		keyFile := filepath.Join(dir, crypto.SigningKeyFile)
-		if err := os.Remove(keyFile); err != nil {
-			t.Fatal(err)
-		}
+	s = startServerIn(t, dir, nil)
+	pub2, keyID2 := s.serviceKey()
+	if !pub.Equal(pub2) || keyID != keyID2 {
+		t.Fatalf("after a restart the key is %s, before it was %s", keyID2, keyID)
+	}
+	r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET proof after a restart: %s", r)
+	}
+	if _, err := proof.Verify(r.body, pub2); err != nil {
+		t.Fatalf("a proof made before the restart does not verify under the key after it: %v", err)
+	}
+}
 
-		err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
-		if err == nil || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), "--rotate-signing-key") {
-			t.Fatalf("Run without the key file: %v, want a refusal naming %s and --rotate-signing-key", err, keyFile)
-		}
-		if _, err := os.Stat(keyFile); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("a refused start made a key file anyway (%v)", err)
-		}
+// testKeyLost removes the key file of a store with outcomes: the start is refused
+// until --rotate-signing-key makes a new key, under which the old receipts do not verify.
+func testKeyLost(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	_, oldID := s.serviceKey()
+	id := s.submit()
+	s.propose(id, solutionPasses)
+	s.waitStatus(id, "success")
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, crypto.SigningKeyFile)
+	if err := os.Remove(keyFile); err != nil {
+		t.Fatal(err)
+	}
 
-		s = startServerIn(t, dir, []string{"--rotate-signing-key"})
-		pub, newID := s.serviceKey()
-		if newID == oldID {
-			t.Fatalf("the rotated key has the old id %s", newID)
-		}
-		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
-		if r.status != http.StatusOK {
-			t.Fatalf("GET proof after rotation: %s", r)
-		}
-		if _, err := proof.Verify(r.body, pub); err == nil {
-			t.Fatal("a receipt of the old key verifies under the new one")
-		}
-		if _, err := proof.Verify(r.body, nil); err != nil {
-			t.Fatalf("the old receipt no longer verifies under its own key: %v", err)
-		}
-	})
+	err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
+	if err == nil || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), "--rotate-signing-key") {
+		t.Fatalf("Run without the key file: %v, want a refusal naming %s and --rotate-signing-key", err, keyFile)
+	}
+	if _, err := os.Stat(keyFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused start made a key file anyway (%v)", err)
+	}
 
-	t.Run("changed under a log of outcomes", func(t *testing.T) {
-		dir := t.TempDir()
-		s := startServerIn(t, dir, nil)
-		s.decideMany(1)
-		s.logReader().waitCheckpoint(t, 1)
-		_, oldID := s.serviceKey()
-		if err := s.m.Close(); err != nil {
-			t.Fatal(err)
-		}
-		keyFile := filepath.Join(dir, crypto.SigningKeyFile)
-		newID := garbleKeyFile(t, keyFile)
+	s = startServerIn(t, dir, []string{"--rotate-signing-key"})
+	pub, newID := s.serviceKey()
+	if newID == oldID {
+		t.Fatalf("the rotated key has the old id %s", newID)
+	}
+	r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET proof after rotation: %s", r)
+	}
+	if _, err := proof.Verify(r.body, pub); err == nil {
+		t.Fatal("a receipt of the old key verifies under the new one")
+	}
+	if _, err := proof.Verify(r.body, nil); err != nil {
+		t.Fatalf("the old receipt no longer verifies under its own key: %v", err)
+	}
+}
 
-		err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
-		tlogDir := filepath.Join(dir, "tlog")
-		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), tlogDir) ||
-			!strings.Contains(err.Error(), "intentd/"+oldID) || !strings.Contains(err.Error(), "--rotate-signing-key") {
-			t.Fatalf("Run with a changed key file: %v, want one line naming %s, %s, the old origin and --rotate-signing-key", err, keyFile, tlogDir)
-		}
+// testKeyChangedUnderOutcomes changes the key file of a server whose log holds
+// outcomes: the start is refused until --rotate-signing-key says the change is meant.
+func testKeyChangedUnderOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	s.decideMany(1)
+	s.logReader().waitCheckpoint(t, 1)
+	_, oldID := s.serviceKey()
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, crypto.SigningKeyFile)
+	newID := garbleKeyFile(t, keyFile)
 
-		// On purpose: the log goes on under the new key, and says so.
-		s = startServerIn(t, dir, []string{"--rotate-signing-key"})
-		if _, id := s.serviceKey(); id != newID {
-			t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
-		}
-		s.logReader().waitCheckpoint(t, 1)
-		if !strings.Contains(s.logs.String(), "signed by another key") {
-			t.Fatalf("the change of key was not logged:\n%s", s.logs)
-		}
-		if err := s.m.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s = startServerIn(t, dir, nil) // the flag is needed once
-		s.logReader().waitCheckpoint(t, 1)
-	})
+	err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir})
+	tlogDir := filepath.Join(dir, "tlog")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), keyFile) || !strings.Contains(err.Error(), tlogDir) ||
+		!strings.Contains(err.Error(), "intentd/"+oldID) || !strings.Contains(err.Error(), "--rotate-signing-key") {
+		t.Fatalf("Run with a changed key file: %v, want one line naming %s, %s, the old origin and --rotate-signing-key", err, keyFile, tlogDir)
+	}
 
-	t.Run("changed under a log of no outcomes", func(t *testing.T) {
-		dir := t.TempDir()
-		s := startServerIn(t, dir, nil)
-		if err := s.m.Close(); err != nil {
-			t.Fatal(err)
-		}
-		newID := garbleKeyFile(t, filepath.Join(dir, crypto.SigningKeyFile))
-		s = startServerIn(t, dir, nil)
-		if _, id := s.serviceKey(); id != newID {
-			t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
-		}
-		s.logReader().waitCheckpoint(t, 0)
-	})
+	// On purpose: the log goes on under the new key, and says so.
+	s = startServerIn(t, dir, []string{"--rotate-signing-key"})
+	if _, id := s.serviceKey(); id != newID {
+		t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
+	}
+	s.logReader().waitCheckpoint(t, 1)
+	if !strings.Contains(s.logs.String(), "signed by another key") {
+		t.Fatalf("the change of key was not logged:\n%s", s.logs)
+	}
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = startServerIn(t, dir, nil) // the flag is needed once
+	s.logReader().waitCheckpoint(t, 1)
+}
 
+// testKeyChangedUnderNoOutcomes changes the key file of a server whose log holds no
+// outcome: it starts with the new key, the flag not needed.
+func testKeyChangedUnderNoOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	newID := garbleKeyFile(t, filepath.Join(dir, crypto.SigningKeyFile))
+	s = startServerIn(t, dir, nil)
+	if _, id := s.serviceKey(); id != newID {
+		t.Fatalf("/info key_id %s, want the changed file's %s", id, newID)
+	}
+	s.logReader().waitCheckpoint(t, 0)
+}
+
+// testKeyFromFile checks a key read from --signing-key or INTENTD_SIGNING_KEY, and the
+// files refused as keys.
+func testKeyFromFile(t *testing.T) {
 	key, err := crypto.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)

@@ -86,8 +86,8 @@ func TestSecretFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Config.NatsToken != tt.token {
-				t.Fatalf("NatsToken = %q, want %q", m.Config.NatsToken, tt.token)
+			if m.Config.Nats.Token != tt.token {
+				t.Fatalf("NatsToken = %q, want %q", m.Config.Nats.Token, tt.token)
 			}
 			if got := len(m.cmdlineSecrets) > 0; got != tt.cmdline {
 				t.Fatalf("secrets on the command line: %q, want some: %v", m.cmdlineSecrets, tt.cmdline)

@@ -23,25 +23,19 @@ type storeCloser interface {
 func (m *Main) openStore(ctx context.Context) error {
 	c := m.Config
 	log := m.logger.With("component", "store")
-	if c.Store == "pebble" && !c.NatsEmbed {
-		s, err := persistence.Open(c.DataDir, persistence.Options{Logger: log, AcceptDataLoss: c.AcceptDataLoss, MinFreeBytes: c.MinFreeDisk})
+	if c.Store == "pebble" && !c.Nats.Embed {
+		opts := c.Pebble
+		opts.Logger = log
+		s, err := persistence.Open(c.DataDir, opts)
 		if err != nil {
 			return err
 		}
 		m.store, m.pebble, m.digest = s, s, s.Digest
 		return nil
 	}
-	opts := natsstore.Options{
-		URLs:     strings.Split(c.Store, ","),
-		Creds:    c.NatsCreds,
-		Token:    c.NatsToken,
-		NKey:     c.NatsNKey,
-		TLSCA:    c.NatsTLSCA,
-		Prefix:   c.NatsPrefix,
-		Replicas: c.NatsReplicas,
-		Logger:   log,
-	}
-	if c.NatsEmbed {
+	opts := c.Nats.Options
+	opts.URLs, opts.Logger = strings.Split(c.Store, ","), log
+	if c.Nats.Embed {
 		srv, err := m.embedNATS()
 		if err != nil {
 			return err
@@ -75,7 +69,7 @@ func (m *Main) embedNATS() (*natsstore.Embedded, error) {
 	c := m.Config
 	dir := filepath.Join(c.DataDir, "nats")
 	given := c.natsCredentials()
-	opts := natsstore.EmbedOptions{Dir: dir, ConfigFile: c.NatsEmbedConfig, Logger: m.logger, ConfigAuthorizes: len(given) > 0}
+	opts := natsstore.EmbedOptions{Dir: dir, ConfigFile: c.Nats.EmbedConfig, Logger: m.logger, ConfigAuthorizes: len(given) > 0}
 	if len(given) == 0 {
 		opts.NKeyFile = filepath.Join(dir, natsstore.NKeyFile)
 	}
@@ -83,13 +77,13 @@ func (m *Main) embedNATS() (*natsstore.Embedded, error) {
 	switch {
 	case errors.Is(err, natsstore.ErrOwnAuthorization):
 		return nil, fmt.Errorf("--nats-embed-config %s defines client authorization of its own: give intentd one of its users with --nats-nkey, --nats-creds or --nats-token (docs/operating.md, \"Running on NATS\")",
-			c.NatsEmbedConfig)
-	case errors.Is(err, natsstore.ErrNoAuthorization) && c.NatsEmbedConfig == "":
+			c.Nats.EmbedConfig)
+	case errors.Is(err, natsstore.ErrNoAuthorization) && c.Nats.EmbedConfig == "":
 		return nil, fmt.Errorf("%s with --nats-embed: the embedded server admits only intentd, with the credential it makes in %s; leave %[1]s out",
 			given[0], filepath.Join(dir, natsstore.NKeyFile))
 	case errors.Is(err, natsstore.ErrNoAuthorization):
 		return nil, fmt.Errorf("%[1]s with --nats-embed is for a --nats-embed-config that defines client authorization, and %[2]s defines none, so its server would admit anyone: "+
-			"leave %[1]s out, and intentd makes a credential of its own in %[3]s", given[0], c.NatsEmbedConfig, filepath.Join(dir, natsstore.NKeyFile))
+			"leave %[1]s out, and intentd makes a credential of its own in %[3]s", given[0], c.Nats.EmbedConfig, filepath.Join(dir, natsstore.NKeyFile))
 	}
 	return srv, err
 }

@@ -32,14 +32,14 @@ func (e loggedEngine) Subscribers() int {
 // receipt key unless the key was changed on purpose: --rotate-signing-key, or a key
 // file named by --signing-key, which the docs give as the way to change it.
 func (m *Main) openTlog(key *crypto.SigningKey) error {
-	dir := m.Config.TlogDir
+	dir := m.Config.Tlog.Dir
 	if dir == "" {
 		dir = filepath.Join(m.Config.DataDir, "tlog")
 	}
 	// Both stores keep the log's entries, so that the log outlives the events' retention
 	// and every node of a cluster rebuilds the same tree (docs/proofs.md).
 	shared, _ := m.store.(intentd.LogStore)
-	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.TlogOrigin, Logger: m.logger.With("component", "tlog"), Store: shared,
+	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.Tlog.Origin, Logger: m.logger.With("component", "tlog"), Store: shared,
 		AcceptKeyChange: m.Config.RotateSigningKey || m.Config.SigningKey != ""})
 	var keyErr *tlog.KeyError
 	if errors.As(err, &keyErr) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -131,143 +132,14 @@ func TestTransparencyLog(t *testing.T) {
 		t.Fatalf("checkpoint %d is not consistent with %d: %v", cp.Size, cp1.Size, err)
 	}
 
-	hashes, err := tclient.FetchLeafHashes(ctx, lr.f.ReadTile, 0, n, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]uint64{}
-	for b := uint64(0); b*256 < n; b++ {
-		bundle, err := tclient.GetEntryBundle(ctx, lr.f.ReadEntryBundle, b, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, e := range bundle.Entries {
-			index := b*256 + uint64(i)
-			if !bytes.Equal(iproof.LeafHash(e), hashes[index]) {
-				t.Fatalf("entry %d does not hash to the tile's leaf hash", index)
-			}
-			entry, err := intentd.ParseLogEntry(e)
-			if err != nil {
-				t.Fatalf("entry %d: %v", index, err)
-			}
-			seen[entry.IntentID] = index
-		}
-	}
-	for _, id := range ids {
-		if _, ok := seen[id]; !ok {
-			t.Fatalf("intent %s has no leaf", id)
-		}
-	}
+	seen := lr.leafIndexes(t, ids, n)
 
 	for _, id := range []string{ids[0], ids[1], ids[7], ids[300], ids[len(ids)-1]} {
-		r := s.do("GET", "/intents/"+id+"/proof", "", nil)
-		var b struct {
-			Log *intentd.LogInclusion `json:"log"`
-		}
-		if err := json.Unmarshal(r.body, &b); err != nil || b.Log == nil {
-			t.Fatalf("proof of %s has no log inclusion: %s", id, r)
-		}
-		if b.Log.LeafIndex != seen[id] {
-			t.Fatalf("proof of %s names leaf %d, the bundles hold it at %d", id, b.Log.LeafIndex, seen[id])
-		}
-		bcp, _, _, err := tclient.FetchCheckpoint(ctx, func(context.Context) ([]byte, error) { return []byte(b.Log.Checkpoint), nil }, lr.verifier, lr.origin)
-		if err != nil {
-			t.Fatalf("the checkpoint in the proof of %s: %v", id, err)
-		}
-		bpb, err := tclient.NewProofBuilder(ctx, bcp.Size, lr.f.ReadTile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := bpb.InclusionProof(ctx, b.Log.LeafIndex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.EqualFunc(want, b.Log.InclusionProof, bytes.Equal) {
-			t.Fatalf("the inclusion proof of %s differs from the one built from the tiles", id)
-		}
-		rep, err := iproof.Verify(r.body, pub)
-		if err != nil || rep.Log == nil || rep.Log.LeafIndex != seen[id] {
-			t.Fatalf("proof of %s: %+v, %v", id, rep, err)
-		}
+		lr.checkInclusion(t, s, pub, id, seen[id])
 	}
 
-	t.Run("cache headers", func(t *testing.T) {
-		// C2SP tlog-tiles: the checkpoint is text/plain and "mutable, so its headers
-		// SHOULD prevent caching beyond a few seconds"; tiles and entry bundles, full
-		// and partial, are application/octet-stream and "immutable, so [their] caching
-		// headers SHOULD be long-lived".
-		const immutable = "public, max-age=31536000, immutable"
-		const octets = "application/octet-stream"
-		for _, tt := range []struct {
-			path, cache, contentType string
-			status                   int
-			code                     string
-		}{
-			{"/log/checkpoint", "no-cache", "text/plain; charset=utf-8", 200, ""},
-			{"/log/tile/0/000", immutable, octets, 200, ""},
-			{"/log/tile/entries/001", immutable, octets, 200, ""},
-			{"/log/tile/0/002.p/3", immutable, octets, 200, ""},
-			{"/log/tile/entries/002.p/3", immutable, octets, 200, ""},
-			{"/log/tile/1/000.p/2", immutable, octets, 200, ""},
-			{"/log/tile/0/002", "no-store", "application/json", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/002.p/4", "no-store", "application/json", 404, intentd.CodeLogNotFound},
-			{"/log/tile/entries/003", "no-store", "application/json", 404, intentd.CodeLogNotFound},
-			{"/log/tile/0/x000/002", "", "application/json", 404, intentd.CodeNotFound},
-			{"/log/tile/entries/2", "", "application/json", 404, intentd.CodeNotFound},
-		} {
-			t.Run(strings.TrimPrefix(tt.path, "/log/"), func(t *testing.T) {
-				r := s.do("GET", tt.path, "", nil)
-				if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache || r.header.Get("Content-Type") != tt.contentType {
-					t.Errorf("GET %s: %d, Cache-Control %q, Content-Type %q; want %d, %q, %q", tt.path, r.status,
-						r.header.Get("Cache-Control"), r.header.Get("Content-Type"), tt.status, tt.cache, tt.contentType)
-				}
-				if tt.code != "" {
-					if code, _ := r.errorBody(t); code != tt.code {
-						t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
-					}
-				}
-			})
-		}
-	})
-
-	t.Run("compressed bundles", func(t *testing.T) {
-		// "Entry bundles SHOULD be compressed at the HTTP layer", by Accept-Encoding.
-		for _, tt := range []struct {
-			path, accept string
-			gzipped      bool
-		}{
-			{"/log/tile/entries/000", "gzip", true},
-			{"/log/tile/entries/002.p/3", "br, gzip;q=0.5", true},
-			{"/log/tile/entries/000", "identity", false},
-			{"/log/tile/entries/000", "*;q=1, gzip;q=0", false},
-			{"/log/tile/0/000", "gzip", false},
-		} {
-			t.Run(tt.path+" "+tt.accept, func(t *testing.T) {
-				plain := s.do("GET", tt.path, "", nil, "Accept-Encoding", "identity")
-				r := s.do("GET", tt.path, "", nil, "Accept-Encoding", tt.accept)
-				if r.status != 200 || (r.header.Get("Content-Encoding") == "gzip") != tt.gzipped {
-					t.Fatalf("GET %s with Accept-Encoding %q: %d, Content-Encoding %q", tt.path, tt.accept, r.status, r.header.Get("Content-Encoding"))
-				}
-				body := r.body
-				if tt.gzipped {
-					zr, err := gzip.NewReader(bytes.NewReader(r.body))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if body, err = io.ReadAll(zr); err != nil {
-						t.Fatal(err)
-					}
-					if len(r.body) >= len(plain.body) {
-						t.Errorf("gzipped, the bundle is %d bytes, plain %d", len(r.body), len(plain.body))
-					}
-				}
-				if !bytes.Equal(body, plain.body) {
-					t.Fatal("the bundle differs from the plain one")
-				}
-			})
-		}
-	})
-
+	t.Run("cache headers", func(t *testing.T) { testLogCacheHeaders(t, s) })
+	t.Run("compressed bundles", func(t *testing.T) { testLogCompression(t, s) })
 	t.Run("restart", func(t *testing.T) {
 		if err := s.m.Close(); err != nil {
 			t.Fatal(err)
@@ -296,6 +168,159 @@ func TestTransparencyLog(t *testing.T) {
 			t.Fatalf("the proof of the last outcome: %s", r)
 		}
 	})
+}
+
+// testLogCacheHeaders checks the Cache-Control and Content-Type of the log's
+// resources, and of the paths that name none.
+func testLogCacheHeaders(t *testing.T, s *testServer) {
+	// C2SP tlog-tiles: the checkpoint is text/plain and "mutable, so its headers
+	// SHOULD prevent caching beyond a few seconds"; tiles and entry bundles, full
+	// and partial, are application/octet-stream and "immutable, so [their] caching
+	// headers SHOULD be long-lived".
+	const immutable = "public, max-age=31536000, immutable"
+	const octets = "application/octet-stream"
+	for _, tt := range []struct {
+		path, cache, contentType string
+		status                   int
+		code                     string
+	}{
+		{"/log/checkpoint", "no-cache", "text/plain; charset=utf-8", 200, ""},
+		{"/log/tile/0/000", immutable, octets, 200, ""},
+		{"/log/tile/entries/001", immutable, octets, 200, ""},
+		{"/log/tile/0/002.p/3", immutable, octets, 200, ""},
+		{"/log/tile/entries/002.p/3", immutable, octets, 200, ""},
+		{"/log/tile/1/000.p/2", immutable, octets, 200, ""},
+		{"/log/tile/0/002", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+		{"/log/tile/0/002.p/4", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+		{"/log/tile/entries/003", "no-store", "application/json", 404, intentd.CodeLogNotFound},
+		{"/log/tile/0/x000/002", "", "application/json", 404, intentd.CodeNotFound},
+		{"/log/tile/entries/2", "", "application/json", 404, intentd.CodeNotFound},
+	} {
+		t.Run(strings.TrimPrefix(tt.path, "/log/"), func(t *testing.T) {
+			r := s.do("GET", tt.path, "", nil)
+			if r.status != tt.status || r.header.Get("Cache-Control") != tt.cache || r.header.Get("Content-Type") != tt.contentType {
+				t.Errorf("GET %s: %d, Cache-Control %q, Content-Type %q; want %d, %q, %q", tt.path, r.status,
+					r.header.Get("Cache-Control"), r.header.Get("Content-Type"), tt.status, tt.cache, tt.contentType)
+			}
+			if tt.code != "" {
+				if code, _ := r.errorBody(t); code != tt.code {
+					t.Errorf("GET %s: code %q, want %q", tt.path, code, tt.code)
+				}
+			}
+		})
+	}
+}
+
+// testLogCompression checks that entry bundles, and only they, are gzipped when the
+// client accepts it, to the same bytes.
+func testLogCompression(t *testing.T, s *testServer) {
+	// "Entry bundles SHOULD be compressed at the HTTP layer", by Accept-Encoding.
+	for _, tt := range []struct {
+		path, accept string
+		gzipped      bool
+	}{
+		{"/log/tile/entries/000", "gzip", true},
+		{"/log/tile/entries/002.p/3", "br, gzip;q=0.5", true},
+		{"/log/tile/entries/000", "identity", false},
+		{"/log/tile/entries/000", "*;q=1, gzip;q=0", false},
+		{"/log/tile/0/000", "gzip", false},
+	} {
+		t.Run(tt.path+" "+tt.accept, func(t *testing.T) {
+			plain := s.do("GET", tt.path, "", nil, "Accept-Encoding", "identity")
+			r := s.do("GET", tt.path, "", nil, "Accept-Encoding", tt.accept)
+			if r.status != 200 || (r.header.Get("Content-Encoding") == "gzip") != tt.gzipped {
+				t.Fatalf("GET %s with Accept-Encoding %q: %d, Content-Encoding %q", tt.path, tt.accept, r.status, r.header.Get("Content-Encoding"))
+			}
+			body := r.body
+			if tt.gzipped {
+				zr, err := gzip.NewReader(bytes.NewReader(r.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
+				if len(r.body) >= len(plain.body) {
+					t.Errorf("gzipped, the bundle is %d bytes, plain %d", len(r.body), len(plain.body))
+				}
+			}
+			if !bytes.Equal(body, plain.body) {
+				t.Fatal("the bundle differs from the plain one")
+			}
+		})
+	}
+}
+
+// leafIndexes reads the n leaves of the log from its tiles and entry bundles, checks
+// that each entry hashes to its tile's leaf hash and that each of ids has a leaf, and
+// returns the index of each intent's leaf.
+func (lr *logReader) leafIndexes(t *testing.T, ids []string, n uint64) map[string]uint64 {
+	t.Helper()
+	ctx := context.Background()
+	hashes, err := tclient.FetchLeafHashes(ctx, lr.f.ReadTile, 0, n, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	for b := uint64(0); b*256 < n; b++ {
+		bundle, err := tclient.GetEntryBundle(ctx, lr.f.ReadEntryBundle, b, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range bundle.Entries {
+			index := b*256 + uint64(i)
+			if !bytes.Equal(iproof.LeafHash(e), hashes[index]) {
+				t.Fatalf("entry %d does not hash to the tile's leaf hash", index)
+			}
+			entry, err := intentd.ParseLogEntry(e)
+			if err != nil {
+				t.Fatalf("entry %d: %v", index, err)
+			}
+			seen[entry.IntentID] = index
+		}
+	}
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			t.Fatalf("intent %s has no leaf", id)
+		}
+	}
+	return seen
+}
+
+// checkInclusion checks the log inclusion in the proof of id: at leaf, and with the
+// inclusion proof the reader builds from the tiles, and verifying under pub.
+func (lr *logReader) checkInclusion(t *testing.T, s *testServer, pub ed25519.PublicKey, id string, leaf uint64) {
+	t.Helper()
+	ctx := context.Background()
+	r := s.do("GET", "/intents/"+id+"/proof", "", nil)
+	var b struct {
+		Log *intentd.LogInclusion `json:"log"`
+	}
+	if err := json.Unmarshal(r.body, &b); err != nil || b.Log == nil {
+		t.Fatalf("proof of %s has no log inclusion: %s", id, r)
+	}
+	if b.Log.LeafIndex != leaf {
+		t.Fatalf("proof of %s names leaf %d, the bundles hold it at %d", id, b.Log.LeafIndex, leaf)
+	}
+	bcp, _, _, err := tclient.FetchCheckpoint(ctx, func(context.Context) ([]byte, error) { return []byte(b.Log.Checkpoint), nil }, lr.verifier, lr.origin)
+	if err != nil {
+		t.Fatalf("the checkpoint in the proof of %s: %v", id, err)
+	}
+	bpb, err := tclient.NewProofBuilder(ctx, bcp.Size, lr.f.ReadTile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := bpb.InclusionProof(ctx, b.Log.LeafIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(want, b.Log.InclusionProof, bytes.Equal) {
+		t.Fatalf("the inclusion proof of %s differs from the one built from the tiles", id)
+	}
+	rep, err := iproof.Verify(r.body, pub)
+	if err != nil || rep.Log == nil || rep.Log.LeafIndex != leaf {
+		t.Fatalf("proof of %s: %+v, %v", id, rep, err)
+	}
 }
 
 // TestTransparencyLogSameOnEveryNode runs two intentd with one key on one NATS stream,

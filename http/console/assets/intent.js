@@ -140,7 +140,7 @@ function attrsTable(attrs) {
     h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "name"), h("th", { scope: "col" }, "type"), h("th", { scope: "col" }, "value"))),
     h("tbody", {}, names.map(n => {
       const v = attrValue(fields[n]);
-      return h("tr", {}, h("th", { scope: "row", class: "mono" }, n), h("td", { class: "mono" }, v.type), h("td", { class: "mono" }, v.text));
+      return h("tr", {}, h("th", { scope: "row", class: "mono" }, n), h("td", { class: "mono type" }, v.type), h("td", { class: "mono" }, v.text));
     }))));
 }
 

@@ -51,7 +51,7 @@ export function livePage(main) {
   const row = e => h("tr", { "data-id": e.id, "data-type": e.type },
     h("td", { class: "id" }, e.id),
     h("td", {}, badge(e.type, e.type === "failure" && e.data.failure_kind ? `failure: ${e.data.failure_kind}` : e.type)),
-    h("td", {}, intentLink(e.data.intent_id)),
+    h("td", { class: "intent" }, intentLink(e.data.intent_id)),
     h("td", { class: "hide-narrow mono" }, e.data.proposal ? e.data.proposal.solution : ""),
     h("td", { class: "hide-narrow" }, e.data.reason || ""));
 

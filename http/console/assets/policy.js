@@ -37,6 +37,6 @@ function fields(list, none) {
   if (!list.length) return h("p", { class: "muted" }, none);
   return h("div", { class: "table-wrap" }, h("table", {},
     h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "name"), h("th", { scope: "col" }, "type"), h("th", { scope: "col" }, "required"))),
-    h("tbody", {}, list.map(f => h("tr", {}, h("th", { scope: "row", class: "mono" }, f.name), h("td", { class: "mono" }, f.type),
+    h("tbody", {}, list.map(f => h("tr", {}, h("th", { scope: "row", class: "mono" }, f.name), h("td", { class: "mono type" }, f.type),
       h("td", {}, f.optional ? "optional" : "yes"))))));
 }

@@ -20,9 +20,9 @@ async function fromServer(id, out) {
   try {
     const [i, text] = await Promise.all([info(), call("/intents/" + encodeURIComponent(id) + "/proof").then(r => r.text())]);
     if (!i.public_key) throw new Error("this server reports no signing key (GET /info has no public_key)");
-    const v = await verifyBundle(text, i.public_key);
+    const v = await verifyBundle(text, i.public_key, "server");
     out.replaceChildren(h("p", { class: "muted" }, "The bundle of intent ", intentLink(id), ", checked against this server's key from GET /info, ",
-      h("span", { class: "mono" }, i.public_key), "."), show(v));
+      h("span", { class: "mono" }, i.public_key), "."), show(v, "server"));
   } catch (e) {
     out.replaceChildren(errorBox(e));
   }
@@ -33,12 +33,16 @@ function dropZone(out) {
   const key = h("input", { type: "text", id: "trusted-key", autocomplete: "off", spellcheck: "false", placeholder: "Base58 Ed25519 public key" });
   const status = h("p", { class: "muted", id: "drop-status" }, "No file chosen.");
   let text = null, name = "";
+  // The key the field holds was put there by "Use this server's key", not typed in.
+  let serverKey = "";
   const check = async () => {
     if (text === null) { status.textContent = "Choose or drop a bundle file first."; return; }
     out.replaceChildren(h("p", { class: "muted" }, `Checking ${name}…`));
-    const v = await verifyBundle(text, key.value.trim());
-    out.replaceChildren(h("p", { class: "muted" }, `The file ${name}, checked against `, key.value.trim()
-      ? h("span", { class: "mono" }, key.value.trim()) : "the key inside it (no key typed in: not trusted)", "."), show(v));
+    const k = key.value.trim();
+    const source = k && k === serverKey ? "server" : "given";
+    const v = await verifyBundle(text, k, source);
+    out.replaceChildren(h("p", { class: "muted" }, `The file ${name}, checked against `, k
+      ? h("span", { class: "mono" }, k) : "the key inside it (no key typed in: not trusted)", "."), show(v, source));
     out.scrollIntoView({ block: "start" });
   };
   const load = async f => {
@@ -56,7 +60,7 @@ function dropZone(out) {
   zone.addEventListener("dragleave", () => zone.classList.remove("over"));
   zone.addEventListener("drop", e => { e.preventDefault(); zone.classList.remove("over"); load(e.dataTransfer.files[0]); });
   const useServer = h("button", { type: "button", class: "secondary", onclick: async () => {
-    try { key.value = (await info()).public_key || ""; } catch (e) { status.textContent = e.message; }
+    try { key.value = serverKey = (await info()).public_key || ""; } catch (e) { status.textContent = e.message; }
   } }, "Use this server's key");
   return h("section", { class: "card", "aria-labelledby": "drop-h" },
     h("h2", { id: "drop-h" }, "Check a bundle file"),
@@ -66,12 +70,22 @@ function dropZone(out) {
     zone);
 }
 
-// show draws the verdict as `intentctl verify` words it, then each check.
-function show({ results, report, error }) {
+// keyWords says how far the key a bundle was checked against is to be trusted: one the
+// person gave is theirs to vouch for; one this page fetched from the server whose proof
+// it checks shows only that the server signed consistently, as `intentctl verify` says of
+// a key taken from GET /info.
+const keyWords = {
+  given: " trusted (given)",
+  server: " this server's own key (GET /info): it shows this server signed the receipt, not that the server is the one you trust; compare the key with one you got another way",
+};
+
+// show draws the verdict as `intentctl verify` words it, then each check; source is where
+// the key came from: "given" (typed in) or "server" (this server's GET /info).
+function show({ results, report, error }, source = "given") {
   const verdict = error
     ? h("p", { class: "verdict bad", id: "verdict", role: "alert" }, `verification FAILED: check ${error.check}: ${error.message}`)
     : h("p", { class: "verdict ok", id: "verdict" }, `verified: the proof of intent ${report.intentID} holds`,
-      report.keyTrusted ? "" : " (against the bundle's own key: not trusted)",
+      report.keyTrusted ? (source === "server" ? " (against this server's own key)" : "") : " (against the bundle's own key: not trusted)",
       h("span", { class: "sub" }, "Every check passed, the policy run again on the evidence among them."));
   const names = new Map(CHECKS);
   const list = h("ol", { class: "checks", "aria-label": "Checks" }, results.map(r => h("li", { class: r.status === "fail" ? "fail" : "", "data-check": r.check, "data-status": r.status },
@@ -88,7 +102,7 @@ function show({ results, report, error }) {
     kv.append(h("dt", {}, "intent"), h("dd", {}, intentLink(report.intentID)),
       h("dt", {}, "policy"), h("dd", {}, h("a", { class: "mono", href: "#/policy/" + report.policyID }, report.policyID)),
       h("dt", {}, "author"), h("dd", { class: "mono" }, report.authorship),
-      h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? " trusted (given)" : " NOT trusted: the key inside the bundle"),
+      h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? keyWords[source] : " NOT trusted: the key inside the bundle"),
       h("dt", {}, "issued"), h("dd", { class: "mono" }, report.issuedAt));
     parts.push(h("section", { class: "card" }, kv));
   }

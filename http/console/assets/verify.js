@@ -145,9 +145,11 @@ function sameFailures(got, want) {
 const quoteList = xs => "[" + xs.map(goQuote).join(" ") + "]";
 
 // verifyBundle checks a bundle's text against trustedKey (Base58, or "" to use the
-// bundle's own key). It answers {results, report, error}: results has one entry per
-// check ({check, status: "pass"|"fail"|"skipped", message}).
-export async function verifyBundle(text, trustedKey) {
+// bundle's own key); source says where trustedKey came from, "given" (by the person) or
+// "server" (the GET /info of the server whose proof it is), for the key check's words.
+// It answers {results, report, error}: results has one entry per check ({check, status:
+// "pass"|"fail"|"skipped", message}).
+export async function verifyBundle(text, trustedKey, source = "given") {
   const results = [];
   const report = { notes: [] };
   let current = "bundle";
@@ -189,7 +191,8 @@ export async function verifyBundle(text, trustedKey) {
       fail("key", trustedKey ? `receipt is signed by key ${r.key_id}, not by the trusted key ${keyID}`
         : `receipt names key ${r.key_id}, but the bundle's public key is ${keyID}`);
     }
-    pass("key", `key id ${keyID}` + (trustedKey ? " (the key given)" : " (the bundle's own key: not trusted)"));
+    pass("key", `key id ${keyID}` + (!trustedKey ? " (the bundle's own key: not trusted)"
+      : source === "server" ? " (this server's own key, from GET /info)" : " (the key given)"));
     report.keyID = keyID;
     report.publicKey = base58Encode(key);
 

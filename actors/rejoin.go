@@ -1,0 +1,96 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/intentd/intentd"
+)
+
+// A member that the others dropped (paused past its membership TTL, or cut off from
+// NATS) must stop serving grains at once: the others have placed its intents elsewhere.
+// It need not stop serving altogether. Its engine, with its store, event bus and
+// subscribers, is whole; only its membership is spent, and protoactor blocks a member
+// id that left. So the member is an incarnation: an actor system of its own, holding
+// the remoting listener, the grains and the membership, which Rejoin replaces by a new
+// one under a new id, while the intents' actors, on the engine's own system, are
+// dropped so that none answers from what it held before.
+
+// incarnation is one life of this node as a member of the cluster.
+type incarnation struct {
+	system  *actor.ActorSystem
+	cluster *cluster.Cluster
+	// activations counts the intent grains active on this incarnation; a grain counts
+	// itself on the incarnation it was activated on, so that grains of an earlier one
+	// that stop late count nowhere.
+	activations atomic.Int64
+}
+
+// members reports the addresses of the members this incarnation sees, itself included.
+func (m *incarnation) members() []string {
+	var out []string
+	for _, mem := range m.cluster.MemberList.Members().Members() {
+		out = append(out, mem.Address())
+	}
+	return out
+}
+
+// leave ends the incarnation: its membership, its listener, its grains.
+func (m *incarnation) leave() {
+	m.cluster.Shutdown(true) // its actor system with it
+}
+
+// Rejoin makes this node a member again, as a new incarnation, after it was fenced:
+// the current incarnation leaves (its grains stop; commands meanwhile are answered 503
+// member_unavailable), the intents' actors are dropped with what they held, and a new
+// incarnation joins with a provider from provide, tried again (with a new provider each
+// time, since a provider serves one start) until it joins or ctx ends. Outside cluster
+// mode it does nothing.
+func (e *Engine) Rejoin(ctx context.Context, provide func() (cluster.ClusterProvider, error)) error {
+	if e.cfg.Cluster == nil {
+		return nil
+	}
+	e.rejoinMu.Lock()
+	defer e.rejoinMu.Unlock()
+	if e.closed() {
+		return fmt.Errorf("rejoin the cluster: %w", intentd.ErrEngineClosed)
+	}
+	start := time.Now()
+	if m := e.member.Swap(nil); m != nil {
+		m.leave()
+	}
+	e.membersMu.Lock()
+	close(e.membersChanged) // commands waiting on the old incarnation try again
+	e.membersChanged = make(chan struct{})
+	e.membersMu.Unlock()
+	dropped := e.registry.passivate(-time.Hour)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := e.joinWith(provide)
+		if err == nil {
+			e.log.Info("rejoined the cluster as a new member", "address", e.member.Load().system.Address(),
+				"took", time.Since(start).Round(time.Millisecond), "intent_actors_dropped", dropped)
+			return nil
+		}
+		e.log.Warn("rejoin the cluster; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rejoin the cluster: %w", ctx.Err())
+		case <-e.ctx.Done():
+			return fmt.Errorf("rejoin the cluster: %w", intentd.ErrEngineClosed)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// joinWith starts an incarnation on a new provider.
+func (e *Engine) joinWith(provide func() (cluster.ClusterProvider, error)) error {
+	p, err := provide()
+	if err != nil {
+		return err
+	}
+	return e.startCluster(p)
+}

@@ -1,0 +1,84 @@
+package natsprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// refused handles a renewal the bucket refused because the key is not at the revision
+// last written: either a renewal was written but its acknowledgement lost (the key is
+// ours, at a later revision), or another member dropped this one and deleted the key,
+// or the bucket this member joined was lost and made again. It returns the revision and
+// send time of the last renewal acknowledged, as renew does.
+func (p *Provider) refused(ctx context.Context, rev uint64, lastOK time.Time) (uint64, time.Time) {
+	e, err := p.kv.Get(ctx, p.id)
+	switch {
+	case err == nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(p.member):
+		return e.Revision(), lastOK
+	case err == nil:
+		p.fence(fmt.Errorf("%w: its membership key %s holds another member's record", ErrFenced, p.id))
+	case errors.Is(err, jetstream.ErrKeyDeleted):
+		p.fence(fmt.Errorf("%w: its membership key %s was deleted", ErrFenced, p.id))
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// Gone, or never in this bucket: one made again after the one this member
+		// joined was lost, by another member that found it gone first.
+		made, merr := p.bucketMade(ctx)
+		switch {
+		case merr != nil:
+			p.log.Warn("cluster membership key missing and the bucket cannot be read; retrying", "member", p.id, "error", merr)
+		case !made.Equal(p.madeAt()):
+			return p.registerAgain(rev, lastOK)
+		default:
+			p.fence(fmt.Errorf("%w: its membership key %s is missing from the bucket it joined", ErrFenced, p.id))
+		}
+	default:
+		p.log.Warn("cluster membership renewal refused and the key could not be read; retrying", "member", p.id, "error", err)
+	}
+	return rev, lastOK
+}
+
+// Fenced is closed when the member has been fenced: from then on it must not serve
+// grains; the node shuts its cluster member down and starts a new one, which joins
+// under a new id. FenceCause says why.
+func (p *Provider) Fenced() <-chan struct{} { return p.fenced }
+
+// FenceCause is why the member was fenced, or nil while it is not.
+func (p *Provider) FenceCause() error {
+	select {
+	case <-p.fenced:
+		return p.fenceCause
+	default:
+		return nil
+	}
+}
+
+// fence stops renewing and watching, once, and reports it. It is called only from the
+// provider's own goroutines, which Shutdown waits for, so the goroutine it starts for
+// Config.OnFenced is counted before Shutdown can be waiting.
+func (p *Provider) fence(reason error) {
+	p.fenceOnce.Do(func() {
+		p.fenceCause = reason
+		p.log.Error("cluster member fenced: it must stop serving grains and rejoin", "member", p.id, "reason", reason)
+		p.cancel()
+		close(p.fenced)
+		if p.cfg.OnFenced != nil {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.cfg.OnFenced(reason)
+			}()
+		}
+	})
+}
+
+// isLeaving says whether Shutdown has begun: the deletion of the key it makes is no
+// fence.
+func (p *Provider) isLeaving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaving
+}

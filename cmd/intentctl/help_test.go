@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSubcommandHelp asks each command with subcommands for the help of each: it is that
+// subcommand's usage line and flags, with exit 0, and needs no server.
+func TestSubcommandHelp(t *testing.T) {
+	lookupEnv = func(string) (string, bool) { return "", false }
+	tests := []struct {
+		args []string
+		want []string // in the output, in this order
+	}{
+		{[]string{"policy", "push", "-h"}, []string{"Usage: intentctl policy push FILE\n", "store it"}},
+		{[]string{"policy", "get", "-h"}, []string{"Usage: intentctl policy get ID\n", "pretty-printed"}},
+		{[]string{"policy", "delete", "--help"}, []string{"Usage: intentctl policy delete ID\n"}},
+		{[]string{"policy", "check", "-h"}, []string{"Usage: intentctl policy check FILE\n", "storing nothing"}},
+		{[]string{"policy", "-h"}, []string{"Usage: intentctl policy push FILE | get ID"}},
+		{[]string{"log", "watch", "-h"}, []string{"Usage: intentctl log watch [--state FILE] [--key BASE58] [--interval D]", "-interval duration", "-key string"}},
+		{[]string{"log", "get", "-h"}, []string{"Usage: intentctl log get N [--key BASE58]\n", "-key string"}},
+		{[]string{"log", "-h"}, []string{"Usage: intentctl log watch", "list their flags"}},
+		{[]string{"intent", "-h"}, []string{"Usage: intentctl intent new"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runCLI(t, "http://127.0.0.1:1", tt.args...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d, want 0; stderr %q", r.code, r.stderr)
+			}
+			rest := r.stdout
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, r.stdout)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}

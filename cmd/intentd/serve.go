@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
+	intenthttp "github.com/intentd/intentd/http"
+)
+
+// serve opens the listener and serves the API on the engine (through the transparency
+// log when there is one), and the profiler's listener when --pprof asks for it.
+func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics *intenthttp.Metrics) error {
+	c := m.Config
+	opts := m.HTTP
+	opts.Logger = m.logger.With("component", "http")
+	opts.MaxBodyBytes = c.API.MaxBody
+	opts.Limits = c.API.Limits
+	opts.Tokens = tokens
+	opts.CORSOrigins = c.API.CORSOrigins
+	opts.LogRequests = c.Log.Requests
+	opts.Console = c.API.UI
+	opts.Metrics = metrics
+	opts.Ready = m.engine.Ready()
+	if w, ok := m.store.(interface{ Writable() error }); ok {
+		opts.Writable = w.Writable
+	}
+	opts.Info = intentd.Info{
+		UnsignedPermitted: c.Verify.AllowUnsigned,
+		IntentTTLSeconds:  int64(c.Engine.IntentTTL / time.Second),
+		EventRetention:    c.Engine.EventRetention,
+		// The engine enforces it; its default is the engine's (actors.DefaultConfig).
+		MaxSubscribers:       c.Engine.MaxSubscribers,
+		MaxPreviewsPerIntent: c.Engine.MaxPreviewsPerIntent,
+		PublicKey:            crypto.EncodeBase58(key.PublicKey()),
+		KeyID:                key.ID(),
+	}
+	if c.Cluster.Bind != "" {
+		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.Cluster.Name}
+		opts.ClusterMembers = m.engine.ClusterMembers
+	}
+	var served intentd.Engine = m.engine
+	if m.tlog != nil {
+		m.runTlog()
+		opts.Log = m.tlog
+		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
+		served = loggedEngine{m.engine, m.tlog}
+	}
+	m.server = intenthttp.NewServer(served, opts)
+	var err error
+	m.ln, err = net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	if c.Pprof != "" {
+		if err := m.startPprof(c.Pprof); err != nil {
+			m.ln.Close()
+			return err
+		}
+	}
+	m.served = make(chan struct{})
+	go func() {
+		m.serveErr = m.server.Serve(m.ln)
+		close(m.served)
+	}()
+	return nil
+}
+
+// announce logs that the service listens, warns of what an operator should change,
+// and prints the banner.
+func (m *Main) announce(tokens *intenthttp.Tokens) {
+	c := m.Config
+	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.Verify.AllowUnsigned, "auth_required", tokens != nil)
+	for _, name := range m.cmdlineSecrets {
+		m.logger.Warn("a secret given on the command line is shown to every user of this host (ps, /proc/PID/cmdline); give it by file or by environment instead",
+			"flag", "--"+name, "file_flag", "--"+name+"-file", "env", envName(name))
+	}
+	if tokens == nil && !loopback(m.ln.Addr()) {
+		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
+			"listen", c.Listen)
+	}
+	if m.logw != nil {
+		_ = m.logw.Flush() // the lines so far, before the banner
+	}
+	if c.Log.Format == "text" {
+		fmt.Fprintf(m.Stderr, "\nintentd is listening on %[1]s\n  curl -s %[1]s/info\n  curl -N %[1]s/events          # the outcome stream\nA walk-through with curl: docs/api.md\n\n", m.URL())
+	}
+}
