@@ -55,7 +55,11 @@ type Store interface {
 	// Finish writes a terminal snapshot with its event (from NewEvent) and returns the
 	// event's id. The event sink hears of the event, with its id and time, once it is
 	// durable. An expiry (an event of type expired) replaces an open intent only: over
-	// a processing one it is refused with ErrStale, the accepted proposal standing.
+	// a processing one it is refused with ErrStale, the accepted proposal standing. An
+	// outcome (success or failure) replaces a processing intent only, and is refused
+	// with ErrStale over any other: BeginProcessing moves an intent from open to
+	// processing once, so an outcome over processing ends the one proposal that
+	// processing record holds.
 	Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev Event) (uint64, error)
 	// Processing lists the intents that are processing.
 	Processing(ctx context.Context) ([]string, error)

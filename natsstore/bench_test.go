@@ -60,10 +60,10 @@ func BenchmarkFinishParallel(b *testing.B) {
 	finishParallel(b, benchStore(b), make([]byte, 800))
 }
 
-// finishParallel ends b.N open intents, made before the timer starts, from 32 writers
-// per core.
+// finishParallel ends b.N processing intents, made before the timer starts, from 32
+// writers per core.
 func finishParallel(b *testing.B, s *Store, snap []byte) {
-	ids := createOpen(b, s, b.N, snap)
+	ids := createProcessing(b, s, b.N, snap)
 	var next atomic.Int64
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
@@ -77,9 +77,9 @@ func finishParallel(b *testing.B, s *Store, snap []byte) {
 	})
 }
 
-// createOpen creates n open intents, from 32 writers, before the timer starts: a
-// terminal write is fenced on the intent's open snapshot.
-func createOpen(b *testing.B, s *Store, n int, snap []byte) []string {
+// createProcessing creates n intents and begins processing them, from 32 writers,
+// before the timer starts: an outcome is fenced on the intent's processing snapshot.
+func createProcessing(b *testing.B, s *Store, n int, snap []byte) []string {
 	b.StopTimer()
 	defer b.StartTimer()
 	ids := make([]string, n)
@@ -90,6 +90,10 @@ func createOpen(b *testing.B, s *Store, n int, snap []byte) []string {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
 				ids[i] = fmt.Sprintf("%036d", i) + nuid.Next()
 				if err := s.CreateIntent(context.Background(), ids[i], "P", snap, time.Now()); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.BeginProcessing(context.Background(), ids[i], "P", snap, time.Now()); err != nil {
 					b.Error(err)
 					return
 				}

@@ -11,15 +11,15 @@ import (
 // first or the count, so two equal digests mean that nothing was written or removed in
 // between. It does not hash the records: it is for tests and audits that need to know
 // a request left the store as it was, and it costs one request, not a read of the store.
-func (s *Store) Digest() ([32]byte, error) {
-	ctx, cancel, err := s.begin(context.Background())
+func (s *Store) Digest() (digest [32]byte, err error) {
+	ctx, end, err := s.call(context.Background())
 	if err != nil {
 		return [32]byte{}, err
 	}
-	defer cancel()
+	defer end(&err)
 	info, err := s.stream.Info(ctx)
 	if err != nil {
-		return [32]byte{}, s.fail(ctx, err)
+		return [32]byte{}, err
 	}
 	var b [32]byte
 	binary.BigEndian.PutUint64(b[0:], info.State.FirstSeq)

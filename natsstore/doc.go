@@ -8,7 +8,6 @@
 //
 //	<prefix>.intent.<id>    an intent's snapshot, the last one only (each write is a rollup),
 //	                        with its phase, policy and deadline in headers
-//	<prefix>.ref.<id>       the policy an intent named, written with its creation
 //	<prefix>.policy.<id>    a policy's bytecode and source, or a tombstone
 //	<prefix>.bytecode.<id>  a policy's bytecode, kept after a delete for proofs
 //	<prefix>.event          the event log: one message per outcome
@@ -17,24 +16,29 @@
 //	                        (log.go); never pruned
 //
 // One stream rather than a stream and KV buckets, because JetStream's atomic batches and
-// its expected-sequence checks work within one stream: an intent's creation (snapshot
-// and policy reference, checked against the policy's subject) and its terminal write
-// (snapshot and event) are each one atomic batch, which several streams could not give.
+// its one order work within one stream: an intent's terminal write (snapshot and event)
+// is one atomic batch, and creates and policy deletes meet in the stream's order (see
+// DeletePolicy and CreateIntent), which several streams could not give. The subjects,
+// the headers and the records' encodings are in layout.go.
 //
 // Every write names the sequence of the record it replaces (Nats-Expected-Last-Subject-
 // Sequence): a create expects none, so of racing creates of one id, on any node, one
 // wins and the others get intentd.ErrExists; a stale writer of an intent is refused.
 //
 // The interface carries no revision from the engine, so a transition is also written
-// only from the phase it starts from (processing from open, a terminal state from open
-// or processing): of two writers on two nodes one terminal write succeeds, and nothing
-// is written after it.
+// only from the phase it starts from (processing from open, an expiry from open, an
+// outcome from processing): of two writers on two nodes one terminal write succeeds,
+// and nothing is written after it.
 //
 // A policy delete writes a tombstone first, so that every create not yet committed
 // fails its check, waits until the index has followed the stream up to it, and only then
 // looks for intents naming the policy; if it finds one it writes the policy back and
 // answers ErrPolicyInUse. A create that raced such a refused delete may have been told
-// ErrPolicyNotFound; none is ever stored against a deleted policy.
+// ErrPolicyNotFound; none is ever stored against a deleted policy. The second step of a
+// delete or a create runs whatever becomes of its caller, and a tombstone that a delete
+// cut off between its steps left while an intent needs the policy is found by every
+// node's follower and put back, and an intent a create so cut off left open after a
+// tombstone is withdrawn (twostep.go).
 //
 // An event's id is its stream sequence. Ids increase in the one order every node reads,
 // but skip the sequences of the other records: a reader resumes after any id, assigned

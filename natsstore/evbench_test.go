@@ -17,7 +17,10 @@ func BenchmarkEventsPage(b *testing.B) {
 	ctx := context.Background()
 	for i := range 256 {
 		id := fmt.Sprint(i)
-		if _, err := s.Finish(ctx, id, "P", nil, time.Now(), storetest.Event(id)); err != nil {
+		if err := s.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id)); err != nil {
 			b.Fatal(err)
 		}
 	}

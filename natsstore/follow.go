@@ -3,8 +3,6 @@ package natsstore
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,7 +20,7 @@ func (s *Store) follow(ctx context.Context) error {
 	loaded := make(chan struct{})
 	var once bool
 	f := &follower{s: s, what: "the indexes", headersOnly: true,
-		subjects: []string{s.prefix + ".intent.*", s.prefix + ".policy.*", s.floorSubject()},
+		subjects: s.indexSubjects(),
 		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
 			if meta.NumPending == 0 && !once {
@@ -96,68 +94,38 @@ func (s *Store) indexCaughtUp(ctx context.Context, f *follower) error {
 	}
 }
 
-func (s *Store) applyWatched(subject string, seq uint64, h map[string][]string) {
-	get := func(k string) string {
-		if v := h[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	kind, id, _ := strings.Cut(strings.TrimPrefix(subject, s.prefix+"."), ".")
+// applyWatched applies a record of the indexes' subjects, at seq, to the indexes.
+func (s *Store) applyWatched(subject string, seq uint64, h nats.Header) {
+	kind, id, _ := s.parseSubject(subject)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch kind {
-	case "intent":
-		id = untoken(id)
+	case kindIntent:
 		cur, ok := s.intents[id]
 		if ok && cur.seq > seq {
 			break
 		}
-		phase := get(hdrPhase)
-		if phase == phaseDone || phase == "" {
+		e := entryOf(seq, h)
+		if e.phase == phaseDone || e.phase == "" {
 			// A finished intent leaves the indexes; nothing older than it can come.
 			delete(s.intents, id)
 			break
 		}
-		e := entryOf(seq, nats.Header(h))
 		s.intents[id] = &e
-	case "policy":
-		id = untoken(id)
+	case kindPolicy:
 		if cur, ok := s.policies[id]; !ok || cur.seq < seq {
-			s.policies[id] = policyState{seq: seq, live: get(hdrOp) != opDelete}
+			s.policies[id] = policyState{seq: seq, live: !isTombstone(h)}
+			s.noteTombstone(id, seq, isTombstone(h))
 		}
-	case "meta":
-		if f, err := strconv.ParseUint(get(hdrFloor), 10, 64); err == nil && f > s.floor {
-			s.floor, s.pruned = f, f-1 // a floor record older than hdrPruned
-			if p, err := strconv.ParseUint(get(hdrPruned), 10, 64); err == nil {
-				s.pruned = p
-			}
+	case kindMeta:
+		if f, pruned, ok := floorOf(h); ok && f > s.floor {
+			s.floor, s.pruned = f, pruned
 		}
 	}
 	if seq > s.applied {
 		s.applied = seq
 		close(s.advanced)
 		s.advanced = make(chan struct{})
-	}
-}
-
-// retryTries calls fn with a short time-out of its own until it succeeds, fails for a
-// reason other than an unanswered request, or ctx ends. A stream whose leader is being
-// elected (a NATS server just died) leaves a request unanswered, and one try that waited
-// for ctx would leave no time for the next, answered one.
-func retryTries[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
-	for {
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
-		v, err := fn(try)
-		cancel()
-		if err == nil || ctx.Err() != nil || !unreachable(err) && !jetStreamNotReady(err) {
-			return v, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, err
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }
 

@@ -189,7 +189,7 @@ func (s *Store) checkHealth() {
 	if s.nc.Status() != nats.CONNECTED {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkEvery)
+	ctx, cancel := context.WithTimeout(s.closing, checkEvery)
 	defer cancel()
 	s.checkStores(ctx, 0)
 }

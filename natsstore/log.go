@@ -5,34 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
 )
 
 var _ intentd.LogStore = (*Store)(nil)
 
-// logSubject is the subject of the transparency log's entry bundle index. It is in the
-// store's one stream, which is never purged but for the event subject, so the bundles
-// outlive the events, and every node of a cluster reads them.
-func (s *Store) logSubject(index uint64) string {
-	return s.prefix + ".tlog." + strconv.FormatUint(index, 10)
-}
-
 // PutLogBundle stores bundle as entry bundle index unless the stored one begins with it;
 // intentd.ErrLogFork when they disagree. Each write names the sequence of the bundle it
 // extends (0 for the first), and rolls the subject up to itself: of nodes racing to
 // write one bundle, one writes it and the others find it written and compare, so the
 // stream holds one copy of each bundle, the longest.
-func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) error {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) (err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	subject := s.logSubject(index)
 	for {
 		var after uint64
@@ -40,7 +29,7 @@ func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) e
 		switch {
 		case errors.Is(err, intentd.ErrNotFound):
 		case err != nil:
-			return s.fail(ctx, err)
+			return err
 		case bytes.HasPrefix(m.Data, bundle):
 			return nil
 		case !bytes.HasPrefix(bundle, m.Data):
@@ -48,31 +37,27 @@ func (s *Store) PutLogBundle(ctx context.Context, index uint64, bundle []byte) e
 		default:
 			after = m.Sequence
 		}
-		w := nats.NewMsg(subject)
-		w.Data = bundle
-		w.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
-		w.Header.Set(hdrRollup, "sub")
-		_, err = s.publish(ctx, w)
+		_, err = s.publish(ctx, bundleMsg(subject, after, bundle))
 		if isWrongSeq(err) {
 			continue // another writer was first: compare with what it wrote
 		}
-		return s.fail(ctx, err)
+		return err
 	}
 }
 
 // LogBundle returns the stored entry bundle index, or intentd.ErrNotFound.
-func (s *Store) LogBundle(ctx context.Context, index uint64) ([]byte, error) {
-	ctx, cancel, err := s.begin(ctx)
+func (s *Store) LogBundle(ctx context.Context, index uint64) (bundle []byte, err error) {
+	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	m, err := s.last(ctx, s.logSubject(index))
 	if err != nil {
 		if errors.Is(err, intentd.ErrNotFound) {
 			return nil, err
 		}
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return m.Data, nil
 }

@@ -69,7 +69,7 @@ func TestServerRestart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, id := range []string{"a", "b"} {
-		if _, err := s.Finish(ctx, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
 			t.Fatalf("finish %s after the server came back: %v", id, err)
 		}
 	}

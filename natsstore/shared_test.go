@@ -96,13 +96,13 @@ func eventually(t *testing.T, ok func() bool, what string) {
 func TestCreateAfterDeleteIsWithdrawn(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoStoresWithPolicy(t)
-	testHookBeforeCreate = func() {
+	b.beforeFirstStep = func() {
 		if err := a.DeletePolicy(ctx, "P"); err != nil {
 			t.Errorf("delete in the window: %v", err)
 		}
 	}
 	err := b.CreateIntent(ctx, "late", "P", []byte("o"), time.Now().Add(time.Hour))
-	testHookBeforeCreate = nil
+	b.beforeFirstStep = nil
 	if !errors.Is(err, intentd.ErrPolicyNotFound) {
 		t.Fatalf("create after the tombstone = %v, want intentd.ErrPolicyNotFound", err)
 	}

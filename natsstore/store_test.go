@@ -45,8 +45,15 @@ func open(t testing.TB, url string) *Store {
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) func(*testing.T) storetest.Store {
 		srv := embed(t)
-		return func(t *testing.T) storetest.Store { return open(t, srv.URL()) }
+		return func(t *testing.T) storetest.Store { return stepped{open(t, srv.URL())} }
 	})
+}
+
+// stepped shows storetest the steps of the store's two-step writes (storetest.Stepped).
+type stepped struct{ *Store }
+
+func (s stepped) AroundFirstStep(before, after func()) {
+	s.beforeFirstStep, s.afterFirstStep = before, after
 }
 
 // TestOpenRefusesAnotherLayout finds a stream of the store's name that would lose
@@ -131,7 +138,7 @@ func TestPruneAllThenCount(t *testing.T) {
 		if err := s.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := s.Finish(ctx, id, "P", nil, time.Now(), storetest.Event(id))
+		ev, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,6 +190,11 @@ func TestStorageFull(t *testing.T) {
 		switch err := s.CreateIntent(ctx, id, "P", snap, time.Now().Add(time.Hour)); {
 		case err == nil:
 			stored = append(stored, id)
+			if len(stored) == 1 { // its outcome is written once the store is full
+				if err := s.BeginProcessing(ctx, id, "P", snap, time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
 		case errors.Is(err, intentd.ErrStorageFull):
 			full = err
 		default:
@@ -280,6 +292,13 @@ func TestFollowersOutliveAServer(t *testing.T) {
 					}
 					return err
 				})
+				retry("begin processing "+ids[i], func() error {
+					err := w.BeginProcessing(ctx, ids[i], "P", []byte("p"), time.Now())
+					if errors.Is(err, intentd.ErrStale) {
+						return nil // the first try was written before its answer was lost
+					}
+					return err
+				})
 				retry("finish "+ids[i], func() error {
 					_, err := w.Finish(ctx, ids[i], "P", []byte("t"), time.Now(), storetest.Event(ids[i]))
 					if errors.Is(err, intentd.ErrStale) {
@@ -360,7 +379,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Finish(ctx, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+		if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
 			t.Fatal(err)
 		}
 	}

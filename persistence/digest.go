@@ -15,7 +15,7 @@ import (
 //
 // The write numbers of the mark (mark.go) are left out: they are the store's own
 // bookkeeping, dropped and renewed on a timer, not records. So are the transparency
-// log's entry bundles (logbundle.go): the log writes them on a timer of its own, from
+// log's entry bundles (log.go): the log writes them on a timer of its own, from
 // events already stored, so that a request's answer and the bundles' next write are
 // not in step, and a digest that counted them would change under a request that
 // stored nothing.

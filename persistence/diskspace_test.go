@@ -38,6 +38,10 @@ func TestStorageFull(t *testing.T) {
 		}
 	}
 	mustCreate(t, s, "before", "P", "o")
+	mustCreate(t, s, "proc", "P", "o")
+	if err := s.BeginProcessing(ctx, "proc", "P", []byte("p"), t0); err != nil {
+		t.Fatal(err)
+	}
 
 	free.Store(10 << 20)
 	waitFor(t, "writes refused", func() bool { return s.Writable() != nil })
@@ -47,7 +51,7 @@ func TestStorageFull(t *testing.T) {
 	for name, write := range map[string]func() error{
 		"create":   func() error { return s.CreateIntent(ctx, "during", "P", []byte("o"), t0) },
 		"process":  func() error { return s.BeginProcessing(ctx, "before", "P", []byte("p"), t0) },
-		"finish":   func() error { _, err := s.Finish(ctx, "before", "P", []byte("d"), t0, event("before")); return err },
+		"finish":   func() error { _, err := s.Finish(ctx, "proc", "P", []byte("d"), t0, event("proc")); return err },
 		"policy":   func() error { _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); return err },
 		"unpolicy": func() error { return s.DeletePolicy(ctx, "R") },
 	} {

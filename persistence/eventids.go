@@ -27,17 +27,10 @@ import (
 // the lost events, and the committer does not wait on the mark's fsyncs at ordinary
 // rates.
 
-// prefixGap keys the gaps of the event ids: g<8-byte first id> -> 8-byte last id.
-const prefixGap = 'g'
-
 // idReserve is how far the ceiling of event ids is raised past the last id given: above
 // 2,000 events a second, the committer raises it itself, one wait for the mark's three
 // fsyncs every few hundred events.
 const idReserve = 1024
-
-func gapKey(lo uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixGap}, lo)
-}
 
 // reserveIDs raises the ceiling of event ids past upTo, writing the mark, before the
 // committer hands out ids up to upTo.

@@ -21,7 +21,7 @@ func finishN(t *testing.T, s *Store, first, n int) []uint64 {
 	for i := range n {
 		id := fmt.Sprintf("i%04d", first+i)
 		mustCreate(t, s, id, "P", "o")
-		ev, err := s.Finish(ctx, id, "P", []byte("done"), t0, event(id))
+		ev, err := finish(s, id, "P", []byte("done"))
 		if err != nil {
 			t.Fatalf("Finish(%s): %v", id, err)
 		}
@@ -199,7 +199,7 @@ func TestMarkCoversEventIDs(t *testing.T) {
 					errs <- err
 					return
 				}
-				ev, err := s.Finish(ctx, id, "P", []byte("done"), t0, event(id))
+				ev, err := finish(s, id, "P", []byte("done"))
 				if err != nil {
 					errs <- err
 					return

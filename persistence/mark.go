@@ -88,11 +88,6 @@ func decodeMark(b []byte) (markRecord, error) {
 // mark says were acknowledged.
 var ErrDataLoss = errors.New("acknowledged writes are missing")
 
-// writeKey is the key of write number n; only the highest is kept for long.
-func writeKey(n uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixWrite}, n)
-}
-
 // lastWrite is the highest write number in the database, 0 for none.
 func (s *Store) lastWrite() (uint64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixWrite}, UpperBound: []byte{prefixWrite + 1}})

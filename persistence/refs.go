@@ -24,7 +24,8 @@ import (
 // the values once (migrateRefs).
 //
 // A finish releases one reference, so it is written once for each intent that was
-// created: the intent's actor finishes only an open or processing intent.
+// created: the intent's actor finishes only an open or processing intent, and Finish
+// refuses an outcome over anything but a processing record and an expiry over one.
 
 // refScan is the scan of the references stored before Open: iterators made before the
 // first write, so that the references the scan counts and those counted by the writes

@@ -22,9 +22,10 @@ func wantDelete(t *testing.T, s *Store, policy string, want error) {
 	}
 }
 
+// mustFinish writes the outcome of open intent id over its processing record.
 func mustFinish(t *testing.T, s *Store, id, policy string) {
 	t.Helper()
-	if _, err := s.Finish(ctx, id, policy, []byte("done"), t0, event(id)); err != nil {
+	if _, err := finish(s, id, policy, []byte("done")); err != nil {
 		t.Fatalf("Finish(%s): %v", id, err)
 	}
 }
@@ -97,7 +98,9 @@ func TestRefsMigrated(t *testing.T) {
 	mustFinish(t, s, "open-q", "Q")
 	wantDelete(t, s, "Q", nil)
 	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
-	mustFinish(t, s, "proc-p", "P")
+	if _, err := s.Finish(ctx, "proc-p", "P", []byte("done"), t0, event("proc-p")); err != nil {
+		t.Fatalf("Finish(proc-p): %v", err)
+	}
 	wantDelete(t, s, "P", intentd.ErrPolicyInUse)
 	mustFinish(t, s, "open-p", "P")
 	wantDelete(t, s, "P", nil)

@@ -2,8 +2,6 @@ package persistence
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -23,20 +20,6 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/internal/pebbledir"
 	"github.com/intentd/intentd/internal/pebbleevents"
-)
-
-// The key space. One byte of prefix a table keeps the tables apart and lets a table be
-// scanned with plain bounds.
-const (
-	prefixPolicy     = 'p' // p<policy id> -> policy record
-	prefixBytecode   = 'b' // b<policy id> -> bytecode, kept after a delete for proofs
-	prefixIntent     = 'i' // i<intent id> -> snapshot
-	prefixRef        = 'r' // r<policy id>\x00<intent id> -> "": no longer written (refs.go)
-	prefixExpiry     = 'x' // x<8-byte unix nanos><intent id> -> policy id: an open intent's deadline
-	prefixProcessing = 'q' // q<intent id> -> policy id: the intent is processing
-	prefixEvent      = 'e' // e<8-byte event id> -> 8-byte unix nanos, then the payload
-	prefixWrite      = 'w' // w<8-byte write number> -> "": the newest committed batch (mark.go)
-	keyEventSeq      = "mseq"
 )
 
 // FS is the file system a store lives on. The zero value is the operating system's; NewMemFS
@@ -151,20 +134,71 @@ type Store struct {
 	diskDone  chan struct{}
 	reserve   *reserve
 
-	// logMu makes the check and the write of a log bundle one step (logbundle.go).
+	// logMu makes the check and the write of a log bundle one step (log.go).
 	logMu sync.Mutex
+
+	// Test hooks, run by the caller of a policy delete or an intent create, which are
+	// one write here where a store on the network takes two steps: beforeFirstStep
+	// before anything else, afterFirstStep once the write is done. Nil runs nothing.
+	beforeFirstStep, afterFirstStep func()
 }
 
 // Open opens or creates the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
+	po, events := pebbleOptions(opts)
+	existed, err := checkCurrent(po.FS, dir, opts.Logger)
+	if err != nil {
+		po.Cache.Unref()
+		return nil, err
+	}
+	free := freeBytes(dir, opts)
+	res, err := holdReserve(po.FS, dir, free, opts.Logger)
+	if err != nil {
+		po.Cache.Unref()
+		return nil, err
+	}
+	slowAfter := opts.diskSlowAfter
+	if slowAfter == 0 {
+		slowAfter = defaultDiskSlowAfter
+	}
+	// The watch stops with the store (Close), after the database is closed.
+	var unwatch io.Closer
+	po.FS, unwatch = vfs.WithDiskHealthChecks(vfs.OnDiskFull(logCushionFS{po.FS}, res.release), slowAfter, events.DiskSlow)
+	// The logs Pebble is about to replay, named if the mark finds writes missing:
+	// replay folds them into tables and removes them.
+	replayed := walFiles(po.FS, dir)
+	writers := new(atomic.Int64)
+	po.WALMinSyncInterval = syncInterval(writers)
+	// A panic inside Pebble's open, which some damaged folders cause, and a fatal error
+	// it meets while it opens (a full disk) are errors of the open.
+	db, err := pebbledir.Open(dir, po)
+	po.Cache.Unref()
+	if err != nil {
+		unwatch.Close()
+		return nil, openFailed(dir, err)
+	}
+	s := newStore(db, unwatch, writers, po.FS, dir, opts)
+	s.reserve = res
+	refs, err := s.load(opts, existed, replayed, free)
+	if err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	s.run(free, refs)
+	return s, nil
+}
+
+// pebbleOptions are the options of the store's database, on the file system opts name,
+// with the listener of its events; the caller releases the cache they hold once the
+// database is open.
+func pebbleOptions(opts Options) (*pebble.Options, *pebble.EventListener) {
 	cacheBytes := opts.CacheBytes
 	if cacheBytes == 0 {
 		cacheBytes = defaultCacheBytes
 	}
-	cache := pebble.NewCache(cacheBytes)
 	events := pebbleevents.Listener(opts.Logger, "store")
 	po := &pebble.Options{
-		Cache:         cache,
+		Cache:         pebble.NewCache(cacheBytes),
 		Logger:        pebbleLogger{opts.Logger},
 		EventListener: events,
 		Levels:        make([]pebble.LevelOptions, 7),
@@ -183,48 +217,39 @@ func Open(dir string, opts Options) (*Store, error) {
 	if po.FS == nil {
 		po.FS = vfs.Default
 	}
-	existed, err := checkCurrent(po.FS, dir, opts.Logger)
-	if err != nil {
-		cache.Unref()
-		return nil, err
+	return po, events
+}
+
+// freeBytes is the reader of the free space of dir's file system: opts's, or the
+// operating system's for a folder on the real file system, or nil where none can tell.
+func freeBytes(dir string, opts Options) func() (uint64, error) {
+	if opts.FreeBytes != nil {
+		return opts.FreeBytes
 	}
-	slowAfter := opts.diskSlowAfter
-	if slowAfter == 0 {
-		slowAfter = defaultDiskSlowAfter
+	if opts.FS.fs == nil && statfsFree != nil {
+		return func() (uint64, error) { return statfsFree(dir) }
 	}
-	// The free space is read where the operating system can tell it; on such a disk
-	// the store holds a reserve for the writes that meet its end (reserve.go).
-	free := opts.FreeBytes
-	if free == nil && opts.FS.fs == nil && statfsFree != nil {
-		free = func() (uint64, error) { return statfsFree(dir) }
+	return nil
+}
+
+// holdReserve makes the store's reserve for the writes that meet the disk's end
+// (reserve.go), and holds it where free reads the free space: on such a disk.
+func holdReserve(fs vfs.FS, dir string, free func() (uint64, error), log *slog.Logger) (*reserve, error) {
+	res := newReserve(fs, dir, log)
+	if free == nil {
+		return res, nil
 	}
-	res := newReserve(po.FS, dir, opts.Logger)
-	if free != nil {
-		if err := po.FS.MkdirAll(dir, 0o755); err != nil {
-			cache.Unref()
-			return nil, fmt.Errorf("open store in %s: %w", dir, err)
-		}
-		if err := res.hold(); err != nil {
-			cache.Unref()
-			return nil, fmt.Errorf("open store in %s: %w", dir, err)
-		}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
 	}
-	// The watch stops with the store (Close), after the database is closed.
-	var unwatch io.Closer
-	po.FS, unwatch = vfs.WithDiskHealthChecks(vfs.OnDiskFull(logCushionFS{po.FS}, res.release), slowAfter, events.DiskSlow)
-	// The logs Pebble is about to replay, named if the mark finds writes missing:
-	// replay folds them into tables and removes them.
-	replayed := walFiles(po.FS, dir)
-	writers := new(atomic.Int64)
-	po.WALMinSyncInterval = syncInterval(writers)
-	// A panic inside Pebble's open, which some damaged folders cause, and a fatal error
-	// it meets while it opens (a full disk) are errors of the open.
-	db, err := pebbledir.Open(dir, po)
-	cache.Unref()
-	if err != nil {
-		unwatch.Close()
-		return nil, openFailed(dir, err)
+	if err := res.hold(); err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
 	}
+	return res, nil
+}
+
+// newStore is the store on the database just opened, before anything is read.
+func newStore(db *pebble.DB, unwatch io.Closer, writers *atomic.Int64, fs vfs.FS, dir string, opts Options) *Store {
 	s := &Store{
 		db:          db,
 		unwatchDisk: unwatch,
@@ -238,12 +263,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		idsLoaded:   make(chan struct{}),
 		refsLoaded:  make(chan struct{}),
 		log:         opts.Logger,
-		fs:          po.FS,
+		fs:          fs,
 		dir:         dir,
 		noMark:      opts.NoSync,
 		markDone:    make(chan struct{}),
 		diskDone:    make(chan struct{}),
-		reserve:     res,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -251,43 +275,49 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
+	if opts.MinFreeBytes > 0 {
+		s.minFree = uint64(opts.MinFreeBytes)
+	}
+	return s
+}
+
+// load reads what the store starts from: the event sequence, the policies' ids and the
+// mark, checked against the database; then the free space, when free reads it, and the
+// scan of the references, which may move them first.
+func (s *Store) load(opts Options, existed bool, replayed []string, free func() (uint64, error)) (refScan, error) {
 	seq, err := s.startSeq()
 	if err == nil {
 		err = s.loadPolicyIDs()
 	}
 	if err != nil {
-		s.closeDB()
-		return nil, err
+		return refScan{}, err
 	}
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	if !s.noMark {
 		if err := s.checkMark(opts.AcceptDataLoss, existed, replayed); err != nil {
-			s.closeDB()
-			return nil, err
+			return refScan{}, err
 		}
 	}
 	// The free space is read before the first write, which may be the move of the
 	// references below: on a disk too full for it, Open fails saying so, rather than
 	// meeting the disk's end inside Pebble.
-	if opts.MinFreeBytes > 0 {
-		s.minFree = uint64(opts.MinFreeBytes)
-	}
-	watchDisk := free != nil
-	if watchDisk {
+	if free != nil {
 		s.checkDisk(free)
 	}
-	refs, err := s.openRefs()
-	if err != nil {
-		s.closeDB()
-		return nil, err
-	}
+	return s.openRefs()
+}
+
+// run starts the store's goroutines: the mark's writer, the watch of the free space
+// when free reads it, the committer, and the loads of the intents' ids and of the
+// references refs scans. Close ends them all.
+func (s *Store) run(free func() (uint64, error), refs refScan) {
 	if !s.noMark {
 		go s.markLoop()
 	} else {
 		close(s.markDone)
 	}
-	if watchDisk {
+	if free != nil {
 		go s.diskLoop(free)
 	} else {
 		close(s.diskDone)
@@ -295,7 +325,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	go s.commitLoop()
 	go s.loadIntentIDs()
 	go s.loadRefs(refs)
-	return s, nil
 }
 
 // memTableSize is the size of Pebble's memtable, eight times its default of 4 MiB. An
@@ -360,20 +389,6 @@ func checkCurrent(fs vfs.FS, dir string, log *slog.Logger) (existed bool, err er
 	}
 	return false, fmt.Errorf("open store in %s: the file CURRENT is missing, but the folder holds a store (%s): "+
 		"restore the folder from a backup (docs/operating.md, \"The data folder\")", dir, strings.Join(held, ", "))
-}
-
-// openFailed is the error of an Open that failed. A full disk is said in so many words,
-// since its remedy is the operator's, and it is no damage: nothing is written before
-// the first open completes, so the next start, with space, creates or opens the store.
-func openFailed(dir string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) {
-		return fmt.Errorf("open store in %s: %w: its file system has no space left (%v); free some and start again", dir, intentd.ErrStorageFull, err)
-	}
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
-		// Pebble's LOCK file is held: flock says only "resource temporarily unavailable".
-		return fmt.Errorf("open store in %s: another process holds its LOCK file, most likely another intentd on the same --data; stop it, or give this one another folder (%w)", dir, err)
-	}
-	return fmt.Errorf("open store in %s: %w", dir, err)
 }
 
 // Under a crowd of concurrent synced writes, the WAL waits syncWait after one fsync before
@@ -459,40 +474,6 @@ func (s *Store) closeDB() error {
 	return err
 }
 
-// startSeq is the event id the committer starts after: the last event's, or the end of
-// a gap past it (eventids.go).
-func (s *Store) startSeq() (uint64, error) {
-	seq, err := s.readSeq()
-	if err != nil {
-		return 0, err
-	}
-	gap, err := s.lastGapEnd()
-	return max(seq, gap), err
-}
-
-// readSeq is the id of the last event written, 0 for none.
-func (s *Store) readSeq() (uint64, error) {
-	v, err := s.get([]byte(keyEventSeq))
-	if errors.Is(err, intentd.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("event sequence record is %d bytes, want 8", len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
-}
-
-func (s *Store) loadPolicyIDs() error {
-	s.policies = make(map[string]*atomic.Int64)
-	return s.scan([]byte{prefixPolicy}, func(k, _ []byte) error {
-		s.policies[string(k[1:])] = new(atomic.Int64)
-		return nil
-	})
-}
-
 // get returns a copy of the value under key, or intentd.ErrNotFound.
 func (s *Store) get(key []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(key)
@@ -517,243 +498,6 @@ func (s *Store) has(key []byte) (bool, error) {
 	return true, closer.Close()
 }
 
-func key(prefix byte, parts ...string) []byte {
-	n := 1
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	k := make([]byte, 0, n)
-	k = append(k, prefix)
-	for i, p := range parts {
-		if i > 0 {
-			k = append(k, 0)
-		}
-		k = append(k, p...)
-	}
-	return k
-}
-
-// expiryIDAt is where the intent id starts in an expiry index key: after the prefix and
-// the 8-byte deadline.
-const expiryIDAt = 1 + 8
-
-func expiryKey(at time.Time, id string) []byte {
-	k := make([]byte, 0, expiryIDAt+len(id))
-	k = append(k, prefixExpiry)
-	k = binary.BigEndian.AppendUint64(k, uint64(at.UnixNano()))
-	return append(k, id...)
-}
-
-func eventKey(id uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixEvent}, id)
-}
-
-// PutPolicy stores a compiled policy under its id. Storing an id that exists changes
-// nothing and reports created false: the id is the hash of the bytecode, so the bytecode
-// is the same.
-func (s *Store) PutPolicy(_ context.Context, id string, bytecode, source []byte) (created bool, err error) {
-	s.policyMu.Lock()
-	defer s.policyMu.Unlock()
-	if s.policies[id] != nil {
-		return false, nil
-	}
-	k := key(prefixPolicy, id)
-	rec := binary.AppendUvarint(nil, uint64(len(bytecode)))
-	rec = append(rec, bytecode...)
-	rec = append(rec, source...)
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Set(k, rec, nil)
-	b.Set(key(prefixBytecode, id), bytecode, nil)
-	if err := s.commit(b); err != nil {
-		return false, err
-	}
-	s.policies[id] = new(atomic.Int64)
-	return true, nil
-}
-
-// PolicyBytecode returns the bytecode of a policy that is or once was stored. A deleted
-// policy's bytecode is kept, so that the proofs of the intents that named it can still
-// be checked; it is a few kilobytes per distinct policy ever stored.
-func (s *Store) PolicyBytecode(_ context.Context, id string) ([]byte, error) {
-	return s.get(key(prefixBytecode, id))
-}
-
-// Policy returns a stored policy's bytecode and source.
-func (s *Store) Policy(_ context.Context, id string) (bytecode, source []byte, err error) {
-	rec, err := s.get(key(prefixPolicy, id))
-	if err != nil {
-		return nil, nil, err
-	}
-	n, w := binary.Uvarint(rec)
-	if w <= 0 || n > uint64(len(rec)-w) {
-		return nil, nil, fmt.Errorf("policy record %s is corrupt", id)
-	}
-	return rec[w : w+int(n)], rec[w+int(n):], nil
-}
-
-// DeletePolicy removes a policy unless an open or processing intent names it. Right
-// after Open it waits for the references of the stored intents to be counted.
-func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	select {
-	case <-s.refsLoaded:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if s.refsErr != nil {
-		return fmt.Errorf("delete policy %s: its references are not known: %w", id, s.refsErr)
-	}
-	// A group committed but not yet released would count its references still; a
-	// delete holds finishes back for its own commit, one rare write.
-	s.finishMu.Lock()
-	defer s.finishMu.Unlock()
-	s.policyMu.Lock()
-	defer s.policyMu.Unlock()
-	refs := s.policies[id]
-	if refs == nil {
-		return intentd.ErrNotFound
-	}
-	if refs.Load() > 0 {
-		return intentd.ErrPolicyInUse
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Delete(key(prefixPolicy, id), nil)
-	if err := s.commit(b); err != nil {
-		return err
-	}
-	delete(s.policies, id)
-	return nil
-}
-
-// prefixEnd is the smallest key greater than every key with the prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
-// claim marks id as being created, after any create of it in progress has ended; the
-// returned function ends the claim.
-func (s *Store) claim(id string) func() {
-	for {
-		s.creatingMu.Lock()
-		wait, busy := s.creating[id]
-		if !busy {
-			done := make(chan struct{})
-			s.creating[id] = done
-			s.creatingMu.Unlock()
-			return func() {
-				s.creatingMu.Lock()
-				delete(s.creating, id)
-				s.creatingMu.Unlock()
-				close(done)
-			}
-		}
-		s.creatingMu.Unlock()
-		<-wait
-	}
-}
-
-// CreateIntent stores a new open intent: its snapshot, its deadline in the expiry index
-// and its reference to the policy, in one synced batch. It fails with intentd.ErrPolicyNotFound
-// when the policy is not stored and intentd.ErrExists when the id is taken.
-func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
-	s.policyMu.RLock()
-	defer s.policyMu.RUnlock()
-	defer s.claim(id)()
-
-	refs := s.policies[policyID]
-	if refs == nil {
-		return intentd.ErrPolicyNotFound
-	}
-	ik := key(prefixIntent, id)
-	if s.ids.mayBeStored(id) {
-		if ok, err := s.has(ik); err != nil {
-			return err
-		} else if ok {
-			return intentd.ErrExists
-		}
-	}
-	s.ids.add(id)
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Set(ik, snapshot, nil)
-	b.Set(expiryKey(expiresAt, id), []byte(policyID), nil)
-	if err := s.commit(b); err != nil {
-		return err
-	}
-	refs.Add(1)
-	return nil
-}
-
-// Intent returns an intent's snapshot.
-func (s *Store) Intent(_ context.Context, id string) ([]byte, error) {
-	return s.get(key(prefixIntent, id))
-}
-
-// BeginProcessing records that an open intent accepted a proposal: its new snapshot, its
-// deadline out of the expiry index (a processing intent cannot expire) and its id in the
-// processing set, which start-up reads to resume interrupted work, with the policy it
-// names.
-func (s *Store) BeginProcessing(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Set(key(prefixIntent, id), snapshot, nil)
-	b.Delete(expiryKey(expiresAt, id), nil)
-	b.Set(key(prefixProcessing, id), []byte(policyID), nil)
-	return s.commit(b)
-}
-
-// Processing lists the intents that were processing when the store was last written.
-func (s *Store) Processing(context.Context) ([]string, error) {
-	var ids []string
-	err := s.scan([]byte{prefixProcessing}, func(k, _ []byte) error {
-		ids = append(ids, string(k[1:]))
-		return nil
-	})
-	return ids, err
-}
-
-// DueExpiries lists up to limit open intents whose deadline is at or before now, earliest
-// first.
-func (s *Store) DueExpiries(_ context.Context, now time.Time, limit int) ([]string, error) {
-	var ids []string
-	upper := binary.BigEndian.AppendUint64([]byte{prefixExpiry}, uint64(now.UnixNano())+1)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: upper})
-	if err != nil {
-		return nil, err
-	}
-	for ok := it.First(); ok && len(ids) < limit; ok = it.Next() {
-		k := it.Key()
-		if len(k) < expiryIDAt {
-			continue
-		}
-		ids = append(ids, string(k[expiryIDAt:]))
-	}
-	return ids, it.Close()
-}
-
-// NextExpiry reports the earliest deadline in the expiry index.
-func (s *Store) NextExpiry(context.Context) (time.Time, bool, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: []byte{prefixExpiry + 1}})
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	var at time.Time
-	found := false
-	if it.First() && len(it.Key()) >= expiryIDAt {
-		at = time.Unix(0, int64(binary.BigEndian.Uint64(it.Key()[1:expiryIDAt])))
-		found = true
-	}
-	return at, found, it.Close()
-}
-
 func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -766,288 +510,6 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 		}
 	}
 	return it.Close()
-}
-
-// SetEventSink names the function that hears of every event once it is durable, in id
-// order, from the committer's goroutine. It must not block; it is set before the first
-// Finish.
-func (s *Store) SetEventSink(fn func(intentd.Event)) {
-	s.sinkMu.Lock()
-	s.sink = fn
-	s.sinkMu.Unlock()
-}
-
-// Finish writes an intent's terminal state in one synced batch: its snapshot, its
-// deadline out of the expiry index, its id out of the processing set, its policy
-// reference released, and its event appended with the next event id, which it returns.
-// The event sink hears of the event after the batch is durable.
-func (s *Store) Finish(_ context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
-	if ev.Type == intentd.StateExpired {
-		// An expiry replaces an open intent only: one whose proposal was accepted is
-		// the proposal's to end, whatever a stale reader decided.
-		_, closer, err := s.db.Get(key(prefixProcessing, id))
-		if err == nil {
-			closer.Close()
-			return 0, fmt.Errorf("expire %s, which is processing: %w", id, intentd.ErrStale)
-		}
-		if !errors.Is(err, pebble.ErrNotFound) {
-			return 0, fmt.Errorf("expire %s: %w", id, err)
-		}
-	}
-	req := &finishReq{
-		id: id, policyID: policyID, snapshot: snapshot, expiresAt: expiresAt, event: ev,
-		at:    time.Now(),
-		reply: make(chan finishResult, 1),
-	}
-	select {
-	case <-s.closing:
-		return 0, intentd.ErrStoreClosed
-	default:
-	}
-	select {
-	case s.finishCh <- req:
-	case <-s.closing:
-		return 0, intentd.ErrStoreClosed
-	}
-	select {
-	case r := <-req.reply:
-		return r.eventID, r.err
-	case <-s.done:
-		// The committer drains the queue before it ends, so a request it took has its
-		// reply waiting; one queued after the drain was never written.
-		select {
-		case r := <-req.reply:
-			return r.eventID, r.err
-		default:
-			return 0, intentd.ErrStoreClosed
-		}
-	}
-}
-
-type finishReq struct {
-	id, policyID string
-	snapshot     []byte
-	expiresAt    time.Time
-	event        intentd.Event
-	at           time.Time
-	reply        chan finishResult
-}
-
-type finishResult struct {
-	eventID uint64
-	err     error
-}
-
-// maxGroup bounds one committed group so a burst cannot build an unbounded batch.
-const maxGroup = 512
-
-func (s *Store) commitLoop() {
-	defer close(s.done)
-	group := make([]*finishReq, 0, maxGroup)
-	for {
-		group = group[:0]
-		select {
-		case r := <-s.finishCh:
-			group = append(group, r)
-		case <-s.closing:
-			s.drainOnClose()
-			return
-		}
-	more:
-		for len(group) < maxGroup {
-			select {
-			case r := <-s.finishCh:
-				group = append(group, r)
-			default:
-				break more
-			}
-		}
-		s.commitGroup(group)
-	}
-}
-
-// drainOnClose answers what is still queued: a request queued before Close is written.
-func (s *Store) drainOnClose() {
-	for {
-		select {
-		case r := <-s.finishCh:
-			s.commitGroup([]*finishReq{r})
-		default:
-			return
-		}
-	}
-}
-
-func (s *Store) commitGroup(group []*finishReq) {
-	b := s.db.NewBatch()
-	defer b.Close()
-	seq := s.seq
-	events := make([]intentd.Event, 0, len(group))
-	for _, r := range group {
-		seq++
-		b.Set(key(prefixIntent, r.id), r.snapshot, nil)
-		b.Delete(expiryKey(r.expiresAt, r.id), nil)
-		b.Delete(key(prefixProcessing, r.id), nil)
-		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.event.Data)), uint64(r.at.UnixNano()))
-		b.Set(eventKey(seq), append(rec, r.event.Data...), nil)
-		ev := r.event
-		ev.ID, ev.At = seq, r.at
-		events = append(events, ev)
-	}
-	b.Set([]byte(keyEventSeq), binary.BigEndian.AppendUint64(nil, seq), nil)
-	var err error
-	if !s.noMark && seq > s.issued.Load() {
-		err = s.reserveIDs(seq)
-	}
-	// A reader sees the group's terminal snapshots once the commit is done, a moment
-	// before their references are released: DeletePolicy waits for finishMu, so that a
-	// delete after an outcome it read never counts that outcome's reference.
-	s.finishMu.Lock()
-	if err == nil {
-		err = s.commit(b)
-	}
-	if err != nil {
-		s.finishMu.Unlock()
-		// Nothing of the group is written and the sequence does not advance, so ids
-		// stay gapless; each caller learns its write failed.
-		for _, r := range group {
-			r.reply <- finishResult{err: fmt.Errorf("write terminal state of %s: %w", r.id, err)}
-		}
-		return
-	}
-	s.seq = seq
-	s.durableSeq.Store(seq)
-	s.releaseRefs(group)
-	s.finishMu.Unlock()
-	s.sinkMu.RLock()
-	sink := s.sink
-	s.sinkMu.RUnlock()
-	for i, r := range group {
-		if sink != nil {
-			sink(events[i])
-		}
-		r.reply <- finishResult{eventID: events[i].ID}
-	}
-}
-
-// Events calls fn for up to limit events with ids greater than after, in id order.
-func (s *Store) Events(_ context.Context, after uint64, limit int, fn func(intentd.Event) error) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: []byte{prefixEvent + 1}})
-	if err != nil {
-		return err
-	}
-	n := 0
-	for ok := it.First(); ok && n < limit; ok = it.Next() {
-		ev, err := decodeEvent(it.Key(), it.Value())
-		if err != nil {
-			it.Close()
-			return err
-		}
-		if err := fn(ev); err != nil {
-			it.Close()
-			return err
-		}
-		n++
-	}
-	return it.Close()
-}
-
-// decodeEvent reads an event record: its time, then its JSON, whose type and intent id
-// it reads back for the subscribers' filters.
-func decodeEvent(k, v []byte) (intentd.Event, error) {
-	if len(k) != 9 || len(v) < 8 {
-		return intentd.Event{}, fmt.Errorf("event record %x is corrupt", k)
-	}
-	return intentd.DecodeEvent(binary.BigEndian.Uint64(k[1:]), time.Unix(0, int64(binary.BigEndian.Uint64(v[:8]))), bytes.Clone(v[8:]))
-}
-
-// EventBounds reports the oldest retained event id, 0 when none is, and the id of the
-// last event written, retained or pruned. The ids of a gap after it (eventids.go) were
-// handed out for events a loss took, or held in reserve, and are not counted: the engine
-// takes last for an event the log gave or pruned, and a reader resuming inside the gap
-// would otherwise be told that the log reads less than it holds. The sequence record on
-// disk keeps the gap's end, for a version that knows no gaps.
-func (s *Store) EventBounds(context.Context) (first, last uint64, err error) {
-	if last, err = s.readSeq(); err == nil {
-		last, err = s.outsideGaps(last)
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
-	if err != nil {
-		return 0, 0, err
-	}
-	if it.First() && len(it.Key()) == 9 {
-		first = binary.BigEndian.Uint64(it.Key()[1:])
-	}
-	return first, last, it.Close()
-}
-
-// PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids have no
-// gaps here but those of a loss (eventids.go), so it is the one before the oldest
-// retained, or the last when none is (EventBounds has already stepped it out of the
-// gaps), or the id before a gap that holds that one: a reader who saw the lost events
-// has missed none that was pruned.
-func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
-	first, last, err := s.EventBounds(ctx)
-	if err != nil || first == 0 {
-		return last, err
-	}
-	return s.outsideGaps(first - 1)
-}
-
-// PruneEvents deletes the oldest events beyond keep and those written before olderThan,
-// and reports how many it deleted. The sequence record is kept, so ids never restart.
-func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error) {
-	first, last, err := s.EventBounds(ctx)
-	if err != nil || first == 0 {
-		return 0, err
-	}
-	cut := first // events with id < cut are deleted
-	if from, err := s.keepFrom(last, keep); err != nil {
-		return 0, err
-	} else if from > cut {
-		cut = from
-	}
-	// Events are written in time order, so the old ones are a prefix of the log.
-	err = s.Events(ctx, cut-1, int(last-cut+1), func(e intentd.Event) error {
-		if !e.At.Before(olderThan) {
-			return errStop
-		}
-		cut = e.ID + 1
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return 0, err
-	}
-	if cut <= first {
-		return 0, nil
-	}
-	// Counted, not taken as cut-first: a gap among them holds ids of no event.
-	n, err := s.countKeys(eventKey(first), eventKey(cut))
-	if err != nil {
-		return 0, err
-	}
-	if err := s.db.DeleteRange(eventKey(first), eventKey(cut), s.writeOpts); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-var errStop = errors.New("stop")
-
-// countKeys counts the keys from lo up to hi.
-func (s *Store) countKeys(lo, hi []byte) (int, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n, it.Close()
 }
 
 // pebbleLogger sends Pebble's messages to slog; a fatal one is logged and ends the

@@ -22,6 +22,15 @@ type Store interface {
 	Close() error
 }
 
+// Stepped is a store whose tests can run code around the first step of its two-step
+// writes, a policy delete's and an intent create's: before just before that step, after
+// right after it; nil runs nothing. A store whose writes are each one step runs before
+// ahead of the write and after once it is done.
+type Stepped interface {
+	Store
+	AroundFirstStep(before, after func())
+}
+
 // Backend makes the durable place a store lives in and returns a function that opens a
 // store on it. Each call opens the same data again; the test closes what it opens.
 type Backend func(t *testing.T) (open func(t *testing.T) Store)
@@ -56,6 +65,8 @@ func Run(t *testing.T, backend Backend) {
 		{"Reopen", testReopen},
 		{"FinishOrder", withPolicy(testFinishOrder)},
 		{"ExpiryOverProcessing", withPolicy(testExpiryOverProcessing)},
+		{"OutcomeOverOpen", withPolicy(testOutcomeOverOpen)},
+		{"CutAfterFirstStep", withPolicy(testCutAfterFirstStep)},
 		{"EventsAfterAnyID", withPolicy(testEventsAfterAnyID)},
 		{"PruneEvents", withPolicy(testPruneEvents)},
 		{"Closed", testClosed},
@@ -86,7 +97,28 @@ func mustCreate(t *testing.T, s Store, id, policy, snap string) {
 	}
 }
 
+// BeginAndFinish writes an outcome as the engine does: the open intent begins
+// processing, then its outcome ev is written over the processing record, with the
+// snapshot given. It returns the event's id.
+func BeginAndFinish(ctx context.Context, s intentd.Store, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (uint64, error) {
+	if err := s.BeginProcessing(ctx, id, policyID, []byte("processing "+id), expiresAt); err != nil {
+		return 0, fmt.Errorf("begin processing %s: %w", id, err)
+	}
+	return s.Finish(ctx, id, policyID, snapshot, expiresAt, ev)
+}
+
+// mustFinish writes the outcome of open intent id, which names policy P.
 func mustFinish(t *testing.T, s Store, id string) uint64 {
+	t.Helper()
+	ev, err := BeginAndFinish(ctx, s, id, "P", []byte("done "+id), t0, Event(id))
+	if err != nil {
+		t.Fatalf("Finish(%s): %v", id, err)
+	}
+	return ev
+}
+
+// mustFinishProcessing writes the outcome of intent id, which is processing.
+func mustFinishProcessing(t *testing.T, s Store, id string) uint64 {
 	t.Helper()
 	ev, err := s.Finish(ctx, id, "P", []byte("done "+id), t0, Event(id))
 	if err != nil {
@@ -172,7 +204,7 @@ func testDeleteRefusedWhileLive(t *testing.T, s Store) {
 	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
 		t.Fatalf("delete with processing intent: %v, want intentd.ErrPolicyInUse", err)
 	}
-	mustFinish(t, s, "i1")
+	mustFinishProcessing(t, s, "i1")
 	if err := s.DeletePolicy(ctx, "P"); err != nil {
 		t.Fatalf("delete after the intent finished: %v", err)
 	}
@@ -208,7 +240,7 @@ func testIndexes(t *testing.T, s Store) {
 	if ids, _ := s.Processing(ctx); len(ids) != 1 || ids[0] != "a" {
 		t.Fatalf("processing = %v, want [a]", ids)
 	}
-	mustFinish(t, s, "a")
+	mustFinishProcessing(t, s, "a")
 	if ids, _ := s.Processing(ctx); len(ids) != 0 {
 		t.Fatalf("processing after finish = %v, want none", ids)
 	}
@@ -368,7 +400,7 @@ func testFinishOrder(t *testing.T, s Store) {
 		id := fmt.Sprintf("i%03d", i)
 		mustCreate(t, s, id, "P", "o")
 		wg.Go(func() {
-			ev, err := s.Finish(ctx, id, "P", []byte("t"), t0, Event(id))
+			ev, err := BeginAndFinish(ctx, s, id, "P", []byte("t"), t0, Event(id))
 			if err != nil {
 				t.Error(err)
 			}
@@ -651,9 +683,113 @@ func testExpiryOverProcessing(t *testing.T, s Store) {
 	if ids, err := s.Processing(ctx); err != nil || !slices.Contains(ids, "p") {
 		t.Fatalf("processing = %v, %v; want p among them", ids, err)
 	}
-	mustFinish(t, s, "p") // the proposal's outcome
+	mustFinishProcessing(t, s, "p") // the proposal's outcome
 	mustCreate(t, s, "o", "P", "open")
 	if _, err := s.Finish(ctx, "o", "P", []byte("expired"), t0, expired); err != nil {
 		t.Fatalf("an expiry of an open intent: %v", err)
+	}
+}
+
+// testOutcomeOverOpen writes an outcome over an intent that never began processing: the
+// store refuses it with ErrStale and keeps the open record, for an outcome ends the
+// proposal a processing record holds, and an open intent holds none.
+func testOutcomeOverOpen(t *testing.T, s Store) {
+	mustCreate(t, s, "o", "P", "open")
+	for _, state := range []intentd.State{intentd.StateSuccess, intentd.StateFailure} {
+		ev, err := intentd.NewEvent(intentd.Status{State: state, IntentID: "o", Proposal: &intentd.Proposal{Solution: "s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Finish(ctx, "o", "P", []byte(state), t0, ev); !errors.Is(err, intentd.ErrStale) {
+			t.Fatalf("a %s over an open intent = %v, want intentd.ErrStale", state, err)
+		}
+	}
+	if got, err := s.Intent(ctx, "o"); err != nil || string(got) != "open" {
+		t.Fatalf("the intent after the refused outcomes: %q, %v; want it open", got, err)
+	}
+	if ids, err := s.DueExpiries(ctx, t0, 10); err != nil || !slices.Contains(ids, "o") {
+		t.Fatalf("due = %v, %v; want o among them, still open", ids, err)
+	}
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("delete of the open intent's policy = %v, want intentd.ErrPolicyInUse", err)
+	}
+	if _, err := s.Finish(ctx, "none", "P", []byte("done"), t0, Event("none")); !errors.Is(err, intentd.ErrStale) {
+		t.Fatalf("an outcome of an intent never stored = %v, want intentd.ErrStale", err)
+	}
+	mustFinish(t, s, "o")
+	if _, err := s.Finish(ctx, "o", "P", []byte("again"), t0, Event("o")); !errors.Is(err, intentd.ErrStale) {
+		t.Fatalf("a second outcome = %v, want intentd.ErrStale", err)
+	}
+	if got, err := s.Intent(ctx, "o"); err != nil || string(got) != "done o" {
+		t.Fatalf("the intent after its outcome: %q, %v; want the first outcome", got, err)
+	}
+}
+
+// testCutAfterFirstStep cancels the caller of each two-step write right after its
+// first step, with a racing write just before that step: a delete of a policy that an
+// intent created in that moment names, and a create naming a policy deleted in it. The
+// second step runs whatever became of its caller, so no open intent is left naming a
+// deleted policy: the delete is refused and the policy stays; the create is refused and
+// its intent withdrawn. A store whose writes are one step each ends the same.
+func testCutAfterFirstStep(t *testing.T, s Store) {
+	st, ok := s.(Stepped)
+	if !ok {
+		t.Skip("the store shows no steps of its writes")
+	}
+	defer st.AroundFirstStep(nil, nil)
+	cut, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st.AroundFirstStep(func() {
+		st.AroundFirstStep(nil, nil)
+		if err := s.CreateIntent(ctx, "early", "P", []byte("open"), t0); err != nil {
+			t.Errorf("a create just before the delete's first step: %v", err)
+		}
+		st.AroundFirstStep(nil, cancel)
+	}, nil)
+	if err := s.DeletePolicy(cut, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("a delete cut off after its first step, an intent created just before it = %v, want intentd.ErrPolicyInUse", err)
+	}
+
+	if _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cut, cancel = context.WithCancel(ctx)
+	defer cancel()
+	st.AroundFirstStep(func() {
+		st.AroundFirstStep(nil, nil)
+		if err := s.DeletePolicy(ctx, "Q"); err != nil {
+			t.Errorf("a delete just before the create's first step: %v", err)
+		}
+		st.AroundFirstStep(nil, cancel)
+	}, nil)
+	if err := s.CreateIntent(cut, "late", "Q", []byte("open"), t0); !errors.Is(err, intentd.ErrPolicyNotFound) {
+		t.Fatalf("a create cut off after its first step, its policy deleted just before it = %v, want intentd.ErrPolicyNotFound", err)
+	}
+	st.AroundFirstStep(nil, nil)
+
+	named := map[string]string{"early": "P", "late": "Q"}
+	open, err := s.DueExpiries(ctx, t0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(open, []string{"early"}) {
+		t.Fatalf("the open intents are %v, want [early]: the cut create's intent withdrawn", open)
+	}
+	for _, id := range open {
+		if _, _, err := s.Policy(ctx, named[id]); err != nil {
+			t.Errorf("open intent %s names policy %s, which reads %v", id, named[id], err)
+		}
+	}
+	if got, err := s.Intent(ctx, "early"); err != nil || string(got) != "open" {
+		t.Fatalf("the intent created before the delete: %q, %v", got, err)
+	}
+	if _, err := s.Intent(ctx, "late"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("the intent of the cut create reads %v, want intentd.ErrNotFound", err)
+	}
+	if _, _, err := s.Policy(ctx, "Q"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("the policy deleted before the create reads %v, want intentd.ErrNotFound", err)
+	}
+	if err := s.DeletePolicy(ctx, "P"); !errors.Is(err, intentd.ErrPolicyInUse) {
+		t.Fatalf("a delete of the open intent's policy = %v, want intentd.ErrPolicyInUse", err)
 	}
 }

@@ -3,22 +3,13 @@ package persistence
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/intentd/intentd"
 )
 
-// prefixLogBundle keys the transparency log's entry bundles: l<8-byte bundle index> ->
-// the bundle (intentd.LogStore).
-const prefixLogBundle = 'l'
-
 var _ intentd.LogStore = (*Store)(nil)
-
-func logBundleKey(index uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixLogBundle}, index)
-}
 
 // PutLogBundle stores bundle as entry bundle index unless the stored one begins with it;
 // intentd.ErrLogFork when they disagree. The read and the write are one step under logMu:

@@ -1,0 +1,284 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd"
+)
+
+// SetEventSink names the function that hears of every event once it is durable, in id
+// order, from the goroutine that follows the event subject.
+func (s *Store) SetEventSink(fn func(intentd.Event)) {
+	s.sinkMu.Lock()
+	s.sink = fn
+	s.sinkMu.Unlock()
+}
+
+// Events calls fn for up to limit events with ids greater than after, in id order.
+func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(intentd.Event) error) (err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	next := max(after+1, floor)
+	n := 0
+	if limit >= pageByConsumer {
+		// The consumer may be served by a replica that is behind the leader (one
+		// just restarted and catching up): it says nothing is pending while the
+		// stream has more. What it handed over counts; the leader tells the rest.
+		got, last, err := s.eventsByConsumer(ctx, next, limit, fn)
+		if err != nil {
+			return err
+		}
+		n = got
+		if got > 0 {
+			next = last + 1
+		}
+	}
+	for ; n < limit; n++ {
+		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ev, err := intentd.DecodeEvent(m.Sequence, m.Time, m.Data)
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return kept{err}
+		}
+		next = m.Sequence + 1
+	}
+	return nil
+}
+
+// pageByConsumer is the page size from which Events reads through a consumer, which
+// streams the page after one round trip to create it, rather than one direct get per
+// event. On loopback a page of 256 took 2.9 ms through the consumer and 18 ms by direct
+// gets (BenchmarkEventsPage); a page of a few is quicker by direct gets.
+const pageByConsumer = 32
+
+// eventsByConsumer hands fn up to limit events from next on, read through a consumer,
+// and says how many it handed over and the last one's id.
+func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) (got int, last uint64, err error) {
+	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.eventSubject()},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    next,
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	// A fetch that does not wait answers with what the server has ready at once, which
+	// for a consumer just made can be part of what there is, or nothing. Fetches go on
+	// until the page is full or the consumer says nothing more is pending.
+	for got < limit {
+		batch, err := cons.FetchNoWait(limit - got)
+		if err != nil {
+			return got, last, err
+		}
+		n, pending := 0, uint64(1)
+		for m := range batch.Messages() {
+			meta, err := m.Metadata()
+			if err != nil {
+				return got, last, err
+			}
+			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
+			if err != nil {
+				return got, last, err
+			}
+			if err := fn(ev); err != nil {
+				return got, last, kept{err}
+			}
+			n, got, pending, last = n+1, got+1, meta.NumPending, meta.Sequence.Stream
+		}
+		if err := batch.Error(); err != nil {
+			return got, last, err
+		}
+		if n > 0 && pending == 0 {
+			return got, last, nil
+		}
+		if n == 0 {
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return got, last, err
+			}
+			if info.NumPending == 0 {
+				return got, last, nil
+			}
+			select { // the server has more but did not hand it over yet
+			case <-ctx.Done():
+				return got, last, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return got, last, nil
+}
+
+// EventBounds reports the oldest retained event id (0 for none) and the last assigned.
+// The newest event is never deleted, only hidden below the floor, so that the last id
+// survives a prune of everything.
+func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer end(&err)
+	m, err := s.last(ctx, s.eventSubject())
+	if errors.Is(err, intentd.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	last = m.Sequence
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	fm, err := s.stream.GetMsg(ctx, max(floor, 1), jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, last, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return fm.Sequence, last, nil
+}
+
+// PruneEvents keeps the newest keep events and none older than olderThan. The events
+// are purged from the stream, all but the newest, which is hidden by raising the floor
+// when it is pruned too. Its cost does not grow with the events kept: the count comes
+// from the stream's state, the purge by count is the server's, and the walk by age reads
+// only the events it prunes.
+func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (n int, err error) {
+	first, last, err := s.EventBounds(ctx)
+	if err != nil || first == 0 {
+		return 0, err
+	}
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end(&err)
+	before, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cut := first      // events below cut are pruned
+	var pruned uint64 // the newest event below cut
+	switch {
+	case keep == 0:
+		cut, pruned = last+1, last
+	case before > keep:
+		// The server keeps the newest keep and one more, the newest of those to go,
+		// whose id is what a reader must have seen to have missed nothing.
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep+1)); err != nil {
+			return 0, err
+		}
+		if pruned, err = s.firstEventFrom(ctx, first); err != nil {
+			return 0, err
+		}
+		cut = pruned + 1
+	}
+	// Events are written in time order, so the old ones are a prefix of the log.
+	for cut <= last {
+		m, err := s.stream.GetMsg(ctx, cut, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			cut = last + 1
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !m.Time.Before(olderThan) {
+			cut = m.Sequence
+			break
+		}
+		cut, pruned = m.Sequence+1, m.Sequence
+	}
+	if cut > first {
+		if _, err := s.publish(ctx, floorMsg(s.floorSubject(), cut, pruned)); err != nil {
+			return 0, err
+		}
+		s.setFloor(cut, pruned)
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
+			return 0, err
+		}
+	}
+	after, err := s.eventCount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(before - min(after, before)), nil
+}
+
+// eventCount is the number of retained events: those stored, less the one kept below
+// the floor only for its id, if any.
+func (s *Store) eventCount(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.eventSubject()))
+	if err != nil {
+		return 0, err
+	}
+	n := info.State.Subjects[s.eventSubject()]
+	if n == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	floor := s.floor
+	s.mu.Unlock()
+	if floor > 0 {
+		// At most one event is below the floor, and it is the oldest stored.
+		m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(s.eventSubject()))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, err
+		}
+		if err == nil && m.Sequence < floor {
+			n--
+		}
+	}
+	return n, nil
+}
+
+// firstEventFrom is the id of the first event at or after seq, or one past the last.
+func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) {
+	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.eventSubject()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return seq, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+func (s *Store) setFloor(f, pruned uint64) {
+	s.mu.Lock()
+	if f > s.floor {
+		s.floor, s.pruned = f, pruned
+	}
+	s.mu.Unlock()
+}
+
+// PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids skip
+// the sequences of other records, so the oldest retained id does not tell whether a
+// reader who saw event N missed any: one did only when N is older than this.
+func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pruned, nil
+}

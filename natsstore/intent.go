@@ -1,0 +1,358 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/intentd/intentd"
+)
+
+// entry is what the store knows of an intent: the sequence of its last snapshot, which
+// a writer must name to write the next one, and what the indexes need.
+type entry struct {
+	seq     uint64
+	created uint64 // the sequence of the open snapshot
+	phase   string
+	policy  string
+	expires time.Time
+}
+
+// CreateIntent stores a new open intent. Its snapshot is written expecting no record on
+// its subject (or only the record of a withdrawn create), so of racing creates of one
+// id, on any node, one wins.
+//
+// The policy is checked twice: live before the write, and after it, once this store has
+// followed the stream past the intent, that no tombstone came before the intent in the
+// stream. A delete whose tombstone comes after the intent sees the intent and refuses;
+// a create whose intent comes after the tombstone withdraws it here and reports
+// ErrPolicyNotFound. Nothing in this serialises the creates naming one policy: each
+// writes only its own subject.
+func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) (err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	ps, err := s.policyState(ctx, policyID, false)
+	if err == nil && !ps.live {
+		// The policy may have been stored by another node since this one looked.
+		ps, err = s.policyState(ctx, policyID, true)
+	}
+	if err != nil {
+		return err
+	}
+	if !ps.live {
+		return intentd.ErrPolicyNotFound
+	}
+	if s.beforeFirstStep != nil {
+		s.beforeFirstStep()
+	}
+	var after uint64 // the sequence of a withdrawn create's record, if any
+	for range 5 {
+		snap := fenced(snapshotMsg(s.intentSubject(id), phaseOpen, policyID, 0, expiresAt, snapshot), after)
+		if after != 0 {
+			rollUp(snap) // the withdrawn record goes
+		}
+		seq, err := s.publish(ctx, snap)
+		if isWrongSeq(err) {
+			m, err := s.last(ctx, s.intentSubject(id))
+			switch {
+			case err == nil && !isWithdrawn(m.Header):
+				return intentd.ErrExists
+			case err == nil:
+				after = m.Sequence
+			case !errors.Is(err, intentd.ErrNotFound):
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.apply(id, &entry{seq: seq, created: seq, phase: phaseOpen, policy: policyID, expires: expiresAt})
+		if s.afterFirstStep != nil {
+			s.afterFirstStep()
+		}
+		// The intent is written: whatever becomes of the caller, it is withdrawn if a
+		// delete of its policy came first.
+		return s.secondStep(ctx, func(ctx context.Context) error { return s.checkPolicyAfter(ctx, id, policyID, seq) })
+	}
+	return fmt.Errorf("create intent %s: its subject keeps changing", id)
+}
+
+// checkPolicyAfter is a create's second look at its policy, once the intent is written
+// at seq: when the policy's last record is a tombstone older than the intent, the delete
+// did not see the intent, so the intent is withdrawn. A tombstone newer than the intent
+// belongs to a delete that sees it and puts the policy back.
+func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq uint64) error {
+	if err := s.waitApplied(ctx, seq); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	ps := s.policies[policyID]
+	s.mu.Unlock()
+	if ps.live || ps.seq > seq {
+		return nil
+	}
+	wseq, err := s.publish(ctx, withdrawnMsg(s.intentSubject(id), seq))
+	if isWrongSeq(err) {
+		// A try of this step before, whose answer was lost, may have withdrawn it.
+		if m, lerr := s.last(ctx, s.intentSubject(id)); lerr == nil && isWithdrawn(m.Header) {
+			wseq, err = m.Sequence, nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("withdraw intent %s, created against a deleted policy: %w", id, err)
+	}
+	s.dropIntent(id, wseq)
+	return intentd.ErrPolicyNotFound
+}
+
+// dropIntent takes out of the index an intent withdrawn at wseq, unless a newer record
+// of it is known.
+func (s *Store) dropIntent(id string, wseq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
+		delete(s.intents, id)
+	}
+}
+
+// Intent returns an intent's snapshot.
+func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
+	m, err := s.last(ctx, s.intentSubject(id))
+	if err != nil {
+		return nil, err
+	}
+	if isWithdrawn(m.Header) {
+		return nil, intentd.ErrNotFound
+	}
+	return m.Data, nil
+}
+
+// current returns what is known of an intent, reading its last snapshot's headers when
+// this store has not seen it.
+func (s *Store) current(ctx context.Context, id string) (entry, error) {
+	s.mu.Lock()
+	e, ok := s.intents[id]
+	s.mu.Unlock()
+	if ok {
+		return *e, nil
+	}
+	m, err := s.last(ctx, s.intentSubject(id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	return entryOf(m.Sequence, m.Header), nil
+}
+
+// errStale is the error of a write refused because the intent was written since this
+// store last saw it, or has moved past the state the write starts from: another writer
+// holds the intent.
+var errStale = intentd.ErrStale
+
+// The interface carries no revision from the engine, so the fence is the intent's last
+// known record: a transition is written only from the phase it starts from (processing
+// from open; an expiry from open; an outcome from processing), against that record's
+// sequence. Of two writers, on any nodes, one terminal write succeeds, and nothing
+// follows it.
+
+// BeginProcessing writes an intent's processing snapshot against the sequence of its
+// last one, so that a stale writer is refused. The policy the intent names is the one
+// its record holds already, so policyID is not read.
+func (s *Store) BeginProcessing(ctx context.Context, id, _ string, snapshot []byte, expiresAt time.Time) (err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	cur, err := s.current(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cur.phase != phaseOpen {
+		return fmt.Errorf("begin processing %s, which is %q: %w", id, cur.phase, errStale)
+	}
+	m := snapshotMsg(s.intentSubject(id), phaseProcessing, cur.policy, cur.created, expiresAt, snapshot)
+	seq, err := s.publish(ctx, fenced(rollUp(m), cur.seq))
+	if isWrongSeq(err) {
+		s.refresh(ctx, id)
+		return fmt.Errorf("begin processing %s: %w", id, errStale)
+	}
+	if err != nil {
+		return err
+	}
+	s.apply(id, &entry{seq: seq, created: cur.created, phase: phaseProcessing, policy: cur.policy, expires: expiresAt})
+	return nil
+}
+
+// Finish writes the terminal snapshot and its event in one atomic batch, the snapshot
+// against the sequence of the intent's last one. The event's id is its stream sequence:
+// ids increase in the one order every node reads, and skip the numbers of the other
+// records. The sink hears of the event from the stream, like every other node's.
+func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time, ev intentd.Event) (eventID uint64, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end(&err)
+	// An expiry replaces an open record only, an outcome a processing one only.
+	// BeginProcessing moves an intent from open to processing once, and nothing writes
+	// a processing record again, so an outcome over processing is an outcome of the one
+	// proposal that record holds; over open there is no proposal for it to end.
+	from := phaseProcessing
+	if ev.Type == intentd.StateExpired {
+		from = phaseOpen
+	}
+	cur, err := s.current(ctx, id)
+	if err == nil && cur.phase != from {
+		// The index may lag the stream (another node began processing): the intent's
+		// last record decides.
+		cur, err = s.reread(ctx, id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if cur.phase != from {
+		// An expiry decided from a cached open snapshot while another member accepted
+		// the proposal: the proposal stands. An outcome of a proposal the intent does
+		// not hold: another writer finished it, or it never began processing. The
+		// fence below catches the same when the intent changes meanwhile.
+		return 0, fmt.Errorf("finish %s (%s), which is %q: %w", id, ev.Type, cur.phase, errStale)
+	}
+	m := snapshotMsg(s.intentSubject(id), phaseDone, policyID, cur.created, expiresAt, snapshot)
+	seq, err := s.publishBatch(ctx, fenced(rollUp(m), cur.seq), eventMsg(s.eventSubject(), ev.Data))
+	if isWrongSeq(err) {
+		s.refresh(ctx, id)
+		return 0, fmt.Errorf("finish %s: %w", id, errStale)
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.apply(id, &entry{seq: seq - 1, created: cur.created, phase: phaseDone, policy: policyID, expires: expiresAt})
+	return seq, nil
+}
+
+// refresh reads an intent's last record after a write was refused as stale, so that the
+// caller's next try does not meet the same stale entry while the watcher catches up.
+func (s *Store) refresh(ctx context.Context, id string) {
+	s.reread(ctx, id)
+}
+
+// reread reads an intent's last record into the index and returns what it says: an
+// entry of no phase when the intent is not stored or was withdrawn.
+func (s *Store) reread(ctx context.Context, id string) (entry, error) {
+	m, err := s.last(ctx, s.intentSubject(id))
+	if errors.Is(err, intentd.ErrNotFound) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	e := entryOf(m.Sequence, m.Header)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
+		return e, nil
+	}
+	if e.phase != phaseOpen && e.phase != phaseProcessing {
+		delete(s.intents, id)
+		return e, nil
+	}
+	s.intents[id] = &e
+	return e, nil
+}
+
+// apply records this store's own write in the index, unless the watcher is already past
+// it (it then applied the write itself, or a newer one).
+func (s *Store) apply(id string, e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.seq <= s.applied {
+		return
+	}
+	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
+		return
+	}
+	s.intents[id] = e
+}
+
+// Processing lists the intents that are processing.
+func (s *Store) Processing(ctx context.Context) ([]string, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, e := range s.intents {
+		if e.phase == phaseProcessing {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// DueExpiries lists up to limit open intents whose deadline is at or before now,
+// earliest first. The index is in memory, built from the snapshots' headers; a scan of
+// it is a pass over the open intents.
+func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	type due struct {
+		id string
+		at time.Time
+	}
+	var list []due
+	s.mu.Lock()
+	for id, e := range s.intents {
+		if e.phase == phaseOpen && !e.expires.After(now) {
+			list = append(list, due{id, e.expires})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b due) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if len(list) > limit {
+		list = list[:limit]
+	}
+	ids := make([]string, len(list))
+	for i, d := range list {
+		ids[i] = d.id
+	}
+	return ids, nil
+}
+
+// NextExpiry reports the earliest deadline of an open intent.
+func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	found := false
+	for _, e := range s.intents {
+		if e.phase == phaseOpen && (!found || e.expires.Before(at)) {
+			at, found = e.expires, true
+		}
+	}
+	return at, found, nil
+}
