@@ -24,127 +24,133 @@ func parseFlags(args []string, env map[string]string) (*Main, error) {
 	return m, m.ParseFlags(args)
 }
 
-// TestParseFlags checks the flags, their environment variables and which wins.
-func TestParseFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		env     map[string]string
-		check   func(t *testing.T, c Config)
-		wantErr string
-	}{
-		{"defaults", nil, nil, func(t *testing.T, c Config) {
-			if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Verify.AllowUnsigned || c.Engine.IntentTTL != 24*time.Hour ||
-				c.Engine.MaxProving != 64 || c.Engine.ProvingQueue != 1024 || c.Engine.EventRetention != 1_000_000 || c.Log.Format != "text" || c.API.MaxBody != 1<<20 {
-				t.Fatalf("defaults = %+v", c)
-			}
-		}, ""},
-		{"flags", []string{"--listen", ":9000", "--allow-unsigned", "--intent-ttl", "90s", "--proving-queue", "0", "--log-format", "json"}, nil,
-			func(t *testing.T, c Config) {
-				if c.Listen != ":9000" || !c.Verify.AllowUnsigned || c.Engine.IntentTTL != 90*time.Second || c.Engine.ProvingQueue != 0 || c.Log.Format != "json" {
-					t.Fatalf("config = %+v", c)
-				}
-			}, ""},
-		{"environment", nil, map[string]string{
-			"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
-			"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10", "INTENTD_PASSKEY_REQUIRE_UV": "true",
-		}, func(t *testing.T, c Config) {
-			if c.Listen != ":7000" || !c.Verify.AllowUnsigned || c.Engine.MaxProving != 3 || c.Evidence.ExtractorURL != "http://evidence.internal" || c.Engine.EventRetention != 10 ||
-				!c.Verify.PasskeyRequireUV {
+// parseFlagsTest is a command line and environment, and what ParseFlags makes of them:
+// a check of the Config, or an error naming wantErr.
+type parseFlagsTest struct {
+	name    string
+	args    []string
+	env     map[string]string
+	check   func(t *testing.T, c Config)
+	wantErr string
+}
+
+// parseFlagsTests are TestParseFlags' cases.
+var parseFlagsTests = []parseFlagsTest{
+	{"defaults", nil, nil, func(t *testing.T, c Config) {
+		if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Verify.AllowUnsigned || c.Engine.IntentTTL != 24*time.Hour ||
+			c.Engine.MaxProving != 64 || c.Engine.ProvingQueue != 1024 || c.Engine.EventRetention != 1_000_000 || c.Log.Format != "text" || c.API.MaxBody != 1<<20 {
+			t.Fatalf("defaults = %+v", c)
+		}
+	}, ""},
+	{"flags", []string{"--listen", ":9000", "--allow-unsigned", "--intent-ttl", "90s", "--proving-queue", "0", "--log-format", "json"}, nil,
+		func(t *testing.T, c Config) {
+			if c.Listen != ":9000" || !c.Verify.AllowUnsigned || c.Engine.IntentTTL != 90*time.Second || c.Engine.ProvingQueue != 0 || c.Log.Format != "json" {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
-		{"a flag wins over its variable", []string{"--listen", ":9000", "--allow-unsigned=false"},
-			map[string]string{"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "1"}, func(t *testing.T, c Config) {
-				if c.Listen != ":9000" || c.Verify.AllowUnsigned {
-					t.Fatalf("config = %+v", c)
-				}
-			}, ""},
-		{"list flag, repeated and comma lists", []string{"--passkey-top-origin", "https://a.example,https://b.example", "--passkey-top-origin", "https://c.example"}, nil,
-			func(t *testing.T, c Config) {
-				if want := []string{"https://a.example", "https://b.example", "https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
-					t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
-				}
-			}, ""},
-		{"list variable", nil, map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example, https://b.example"}, func(t *testing.T, c Config) {
-			if want := []string{"https://a.example", "https://b.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+	{"environment", nil, map[string]string{
+		"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "true", "INTENTD_MAX_PROVING": "3",
+		"INTENTD_EXTRACTOR_URL": "http://evidence.internal", "INTENTD_EVENT_RETENTION": "10", "INTENTD_PASSKEY_REQUIRE_UV": "true",
+	}, func(t *testing.T, c Config) {
+		if c.Listen != ":7000" || !c.Verify.AllowUnsigned || c.Engine.MaxProving != 3 || c.Evidence.ExtractorURL != "http://evidence.internal" || c.Engine.EventRetention != 10 ||
+			!c.Verify.PasskeyRequireUV {
+			t.Fatalf("config = %+v", c)
+		}
+	}, ""},
+	{"a flag wins over its variable", []string{"--listen", ":9000", "--allow-unsigned=false"},
+		map[string]string{"INTENTD_LISTEN": ":7000", "INTENTD_ALLOW_UNSIGNED": "1"}, func(t *testing.T, c Config) {
+			if c.Listen != ":9000" || c.Verify.AllowUnsigned {
+				t.Fatalf("config = %+v", c)
+			}
+		}, ""},
+	{"list flag, repeated and comma lists", []string{"--passkey-top-origin", "https://a.example,https://b.example", "--passkey-top-origin", "https://c.example"}, nil,
+		func(t *testing.T, c Config) {
+			if want := []string{"https://a.example", "https://b.example", "https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
 				t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
 			}
 		}, ""},
-		{"a list flag replaces its variable", []string{"--passkey-top-origin", "https://c.example"},
-			map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example"}, func(t *testing.T, c Config) {
-				if want := []string{"https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
-					t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
-				}
-			}, ""},
-		{"CORS origins, normalized", []string{"--cors-origin", "HTTP://LocalHost:80,https://shop.example:8443", "--cors-origin", "*"}, nil,
-			func(t *testing.T, c Config) {
-				if want := []string{"http://localhost", "https://shop.example:8443", "*"}; !slices.Equal(c.API.CORSOrigins, want) {
-					t.Fatalf("CORS origins = %q, want %q", c.API.CORSOrigins, want)
-				}
-			}, ""},
-		{"CORS origins variable", nil, map[string]string{"INTENTD_CORS_ORIGIN": "https://a.example, http://127.0.0.1:3000"}, func(t *testing.T, c Config) {
-			if want := []string{"https://a.example", "http://127.0.0.1:3000"}; !slices.Equal(c.API.CORSOrigins, want) {
+	{"list variable", nil, map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example, https://b.example"}, func(t *testing.T, c Config) {
+		if want := []string{"https://a.example", "https://b.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+			t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
+		}
+	}, ""},
+	{"a list flag replaces its variable", []string{"--passkey-top-origin", "https://c.example"},
+		map[string]string{"INTENTD_PASSKEY_TOP_ORIGIN": "https://a.example"}, func(t *testing.T, c Config) {
+			if want := []string{"https://c.example"}; !slices.Equal(c.Verify.PasskeyTopOrigins, want) {
+				t.Fatalf("top origins = %q, want %q", c.Verify.PasskeyTopOrigins, want)
+			}
+		}, ""},
+	{"CORS origins, normalized", []string{"--cors-origin", "HTTP://LocalHost:80,https://shop.example:8443", "--cors-origin", "*"}, nil,
+		func(t *testing.T, c Config) {
+			if want := []string{"http://localhost", "https://shop.example:8443", "*"}; !slices.Equal(c.API.CORSOrigins, want) {
 				t.Fatalf("CORS origins = %q, want %q", c.API.CORSOrigins, want)
 			}
 		}, ""},
-		{"CORS off by default", nil, nil, func(t *testing.T, c Config) {
-			if len(c.API.CORSOrigins) != 0 {
-				t.Fatalf("CORS origins = %q, want none", c.API.CORSOrigins)
-			}
-		}, ""},
-		{"CORS origin with a path", []string{"--cors-origin", "https://shop.example/app"}, nil, nil, "--cors-origin"},
-		{"CORS origin without a scheme", nil, map[string]string{"INTENTD_CORS_ORIGIN": "shop.example"}, nil, "--cors-origin"},
-		{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
-		{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
-		{"default solution limit", nil, nil, func(t *testing.T, c Config) {
-			if c.API.Limits.MaxSolutionBytes != 16<<10 {
-				t.Fatalf("max solution = %d, want 16384", c.API.Limits.MaxSolutionBytes)
-			}
-		}, ""},
-		{"solution limit up to the body limit", []string{"--max-solution", "1048576"}, nil, func(t *testing.T, c Config) {
-			if c.API.Limits.MaxSolutionBytes != 1<<20 {
-				t.Fatalf("max solution = %d, want 1048576", c.API.Limits.MaxSolutionBytes)
-			}
-		}, ""},
-		{"default solution limit lowered to a smaller body limit", []string{"--max-body", "2048"}, nil, func(t *testing.T, c Config) {
-			if c.API.Limits.MaxSolutionBytes != 2048 {
-				t.Fatalf("max solution = %d, want the body limit 2048", c.API.Limits.MaxSolutionBytes)
-			}
-		}, ""},
-		{"solution limit over the body limit", []string{"--max-body", "2048", "--max-solution", "2049"}, nil, nil, "--max-solution 2049: want 1 to 2048"},
-		{"solution limit variable over the body limit", []string{"--max-body", "2048"}, map[string]string{"INTENTD_MAX_SOLUTION": "4096"}, nil, "--max-solution 4096"},
-		{"solution limit over the engine's", []string{"--max-body", "4194304", "--max-solution", "1048577"}, nil, nil, "the engine's limit, 1048576"},
-		{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
-		{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
-		{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
-		{"ttl past a century", []string{"--intent-ttl", "876001h"}, nil, nil, "--intent-ttl"},
-		{"nats store", []string{"--store", "nats://a:4222,nats://b:4222", "--nats-prefix", "shop", "--nats-replicas", "3"},
-			map[string]string{"INTENTD_NATS_TOKEN": "s3cret"}, func(t *testing.T, c Config) {
-				if c.Store != "nats://a:4222,nats://b:4222" || c.Nats.Prefix != "shop" || c.Nats.Replicas != 3 || c.Nats.Token != "s3cret" {
-					t.Fatalf("config = %+v", c)
-				}
-			}, ""},
-		{"embedded nats from the environment", nil, map[string]string{"INTENTD_NATS_EMBED": "true"}, func(t *testing.T, c Config) {
-			if !c.Nats.Embed || c.Store != "pebble" {
+	{"CORS origins variable", nil, map[string]string{"INTENTD_CORS_ORIGIN": "https://a.example, http://127.0.0.1:3000"}, func(t *testing.T, c Config) {
+		if want := []string{"https://a.example", "http://127.0.0.1:3000"}; !slices.Equal(c.API.CORSOrigins, want) {
+			t.Fatalf("CORS origins = %q, want %q", c.API.CORSOrigins, want)
+		}
+	}, ""},
+	{"CORS off by default", nil, nil, func(t *testing.T, c Config) {
+		if len(c.API.CORSOrigins) != 0 {
+			t.Fatalf("CORS origins = %q, want none", c.API.CORSOrigins)
+		}
+	}, ""},
+	{"CORS origin with a path", []string{"--cors-origin", "https://shop.example/app"}, nil, nil, "--cors-origin"},
+	{"CORS origin without a scheme", nil, map[string]string{"INTENTD_CORS_ORIGIN": "shop.example"}, nil, "--cors-origin"},
+	{"bad variable", nil, map[string]string{"INTENTD_MAX_PROVING": "many"}, nil, "INTENTD_MAX_PROVING"},
+	{"bad log format", []string{"--log-format", "xml"}, nil, nil, "--log-format"},
+	{"default solution limit", nil, nil, func(t *testing.T, c Config) {
+		if c.API.Limits.MaxSolutionBytes != 16<<10 {
+			t.Fatalf("max solution = %d, want 16384", c.API.Limits.MaxSolutionBytes)
+		}
+	}, ""},
+	{"solution limit up to the body limit", []string{"--max-solution", "1048576"}, nil, func(t *testing.T, c Config) {
+		if c.API.Limits.MaxSolutionBytes != 1<<20 {
+			t.Fatalf("max solution = %d, want 1048576", c.API.Limits.MaxSolutionBytes)
+		}
+	}, ""},
+	{"default solution limit lowered to a smaller body limit", []string{"--max-body", "2048"}, nil, func(t *testing.T, c Config) {
+		if c.API.Limits.MaxSolutionBytes != 2048 {
+			t.Fatalf("max solution = %d, want the body limit 2048", c.API.Limits.MaxSolutionBytes)
+		}
+	}, ""},
+	{"solution limit over the body limit", []string{"--max-body", "2048", "--max-solution", "2049"}, nil, nil, "--max-solution 2049: want 1 to 2048"},
+	{"solution limit variable over the body limit", []string{"--max-body", "2048"}, map[string]string{"INTENTD_MAX_SOLUTION": "4096"}, nil, "--max-solution 4096"},
+	{"solution limit over the engine's", []string{"--max-body", "4194304", "--max-solution", "1048577"}, nil, nil, "the engine's limit, 1048576"},
+	{"negative queue", []string{"--proving-queue", "-1"}, nil, nil, "--proving-queue"},
+	{"no proving", []string{"--max-proving", "0"}, nil, nil, "--max-proving"},
+	{"zero ttl", []string{"--intent-ttl", "0s"}, nil, nil, "--intent-ttl"},
+	{"ttl past a century", []string{"--intent-ttl", "876001h"}, nil, nil, "--intent-ttl"},
+	{"nats store", []string{"--store", "nats://a:4222,nats://b:4222", "--nats-prefix", "shop", "--nats-replicas", "3"},
+		map[string]string{"INTENTD_NATS_TOKEN": "s3cret"}, func(t *testing.T, c Config) {
+			if c.Store != "nats://a:4222,nats://b:4222" || c.Nats.Prefix != "shop" || c.Nats.Replicas != 3 || c.Nats.Token != "s3cret" {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
-		{"bad store", []string{"--store", "redis://x"}, nil, nil, "--store"},
-		{"two nats", []string{"--store", "nats://a:4222", "--nats-embed"}, nil, nil, "--nats-embed"},
-		{"embed config alone", []string{"--nats-embed-config", "n.conf"}, nil, nil, "--nats-embed-config"},
-		{"negative replicas", []string{"--store", "nats://a:4222", "--nats-replicas", "-1"}, nil, nil, "--nats-replicas"},
-		{"two nats credentials", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, map[string]string{"INTENTD_NATS_TOKEN": "s3cret"},
-			nil, "--nats-token and --nats-nkey: give one of them"},
-		{"nats nkey", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, nil, func(t *testing.T, c Config) {
-			if c.Nats.NKey != "intentd.nk" {
-				t.Fatalf("config = %+v", c)
-			}
-		}, ""},
-		{"unknown flag", []string{"--color"}, nil, nil, "color"},
-		{"stray argument", []string{"serve"}, nil, nil, "serve"},
-	}
-	for _, tt := range tests {
+	{"embedded nats from the environment", nil, map[string]string{"INTENTD_NATS_EMBED": "true"}, func(t *testing.T, c Config) {
+		if !c.Nats.Embed || c.Store != "pebble" {
+			t.Fatalf("config = %+v", c)
+		}
+	}, ""},
+	{"bad store", []string{"--store", "redis://x"}, nil, nil, "--store"},
+	{"two nats", []string{"--store", "nats://a:4222", "--nats-embed"}, nil, nil, "--nats-embed"},
+	{"embed config alone", []string{"--nats-embed-config", "n.conf"}, nil, nil, "--nats-embed-config"},
+	{"negative replicas", []string{"--store", "nats://a:4222", "--nats-replicas", "-1"}, nil, nil, "--nats-replicas"},
+	{"two nats credentials", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, map[string]string{"INTENTD_NATS_TOKEN": "s3cret"},
+		nil, "--nats-token and --nats-nkey: give one of them"},
+	{"nats nkey", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, nil, func(t *testing.T, c Config) {
+		if c.Nats.NKey != "intentd.nk" {
+			t.Fatalf("config = %+v", c)
+		}
+	}, ""},
+	{"unknown flag", []string{"--color"}, nil, nil, "color"},
+	{"stray argument", []string{"serve"}, nil, nil, "serve"},
+}
+
+// TestParseFlags checks the flags, their environment variables and which wins.
+func TestParseFlags(t *testing.T) {
+	for _, tt := range parseFlagsTests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := parseFlags(tt.args, tt.env)
 			if tt.wantErr != "" {
