@@ -116,11 +116,19 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Unlock()
 	next, err := f.next(ctx, last)
 	if err != nil {
-		// A stream that does not answer (its leader is being elected) says nothing
-		// about the follower: a stall seen before goes on counting, so that the
-		// follower is replaced as soon as the stream answers again rather than
-		// stallAfter later. That is the case that matters: the consumer of a node whose
-		// server was the stream's leader can stand still after the election.
+		// The stream does not answer: its leader is being elected. The follower cannot
+		// move meanwhile either, so its stall is counted from now, unless it was seen
+		// before: if it has not moved by the time the stream answers again with records
+		// after its last, it is replaced then, at once, rather than stallAfter later.
+		// That is the case that matters: the consumer of a node whose server led the
+		// stream can stand still after the election, while the others' go on.
+		if since.IsZero() {
+			f.mu.Lock()
+			if f.checked == last {
+				f.stalledSince = now
+			}
+			f.mu.Unlock()
+		}
 		return
 	}
 	if next == 0 {
