@@ -60,6 +60,9 @@ const DefaultMaxGrains = 100_000
 // intentKind is the grain kind of an intent.
 const intentKind = "intent"
 
+// endpointQueue is the first size of the queue of messages to one peer.
+const endpointQueue = 1024
+
 // startCluster joins the cluster as a new incarnation (rejoin.go) whose membership
 // provider is p; it returns once this member has the first topology. protoactor panics
 // when its listener cannot bind or the membership provider fails to start: the port is
@@ -89,7 +92,10 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	m := &incarnation{system: actor.NewActorSystem(actor.WithLoggerFactory(actorlog.Factory(e.cfg.Logger)))}
 	m.system.EventStream.Subscribe(answerDeadLetters)
 	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} }))
-	var ropts []remote.ConfigOption
+	// protoactor makes each peer's outgoing queue with room for a million messages up
+	// front, 16 MiB a peer that stayed held after the peer went quiet; the queue grows
+	// by doubling when a burst needs it.
+	ropts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueue)}
 	if c.Credentials != nil {
 		ropts = append(ropts,
 			remote.WithServerOptions(grpc.Creds(c.Credentials)),

@@ -370,15 +370,35 @@ func (e *Engine) passivationLoop() {
 	period := max(e.cfg.PassivateAfter/2, 10*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
+	stopped := 0 // actors stopped since memory was last released
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-t.C:
-			e.registry.passivate(e.cfg.PassivateAfter)
+			stopped += e.registry.passivate(e.cfg.PassivateAfter)
+			if stopped >= releaseAfter && e.registry.live() < stopped/4 {
+				if m := e.member.Load(); m != nil {
+					m.forgetPlacements()
+				}
+				releaseMemory()
+				stopped = 0
+			}
 		}
 	}
 }
+
+// releaseAfter is how many actors the passivation sweeps stop, once most of those that
+// were live are gone (a burst is over), before the memory they held goes back to the
+// operating system at once. After a burst the heap is mostly
+// garbage, and Go returns it only as its next collections and its scavenger get to it,
+// which an idle service does not ask for: a member that took 12,000 intents in 9 s
+// still held 230-365 MiB 30 s later, from 68 MiB before. A burst that size costs one
+// full collection (tens of milliseconds of CPU); a trickle never triggers it.
+const releaseAfter = 1000
+
+// releaseMemory runs a collection and returns the freed memory to the operating system.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // guard answers a request whose handling panicked with an internal error, so its caller
 // does not wait for a reply that will never come, and then lets the panic go on to the

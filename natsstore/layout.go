@@ -231,7 +231,9 @@ func decodePolicy(id string, rec []byte) (bytecode, source []byte, err error) {
 // entryOf reads what the index keeps of an intent from the headers of its record at
 // seq (snapshotMsg); a withdrawn record has no phase.
 func entryOf(seq uint64, h nats.Header) entry {
-	e := entry{seq: seq, created: seq, phase: h.Get(hdrPhase), policy: h.Get(hdrPolicy)}
+	// The index keeps an entry for every open intent: its strings are copied out of the
+	// message's headers, or each entry would hold the whole decoded header alive.
+	e := entry{seq: seq, created: seq, phase: phaseOf(h.Get(hdrPhase)), policy: strings.Clone(h.Get(hdrPolicy))}
 	if ns, err := strconv.ParseInt(h.Get(hdrExpires), 10, 64); err == nil {
 		e.expires = time.Unix(0, ns)
 	}
@@ -259,4 +261,17 @@ func floorOf(h nats.Header) (floor, pruned uint64, ok bool) {
 		pruned = p
 	}
 	return floor, pruned, true
+}
+
+// phaseOf returns the phase constant a header names, or a copy of an unknown one.
+func phaseOf(s string) string {
+	switch s {
+	case phaseOpen:
+		return phaseOpen
+	case phaseProcessing:
+		return phaseProcessing
+	case phaseDone:
+		return phaseDone
+	}
+	return strings.Clone(s)
 }
