@@ -20,6 +20,7 @@ const (
 	jsAccountResourcesExceededErr jetstream.ErrorCode = 10002 // resource limits exceeded for account
 	jsClusterNotAvailErr          jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
 	jsInsufficientResourcesErr    jetstream.ErrorCode = 10023 // insufficient resources
+	jsMaximumConsumersLimitErr    jetstream.ErrorCode = 10026 // maximum consumers limit reached
 	jsStorageResourcesExceededErr jetstream.ErrorCode = 10047 // insufficient storage resources available
 	jsStreamWrongLastSequenceErrF jetstream.ErrorCode = 10071 // wrong last sequence: {seq}
 	jsStreamStoreFailedF          jetstream.ErrorCode = 10077 // storing a message failed ({err})
@@ -119,7 +120,9 @@ func (s *Store) fail(ctx context.Context, err error) error {
 		s.fullAt.Store(time.Now().UnixNano())
 		return fmt.Errorf("%w: %w", intentd.ErrStorageFull, err)
 	}
-	if unreachable(err) {
+	if unreachable(err) || apiError(err, jsMaximumConsumersLimitErr) {
+		// The stream's consumers at their limit is a busy store: a read retried once
+		// the consumers of earlier pages have gone succeeds.
 		return unavailable(err)
 	}
 	return err

@@ -23,6 +23,7 @@ func TestErrorCodes(t *testing.T) {
 		"JSAccountResourcesExceededErr":        {jsAccountResourcesExceededErr, server.JSAccountResourcesExceededErr},
 		"JSClusterNotAvailErr":                 {jsClusterNotAvailErr, server.JSClusterNotAvailErr},
 		"JSInsufficientResourcesErr":           {jsInsufficientResourcesErr, server.JSInsufficientResourcesErr},
+		"JSMaximumConsumersLimitErr":           {jsMaximumConsumersLimitErr, server.JSMaximumConsumersLimitErr},
 		"JSStorageResourcesExceededErr":        {jsStorageResourcesExceededErr, server.JSStorageResourcesExceededErr},
 		"JSStreamWrongLastSequenceErrF":        {jsStreamWrongLastSequenceErrF, server.JSStreamWrongLastSequenceErrF},
 		"JSStreamStoreFailedF":                 {jsStreamStoreFailedF, server.JSStreamStoreFailedF},

@@ -73,13 +73,23 @@ const pageByConsumer = 32
 // and says how many it handed over and the last one's id.
 func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) (got int, last uint64, err error) {
 	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{s.eventSubject()},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    next,
+		FilterSubjects:    []string{s.eventSubject()},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       next,
+		InactiveThreshold: pageConsumerLife,
 	})
 	if err != nil {
 		return 0, 0, err
 	}
+	// The page's consumer is deleted once the page is read, so that replays do not
+	// pile consumers up on the stream; one whose delete fails goes by itself.
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = s.stream.DeleteConsumer(dctx, info.Name)
+			cancel()
+		}
+	}()
 	// A fetch that does not wait answers with what the server has ready at once, which
 	// for a consumer just made can be part of what there is, or nothing. Fetches go on
 	// until the page is full or the consumer says nothing more is pending.
@@ -282,3 +292,10 @@ func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
 	defer s.mu.Unlock()
 	return s.pruned, nil
 }
+
+// pageConsumerLife is how long the server keeps the consumer of a page of events that
+// its reader could not delete: a page takes milliseconds, and the client's default, five
+// minutes, kept a consumer for every page every subscriber read. A stream holds at most 1,000 consumers
+// by default: under clients that reconnected and read the stream again, pages were
+// refused with "maximum consumers limit reached".
+const pageConsumerLife = 10 * time.Second

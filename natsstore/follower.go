@@ -44,6 +44,9 @@ func (f *follower) start(ctx context.Context, policy jetstream.DeliverPolicy, fr
 			DeliverPolicy:  policy,
 			OptStartSeq:    from,
 			HeadersOnly:    f.headersOnly,
+			// A consumer replaced, or left by a node that died, goes within a minute
+			// rather than the client's default five: the stream holds a bounded number.
+			InactiveThreshold: time.Minute,
 		}))
 	})
 	if err != nil {

@@ -444,3 +444,38 @@ func listen(s *Store) func() map[string]int {
 		return maps.Clone(heard)
 	}
 }
+
+// TestReplaysLeaveNoConsumers reads pages of events more times than a stream may have
+// consumers (1,000 by default): every page's consumer is gone once it is read, so the
+// reads go on and the stream's consumers stay few.
+func TestReplaysLeaveNoConsumers(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	s := open(t, srv.URL())
+	defer s.Close()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := fmt.Sprint("i", i)
+		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 1100 {
+		n := 0
+		if err := s.Events(ctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil }); err != nil || n != 3 {
+			t.Fatalf("read %d: %d events, %v", i, n, err)
+		}
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.State.Consumers; c > 10 {
+		t.Fatalf("the stream has %d consumers after 1,100 reads, want the followers' alone", c)
+	}
+}

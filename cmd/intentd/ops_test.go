@@ -415,6 +415,13 @@ func TestMetrics(t *testing.T) {
 	if n, ok := metricValue(t, after, `intentd_store_fsync_seconds_count`); testNATS == "" && (!ok || n < 1) {
 		t.Errorf("intentd_store_fsync_seconds_count = %v (found: %v), want the fsyncs of the journey", n, ok)
 	}
+	// The NATS store's followers, none of which stood still on a healthy server.
+	for _, f := range []string{"index", "events"} {
+		name := `intentd_store_follower_replacements_total{follows="` + f + `"}`
+		if n, ok := metricValue(t, after, name); testNATS != "" && (!ok || n != 0) {
+			t.Errorf("%s = %v (found: %v), want 0", name, n, ok)
+		}
+	}
 
 	// The failures: constraints and extraction.
 	s2 := startServer(t, nil)
