@@ -151,6 +151,7 @@ func (p pageState) count(typ, intentID string) int {
 // intentd on the same port and data folder. The page is on localhost, intentd on
 // 127.0.0.1: two origins, so every call is a CORS request, some with a preflight.
 func TestBrowser(t *testing.T) {
+	// Not parallel: restarts the server on the port it had, which a test beside it could take; and runs Chromium.
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("no Chromium (chromium in PATH or /usr/bin/chromium): the browser test needs Debian's chromium package (apt-get install chromium)")

@@ -25,6 +25,7 @@ import (
 // and the longest time from the fault until every node served again. It takes minutes:
 // `make chaos` runs it; `make test` does not.
 func TestChaos(t *testing.T) {
+	// Not parallel: heavy: a three-node cluster under faults, which another test beside it would starve of CPU.
 	if os.Getenv("INTENTD_CHAOS") == "" {
 		t.Skip("the fault-injection suite takes minutes: run it with `make chaos` (INTENTD_CHAOS=1)")
 	}

@@ -8,6 +8,7 @@ import (
 // TestClusterFlags checks the cluster's flags: a member beyond loopback speaks mutual
 // TLS or says it means not to, and the TLS flags come together.
 func TestClusterFlags(t *testing.T) {
+	t.Parallel()
 	nats := []string{"--store", "nats://a:4222"}
 	tls := []string{"--cluster-tls-cert", "m.pem", "--cluster-tls-key", "m.key", "--cluster-tls-ca", "ca.pem"}
 	args := func(parts ...[]string) []string {

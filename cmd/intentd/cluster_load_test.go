@@ -20,6 +20,7 @@ import (
 // once in one order, and the subscribers of a killed node resume on another with no
 // gap and no duplicate.
 func TestClusterKillsUnderLoad(t *testing.T) {
+	// Not parallel: heavy: cluster members killed under load, whose time-outs a test beside it would starve.
 	r := startRig(t)
 	l := &loadRun{
 		t: t, r: r,

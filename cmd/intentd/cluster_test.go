@@ -35,6 +35,7 @@ import (
 // and one NATS server are killed with SIGKILL, and every proposal for the open intents,
 // the dead node's included, succeeds through the nodes left within seconds.
 func TestCluster(t *testing.T) {
+	// Not parallel: heavy: a cluster of processes killed and paused, whose time-outs a test beside it would starve.
 	r := startRig(t)
 	const n = 30
 	checkSpread(t, r, n)

@@ -14,6 +14,8 @@ import (
 // the page is open in the minute it happened. It waits for a minute's turn, so it takes
 // up to a minute and a quarter.
 func TestConsoleLiveChart(t *testing.T) {
+	// Parallel: it mostly sleeps, and its three outcomes have 15s or more to be decided in.
+	t.Parallel()
 	if chromiumPath() == "" {
 		t.Skip("no Chromium (chromium in PATH or /usr/bin/chromium): the console tests need Debian's chromium package (apt-get install chromium)")
 	}

@@ -19,6 +19,7 @@ const solutionManyFailures = "https://shop.example/products/hoodie-grey-l"
 // such as set<string> is never broken inside at 375 px; and the Proof page, having taken
 // the key from the server it checks, does not call that key trusted.
 func TestConsoleLayout(t *testing.T) {
+	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, nil)
 	b := newConsoleBrowser(t, s)
 	failed, passed := s.submit(), s.submit()

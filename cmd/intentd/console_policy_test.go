@@ -297,6 +297,7 @@ const vmScript = `(async (base, cases) => {
 // for random attrs and evidence, each failure's index, pretty_expr, reason and missing
 // evidence, and the failure kind. lower and upper are compared over every code point.
 func TestConsolePolicyVM(t *testing.T) {
+	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, nil)
 	b := newConsoleBrowser(t, s)
 	b.open("#/proof")
@@ -426,6 +427,7 @@ func resign(t *testing.T, bundle []byte, change func(b map[string]json.RawMessag
 // decides otherwise than the receipt, a reason changed, bytecode that does not load. The
 // page names the check intentctl verify names, with its message.
 func TestConsoleProofPolicy(t *testing.T) {
+	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, nil)
 	b := newConsoleBrowser(t, s)
 

@@ -190,6 +190,7 @@ func jsString(s string) string {
 // real bundle and names the failing check of one with a changed byte. Each page is
 // captured at a wide and a narrow width.
 func TestConsole(t *testing.T) {
+	// Not parallel: times an outcome's arrival on the page against 1s.
 	s := startServer(t, nil)
 	b := newConsoleBrowser(t, s)
 
@@ -396,6 +397,7 @@ func (b *consoleBrowser) attr(selector, name string) string {
 // the address of a request (the stream included, which an EventSource could only
 // authenticate through its URL).
 func TestConsoleToken(t *testing.T) {
+	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, []string{"--tokens", writeTokens(t)})
 	b := newConsoleBrowser(t, s)
 
@@ -465,6 +467,7 @@ func TestConsoleToken(t *testing.T) {
 // TestConsoleServed checks what serves the console: on by default with its files and
 // their headers, off with --ui=false, and the times of an intent behind the read role.
 func TestConsoleServed(t *testing.T) {
+	t.Parallel()
 	// Not http.DefaultClient: it checks every answer against the API's OpenAPI
 	// document, and the console is no part of the API.
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -543,6 +546,7 @@ func TestConsoleServed(t *testing.T) {
 // reconnecting, then resumed from the last id it saw, and shows each outcome once: the
 // ones decided while it was cut arrive, and none twice.
 func TestConsoleResume(t *testing.T) {
+	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, nil)
 	b := newConsoleBrowser(t, s)
 

@@ -201,6 +201,7 @@ type sseEvent struct {
 // server was down expired. It runs on Pebble, and on NATS JetStream (one server, kept
 // running in this process while intentd dies).
 func TestCrashRecovery(t *testing.T) {
+	// Not parallel: heavy: processes killed under load, whose time-outs a test beside it would starve.
 	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
 		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
 	}

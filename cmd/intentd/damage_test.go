@@ -17,6 +17,7 @@ import (
 // subscriber that saw them takes it for a new one, and so does the transparency log,
 // which keeps the 30 leaves it made and adds one for it.
 func TestDamagedLogStart(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	dir := t.TempDir()
 	s := startServerIn(t, dir, nil)
@@ -70,6 +71,7 @@ func TestDamagedLogStart(t *testing.T) {
 // what to do, not a loss from the log, and with --accept-data-loss the service starts
 // with every intent.
 func TestDamagedMarkStart(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	tests := []struct {
 		name   string
@@ -127,6 +129,7 @@ func TestDamagedMarkStart(t *testing.T) {
 // folder and saying to remove it, and once it is removed the server starts and serves
 // the log it had, rebuilt from the store.
 func TestDamagedTlogStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, nil)
 	s.decideMany(3)

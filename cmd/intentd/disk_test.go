@@ -18,6 +18,7 @@ import (
 // 503 storage_full with Retry-After, reads of what is stored go on, the service stays
 // up, and writes are taken again, on their own, once space is freed.
 func TestFullDisk(t *testing.T) {
+	// Not parallel: mounts a tmpfs and fills it, measuring free space.
 	ownStores(t)
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", dir).CombinedOutput(); err != nil {
@@ -85,6 +86,7 @@ func TestFullDisk(t *testing.T) {
 // refused with one line naming the data folder and saying its disk is full, and once
 // space is freed the next start creates the store, which the first one had begun.
 func TestFullDiskFirstStart(t *testing.T) {
+	// Not parallel: mounts a tmpfs and fills it, measuring free space.
 	ownStores(t)
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {

@@ -16,6 +16,7 @@ import (
 // 500, which the http package's tests cause, and 503, in TestCapacity): status, code,
 // the message naming what is wrong, and the headers that go with some statuses.
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--max-body", "8192", "--max-solution", "4096"})
 
 	open := s.submit()
@@ -201,6 +202,7 @@ func endpointErrors(t *testing.T, s *testServer, open, proposed string) []errorC
 // same id for the same source, the pretty form that compiles to the same id, and a
 // delete once no open intent names the policy.
 func TestPolicies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	if again := s.putPolicy(demoPolicy); again != s.policy {
 		t.Fatalf("the same source gave %s then %s", s.policy, again)

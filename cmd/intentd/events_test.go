@@ -47,6 +47,7 @@ func (s *testServer) produce(n int) []string {
 // the start, heartbeats while idle (past the server's read time-out, which must not
 // end the stream), then each event as id, event and one line of data.
 func TestEventStreamFormat(t *testing.T) {
+	// Not parallel: counts heartbeats in 400ms at a 40ms interval.
 	s := startServer(t, nil, func(m *Main) {
 		m.HTTP.Heartbeat = 40 * time.Millisecond
 		m.HTTP.ReadTimeout = 150 * time.Millisecond
@@ -94,6 +95,7 @@ func TestEventStreamFormat(t *testing.T) {
 
 // TestEventFilters selects events by intent and by type; ids stay the global ones.
 func TestEventFilters(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	ids := s.produce(6) // success, failure, failure, success, failure, failure
 	tests := []struct {
@@ -142,6 +144,7 @@ func TestEventFilters(t *testing.T) {
 // subscriber buffer is one event, so the server also cuts the client off when a burst
 // outruns it. The client must see every event exactly once, in order.
 func TestEventResume(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil, func(m *Main) {
 		m.tuneEngine = func(c *actors.Config) { c.SubscriberBuffer = 1 }
 	})
@@ -230,6 +233,7 @@ func TestEventResume(t *testing.T) {
 // TestManySubscribers runs two hundred subscribers at once, half connected before the
 // outcomes start and half while they come; each must get every event once, in order.
 func TestManySubscribers(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	const subscribers, n = 200, 15
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -299,6 +303,7 @@ func (stopBackOff) Reset() {}
 // TestEventStreamWithR3labs reads the stream with github.com/r3labs/sse, an SSE client
 // written by others, so that the framing is checked by code that did not write it.
 func TestEventStreamWithR3labs(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	s.produce(2)
 
@@ -349,6 +354,7 @@ func TestEventStreamWithR3labs(t *testing.T) {
 // TestShutdownEndsStreams closes the server under an open stream: the stream ends
 // cleanly between events and Close does not wait for the shutdown time-out.
 func TestShutdownEndsStreams(t *testing.T) {
+	// Not parallel: times the shutdown against 5s.
 	s := startServer(t, nil)
 	s.produce(1)
 	first := s.eventIDs(1)[0]
@@ -391,6 +397,7 @@ func mustAtoi(t *testing.T, s string) int {
 // folder (which prunes), and resumes from before the oldest retained event: the stream
 // says so in a comment and starts at the oldest.
 func TestRetentionAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, []string{"--event-retention", "2"})
 	ids := s.produce(5)

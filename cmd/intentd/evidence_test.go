@@ -21,6 +21,7 @@ import (
 // that names the fault, and no receipt is made of evidence the service did not read as
 // sent.
 func TestHostileEvidence(t *testing.T) {
+	t.Parallel()
 	const valid = `"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","shipping_cents":499,"in_stock":true`
 	tests := []struct {
 		name, body, reason string
@@ -59,6 +60,7 @@ func TestHostileEvidence(t *testing.T) {
 // evidence naming the field, the second one of kind constraints, and both say so in the
 // status, the event and the signed receipt.
 func TestMissingEvidence(t *testing.T) {
+	t.Parallel()
 	const rest = `"category":"t-shirt","size":"M","brand":"Northwind","shipping_cents":499,"in_stock":true`
 	products := map[string]string{
 		"sku:NO-PRICE":       `{"color":"navy",` + rest + `}`,
@@ -158,6 +160,7 @@ func names(v any) []string {
 // accepted and reaches the evidence service as it was sent, one byte more is refused
 // with the limit named, by default (16 KiB) and with a raised --max-solution.
 func TestSolutionSize(t *testing.T) {
+	t.Parallel()
 	const passes = `{"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","price_cents":1999,"shipping_cents":499,"in_stock":true}`
 	tests := []struct {
 		name  string

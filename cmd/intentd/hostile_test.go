@@ -74,6 +74,7 @@ const (
 // byte for byte as it was (by Store.Digest before and after each request), except the
 // few that are meant to store.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	var args []string
 	if testNATS != "" {
 		// The NATS store's digest counts every record of its stream, the transparency

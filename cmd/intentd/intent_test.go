@@ -17,6 +17,7 @@ import (
 // read back, proposed to (or left to expire), its final status polled and its event
 // read from the stream.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -154,6 +155,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestAuthorship submits intents under each form of authorship, with unsigned intents
 // permitted and not.
 func TestAuthorship(t *testing.T) {
+	t.Parallel()
 	passkey, err := crypto.GenerateSoftPasskey("shop.example", "https://shop.example")
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func floodRequest(i int) (method, path string) {
 // that /metrics has as many series after as before. The memory of the process is
 // logged, not checked: it moves with the garbage collector and the test runner.
 func TestMetricsSeriesFlat(t *testing.T) {
+	t.Parallel()
 	const flood = 12000
 	tests := []struct {
 		name string

@@ -150,6 +150,7 @@ var parseFlagsTests = []parseFlagsTest{
 
 // TestParseFlags checks the flags, their environment variables and which wins.
 func TestParseFlags(t *testing.T) {
+	t.Parallel()
 	for _, tt := range parseFlagsTests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := parseFlags(tt.args, tt.env)
@@ -210,6 +211,7 @@ func (es *evidenceService) free() { es.once.Do(func() { close(es.release) }) }
 // next proposal is a 503 with Retry-After that changes nothing, and is accepted once
 // a slot frees.
 func TestCapacity(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		queue    string
 		accepted int // proposals accepted before the 503: one proving, the rest queued
@@ -257,6 +259,7 @@ func TestCapacity(t *testing.T) {
 // TestCatalogReload serves a catalog file, and reads it again on Reload (SIGHUP): a
 // solution added to the file is found afterwards; a broken file keeps the old one.
 func TestCatalogReload(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "catalog.json")
 	entry := `{"category":"t-shirt","size":"M","color":"navy","brand":"Northwind","price_cents":1999,"shipping_cents":499,"in_stock":true}`
 	write := func(content string) {
@@ -290,6 +293,7 @@ func TestCatalogReload(t *testing.T) {
 
 // TestInfo checks GET /info against the flags.
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--allow-unsigned", "--intent-ttl", "2h", "--max-body", "2048", "--event-retention", "99"})
 	r := s.do("GET", "/info", "", nil)
 	var info map[string]any

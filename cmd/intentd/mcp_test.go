@@ -53,6 +53,7 @@ func (s *testServer) callTool(tool, arguments string) toolAnswer {
 // at /mcp take a solution at --max-solution and refuse one byte more, as
 // POST /intents/{id}/proposal does, by default and with the limit lowered or raised.
 func TestMCPSolutionLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -105,6 +106,7 @@ func mcpBatch(n int, intent string, last ...string) []byte {
 // answered with the JSON-RPC error -32050, and a body past --max-body is the 413 of
 // every route.
 func TestMCPBounds(t *testing.T) {
+	t.Parallel()
 	type rpcAnswer struct {
 		Result *struct{ IsError bool } `json:"result"`
 		Error  *struct {

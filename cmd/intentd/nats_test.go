@@ -18,6 +18,7 @@ import (
 // TestOnNATS runs an intent to success with the state in NATS JetStream, embedded in
 // intentd or run beside it, restarts intentd, and finds the intent and its event again.
 func TestOnNATS(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	for _, tc := range []struct {
 		name string
@@ -95,6 +96,7 @@ func (s *testServer) firstEvent() sseEvent {
 // need the store answer 503 store_unavailable with Retry-After, and once the server is
 // back on the same port and files, intentd serves again by itself.
 func TestNATSGoneWhileRunning(t *testing.T) {
+	// Not parallel: restarts NATS on the port it had, which a test beside it could take.
 	ownStores(t)
 	natsDir := t.TempDir()
 	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: natsDir})

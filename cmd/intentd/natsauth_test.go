@@ -19,6 +19,7 @@ import (
 // without the credential intentd made in the data folder (mode 0600), takes one with it,
 // and a restart keeps the credential and the intents.
 func TestNATSEmbedCredential(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	dir := t.TempDir()
 	s := startServerIn(t, dir, []string{"--nats-embed"})
@@ -67,6 +68,7 @@ func TestNATSEmbedCredential(t *testing.T) {
 // TestNATSEmbedCredentialRefused refuses to start on a credential file that others may
 // read or that is damaged, with one line naming it, and leaves the file as it was.
 func TestNATSEmbedCredentialRefused(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	user, _ := nkeys.CreateUser()
 	seed, _ := user.Seed()
@@ -103,6 +105,7 @@ func TestNATSEmbedCredentialRefused(t *testing.T) {
 // in an account with JetStream limits, as docs/operating.md shows); without a credential
 // for it, or with one for a server that would admit anyone, it refuses to start.
 func TestNATSEmbedConfigAuthorization(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	dir := t.TempDir()
 	user, _ := nkeys.CreateUser()
@@ -155,6 +158,7 @@ func TestNATSEmbedConfigAuthorization(t *testing.T) {
 // TestNATSEmbedClusterNeedsReplicas: an embedded server joined to a cluster by its
 // configuration cannot tell the cluster's size, so the stream's replicas are given.
 func TestNATSEmbedClusterNeedsReplicas(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	// Ports nothing listens on: the server starts alone, its route tried in vain.

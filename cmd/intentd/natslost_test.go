@@ -18,6 +18,7 @@ import (
 // and a read answer 503 store_missing, /readyz says so, the stream is not made again,
 // and a restart refuses to start on the loss.
 func TestNATSStoreDeletedUnderIntentd(t *testing.T) {
+	// Not parallel: times the refusal of a write against 3s.
 	var args []string
 	if testNATS == "" {
 		args = []string{"--nats-embed"}

@@ -55,6 +55,7 @@ func writeTokens(t *testing.T) string {
 // TestAuth checks each route with no token, a wrong one, one without the role and one
 // with it; the health checks need none.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--tokens", writeTokens(t)})
 	decided := s.submit()
 	if r := s.propose(decided, solutionPasses); r.status != 200 {
@@ -188,6 +189,7 @@ func authAttempts(role string, okStatus int) []authAttempt {
 
 // TestTokensFile checks that a bad tokens file stops the start with a message naming it.
 func TestTokensFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, content, want string }{
 		{"empty", "# nothing\n", "no token"},
 		{"a token, not its hash", "hunter2 admin\n", "line 1: the first field does not start with sha256:"},
@@ -209,6 +211,7 @@ func TestTokensFile(t *testing.T) {
 
 // TestListenWarning checks that listening beyond loopback without tokens is logged.
 func TestListenWarning(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -231,6 +234,7 @@ func TestListenWarning(t *testing.T) {
 // TestLimits checks each limit met exactly (accepted) and exceeded by one (refused with
 // the field and the limit named), and that /info reports each.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--max-attrs", "3", "--max-set", "2", "--max-string", "5", "--max-solution", "60",
 		"--max-subscribers", "2", "--max-policy-source", strconv.Itoa(len(demoPolicy)), "--max-body", "700"})
 	intent := func(attrs string) []byte {
@@ -320,6 +324,7 @@ func TestLimits(t *testing.T) {
 
 // TestLimitFlags checks that each limit flag refuses what cannot be enforced.
 func TestLimitFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--max-solution", "0"}, {"--max-solution", "1048577"}, {"--max-solution", "2049", "--max-body", "2048"}, {"--max-attrs", "0"}, {"--max-set", "0"},
 		{"--max-string", "0"}, {"--max-subscribers", "0"}, {"--max-policy-source", "65537"}, {"--shutdown-delay", "-1s"},
@@ -355,6 +360,7 @@ func metricValue(t *testing.T, exposition, series string) (float64, bool) {
 // TestMetrics runs a journey (a success, a constraint failure, an extraction failure,
 // a proposal refused for capacity, a stream) and reads the series it must have moved.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	es := newEvidenceService(t)
 	s := startServer(t, []string{"--extractor-url", es.URL, "--max-proving", "1", "--proving-queue", "0"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -465,6 +471,7 @@ func settled(t *testing.T, scrape func() string, want map[string]float64) string
 // TestReady checks /readyz and /healthz once serving and while draining before a
 // shutdown.
 func TestReady(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--shutdown-delay", "2s"})
 	if r := s.do("GET", "/readyz", "", nil); r.status != 200 || string(r.body) != "ready\n" {
 		t.Fatalf("GET /readyz: %s", r)
@@ -500,6 +507,7 @@ func TestReady(t *testing.T) {
 // TestRequestLog checks the request log line: method, route, status, duration and the
 // intent id, at info with --log-requests.
 func TestRequestLog(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--log-level", "info", "--log-requests"})
 	id := s.submit()
 	s.propose(id, solutionPasses)
@@ -522,6 +530,7 @@ func TestRequestLog(t *testing.T) {
 // TestRequestLogErrorsOnly checks the default: a request answered with an error is
 // logged at info, one that succeeded is not.
 func TestRequestLogErrorsOnly(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--log-level", "info"})
 	id := s.submit()
 	s.propose(id, solutionPasses)
@@ -541,6 +550,7 @@ func TestRequestLogErrorsOnly(t *testing.T) {
 // TestOpenAPIValidator checks that the validator under the end-to-end tests does
 // catch answers the document does not allow, and that it saw the suite's answers.
 func TestOpenAPIValidator(t *testing.T) {
+	t.Parallel()
 	before := apiCheck.validated.Load()
 	s := startServer(t, nil)
 	s.do("GET", "/info", "", nil)

@@ -13,6 +13,7 @@ import (
 // TestRedactArgs checks that every form the flag package reads a secret flag in comes
 // out redacted, and that nothing else is touched.
 func TestRedactArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args, want []string
@@ -86,6 +87,7 @@ func get(t *testing.T, url string) (int, string) {
 // forms, and reads /debug/pprof/cmdline from the real profiler's listener: the token is
 // not there, the rest of the command line is, and net/http/pprof's other routes answer.
 func TestPprofCmdline(t *testing.T) {
+	t.Parallel()
 	const secret = "pprof-s3cret-4b7f"
 	args := []string{"--pprof", "127.0.0.1:0", "--nats-token", secret, "-nats-token=" + secret}
 	s := startServer(t, args, func(m *Main) { m.cmdline = append([]string{"intentd"}, args...) })
@@ -115,6 +117,7 @@ func TestPprofCmdline(t *testing.T) {
 // TestPprofWarning checks that a profiler beyond the loopback interface is logged at
 // warn, naming the risk, and one on it at info.
 func TestPprofWarning(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, addr string
 		warn       bool

@@ -14,6 +14,7 @@ import (
 // role; the per-intent limit that --max-previews sets, a 429 past it; and the refusals
 // once the intent has its proposal.
 func TestPreview(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, []string{"--tokens", writeTokens(t), "--max-previews", "3"})
 	id := s.submit()
 	preview := func(id, solution, token string) response {

@@ -55,6 +55,7 @@ func (s *testServer) proofError(id string) string {
 // the decided ones give bundles that verify under the key /info serves, the others the
 // 404 that says why there is none.
 func TestProof(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	pub, keyID := s.serviceKey()
 
@@ -138,6 +139,7 @@ func TestProof(t *testing.T) {
 // under the key /info serves; or read from --signing-key (or its variable), refusing a
 // file others may read.
 func TestSigningKey(t *testing.T) {
+	t.Parallel()
 	t.Run("data folder, across a restart", testKeyAcrossRestart)
 	t.Run("lost from a store with outcomes", testKeyLost)
 	t.Run("changed under a log of outcomes", testKeyChangedUnderOutcomes)

@@ -28,6 +28,7 @@ func writeSecret(t *testing.T, content string, mode os.FileMode) string {
 // TestSecretFlags checks the forms of --nats-token: the token, @FILE, --nats-token-file,
 // their variables, which wins, and what is refused; the refusals never show a token.
 func TestSecretFlags(t *testing.T) {
+	t.Parallel()
 	file := writeSecret(t, "from-file\n", 0o600)
 	other := writeSecret(t, "other-file\n", 0o600)
 	missing := filepath.Join(t.TempDir(), "none")
@@ -100,6 +101,7 @@ func TestSecretFlags(t *testing.T) {
 // in a file: the file's token is the one sent, so the server takes it, and a file with
 // another token is refused by the server.
 func TestNatsTokenFile(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(conf, []byte("authorization { token: \""+natsToken+"\" }\n"), 0o600); err != nil {

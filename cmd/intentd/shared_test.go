@@ -18,6 +18,7 @@ import (
 // fenced by the store, so a node whose view of an intent is old is refused and answers
 // from what the other wrote.
 func TestNodesShareOneStream(t *testing.T) {
+	t.Parallel()
 	ownStores(t)
 	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // TestSlowClientHeaders: a client that sends its headers a byte at a time is cut off by
 // the read-header time-out, and while it dawdles every other request is served.
 func TestSlowClientHeaders(t *testing.T) {
+	// Not parallel: races a 300ms header time-out against writes 20ms apart.
 	s := startServer(t, nil, func(m *Main) { m.HTTP.ReadHeaderTimeout = 300 * time.Millisecond })
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 	if err != nil {
@@ -58,6 +59,7 @@ func TestSlowClientHeaders(t *testing.T) {
 // TestSlowClientNeverReads: an event-stream client that never reads does not hold back
 // another subscriber or the requests that make the events.
 func TestSlowClientNeverReads(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // TestPortTakenLeavesNothing starts on a port in use: the start fails naming the
 // address, and the data folder is not made, nor a signing key in it.
 func TestPortTakenLeavesNothing(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ func (lr *logReader) waitCheckpoint(t *testing.T, n uint64) (*log.Checkpoint, []
 // one the reader builds from the tiles, the bundles hold the leaves the tiles hash,
 // and the whole survives a restart.
 func TestTransparencyLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, nil)
 	lr := s.logReader()
@@ -327,6 +328,7 @@ func (lr *logReader) checkInclusion(t *testing.T, s *testServer, pub ed25519.Pub
 // as nodes of one service: each builds its log from the stream, and both sign the same
 // checkpoint, byte for byte, over the same tiles.
 func TestTransparencyLogSameOnEveryNode(t *testing.T) {
+	t.Parallel()
 	_, args := sharedNodes(t)
 	a, b := startServer(t, args), startServer(t, args)
 	const n = 20
@@ -431,6 +433,7 @@ func (s *testServer) waitSameLog(want map[string][]byte, n uint64) {
 // were pruned: the node rebuilds, from the entries the store keeps, the tree it served
 // before (the same signed checkpoint, tiles and bundles), and goes on with it.
 func TestTransparencyLogRebuildsAfterPruning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		store func(t *testing.T) []string
@@ -499,6 +502,7 @@ func TestTransparencyLogRebuildsAfterPruning(t *testing.T) {
 // events were all pruned: it serves the first node's tree, byte for byte, and both go
 // on to sign the same checkpoints.
 func TestTransparencyLogNewNodeAfterPruning(t *testing.T) {
+	t.Parallel()
 	srv, args := sharedNodes(t)
 	a := startServer(t, args)
 	const n = 256 + 7
