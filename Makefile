@@ -42,7 +42,7 @@ test: ## vet, every test with the race detector, the end-to-end suite again on N
 
 .PHONY: chaos
 chaos: ## the fault-injection suite (minutes): a three-node cluster on three NATS servers, under load, through kills, pauses and stalls; CHAOS_ROUNDS rounds of each (3)
-	INTENTD_CHAOS=1 INTENTD_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-3} $(GO) test -count=1 -v -timeout 60m -run '^TestChaos$$' ./cmd/intentd/
+	INTENTD_CHAOS=1 INTENTD_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-3} $(GO) test -count=1 -v -timeout 60m -run '^(TestChaos|TestClusterKillsUnderLoad)$$' ./cmd/intentd/
 
 .PHONY: test-nats
 test-nats: ## the end-to-end suite on NATS: INTENTD_TEST_STORE=nats (embedded) or nats://HOST:PORT
