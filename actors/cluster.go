@@ -60,6 +60,14 @@ const DefaultMaxGrains = 100_000
 // intentKind is the grain kind of an intent.
 const intentKind = "intent"
 
+// membersMoved wakes the commands waiting on the members as they were: each tries again.
+func (e *Engine) membersMoved() {
+	e.membersMu.Lock()
+	close(e.membersChanged)
+	e.membersChanged = make(chan struct{})
+	e.membersMu.Unlock()
+}
+
 // endpointQueue is the first size of the queue of messages to one peer.
 const endpointQueue = 1024
 
@@ -109,10 +117,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 		if _, ok := evt.(*cluster.ClusterTopology); !ok {
 			return
 		}
-		e.membersMu.Lock()
-		close(e.membersChanged)
-		e.membersChanged = make(chan struct{})
-		e.membersMu.Unlock()
+		e.membersMoved()
 		if e.track() {
 			go func() {
 				defer e.wg.Done()

@@ -117,10 +117,7 @@ func (e *Engine) Rejoin(ctx context.Context, provide func() (cluster.ClusterProv
 	if m := e.member.Swap(nil); m != nil {
 		m.leave()
 	}
-	e.membersMu.Lock()
-	close(e.membersChanged) // commands waiting on the old incarnation try again
-	e.membersChanged = make(chan struct{})
-	e.membersMu.Unlock()
+	e.membersMoved() // commands waiting on the old incarnation try again
 	dropped := e.registry.passivate(-time.Hour)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := e.joinWith(provide)
