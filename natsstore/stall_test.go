@@ -3,89 +3,11 @@ package natsstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd/internal/stallproxy"
 )
-
-// stallingProxy forwards TCP connections to a server until it is stalled; then it
-// stops forwarding without closing anything, as a server on a machine that vanished, or
-// behind a network that drops packets, looks to its clients: no reset, no answer.
-type stallingProxy struct {
-	ln      net.Listener
-	target  string
-	stalled chan struct{}
-	once    sync.Once
-	done    chan struct{} // closed when the test ends: held connections are let go
-}
-
-func newStallingProxy(t *testing.T, target string) *stallingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallingProxy{ln: ln, target: target, stalled: make(chan struct{}), done: make(chan struct{})}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); p.stall(); close(p.done); conns.Wait() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			conns.Add(2)
-			go p.pipe(&conns, c, s)
-			go p.pipe(&conns, s, c)
-		}
-	}()
-	return p
-}
-
-// pipe copies from src to dst until the proxy stalls, then holds both ends open
-// until the test ends.
-func (p *stallingProxy) pipe(wg *sync.WaitGroup, dst, src net.Conn) {
-	defer wg.Done()
-	buf := make([]byte, 32<<10)
-	for {
-		_ = src.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		n, err := src.Read(buf)
-		select {
-		case <-p.stalled:
-			<-p.done // hold the connection, answering nothing
-			dst.Close()
-			return
-		default:
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil && !isTimeout(err) {
-			if err != io.EOF {
-				dst.Close()
-			}
-			return
-		}
-	}
-}
-
-func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
-}
-
-func (p *stallingProxy) stall() { p.once.Do(func() { close(p.stalled) }) }
-
-func (p *stallingProxy) url() string { return "nats://" + p.ln.Addr().String() }
 
 // TestServerThatStopsAnswering: the server a store is connected to stops answering
 // without closing the connection. The store must find the connection dead within
@@ -95,12 +17,17 @@ func TestServerThatStopsAnswering(t *testing.T) {
 	srv := embed(t)
 	// Two ways to one server; the one the store takes stalls.
 	target := srv.URL()[len("nats://"):]
-	proxies := map[string]*stallingProxy{}
+	proxies := map[string]*stallproxy.Proxy{}
 	var urls []string
 	for range 2 {
-		p := newStallingProxy(t, target)
-		proxies[p.url()] = p
-		urls = append(urls, p.url())
+		p, err := stallproxy.New(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		url := "nats://" + p.Addr()
+		proxies[url] = p
+		urls = append(urls, url)
 	}
 	s, err := Open(context.Background(), Options{URLs: urls, Timeout: time.Second})
 	if err != nil {
@@ -115,7 +42,7 @@ func TestServerThatStopsAnswering(t *testing.T) {
 	if proxy == nil {
 		t.Fatalf("connected to %s, not through a proxy", s.nc.ConnectedUrl())
 	}
-	proxy.stall()
+	proxy.Stall()
 	stalled := time.Now()
 	for i := 0; ; i++ {
 		err := s.CreateIntent(ctx, fmt.Sprint("i", i), "P", nil, time.Now().Add(time.Hour))

@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd/internal/stallproxy"
 )
 
 // TestChaos runs a three-node cluster on three NATS servers under load through each
@@ -116,9 +117,9 @@ var chaosFaults = []chaosFault{
 		return time.Now()
 	}},
 	{name: "a node's NATS connection stalled for 12 s", do: func(c *chaos, k int) time.Time {
-		c.proxies[k].stall()
+		c.proxies[k].Stall()
 		time.Sleep(12 * time.Second)
-		c.proxies[k].resume()
+		c.proxies[k].Resume()
 		return time.Now()
 	}},
 }
@@ -128,7 +129,7 @@ type chaos struct {
 	t       *testing.T
 	r       *rig
 	l       *loadRun
-	proxies []*stallProxy
+	proxies []*stallproxy.Proxy
 	stop    atomic.Bool
 	workers sync.WaitGroup
 	checked map[string]bool // intents whose outcome a check has seen
@@ -148,10 +149,14 @@ func newChaos(t *testing.T) *chaos {
 	r := startRig(t)
 	c := &chaos{t: t, r: r, checked: map[string]bool{}, arrivals: map[uint64]*[3]arrival{}}
 	for k, n := range r.nodes {
-		p := newStallProxy(t, strings.TrimPrefix(r.members[k].url, "nats://"))
+		p, err := stallproxy.New(strings.TrimPrefix(r.members[k].url, "nats://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
 		c.proxies = append(c.proxies, p)
 		i := slices.Index(n.args, "--store")
-		n.args[i+1] = "nats://" + p.addr()
+		n.args[i+1] = "nats://" + p.Addr()
 		n.kill()
 		n.start()
 	}
@@ -367,110 +372,4 @@ func (c *chaos) decided() int {
 		}
 	}
 	return n
-}
-
-// stallProxy forwards TCP connections to a NATS server until it is stalled: then it
-// forwards nothing and closes nothing, as a server behind a network that drops packets
-// looks to its clients, until resume, which lets the held connections go.
-type stallProxy struct {
-	ln      net.Listener
-	target  string
-	mu      sync.Mutex
-	stalled chan struct{} // closed while stalled
-	conns   []net.Conn
-}
-
-func newStallProxy(t *testing.T, target string) *stallProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallProxy{ln: ln, target: target, stalled: make(chan struct{})}
-	t.Cleanup(func() { ln.Close(); p.resume() })
-	go p.serve()
-	return p
-}
-
-func (p *stallProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *stallProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		stalled := p.isStalled()
-		p.conns = append(p.conns, c)
-		p.mu.Unlock()
-		if stalled {
-			continue // held, unanswered, until resume closes it
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, s)
-		p.mu.Unlock()
-		go p.pipe(c, s)
-		go p.pipe(s, c)
-	}
-}
-
-// isStalled reports whether the proxy is stalled; p.mu is held.
-func (p *stallProxy) isStalled() bool {
-	select {
-	case <-p.stalled:
-		return true
-	default:
-		return false
-	}
-}
-
-// pipe copies src to dst, reading in short slices so that a stall takes hold at once.
-func (p *stallProxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		_ = src.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		n, err := src.Read(buf)
-		p.mu.Lock()
-		stalled := p.isStalled()
-		p.mu.Unlock()
-		if stalled {
-			return // the connection is held as it is; resume closes it
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil && !os.IsTimeout(err) {
-			dst.Close()
-			return
-		}
-	}
-}
-
-func (p *stallProxy) stall() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.isStalled() {
-		close(p.stalled)
-	}
-}
-
-// resume closes the connections held and forwards new ones again.
-func (p *stallProxy) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.isStalled() {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-		p.stalled = make(chan struct{})
-	}
 }
