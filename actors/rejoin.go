@@ -41,19 +41,20 @@ type incarnation struct {
 }
 
 // serving reports whether commands may go through the incarnation.
-func (m *incarnation) serving() bool { return m.started.Load() && !m.isGone() }
-
-func (m *incarnation) isGone() bool {
+func (m *incarnation) serving() bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.gone
+	return m.up()
 }
+
+// up reports whether the cluster may be used: started and not gone. m.mu is held.
+func (m *incarnation) up() bool { return m.started.Load() && !m.gone }
 
 // request sends a command to its intent's grain through this incarnation.
 func (m *incarnation) request(id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.gone || !m.started.Load() {
+	if !m.up() {
 		return nil, errNotMember
 	}
 	return m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
@@ -64,7 +65,7 @@ func (m *incarnation) members() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := []string{}
-	if m.gone || !m.started.Load() {
+	if !m.up() {
 		return out
 	}
 	for _, mem := range m.cluster.MemberList.Members().Members() {
@@ -81,7 +82,7 @@ func (m *incarnation) members() []string {
 func (m *incarnation) forgetPlacements() {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.gone || !m.started.Load() {
+	if !m.up() {
 		return
 	}
 	for _, mem := range m.cluster.MemberList.Members().Members() {
