@@ -27,10 +27,11 @@ type follower struct {
 	last uint64 // the stream sequence of the last record handled
 	cc   jetstream.ConsumeContext
 
-	// What check saw last time: the sequence then, and since when it has found records
-	// after it (zero: it has not).
-	checked      uint64
-	stalledSince time.Time
+	// What check owes: the stream's last sequence when it first found records after the
+	// follower's last, and since when (zero: nothing is owed). The follower is lagging
+	// if it has not handled, stallAfter later, every record of its subjects up to it.
+	owed      uint64
+	owedSince time.Time
 	// replaced counts the consumers check replaced, for the metric (metrics.go).
 	replaced atomic.Uint64
 }
@@ -98,58 +99,58 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 	}
 }
 
-// stallAfter is how long a follower may find records after its last one without
-// handling any before it is replaced: well past a busy follower's delay (a follower that
-// handles anything at all is not standing still), and short enough that, with a check
-// every checkEvery, a node delivers an event within 5 s of the others (docs/cluster.md):
-// the stall is seen at the first check after it began, and the consumer replaced
-// stallAfter later.
+// stallAfter is how long a follower may take to handle the records of its subjects
+// that the stream held when check found it behind: well past a busy follower's delay,
+// and short enough that, with a check every checkEvery, a node delivers an event within
+// 5 s of the others (docs/cluster.md). What counts is reaching the stream's end of then,
+// not moving at all: after an election a consumer was seen to move a record at a time,
+// starting again and again, while the others were seconds ahead.
 const stallAfter = 2 * time.Second
 
-// check looks for a record of the follower's subjects after the last one it handled.
-// One found at two checks stallAfter apart, with nothing handled between them, means the
-// consumer stands still: a new one takes over after the last record handled.
+// check compares the follower with the stream. Found behind, it owes every record of its
+// subjects up to the stream's last sequence of now; one that still owes any stallAfter
+// later is replaced: a new consumer takes over after the last record handled.
 func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Lock()
-	last := f.last
-	if last != f.checked {
-		f.checked, f.stalledSince = last, time.Time{}
-	}
-	since := f.stalledSince
+	last, owed, since := f.last, f.owed, f.owedSince
 	f.mu.Unlock()
 	next, err := f.next(ctx, last)
-	if err != nil {
+	if owed != 0 && (last >= owed || err == nil && (next == 0 || next > owed)) {
+		// Paid: no record of its subjects up to owed is left. What came since is owed
+		// from now.
+		owed, since = 0, time.Time{}
+	}
+	switch {
+	case err != nil:
 		// The stream does not answer: its leader is being elected. The follower cannot
-		// move meanwhile either, so its stall is counted from now, unless it was seen
-		// before: if it has not moved by the time the stream answers again with records
-		// after its last, it is replaced then, at once, rather than stallAfter later.
-		// That is the case that matters: the consumer of a node whose server led the
-		// stream can stand still after the election, while the others' go on.
-		if since.IsZero() {
-			f.mu.Lock()
-			if f.checked == last {
-				f.stalledSince = now
-			}
-			f.mu.Unlock()
+		// move meanwhile either, so what it owes is counted from now, unless it was
+		// before: if it has not caught up by the time the stream answers again, it is
+		// replaced then, at once. That is the case that matters: the consumer of a node
+		// whose server led the stream can stand still after the election, while the
+		// others' go on.
+		if owed == 0 {
+			owed, since = last+1, now
 		}
+	case next == 0:
+		owed, since = 0, time.Time{}
+	case owed == 0:
+		owed, since = next, now
+		if info, err := f.s.stream.Info(ctx); err == nil && info.State.LastSeq > owed {
+			owed = info.State.LastSeq
+		}
+	case next <= owed && now.Sub(since) >= stallAfter:
+		f.replace(ctx, last, since)
 		return
 	}
-	if next == 0 {
-		f.mu.Lock()
-		f.stalledSince = time.Time{}
-		f.mu.Unlock()
-		return
-	}
-	if since.IsZero() {
-		f.mu.Lock()
-		f.stalledSince = now
-		f.mu.Unlock()
-		return
-	}
-	if now.Sub(since) < stallAfter {
-		return
-	}
-	f.s.log.Warn("nats store: a follower of the stream stands still with records after its last; a new one takes over",
+	f.mu.Lock()
+	f.owed, f.owedSince = owed, since
+	f.mu.Unlock()
+}
+
+// replace starts a new consumer after last, the follower's last record, in place of one
+// that has owed records since since.
+func (f *follower) replace(ctx context.Context, last uint64, since time.Time) {
+	f.s.log.Warn("nats store: a follower of the stream is behind it; a new one takes over",
 		"follows", f.what, "last", last, "since", since)
 	if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, last+1); err != nil {
 		f.s.log.Error("nats store: replace a follower of the stream", "follows", f.what, "error", err)
@@ -157,7 +158,7 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	}
 	f.replaced.Add(1)
 	f.mu.Lock()
-	f.checked, f.stalledSince = f.last, time.Time{}
+	f.owed, f.owedSince = 0, time.Time{}
 	f.mu.Unlock()
 }
 

@@ -9,7 +9,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // consumer's own recovery failed, as it can after a stream leader is lost.
 func (s *Store) Collector() prometheus.Collector {
 	return followerCollector{s: s, desc: prometheus.NewDesc("intentd_store_follower_replacements_total",
-		"Followers of the NATS stream replaced after they stood still with records after their last.", []string{"follows"}, nil)}
+		"Followers of the NATS stream replaced after they fell behind the stream for 2 s.", []string{"follows"}, nil)}
 }
 
 type followerCollector struct {

@@ -360,6 +360,56 @@ func TestFollowersOutliveAServer(t *testing.T) {
 	}
 }
 
+// TestTricklingFollowerIsReplaced feeds a store's event follower a record at a time, as a
+// consumer that starts again and again after an election was seen to: it moves, but the
+// stream is ahead of it. The store finds it behind and replaces it, and the sink hears
+// every event well before the trickle would have brought them.
+func TestTricklingFollowerIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	w, f := open(t, srv.URL()), open(t, srv.URL())
+	defer w.Close()
+	defer f.Close()
+	heard := listen(f)
+	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fl := f.events
+	fl.mu.Lock()
+	fl.cc.Stop()
+	from := fl.last + 1
+	fl.mu.Unlock()
+	const n, every = 12, 800 * time.Millisecond
+	for i := range n {
+		id := fmt.Sprintf("i%02d", i)
+		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The trickle: a consumer of its own hands the follower one record every 800 ms.
+	cons, err := f.js.OrderedConsumer(ctx, f.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: fl.subjects, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { time.Sleep(every); fl.receive(m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	start := time.Now()
+	eventually(t, func() bool { return len(heard()) == n }, "every event heard")
+	if took, trickle := time.Since(start), n*every; took > trickle*3/4 {
+		t.Errorf("every event heard after %v; the trickle alone takes %v", took.Round(time.Millisecond), trickle)
+	}
+	if got := fl.replaced.Load(); got == 0 {
+		t.Error("the trickling follower was not replaced")
+	}
+}
+
 // TestStandingFollowerIsReplaced stops the consumers under a store's followers, as a
 // consumer that failed to start again after a lost server would stand: the store finds
 // records after the last its followers had, replaces them, and the sink and the index
@@ -403,7 +453,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	want := `# HELP intentd_store_follower_replacements_total Followers of the NATS stream replaced after they stood still with records after their last.
+	want := `# HELP intentd_store_follower_replacements_total Followers of the NATS stream replaced after they fell behind the stream for 2 s.
 # TYPE intentd_store_follower_replacements_total counter
 intentd_store_follower_replacements_total{follows="events"} 1
 intentd_store_follower_replacements_total{follows="index"} 1
