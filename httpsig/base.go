@@ -57,7 +57,7 @@ func authority(r *http.Request) string {
 // componentValue is the value of one covered component of r, derived or header,
 // as RFC 9421 section 2 canonicalizes it. name is known to be lower case and, if
 // derived, one of derived.
-func componentValue(r *http.Request, name string) (string, *Error) {
+func componentValue(r *http.Request, label, name string) (string, *Error) {
 	switch name {
 	case "@method":
 		// As sent: RFC 9421 section 2.2.1 does not change the case of a method.
@@ -91,7 +91,7 @@ func componentValue(r *http.Request, name string) (string, *Error) {
 		values = []string{r.Host}
 	}
 	if len(values) == 0 {
-		return "", refuse(MissingComponent, "the signature covers %q but the request has no %s header", name, name)
+		return "", refuse(MissingComponent, "signature %q covers %q but the request has no %s header", label, name, name)
 	}
 	// RFC 9421 section 2.1: each field line's value trimmed, joined with ", ".
 	var b strings.Builder
@@ -104,22 +104,22 @@ func componentValue(r *http.Request, name string) (string, *Error) {
 	return b.String(), nil
 }
 
-// buildBase is the signature base (RFC 9421 section 2.5) of r for the covered
-// components names, ending with the "@signature-params" line whose value is params,
+// buildBase is the signature base (RFC 9421 section 2.5) of r for the signature
+// label covering the components names, ending with the "@signature-params" line whose value is params,
 // the text of the Signature-Input member. Signer and verifier both build it here, so
 // they cannot drift apart.
-func buildBase(r *http.Request, names []string, params string) ([]byte, *Error) {
+func buildBase(r *http.Request, label string, names []string, params string) ([]byte, *Error) {
 	n := len(params) + 22
 	values := make([]string, len(names))
 	for i, name := range names {
-		v, err := componentValue(r, name)
+		v, err := componentValue(r, label, name)
 		if err != nil {
 			return nil, err
 		}
 		// A line break inside a value would let one component pose as another in
 		// the base; HTTP forbids them in values anyway.
 		if strings.ContainsAny(v, "\r\n") {
-			return nil, refuse(Malformed, "the value of %q has a line break", name)
+			return nil, refuse(Malformed, "signature %q: the value of %q has a line break", label, name)
 		}
 		values[i] = v
 		n += len(name) + len(v) + 5
@@ -169,8 +169,10 @@ func BaseComponents(base []byte) (components map[string]string, params string, e
 	components = make(map[string]string, len(lines))
 	for i, line := range lines {
 		name, isString := il.Items[i].Value.(string)
-		if !isString || len(il.Items[i].Params.Names()) > 0 {
-			return nil, "", fmt.Errorf("httpsig: component %d of @signature-params is not a plain string", i+1)
+		// A name with a quote or backslash would be written escaped in the base;
+		// no component this package signs or checks has one.
+		if !isString || len(il.Items[i].Params.Names()) > 0 || strings.ContainsAny(name, `"\`) {
+			return nil, "", fmt.Errorf("httpsig: component %d of @signature-params is not a plain name", i+1)
 		}
 		prefix := `"` + name + `": `
 		if !strings.HasPrefix(line, prefix) {

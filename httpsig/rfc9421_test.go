@@ -134,7 +134,7 @@ func TestRFC9421B26(t *testing.T) {
 		for _, it := range m.(httpsfv.InnerList).Items {
 			names = append(names, it.Value.(string))
 		}
-		base, berr := buildBase(v.request, names, members[0].value)
+		base, berr := buildBase(v.request, "sig-b26", names, members[0].value)
 		if berr != nil {
 			t.Fatal(berr)
 		}

@@ -99,7 +99,7 @@ func Sign(r *http.Request, body []byte, key ed25519.PrivateKey, p Params) error 
 	}
 
 	r.Header.Set("Content-Digest", ContentDigest(body))
-	base, berr := buildBase(r, signed, raw)
+	base, berr := buildBase(r, label, signed, raw)
 	if berr != nil {
 		return fmt.Errorf("httpsig: %w", berr)
 	}

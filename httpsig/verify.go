@@ -135,9 +135,8 @@ func verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, 
 			return nil, err
 		}
 	}
-	base, err := buildBase(r, in.components, in.raw)
+	base, err := buildBase(r, in.label, in.components, in.raw)
 	if err != nil {
-		err.Detail = "signature " + quote(in.label) + ": " + err.Detail
 		return nil, err
 	}
 	if !ed25519.Verify(in.key, base, sig) {
@@ -195,7 +194,7 @@ func checkTimes(label string, created, expires int64, now time.Time, o Options) 
 	}
 	maxSec, skewSec := int64(maxWindow/time.Second), int64(skew/time.Second)
 	if expires <= created {
-		return refuse(Malformed, "signature %q: expires (%d) is not after created (%d)", label, expires, created)
+		return refuse(Malformed, "signature %q: expires (%d) is not after created (%d); a signature is valid from created to expires", label, expires, created)
 	}
 	if expires-created > maxSec {
 		return refuse(WindowTooLong, "signature %q: expires - created is %d s, more than the %d s allowed", label, expires-created, maxSec)
@@ -220,12 +219,10 @@ func VerifyBase(key ed25519.PublicKey, base, sig []byte) bool {
 	return ed25519.Verify(key, base, sig)
 }
 
-func quote(s string) string { return strconv.Quote(s) }
-
 func quoteAll(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		q[i] = quote(n)
+		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, " ")
 }
