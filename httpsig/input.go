@@ -1,0 +1,230 @@
+package httpsig
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"strings"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/mr-tron/base58"
+)
+
+// member is one member of an RFC 8941 dictionary as the sender wrote it: its key and
+// the text of its value, without the whitespace around it.
+type member struct {
+	key, value string
+}
+
+// splitDictionary cuts s, a header value that httpsfv has already parsed as a
+// dictionary, into its members' texts. It only has to find the commas between
+// members: outside strings a comma ends a member, and inside one it does not. A
+// string is "…" with backslash escapes, or a display string %"…" without them.
+func splitDictionary(s string) ([]member, bool) {
+	var out []member
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == len(s) {
+			return out, len(out) > 0
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && s[i] != ',' && s[i] != ';' && s[i] != ' ' && s[i] != '\t' {
+			i++
+		}
+		key := s[start:i]
+		if key == "" {
+			return nil, false
+		}
+		if i < len(s) && s[i] == '=' {
+			i++
+		}
+		vstart := i
+		for i < len(s) && s[i] != ',' {
+			if s[i] == '"' {
+				display := i > 0 && s[i-1] == '%'
+				i++
+				for i < len(s) && s[i] != '"' {
+					if s[i] == '\\' && !display {
+						i++
+					}
+					i++
+				}
+				if i >= len(s) {
+					return nil, false
+				}
+			}
+			i++
+		}
+		out = append(out, member{key: key, value: strings.TrimRight(s[vstart:i], " \t")})
+		if i < len(s) {
+			i++ // the comma
+		}
+	}
+}
+
+// input is one signature's Signature-Input member, read for checking.
+type input struct {
+	label      string
+	raw        string   // the member's value as sent: the @signature-params value
+	components []string // the covered component names, in order
+	params     *httpsfv.Params
+	keyID      string
+	key        ed25519.PublicKey
+}
+
+// usable reads a parsed Signature-Input member and says whether Verify can check
+// it: an inner list whose alg, if any, is ed25519 and whose keyid is a Base58 Ed25519
+// public key. When it cannot, the error says why.
+func usable(label string, m httpsfv.Member) (httpsfv.InnerList, ed25519.PublicKey, string, *Error) {
+	il, ok := m.(httpsfv.InnerList)
+	if !ok {
+		return il, nil, "", refuse(Malformed, "signature %q: its Signature-Input member is not an inner list of components with parameters", label)
+	}
+	if v, ok := il.Params.Get("alg"); ok {
+		alg, isString := v.(string)
+		if !isString {
+			return il, nil, "", refuse(Malformed, "signature %q: alg is not a string; write alg=\"ed25519\" or leave it out", label)
+		}
+		if alg != "ed25519" {
+			return il, nil, "", refuse(Unsupported, "signature %q: alg %q is not supported; sign with Ed25519 and write alg=\"ed25519\"", label, alg)
+		}
+	}
+	v, ok := il.Params.Get("keyid")
+	if !ok {
+		return il, nil, "", refuse(BadKey, "signature %q has no keyid; set keyid to the Base58 encoding of the 32-byte Ed25519 public key", label)
+	}
+	keyID, isString := v.(string)
+	if !isString {
+		return il, nil, "", refuse(BadKey, "signature %q: keyid is not a string; set keyid=\"<Base58 Ed25519 public key>\"", label)
+	}
+	key, err := decodeKey(keyID)
+	if err != "" {
+		return il, nil, "", refuse(BadKey, "signature %q: keyid %q is not a Base58 Ed25519 public key: %s", label, keyID, err)
+	}
+	return il, key, keyID, nil
+}
+
+// decodeKey decodes a Base58 Ed25519 public key. It requires the canonical
+// encoding, so that one key has one keyid, and bounds the length before decoding,
+// since Base58 decoding is quadratic.
+func decodeKey(s string) (ed25519.PublicKey, string) {
+	if s == "" || len(s) > 44 {
+		return nil, "it must be the Base58 encoding of 32 bytes (32 to 44 characters)"
+	}
+	b, err := base58.Decode(s)
+	if err != nil {
+		return nil, "it is not Base58"
+	}
+	if len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Sprintf("it decodes to %d bytes, not 32", len(b))
+	}
+	if base58.Encode(b) != s {
+		return nil, "it is not the canonical Base58 encoding of its bytes"
+	}
+	return ed25519.PublicKey(b), ""
+}
+
+// selectInput picks, in Signature-Input order, the first signature Verify can check,
+// and re-reads it from the text the sender wrote, which the base will carry. When
+// none can be checked, the error is the first label's.
+func selectInput(values []string) (*input, *Error) {
+	joined := strings.Join(values, ", ")
+	dict, err := httpsfv.UnmarshalDictionary([]string{joined})
+	if err != nil {
+		return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary (%v); write label=(\"@method\" \"@authority\" \"@path\" \"content-digest\");created=…;expires=…;nonce=\"…\";alg=\"ed25519\";keyid=\"…\"", err)
+	}
+	names := dict.Names()
+	if len(names) == 0 {
+		return nil, refuse(Missing, "the Signature-Input header is empty")
+	}
+	members, ok := splitDictionary(joined)
+	if !ok || len(members) != len(names) {
+		return nil, refuse(Malformed, "Signature-Input names a label twice, or its members cannot be told apart; give each signature its own label")
+	}
+	var first *Error
+	for i, label := range names {
+		if members[i].key != label {
+			return nil, refuse(Malformed, "Signature-Input names a label twice; give each signature its own label")
+		}
+		m, _ := dict.Get(label)
+		if _, _, _, err := usable(label, m); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		// Read the member again from its own text, the text the base will carry,
+		// so that what is checked is exactly what was signed.
+		raw := members[i].value
+		one, perr := httpsfv.UnmarshalDictionary([]string{label + "=" + raw})
+		if perr != nil || len(one.Names()) != 1 {
+			return nil, refuse(Malformed, "signature %q: its Signature-Input member cannot be read on its own", label)
+		}
+		m, _ = one.Get(label)
+		il, key, keyID, uerr := usable(label, m)
+		if uerr != nil {
+			return nil, uerr
+		}
+		in := &input{label: label, raw: raw, params: il.Params, keyID: keyID, key: key}
+		seen := make(map[string]bool, len(il.Items))
+		for _, it := range il.Items {
+			name, isString := it.Value.(string)
+			if !isString {
+				return nil, refuse(Malformed, "signature %q: a covered component is not a string; write component names in double quotes", label)
+			}
+			if len(it.Params.Names()) > 0 {
+				return nil, refuse(Unsupported, "signature %q: component %q has parameters (;%s); component parameters are not supported, cover the plain component", label, name, strings.Join(it.Params.Names(), ";"))
+			}
+			if err := checkName(label, name); err != nil {
+				return nil, err
+			}
+			if seen[name] {
+				return nil, refuse(Malformed, "signature %q covers %q twice", label, name)
+			}
+			seen[name] = true
+			in.components = append(in.components, name)
+		}
+		return in, nil
+	}
+	return nil, first
+}
+
+// checkName accepts a covered component name this package can derive: a derived
+// component it knows, or a header field name in lower case (RFC 9421 section 2.1).
+func checkName(label, name string) *Error {
+	if strings.HasPrefix(name, "@") {
+		switch {
+		case derived[name]:
+			return nil
+		case name == "@signature-params":
+			return refuse(Malformed, "signature %q covers \"@signature-params\", which is never a covered component", label)
+		case name == "@status":
+			return refuse(Unsupported, "signature %q covers \"@status\", which is for responses", label)
+		}
+		return refuse(Unsupported, "signature %q covers %q, a derived component not supported here; use @method, @authority, @path, @query, @scheme, @target-uri or @request-target", label, name)
+	}
+	if !isFieldName(name) {
+		return refuse(Malformed, "signature %q covers %q, which is not a lower-case header field name", label, name)
+	}
+	return nil
+}
+
+// isFieldName reports whether s is an HTTP field name (a token, RFC 9110) in lower
+// case, as RFC 9421 requires of covered header names.
+func isFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
