@@ -20,6 +20,9 @@ type file struct {
 	evidenceDeclared bool
 	requiresPos      Pos
 	constraints      []*constraint
+	// agents is the parameter an agents part names (the checker sets its slot, which
+	// is what the bytecode writes), or nil: a policy without the part is undelegated.
+	agents *ref
 }
 
 type fieldDecl struct {

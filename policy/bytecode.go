@@ -123,10 +123,10 @@ func readBytecode(b []byte) (*decoded, error) {
 	f.extractor = r.string("extractor", maxExtractorName)
 	f.hasExtractor = f.extractor != ""
 	flags := r.byte("flags")
-	if flags&^1 != 0 {
+	if flags&^knownFlags != 0 {
 		r.fail("unknown flags %#x", flags)
 	}
-	f.evidenceDeclared = flags&1 != 0
+	f.evidenceDeclared = flags&flagEvidence != 0
 	np := r.count("parameter count", MaxParameters)
 	for i := 0; i < np && r.err == nil; i++ {
 		d := &fieldDecl{name: r.string("parameter name", MaxSourceBytes), typ: Type(r.byte("parameter type"))}
@@ -138,6 +138,17 @@ func readBytecode(b []byte) (*decoded, error) {
 			r.fail("parameter %q: bad optional flag", d.name)
 		}
 		f.params = append(f.params, d)
+	}
+	if flags&flagAgents != 0 {
+		slot := r.count("agents slot", max(np-1, 0))
+		if r.err == nil && np == 0 {
+			r.fail("agents slot, but no parameters")
+		}
+		if r.err == nil {
+			// By name, as a source names it: the checker resolves the slot again, and
+			// encoding it must give the same byte.
+			f.agents = &ref{name: f.params[slot].name}
+		}
 	}
 	ne := r.count("evidence count", MaxEvidence)
 	var evs []*fieldDecl

@@ -33,11 +33,19 @@ func TestDecodeRoundTrip(t *testing.T) {
 			}
 			if q.ID() != p.ID() || q.Pretty() != p.Pretty() || q.Name() != p.Name() || q.Extractor() != p.Extractor() ||
 				!reflect.DeepEqual(q.Parameters(), p.Parameters()) || !reflect.DeepEqual(q.EvidenceSchema(), p.EvidenceSchema()) ||
-				q.EvidenceDeclared() != p.EvidenceDeclared() || q.NumConstraints() != p.NumConstraints() {
+				q.EvidenceDeclared() != p.EvidenceDeclared() || q.NumConstraints() != p.NumConstraints() || !sameAgents(p, q) {
 				t.Fatalf("decoded policy differs:\n%s\n%s", q.Pretty(), p.Pretty())
 			}
 		})
 	}
+}
+
+// sameAgents reports whether p and q delegate to the agents of the same parameter, or
+// are both undelegated.
+func sameAgents(p, q *Policy) bool {
+	pa, pok := p.Agents()
+	qa, qok := q.Agents()
+	return pa == qa && pok == qok
 }
 
 func TestBytecodeHeader(t *testing.T) {

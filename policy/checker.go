@@ -38,6 +38,9 @@ func check(f *file) (*checkResult, error) {
 	c := &checker{f: f, errs: errs, report: true}
 	res := &checkResult{}
 	res.params, c.params, c.paramIdx = c.decls(f.params, "parameters", MaxParameters, true)
+	if f.agents != nil {
+		c.agents(f.agents)
+	}
 	if f.evidenceDeclared {
 		res.evidence, c.ev, c.evIdx = c.decls(f.evidence, "evidence", MaxEvidence, false)
 	}
@@ -102,6 +105,27 @@ func (c *checker) decls(ds []*fieldDecl, block string, limit int, params bool) (
 		}
 	}
 	return out, byName, idx
+}
+
+// agents checks the parameter an agents part names and resolves its slot. It must be
+// a set<string>, of the agents' Base58 public keys, and not optional: an intent that
+// left it out would not say whether it delegates to no agent or is undelegated, and
+// a policy without the part already means undelegated.
+func (c *checker) agents(r *ref) {
+	d, ok := c.params[r.name]
+	if !ok {
+		c.errs.add(r.pos, "agents names an undeclared parameter %q (%s)", r.name, declared(c.f.params, "the policy declares no parameters"))
+		return
+	}
+	r.slot = c.paramIdx[r.name]
+	switch {
+	case !d.typ.isValue():
+		// decls has said so.
+	case d.typ != TypeStringSet:
+		c.errs.add(r.pos, "agents needs a set<string> parameter (the agents' Base58 public keys): parameters.%s is %s", r.name, d.typ)
+	case d.optional:
+		c.errs.add(r.pos, "agents needs a parameter that is not optional: parameters.%s is optional, and an intent without it would not say whom it delegates to", r.name)
+	}
 }
 
 func isIdent(s string) bool {

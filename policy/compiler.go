@@ -3,11 +3,23 @@ package policy
 import "encoding/binary"
 
 // The bytecode format is described in docs/bytecode.md; a change to anything written
-// here that could change an id or a decision needs a new bytecodeVersion.
+// here that could change an id or a decision needs a new bytecodeVersion, but for a
+// part a policy may leave out that a flag bit announces (see flagAgents).
 
 const (
 	bytecodeMagic   = "IPOL"
 	bytecodeVersion = 1
+)
+
+// Bits of the flags byte. A part the language adds later that a policy may leave out is
+// announced by a bit of its own, with its bytes written only when the bit is set: a
+// policy without the part keeps the bytes, and so the id, it had before the part
+// existed, and a reader that does not know the bit refuses the bytecode as having
+// unknown flags rather than misreading it.
+const (
+	flagEvidence byte = 1 << 0 // the policy has an evidence block
+	flagAgents   byte = 1 << 1 // an agents part: a uvarint parameter slot follows the parameters
+	knownFlags        = flagEvidence | flagAgents
 )
 
 // Opcodes. Their values are part of the format.
@@ -71,7 +83,10 @@ func encode(f *file, res *checkResult) ([]byte, [][]byte) {
 	b = appendString(b, f.extractor)
 	var flags byte
 	if f.evidenceDeclared {
-		flags |= 1
+		flags |= flagEvidence
+	}
+	if f.agents != nil {
+		flags |= flagAgents
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(len(res.params)))
@@ -83,6 +98,10 @@ func encode(f *file, res *checkResult) ([]byte, [][]byte) {
 		} else {
 			b = append(b, 0)
 		}
+	}
+	if f.agents != nil {
+		// After the table, so that the slot is read when the table it indexes is known.
+		b = binary.AppendUvarint(b, uint64(f.agents.slot))
 	}
 	b = binary.AppendUvarint(b, uint64(len(res.evidence)))
 	for _, d := range res.evidence {

@@ -96,6 +96,8 @@ func TestExplainCorpus(t *testing.T) {
 		srcs[name] = string(src)
 		names = append(names, name)
 	}
+	// Each policy's inputs come of its index: a source added to testdata/pretty under a
+	// name that sorts after the others adds its entries and leaves theirs as they were.
 	for i, name := range names {
 		p := mustCompile(t, srcs[name])
 		r := rand.New(rand.NewPCG(uint64(i), 7))

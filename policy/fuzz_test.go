@@ -21,7 +21,10 @@ func seedSources(f *testing.F) []string {
 			out = append(out, string(b))
 		}
 	}
-	return append(out, example, identityBase,
+	return append(out, example, identityBase, agentsBase,
+		"agents intent.k\nname x\nparameters { k: set<string>, n: int }\nrequires { parameters.n > 0; }",
+		"name x\nagents parameters.n\nparameters { n: int }\nrequires { true; }",
+		"name x\nagents parameters.k agents intent.k\nparameters { k: optional set<string> }\nrequires { true; }",
 		"name x\nrequires { "+string(make([]byte, 0))+"((((((((((true)))))))))); }",
 		"name x\nrequires { - -9223372036854775808 < 1 < 2 == 3; }",
 		"name x\nrequires { \"\\ud83d\\ude00\" in {\"\\u0000\"}; }",
@@ -54,7 +57,7 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("pretty form: %v\n%s", err, p.Pretty())
 		}
 		d, err := Decode(p.Bytecode())
-		if err != nil || d.ID() != p.ID() {
+		if err != nil || d.ID() != p.ID() || !sameAgents(d, p) || !sameAgents(q, p) {
 			t.Fatalf("decode: %v", err)
 		}
 		if !reflect.DeepEqual(p.Evaluate(nil, nil), d.Evaluate(nil, nil)) {
@@ -83,7 +86,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("decoded to other bytecode")
 		}
 		q, err := Compile(p.Pretty())
-		if err != nil || q.ID() != p.ID() {
+		if err != nil || q.ID() != p.ID() || !sameAgents(q, p) {
 			t.Fatalf("pretty form of decoded bytecode: %v\n%s", err, p.Pretty())
 		}
 		p.Evaluate(nil, map[string]any{})

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -36,6 +37,28 @@ func TestPrinterGolden(t *testing.T) {
 			}
 			if q.Pretty() != p.Pretty() {
 				t.Fatalf("printing twice changed the text:\n%s", q.Pretty())
+			}
+		})
+	}
+}
+
+// TestBytecodeGolden pins the bytecode and the id of each policy of testdata/pretty, in
+// testdata/bytecode. Intents and proofs name a policy by its id, the hash of its bytecode,
+// so a change to the compiler that moved one byte of these would orphan every stored
+// intent of such a policy: the golden files must stay as they are unless a new bytecode
+// version comes with the change.
+func TestBytecodeGolden(t *testing.T) {
+	for _, file := range sources(t, "pretty") {
+		name := strings.TrimSuffix(filepath.Base(file), ".src")
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := mustCompile(t, string(src))
+			golden.Check(t, filepath.Join("testdata", "bytecode", name+".golden"), "id "+p.ID()+"\n"+hex.Dump(p.Bytecode()))
+			if q, err := Decode(p.Bytecode()); err != nil || q.ID() != p.ID() {
+				t.Fatalf("decoding the bytecode: %v", err)
 			}
 		})
 	}

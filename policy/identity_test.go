@@ -91,3 +91,42 @@ func TestIDIsStable(t *testing.T) {
 		t.Fatalf("id %q is not Base58 of 32 bytes", p.ID())
 	}
 }
+
+// TestIdentityAgents: the agents part is part of the identity. Where it stands and how
+// its parameter is spelled do not change the id; having it, and which parameter it
+// names, do.
+func TestIdentityAgents(t *testing.T) {
+	// identityBase's b is a set<string> every intent carries; c is another.
+	src := strings.Replace(identityBase, "  b: set<string>\n", "  b: set<string>\n  c: set<string>\n", 1)
+	undelegated := mustCompile(t, src)
+	delegated := strings.Replace(src, "extractor \"web\"\n", "extractor \"web\"\nagents parameters.b\n", 1)
+	base := mustCompile(t, delegated)
+	same := []struct{ name, src string }{
+		{"before the name", "agents parameters.b\n" + src},
+		{"last", src + "agents parameters.b\n"},
+		{"intent spelling", strings.Replace(delegated, "agents parameters.b", "agents intent.b", 1)},
+		{"comments and spaces", strings.Replace(delegated, "agents parameters.b", "agents  # the keys\n parameters .b", 1)},
+		{"its pretty form", base.Pretty()},
+	}
+	for _, tc := range same {
+		t.Run("same/"+tc.name, func(t *testing.T) {
+			if p := mustCompile(t, tc.src); p.ID() != base.ID() {
+				t.Fatalf("id changed:\n%s", p.Pretty())
+			}
+		})
+	}
+	differ := []struct{ name, src string }{
+		{"no agents part", src},
+		{"another parameter", strings.Replace(delegated, "agents parameters.b", "agents parameters.c", 1)},
+	}
+	for _, tc := range differ {
+		t.Run("differs/"+tc.name, func(t *testing.T) {
+			if p := mustCompile(t, tc.src); p.ID() == base.ID() {
+				t.Fatal("id did not change")
+			}
+		})
+	}
+	if _, ok := undelegated.Agents(); ok || undelegated.ID() == base.ID() {
+		t.Fatal("the undelegated policy is the delegated one")
+	}
+}

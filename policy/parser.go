@@ -103,7 +103,7 @@ func (p *parser) recovering(f func(), sync func()) (ok bool) {
 }
 
 var sectionWords = map[string]string{
-	"name": "name", "extractor": "extractor", "parameters": "parameters", "intent": "parameters",
+	"name": "name", "extractor": "extractor", "agents": "agents", "parameters": "parameters", "intent": "parameters",
 	"evidence": "evidence", "requires": "requires",
 }
 
@@ -113,7 +113,7 @@ func (p *parser) atSection() bool {
 		return false
 	}
 	switch nx := p.peek(1); p.tok.text {
-	case "name":
+	case "name", "agents":
 		return nx.kind == tIdent
 	case "extractor":
 		return nx.kind == tString
@@ -156,7 +156,7 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 	t := p.tok
 	key := sectionWords[t.text]
 	if t.kind != tIdent || key == "" {
-		p.fail(t.pos, "expected name, extractor, parameters, evidence or requires, found %s", t.describe())
+		p.fail(t.pos, "expected name, extractor, agents, parameters, evidence or requires, found %s", t.describe())
 	}
 	p.next()
 	first, repeated := seen[key]
@@ -165,9 +165,13 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 		if key == "parameters" && t.text != p.paramsWord {
 			also = "; intent is another spelling of parameters"
 		}
-		if key == "name" || key == "extractor" {
+		switch key {
+		case "name", "extractor":
 			p.errs.add(t.pos, "repeated %s (first at %s)", key, first)
-		} else {
+		case "agents":
+			// "repeated agents" would read as agents named twice, not the part twice.
+			p.errs.add(t.pos, "repeated agents part (first at %s): a policy delegates to the agents of one parameter", first)
+		default:
 			p.errs.add(t.pos, "repeated %s block (first at %s%s)", key, first, also)
 		}
 	} else {
@@ -192,6 +196,8 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 			p.fail(s.pos, "%s", err)
 		}
 		dst.extractor, dst.hasExtractor = s.text, true
+	case "agents":
+		dst.agents = p.agentsRef()
 	case "parameters":
 		dst.params = p.fieldBlock(t.text, true)
 	case "evidence":
@@ -201,6 +207,29 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 		dst.requiresPos = t.pos
 		p.requires(dst)
 	}
+}
+
+// agentsRef reads what follows agents: parameters.NAME, or intent.NAME, the other
+// spelling of parameters. It is read as a reference and not as an expression, because
+// the part names a parameter rather than computing a value, and an error can then say
+// what is wanted. Only a parameter will do: its value is in the intent's attrs, which
+// the person signs, so the delegation is signed with the intent; evidence comes from the
+// extractor and says nothing the person vouched for.
+func (p *parser) agentsRef() *ref {
+	t := p.tok
+	switch {
+	case t.is("evidence") && p.peek(1).kind == tDot:
+		p.fail(t.pos, "agents names a parameter, not evidence: the agents must be in the intent's signed attrs (want parameters.NAME)")
+	case !t.is("parameters") && !t.is("intent"):
+		p.fail(t.pos, "expected parameters.NAME after agents (the parameter that lists the agents), found %s", t.describe())
+	}
+	p.next()
+	if p.tok.kind != tDot {
+		p.fail(p.tok.pos, "expected '.' and a parameter name after %s, found %s", t.text, p.tok.describe())
+	}
+	p.next()
+	n := p.ident("a parameter name after " + t.text + ".")
+	return &ref{exprNode: exprNode{pos: t.pos}, name: n.text}
 }
 
 // checkExtractorName returns what is wrong with an extractor name, or "".

@@ -162,6 +162,16 @@ func (p *Policy) Name() string { return p.f.name }
 // Extractor is the evidence extractor the policy names, or "".
 func (p *Policy) Extractor() string { return p.f.extractor }
 
+// Agents returns the name of the parameter that lists the agents the policy's intents
+// delegate to, and whether the policy has an agents part. An intent of a policy
+// without one is undelegated.
+func (p *Policy) Agents() (param string, ok bool) {
+	if p.f.agents == nil {
+		return "", false
+	}
+	return p.f.agents.name, true
+}
+
 // Parameters are the declared parameters, sorted by name.
 func (p *Policy) Parameters() []Param { return slices.Clone(p.params) }
 

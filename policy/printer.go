@@ -23,6 +23,13 @@ func printFile(f *file, exprs []string) string {
 		b.WriteString(quote(f.extractor))
 		b.WriteByte('\n')
 	}
+	if f.agents != nil {
+		// In one place, after the name, wherever the source had it: the canonical
+		// form is one text per policy.
+		b.WriteString("\nagents parameters.")
+		b.WriteString(f.agents.name)
+		b.WriteByte('\n')
+	}
 	if len(f.params) > 0 {
 		b.WriteString("\nparameters {\n")
 		printDecls(&b, f.params)

@@ -164,6 +164,34 @@ func (g *gen) expr(t Type, d int) string {
 
 func (g *gen) pick2(ts ...Type) Type { return ts[g.r.IntN(len(ts))] }
 
+// delegate adds an agents part to src, a policy g wrote, naming a set<string> parameter
+// every intent carries, declared for it when g has none, in a random place and
+// spelling. It draws on r rather than on g's generator, so that the policies and
+// inputs g makes for a seed stay those the explain corpus pins.
+func (g *gen) delegate(r *rand.Rand, src string) string {
+	name := ""
+	for _, p := range g.params {
+		if p.Type == TypeStringSet && !p.Optional && r.IntN(2) == 0 {
+			name = p.Name
+		}
+	}
+	if name == "" {
+		name = "agents"
+		// g writes "parameters {" or "intent {" once, with no field on the line.
+		for _, block := range []string{"parameters {", "intent {"} {
+			src = strings.Replace(src, block, block+" agents: set<string>", 1)
+		}
+	}
+	part := []string{"agents parameters.", "agents intent.", "agents # who may propose\n  parameters . "}[r.IntN(3)] + name + "\n"
+	switch r.IntN(3) {
+	case 0:
+		return part + src
+	case 1:
+		return strings.Replace(src, "requires {", part+"requires {", 1)
+	}
+	return src + part
+}
+
 func (g *gen) value(t Type) any {
 	switch t {
 	case TypeInt:
@@ -212,8 +240,8 @@ func (g *gen) inputs() (Attrs, map[string]any) {
 	return a, ev
 }
 
-// TestProperties: for generated policies, compile -> pretty -> compile gives the same
-// id, printing is stable, decode(bytecode) is the same policy and evaluates exactly
+// TestProperties: for generated policies, half of them delegated to agents, compile ->
+// pretty -> compile gives the same id and agents part, printing is stable, decode(bytecode) is the same policy and evaluates exactly
 // as the compiled one, and the machine and the explainer agree on every constraint.
 func TestProperties(t *testing.T) {
 	n := 400
@@ -223,6 +251,10 @@ func TestProperties(t *testing.T) {
 	for seed := uint64(0); seed < uint64(n); seed++ {
 		g := newGen(seed)
 		src := g.source()
+		delegated := seed%2 == 1
+		if delegated {
+			src = g.delegate(rand.New(rand.NewPCG(seed, 1)), src)
+		}
 		p, err := Compile(src)
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, src)
@@ -232,8 +264,11 @@ func TestProperties(t *testing.T) {
 			t.Fatalf("seed %d: pretty form: %v\n%s\n%s", seed, err, src, p.Pretty())
 		}
 		d, err := Decode(p.Bytecode())
-		if err != nil || d.ID() != p.ID() || d.Pretty() != p.Pretty() {
+		if err != nil || d.ID() != p.ID() || d.Pretty() != p.Pretty() || !sameAgents(d, p) || !sameAgents(q, p) {
 			t.Fatalf("seed %d: decode: %v", seed, err)
+		}
+		if _, ok := p.Agents(); ok != delegated {
+			t.Fatalf("seed %d: Agents() says %v\n%s", seed, ok, src)
 		}
 		for i := 0; i < 20; i++ {
 			a, ev := g.inputs()

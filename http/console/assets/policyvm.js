@@ -33,6 +33,10 @@ const MAX_STRING_BYTES = 4 << 10, MAX_SET_ELEMENTS = 1024, MAX_EXTRACTOR_NAME = 
 
 const MIN_INT64 = -(1n << 63n), MAX_INT64 = (1n << 63n) - 1n;
 
+// Bits of the flags byte: an evidence block, and an agents part, whose parameter slot
+// follows the parameters.
+const FLAG_EVIDENCE = 1, FLAG_AGENTS = 2;
+
 // Opcodes.
 const BC = {
   INT: 0x01, STR: 0x02, TRUE: 0x03, FALSE: 0x04, SET_STR: 0x05, SET_INT: 0x06, PARAM: 0x07, EVID: 0x08,
@@ -303,8 +307,8 @@ function readBytecode(b) {
   f.name = r.string("name", MAX_SOURCE_BYTES);
   f.extractor = r.string("extractor", MAX_EXTRACTOR_NAME);
   const flags = r.byte("flags");
-  if (flags & ~1) r.fail(`unknown flags 0x${flags.toString(16)}`);
-  f.evidenceDeclared = (flags & 1) !== 0;
+  if (flags & ~(FLAG_EVIDENCE | FLAG_AGENTS)) r.fail(`unknown flags 0x${flags.toString(16)}`);
+  f.evidenceDeclared = (flags & FLAG_EVIDENCE) !== 0;
   const np = r.count("parameter count", MAX_PARAMETERS);
   for (let i = 0; i < np && !r.err; i++) {
     const d = { name: r.string("parameter name", MAX_SOURCE_BYTES), typ: r.byte("parameter type"), optional: false };
@@ -312,6 +316,12 @@ function readBytecode(b) {
     if (o === 1) d.optional = true;
     else if (o !== 0) r.fail(`parameter ${goQuote(d.name)}: bad optional flag`);
     f.params.push(d);
+  }
+  f.agents = null;
+  if (flags & FLAG_AGENTS) {
+    const slot = r.count("agents slot", Math.max(np - 1, 0));
+    if (!r.err && np === 0) r.fail("agents slot, but no parameters");
+    if (!r.err) f.agents = { name: f.params[slot].name, slot: 0 };
   }
   const ne = r.count("evidence count", MAX_EVIDENCE);
   const evs = [];
@@ -598,6 +608,18 @@ function check(f) {
     return { out, byName, idx };
   };
   const P = decls(f.params, "parameters", MAX_PARAMETERS, true);
+  if (f.agents) {
+    // As Go's checker.agents.
+    const a = f.agents, d = P.byName.get(a.name);
+    if (!d) add(`agents names an undeclared parameter ${goQuote(a.name)} (${declared(f.params, "the policy declares no parameters")})`);
+    else {
+      a.slot = P.idx.get(a.name);
+      if (d.typ !== T_STRSET) {
+        // An invalid type decls has reported already.
+        if (isValueType(d.typ)) add(`agents needs a set<string> parameter (the agents' Base58 public keys): parameters.${a.name} is ${typeString(d.typ)}`);
+      } else if (d.optional) add(`agents needs a parameter that is not optional: parameters.${a.name} is optional, and an intent without it would not say whom it delegates to`);
+    }
+  }
   let E = { out: [], byName: new Map(), idx: new Map() };
   if (f.evidenceDeclared) E = decls(f.evidence, "evidence", MAX_EVIDENCE, false);
   const n = f.constraints.length;
@@ -834,9 +856,10 @@ function encode(f, res) {
   for (const c of [0x49, 0x50, 0x4f, 0x4c, 1]) w.byte(c);
   w.string(f.name);
   w.string(f.extractor);
-  w.byte(f.evidenceDeclared ? 1 : 0);
+  w.byte((f.evidenceDeclared ? FLAG_EVIDENCE : 0) | (f.agents ? FLAG_AGENTS : 0));
   w.uvarint(res.params.length);
   for (const d of res.params) { w.string(d.name); w.byte(d.typ); w.byte(d.optional ? 1 : 0); }
+  if (f.agents) w.uvarint(f.agents.slot);
   w.uvarint(res.evidence.length);
   for (const d of res.evidence) { w.string(d.name); w.byte(d.typ); }
   w.uvarint(f.constraints.length);
@@ -894,7 +917,7 @@ function decodeOrThrow(bytecode) {
     }
     return { optional: c.optional, optSlots, code: codes[i], x: c.x, pretty: exprString(c.x) };
   });
-  return { policy: { name: d.f.name, extractor: d.f.extractor, params, evidence: res.evidence.map(e => ({ name: e.name, type: e.typ })), cons, pg } };
+  return { policy: { name: d.f.name, extractor: d.f.extractor, agents: d.f.agents ? d.f.agents.name : null, params, evidence: res.evidence.map(e => ({ name: e.name, type: e.typ })), cons, pg } };
 }
 
 // ---- evidence and attrs ----
