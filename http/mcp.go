@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"time"
@@ -22,7 +23,7 @@ const mcpMaxWait = 60 * time.Second
 // checks its own (propose for preview_solution and propose_solution). Tokens carry no
 // expiry here, hence AllowMissingExpiration.
 func (s *Server) newMCPHandler() http.Handler {
-	srv := mcpserver.New(mcpserver.LocalFromInfo(s.engine, s.opts.Info), mcpserver.Options{
+	srv := mcpserver.New(mcpBackend{mcpserver.LocalFromInfo(s.engine, s.opts.Info), s}, mcpserver.Options{
 		Version:      APIVersion,
 		Logger:       s.log.With("component", "mcp"),
 		RequireRoles: s.opts.Tokens != nil,
@@ -45,6 +46,22 @@ func (s *Server) newMCPHandler() http.Handler {
 		return &auth.TokenInfo{Scopes: scopes, UserID: c.name}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// mcpBackend is the tools' backend over the server's engine, except that get_proof
+// gets the bundle GET /intents/{id}/proof answers: the engine's bundle lacks the log
+// inclusion, which the server adds.
+type mcpBackend struct {
+	mcpserver.Backend
+	s *Server
+}
+
+func (b mcpBackend) Proof(ctx context.Context, id string) (json.RawMessage, error) {
+	pb, err := b.s.proof(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(pb)
 }
 
 // handleMCP serves one request of the MCP streamable HTTP transport. The body is read

@@ -1,9 +1,12 @@
 package http
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/intentd/intentd"
 )
 
 // handleGetProof answers the proof bundle: the signed receipt with the authored intent,
@@ -12,10 +15,21 @@ import (
 // outcome is in it, the outcome's leaf with its inclusion proof and checkpoint. A
 // malformed id is a 404, as for any GET.
 func (s *Server) handleGetProof(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	b, err := s.engine.Proof(r.Context(), ps.ByName("id"))
+	b, err := s.proof(r.Context(), ps.ByName("id"))
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// proof is the proof bundle this server answers, at GET /intents/{id}/proof and by the
+// MCP tool get_proof alike: the engine's, with the outcome's log inclusion added, since
+// the log is the server's and not the engine's.
+func (s *Server) proof(ctx context.Context, id string) (*intentd.ProofBundle, error) {
+	b, err := s.engine.Proof(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	// A receipt signed with an earlier key is not shown with a checkpoint signed by
 	// the current one: a verifier checks both under the key the receipt names.
@@ -23,9 +37,9 @@ func (s *Server) handleGetProof(w http.ResponseWriter, r *http.Request, ps httpr
 		inc, err := s.opts.Log.Inclusion(b.Receipt.Receipt.IntentID)
 		if err != nil {
 			// The receipt stands without its inclusion; a reader asks again.
-			s.log.ErrorContext(r.Context(), "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
+			s.log.ErrorContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
 		}
 		b.Log = inc
 	}
-	writeJSON(w, http.StatusOK, b)
+	return b, nil
 }

@@ -132,6 +132,8 @@ func (l *local) Await(ctx context.Context, id string) (*client.IntentStatus, err
 	}
 }
 
+// Proof is the engine's bundle, which has no log inclusion: the transparency log is
+// the server's, not the engine's, and the server's /mcp adds it (http's mcpBackend).
 func (l *local) Proof(ctx context.Context, id string) (json.RawMessage, error) {
 	b, err := l.e.Proof(ctx, id)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentd/intentd"
@@ -563,4 +565,42 @@ func TestDuplicateArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnknownTool checks that a call of a tool the server does not have is answered
+// with the JSON-RPC error -32602 (invalid params) naming the tool, as the MCP spec has
+// it, not with a tool error: at /mcp, under each protocol version a client may name
+// (the SDK's client names the newest) and whatever roles its token has.
+func TestUnknownTool(t *testing.T) {
+	f := newFixture(t, nil)
+	const want = `unknown tool "frobnicate"`
+	for _, tc := range []struct {
+		name, token, version string
+	}{
+		{"no version", agentToken, ""},
+		{"2025-03-26", agentToken, "2025-03-26"},
+		{"2025-06-18", agentToken, "2025-06-18"},
+		{"2025-11-25", agentToken, "2025-11-25"},
+		{"a token that only reads", readerToken, "2025-11-25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var header []string
+			if tc.version != "" {
+				header = []string{"MCP-Protocol-Version", tc.version}
+			}
+			status, body := postRPC(t, f.url+"/mcp", tc.token, []byte(toolCall(7, "frobnicate", `{"intent_id":"x"}`)), header...)
+			var a rpcAnswer
+			if err := json.Unmarshal(body, &a); err != nil || status != http.StatusOK || string(a.ID) != "7" || a.Result != nil ||
+				a.Error == nil || a.Error.Code != jsonrpc.CodeInvalidParams || a.Error.Message != want {
+				t.Fatalf("answer %d %s (%v), want 200 and the JSON-RPC error %d %q of id 7", status, body, err, jsonrpc.CodeInvalidParams, want)
+			}
+		})
+	}
+	t.Run("the SDK's client", func(t *testing.T) {
+		res, err := f.overHTTP(t, agentToken).CallTool(t.Context(), &mcp.CallToolParams{Name: "frobnicate", Arguments: map[string]any{}})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || rpcErr.Message != want {
+			t.Fatalf("CallTool = %+v, %v; want the JSON-RPC error %d %q", res, err, jsonrpc.CodeInvalidParams, want)
+		}
+	})
 }

@@ -230,13 +230,13 @@ type Proposed struct {
 // ProofInfo is the output of get_proof.
 type ProofInfo struct {
 	IntentID string `json:"intent_id"`
-	Verified bool   `json:"verified" jsonschema:"whether the bundle verifies under the server's key: signature, digests, and the policy run again on the evidence"`
+	Verified bool   `json:"verified" jsonschema:"whether the bundle verifies under the server's key: signature, digests, the policy run again on the evidence, and the log inclusion when the bundle has one"`
 	// Outcome is the outcome the receipt states.
 	Outcome     string `json:"outcome,omitempty"`
 	KeyID       string `json:"key_id,omitempty"`
 	PublicKey   string `json:"public_key,omitempty"`
 	VerifyError string `json:"verify_error,omitempty" jsonschema:"why the bundle did not verify"`
-	Bundle      any    `json:"bundle" jsonschema:"the proof bundle: the signed receipt with the authored intent, the proposal, the evidence and the policy bytecode it binds"`
+	Bundle      any    `json:"bundle" jsonschema:"the proof bundle, as GET /intents/{id}/proof answers it: the signed receipt with the authored intent, the proposal, the evidence and the policy bytecode it binds, and log, the outcome's transparency log inclusion, when the server keeps a log and the outcome is in it"`
 }
 
 func ptr[T any](v T) *T { return &v }

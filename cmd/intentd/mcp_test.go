@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,4 +177,39 @@ func TestMCPBounds(t *testing.T) {
 			t.Fatalf("POST /mcp past --max-body: %s", r)
 		}
 	})
+}
+
+// TestMCPProofLog checks that get_proof at /mcp answers the bundle of
+// GET /intents/{id}/proof, transparency log inclusion included, and verifies it with
+// that inclusion, for an outcome of each kind.
+func TestMCPProofLog(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	ids := s.decideMany(2) // the first is refused by the policy, the second passes
+	s.logReader().waitCheckpoint(t, uint64(len(ids)))
+	for _, tc := range []struct {
+		name, id, outcome string
+	}{
+		{"failure", ids[0], "failure"},
+		{"success", ids[1], "success"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do("GET", "/intents/"+tc.id+"/proof", "", nil)
+			var want map[string]any
+			if err := json.Unmarshal(r.body, &want); err != nil || r.status != http.StatusOK || want["log"] == nil {
+				t.Fatalf("GET /intents/%s/proof: %s, want 200 with a log inclusion (%v)", tc.id, r, err)
+			}
+			a := s.callTool("get_proof", fmt.Sprintf(`{"intent_id":%q}`, tc.id))
+			if a.isErr {
+				t.Fatalf("get_proof: %s: %s", a.code, a.msg)
+			}
+			got, _ := a.out["bundle"].(map[string]any)
+			if got["log"] == nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("get_proof's bundle differs from GET /intents/%s/proof:\n got %v\nwant %v", tc.id, got, want)
+			}
+			if a.out["verified"] != true || a.out["outcome"] != tc.outcome {
+				t.Fatalf("get_proof = verified %v, outcome %v (%v), want verified %s", a.out["verified"], a.out["outcome"], a.out["verify_error"], tc.outcome)
+			}
+		})
+	}
 }
