@@ -10,9 +10,11 @@ import (
 )
 
 // member is one member of an RFC 8941 dictionary as the sender wrote it: its key and
-// the text of its value, without the whitespace around it.
+// the text of its value, without the whitespace around it. A bare member (a key with
+// no "=", whose value is true) has only its parameters as text.
 type member struct {
 	key, value string
+	bare       bool
 }
 
 // splitDictionary cuts s, a header value that httpsfv has already parsed as a
@@ -37,7 +39,8 @@ func splitDictionary(s string) ([]member, bool) {
 		if key == "" {
 			return nil, false
 		}
-		if i < len(s) && s[i] == '=' {
+		bare := i == len(s) || s[i] != '='
+		if !bare {
 			i++
 		}
 		vstart := i
@@ -57,7 +60,7 @@ func splitDictionary(s string) ([]member, bool) {
 			}
 			i++
 		}
-		out = append(out, member{key: key, value: strings.TrimRight(s[vstart:i], " \t")})
+		out = append(out, member{key: key, value: strings.TrimRight(s[vstart:i], " \t"), bare: bare})
 		if i < len(s) {
 			i++ // the comma
 		}
