@@ -72,21 +72,22 @@ func splitDictionary(s string) ([]member, bool) {
 	}
 }
 
-// parseMembers parses s as an RFC 8941 dictionary, member by member, each from its
-// own text: the text that a signature base carries is the text whose parse is
-// checked, so the two cannot differ. Every member is parsed, so that a malformed one
-// fails the whole header, as RFC 8941 requires; a key used twice fails it too, since
-// two signatures under one label cannot be told apart.
-func parseMembers(s string) ([]member, error) {
+// parseMembers parses s, a Signature-Input value, as an RFC 8941 dictionary, member
+// by member, each from its own text: the text that a signature base carries is the
+// text whose parse is checked, so the two cannot differ. Every member is parsed, so
+// that a malformed one fails the whole header, as RFC 8941 requires; a label used
+// twice fails it too, since two signatures under one label cannot be told apart.
+func parseMembers(s string) ([]member, *Error) {
+	const how = `write label=("@method" "@authority" "@path" "content-digest");created=…;expires=…;nonce="…";alg="ed25519";keyid="…"`
 	members, ok := splitDictionary(s)
 	if !ok {
-		return nil, fmt.Errorf("its members cannot be told apart")
+		return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: its members cannot be told apart; %s", how)
 	}
 	seen := make(map[string]bool, len(members))
 	for i := range members {
 		m := &members[i]
 		if seen[m.key] {
-			return nil, fmt.Errorf("it names %q twice; give each signature its own label", m.key)
+			return nil, refuse(Malformed, "Signature-Input names %q twice; give each signature its own label", m.key)
 		}
 		seen[m.key] = true
 		text := m.key + "=" + m.value
@@ -95,10 +96,10 @@ func parseMembers(s string) ([]member, error) {
 		}
 		d, err := httpsfv.UnmarshalDictionary([]string{text})
 		if err != nil {
-			return nil, fmt.Errorf("member %q: %w", m.key, err)
+			return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: member %q: %v; %s", m.key, err, how)
 		}
 		if names := d.Names(); len(names) != 1 || names[0] != m.key {
-			return nil, fmt.Errorf("member %q cannot be read on its own", m.key)
+			return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: member %q cannot be read on its own; %s", m.key, how)
 		}
 		m.parsed, _ = d.Get(m.key)
 	}
@@ -172,7 +173,7 @@ func decodeKey(s string) (ed25519.PublicKey, string) {
 func selectInput(values []string) (*input, *Error) {
 	members, err := parseMembers(strings.Join(values, ", "))
 	if err != nil {
-		return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: %v; write label=(\"@method\" \"@authority\" \"@path\" \"content-digest\");created=…;expires=…;nonce=\"…\";alg=\"ed25519\";keyid=\"…\"", err)
+		return nil, err
 	}
 	if len(members) == 0 {
 		return nil, refuse(Missing, "the Signature-Input header is empty")
