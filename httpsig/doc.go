@@ -11,10 +11,11 @@
 // it as evidence an offline verifier checks again (VerifyBase, BaseComponents).
 //
 // The package implements the part of RFC 9421 that this needs, strictly: Ed25519 only
-// (alg "ed25519" or no alg), requests only, created, expires and nonce required, and
-// a bounded validity window, because a signature without them could be replayed at
-// will. Component identifiers with parameters (;sf, ;key, ;bs, ;req, ;tr) and
-// @query-param are refused as unsupported rather than half implemented.
+// (alg "ed25519" or no alg), requests only, created, expires and nonce required, and a
+// bounded validity window, because a signature without them could be replayed at will;
+// the window is bounded so that a caller remembering nonces to refuse replays needs to
+// remember them only that long. Component identifiers with parameters (;sf, ;key, ;bs,
+// ;req, ;tr) and @query-param are refused as unsupported rather than half implemented.
 //
 // The "@signature-params" line of the signature base is the signer's own text of its
 // Signature-Input member, not a re-serialization: RFC 8941 lets a sender write the

@@ -9,25 +9,31 @@ import (
 	"github.com/mr-tron/base58"
 )
 
-// member is one member of an RFC 8941 dictionary as the sender wrote it: its key and
-// the text of its value, without the whitespace around it.
+// member is one member of an RFC 8941 dictionary as the sender wrote it: its key, the
+// text of its value without the whitespace around it, and that text parsed. A bare
+// member (a key with no "=", whose value is true) has only its parameters as text.
 type member struct {
 	key, value string
+	bare       bool
+	parsed     httpsfv.Member
 }
 
-// splitDictionary cuts s, a header value that httpsfv has already parsed as a
-// dictionary, into its members' texts. It only has to find the commas between
-// members: outside strings a comma ends a member, and inside one it does not. A
-// string is "…" with backslash escapes, or a display string %"…" without them.
+// splitDictionary cuts s, a dictionary header value, into its members' texts. It
+// only has to find the commas between members: outside strings a comma ends a member,
+// and inside one it does not. A string is "…" with backslash escapes, or a display
+// string %"…" without them. It checks no more of the syntax than that: parseMembers
+// parses each text it returns.
 func splitDictionary(s string) ([]member, bool) {
 	var out []member
-	i := 0
+	i, comma := 0, false
 	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		// RFC 8941 drops spaces before a field value, and spaces and tabs around
+		// the commas of a dictionary.
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' && comma) {
 			i++
 		}
 		if i == len(s) {
-			return out, len(out) > 0
+			return out, !comma // RFC 8941 refuses a comma with nothing after it
 		}
 		start := i
 		for i < len(s) && s[i] != '=' && s[i] != ',' && s[i] != ';' && s[i] != ' ' && s[i] != '\t' {
@@ -37,7 +43,8 @@ func splitDictionary(s string) ([]member, bool) {
 		if key == "" {
 			return nil, false
 		}
-		if i < len(s) && s[i] == '=' {
+		bare := i == len(s) || s[i] != '='
+		if !bare {
 			i++
 		}
 		vstart := i
@@ -57,11 +64,46 @@ func splitDictionary(s string) ([]member, bool) {
 			}
 			i++
 		}
-		out = append(out, member{key: key, value: strings.TrimRight(s[vstart:i], " \t")})
-		if i < len(s) {
-			i++ // the comma
+		out = append(out, member{key: key, value: strings.TrimRight(s[vstart:i], " \t"), bare: bare})
+		comma = i < len(s)
+		if comma {
+			i++
 		}
 	}
+}
+
+// parseMembers parses s, a Signature-Input value, as an RFC 8941 dictionary, member
+// by member, each from its own text: the text that a signature base carries is the
+// text whose parse is checked, so the two cannot differ. Every member is parsed, so
+// that a malformed one fails the whole header, as RFC 8941 requires; a label used
+// twice fails it too, since two signatures under one label cannot be told apart.
+func parseMembers(s string) ([]member, *Error) {
+	const how = `write label=("@method" "@authority" "@path" "content-digest");created=…;expires=…;nonce="…";alg="ed25519";keyid="…"`
+	members, ok := splitDictionary(s)
+	if !ok {
+		return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: its members cannot be told apart; %s", how)
+	}
+	seen := make(map[string]bool, len(members))
+	for i := range members {
+		m := &members[i]
+		if seen[m.key] {
+			return nil, refuse(Malformed, "Signature-Input names %q twice; give each signature its own label", m.key)
+		}
+		seen[m.key] = true
+		text := m.key + "=" + m.value
+		if m.bare {
+			text = m.key + m.value
+		}
+		d, err := httpsfv.UnmarshalDictionary([]string{text})
+		if err != nil {
+			return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: member %q: %v; %s", m.key, err, how)
+		}
+		if names := d.Names(); len(names) != 1 || names[0] != m.key {
+			return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: member %q cannot be read on its own; %s", m.key, how)
+		}
+		m.parsed, _ = d.Get(m.key)
+	}
+	return members, nil
 }
 
 // input is one signature's Signature-Input member, read for checking.
@@ -126,48 +168,27 @@ func decodeKey(s string) (ed25519.PublicKey, string) {
 	return ed25519.PublicKey(b), ""
 }
 
-// selectInput picks, in Signature-Input order, the first signature Verify can check,
-// and re-reads it from the text the sender wrote, which the base will carry. When
-// none can be checked, the error is the first label's.
+// selectInput picks, in Signature-Input order, the first signature Verify can check.
+// When none can be checked, the error is the first label's.
 func selectInput(values []string) (*input, *Error) {
-	joined := strings.Join(values, ", ")
-	dict, err := httpsfv.UnmarshalDictionary([]string{joined})
+	members, err := parseMembers(strings.Join(values, ", "))
 	if err != nil {
-		return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary (%v); write label=(\"@method\" \"@authority\" \"@path\" \"content-digest\");created=…;expires=…;nonce=\"…\";alg=\"ed25519\";keyid=\"…\"", err)
+		return nil, err
 	}
-	names := dict.Names()
-	if len(names) == 0 {
+	if len(members) == 0 {
 		return nil, refuse(Missing, "the Signature-Input header is empty")
 	}
-	members, ok := splitDictionary(joined)
-	if !ok || len(members) != len(names) {
-		return nil, refuse(Malformed, "Signature-Input names a label twice, or its members cannot be told apart; give each signature its own label")
-	}
 	var first *Error
-	for i, label := range names {
-		if members[i].key != label {
-			return nil, refuse(Malformed, "Signature-Input names a label twice; give each signature its own label")
-		}
-		m, _ := dict.Get(label)
-		if _, _, _, err := usable(label, m); err != nil {
+	for _, m := range members {
+		il, key, keyID, err := usable(m.key, m.parsed)
+		if err != nil {
 			if first == nil {
 				first = err
 			}
 			continue
 		}
-		// Read the member again from its own text, the text the base will carry,
-		// so that what is checked is exactly what was signed.
-		raw := members[i].value
-		one, perr := httpsfv.UnmarshalDictionary([]string{label + "=" + raw})
-		if perr != nil || len(one.Names()) != 1 {
-			return nil, refuse(Malformed, "signature %q: its Signature-Input member cannot be read on its own", label)
-		}
-		m, _ = one.Get(label)
-		il, key, keyID, uerr := usable(label, m)
-		if uerr != nil {
-			return nil, uerr
-		}
-		in := &input{label: label, raw: raw, params: il.Params, keyID: keyID, key: key}
+		label := m.key
+		in := &input{label: label, raw: m.value, params: il.Params, keyID: keyID, key: key}
 		seen := make(map[string]bool, len(il.Items))
 		for _, it := range il.Items {
 			name, isString := it.Value.(string)

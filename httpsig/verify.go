@@ -59,6 +59,10 @@ func Present(h http.Header) bool {
 // body, which the caller has read; Verify checks it against Content-Digest whenever
 // the signature covers content-digest. A refusal is an *Error whose Reason says why
 // and whose text says what the sender should fix.
+//
+// Verify keeps no state: it does not remember nonces, so the same signed request
+// verifies again until it expires. A caller that must refuse a replay within the
+// window remembers Verified.Nonce per key until Verified.Expires (plus the skew).
 func Verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, error) {
 	v, err := verify(r, body, now, o)
 	if err != nil {
