@@ -32,8 +32,12 @@ type Engine interface {
 	Status(ctx context.Context, id string) (Status, error)
 	// Propose submits the one proposal of an open intent; on success the intent is
 	// processing, durably, and proving follows. KindBusy (CodeCapacityExceeded) when
-	// proving is at capacity.
-	Propose(ctx context.Context, id string, p Proposal) error
+	// proving is at capacity. by is the agent's signature of the request, verified by
+	// the caller, or nil: an intent whose policy delegates to agents takes only a
+	// proposal signed by a key it lists (KindUnauthorized without one, KindForbidden
+	// with another); a signature's nonce is spent, service-wide, before the intent is
+	// asked (KindUnauthorized, CodeAgentSignatureReplayed, when it was spent before).
+	Propose(ctx context.Context, id string, p Proposal, by *AgentSignature) error
 	// Preview decides what a proposal of p would decide for an open intent, without
 	// making it: nothing is stored, no event is sent, no receipt is signed, and the
 	// intent stays open with its one proposal unspent. KindNotFound
@@ -126,6 +130,19 @@ type ProofBundle struct {
 	// leaf, its inclusion proof and the signed checkpoint. Absent without a log, and
 	// for the moment between an outcome and its leaf (normally under a second).
 	Log *LogInclusion `json:"log,omitempty"`
+	// Agent, when an agent signed the proposal (a version 3 receipt), is what it
+	// signed: the receipt binds the agent's key and the digest of the signature base.
+	Agent *ProofAgent `json:"agent,omitempty"`
+}
+
+// ProofAgent is what an agent signed when it made a proposal: the RFC 9421 signature
+// base, which names the request's method, authority and path and the body's sha-256
+// as content-digest, and the body as sent (standard Base64 in JSON), which decodes to
+// the bundle's proposal. proof.Verify checks the agent's signature over the base, and
+// that the base covers this body, sent to this intent's proposal.
+type ProofAgent struct {
+	SignatureBase string `json:"signature_base"`
+	Body          []byte `json:"body"`
 }
 
 // Observer is told what an engine does, for metrics. Every field is optional; each is

@@ -12,7 +12,7 @@ const module = "github.com/intentd/intentd"
 
 // rules name, for each package that must not depend on the rest of the project, the
 // project packages it may read all the same; "." is the root package, intentd itself.
-// The leaves (policy, crypto) import nothing, so that the core can swap a store or an
+// The leaves (policy, crypto, httpsig) import nothing, so that the core can swap a store or an
 // extractor without touching the language or the crypto; the root holds the domain and
 // reads only the leaves; a store reads only the domain it persists; the proof checker
 // only what a client needs, so that a client links no server; the client likewise.
@@ -20,14 +20,15 @@ var rules = map[string][]string{
 	".":           {"policy", "crypto", "internal"},
 	"policy":      {"internal"},
 	"crypto":      {"internal"},
+	"httpsig":     nil,
 	"internal":    nil,
 	"persistence": {".", "policy", "crypto", "internal", "storetest"},
 	"natsstore":   {".", "internal", "storetest"},
 	"storetest":   {".", "internal"},
 	"evidence":    {"policy", "internal"},
-	"proof":       {".", "policy", "crypto", "internal"},
-	"client":      {".", "policy", "crypto", "internal"},
-	"mcpserver":   {".", "policy", "crypto", "internal", "client", "proof"},
+	"proof":       {".", "policy", "crypto", "httpsig", "internal"},
+	"client":      {".", "policy", "crypto", "httpsig", "internal"},
+	"mcpserver":   {".", "policy", "crypto", "httpsig", "internal", "client", "proof"},
 	// The pieces of cluster mode: its messages speak the domain, its membership speaks
 	// NATS (its tests start servers through natsstore); neither reaches into the engine,
 	// which builds on them.

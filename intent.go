@@ -110,6 +110,9 @@ type Status struct {
 	// EvidenceMissing names the evidence fields the policy's evaluation found absent or
 	// ill-typed, sorted; written as evidence_missing on a failure when not empty.
 	EvidenceMissing []string
+	// Agent is the agent whose signed proposal the intent took, nil when it was
+	// unsigned; written as agent on processing, success and failure.
+	Agent *Agent
 }
 
 // MarshalJSON writes the form of spec 2.10 that the state selects.
@@ -159,6 +162,9 @@ func (s Status) marshal(discriminator, value string) ([]byte, error) {
 		err = field("intent_id", s.IntentID)
 	default:
 		return nil, fmt.Errorf("status has unknown state %q", s.State)
+	}
+	if err == nil && s.Agent != nil && s.State != StateOpen && s.State != StateExpired {
+		err = field("agent", s.Agent)
 	}
 	if err != nil {
 		return nil, err

@@ -27,6 +27,8 @@ var (
 	// move). Nothing was written; the caller reads the intent again before it decides
 	// anything.
 	ErrStale = errors.New("stale intent")
+	// ErrNonceSpent: SpendNonce of a nonce already spent and not yet expired.
+	ErrNonceSpent = errors.New("nonce spent")
 )
 
 // Store is the durable state an engine persists through. persistence.Store is the one on
@@ -83,4 +85,9 @@ type Store interface {
 	PrunedThrough(ctx context.Context) (uint64, error)
 	// PruneEvents keeps the newest keep events and none older than olderThan.
 	PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error)
+	// SpendNonce records the nonce of an agent's signature, scoped by the agent's key,
+	// until until, durably: ErrNonceSpent when it is recorded and until has not
+	// passed, for every caller of the store (each node of a cluster). A recorded nonce
+	// goes once until has passed: a signature is refused after its expiry anyway.
+	SpendNonce(ctx context.Context, key, nonce string, until time.Time) error
 }

@@ -135,7 +135,7 @@ func BenchmarkProposalToEvent(b *testing.B) {
 	lat := make([]time.Duration, b.N)
 	b.ResetTimer()
 	for i, id := range ids {
-		if err := e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}); err != nil {
+		if err := e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}, nil); err != nil {
 			b.Fatal(err)
 		}
 		accepted := time.Now()

@@ -243,7 +243,8 @@ func command(id string, msg any) (clusterpb.Command, error) {
 		return &clusterpb.CreateIntent{RequestId: rid, IntentId: id, PolicyId: m.snap.PolicyID, Snapshot: data,
 			ExpiresAtUnixNano: m.snap.ExpiresAt.UnixNano()}, nil
 	case propose:
-		return &clusterpb.Propose{RequestId: rid, IntentId: id, Solution: m.proposal.Solution}, nil
+		return &clusterpb.Propose{RequestId: rid, IntentId: id, Solution: m.proposal.Solution,
+			Agent: clusterpb.FromAgentSignature(m.agent)}, nil
 	case expire:
 		return &clusterpb.Expire{RequestId: rid, IntentId: id}, nil
 	case resume:
@@ -263,7 +264,7 @@ func message(cmd clusterpb.Command) (any, error) {
 		snap.Request = c.RequestId
 		return create{snap: snap}, nil
 	case *clusterpb.Propose:
-		return propose{proposal: intentd.Proposal{Solution: c.Solution}, request: c.RequestId}, nil
+		return propose{proposal: intentd.Proposal{Solution: c.Solution}, agent: c.GetAgent().Domain(), request: c.RequestId}, nil
 	case *clusterpb.Expire:
 		return expire{}, nil
 	case *clusterpb.Resume:

@@ -119,6 +119,7 @@ const (
 	fieldEvidenceMissing protowire.Number = 16 // bytes, repeated
 	fieldReceipt         protowire.Number = 17 // bytes: JSON
 	fieldFinishedAt      protowire.Number = 18 // varint
+	fieldAgent           protowire.Number = 19 // message: the agent's signature of the proposal (agent.go)
 
 	failIndex  protowire.Number = 1 // varint
 	failExpr   protowire.Number = 2 // bytes
@@ -141,6 +142,9 @@ func (s *snapshot) encode() ([]byte, error) {
 	}
 	n := 64 + len(s.ID) + len(s.PolicyID) + len(intent) + len(authorship) + len(s.State) + len(s.Request) +
 		len(s.Evidence) + len(s.Reason) + len(s.FailureKind) + len(s.Receipt)
+	if s.Agent != nil {
+		n += 64 + len(s.Agent.Key) + len(s.Agent.Tag) + len(s.Agent.Nonce) + len(s.Agent.Base) + len(s.Agent.Signature) + len(s.Agent.Body)
+	}
 	if s.Proposal != nil {
 		n += 3 + len(s.Proposal.Solution)
 	}
@@ -201,6 +205,9 @@ func (s *snapshot) encode() ([]byte, error) {
 	}
 	for _, f := range s.EvidenceMissing {
 		b = appendPresent(b, fieldEvidenceMissing, f)
+	}
+	if b, err = appendAgent(b, s.Agent); err != nil {
+		return nil, fmt.Errorf("encode snapshot %s: agent: %w", s.ID, err)
 	}
 	return appendBytes(b, fieldReceipt, s.Receipt), nil
 }
@@ -309,7 +316,7 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 			return nil, protowire.ParseError(n)
 		}
 		data = data[n:]
-		if num < fieldVersion || num > fieldFinishedAt {
+		if num < fieldVersion || num > fieldAgent {
 			return nil, fmt.Errorf("unknown field %d", num)
 		}
 		if num != fieldFailure && num != fieldEvidenceMissing {
@@ -380,6 +387,12 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 			s.EvidenceMissing = append(s.EvidenceMissing, string(v))
 		case fieldReceipt:
 			s.Receipt = json.RawMessage(bytes.Clone(v))
+		case fieldAgent:
+			by, err := decodeAgent(v)
+			if err != nil {
+				return nil, fmt.Errorf("agent: %w", err)
+			}
+			s.Agent = by
 		}
 	}
 	if s.V != snapshotVersion {

@@ -528,7 +528,25 @@ func (e *Engine) checkPolicyOf(ctx context.Context, in intentd.Intent) error {
 	if err := p.CheckAttrs(*attrs); err != nil {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
+	// A delegation names keys: one that is not a key delegates to nobody, and the
+	// person who signed it would not learn so until an agent was refused.
+	if param, ok := p.Agents(); ok {
+		for _, k := range (*attrs)[param].Strings() {
+			if _, ok := intentd.DecodeAgentKey(k); !ok {
+				return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch,
+					"intent.attrs.fields.%s: %q is not a Base58 Ed25519 public key (the policy delegates to the agents it lists)", param, clipKey(k))
+			}
+		}
+	}
 	return nil
+}
+
+// clipKey shortens a would-be key for a message.
+func clipKey(k string) string {
+	if len(k) > 64 {
+		return k[:64] + "…"
+	}
+	return k
 }
 
 // verifyAuthorship checks an intent's authorship over its canonical form, with the
@@ -603,7 +621,7 @@ func (e *Engine) loadSnapshot(ctx context.Context, rawID string) (*snapshot, err
 
 // Propose submits a proposal for an open intent. On success the intent is processing,
 // durably, and proving follows.
-func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) error {
+func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal, by *intentd.AgentSignature) error {
 	id, ok := intentd.CanonicalIntentID(rawID)
 	if !ok {
 		return intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID", rawID)
@@ -611,7 +629,12 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal) 
 	if err := e.checkSolution(p); err != nil {
 		return err
 	}
-	_, err := e.registry.call(ctx, id, propose{proposal: p})
+	if by != nil {
+		if err := e.spendNonce(ctx, by, intentd.AgentSignatureSkew); err != nil {
+			return err
+		}
+	}
+	_, err := e.registry.call(ctx, id, propose{proposal: p, agent: by})
 	return err
 }
 

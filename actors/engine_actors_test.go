@@ -129,7 +129,7 @@ func TestCallerLeavesActorCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"})
+	err := h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"}, nil)
 	wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the caller was answered after %v", d)

@@ -92,7 +92,7 @@ func TestProposalDuringCreate(t *testing.T) {
 	}()
 	<-slow.entered
 	proposed := make(chan error, 1)
-	go func() { proposed <- e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}) }()
+	go func() { proposed <- e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}, nil) }()
 	select {
 	case err := <-proposed:
 		t.Fatalf("the proposal was answered before its intent was written: %v", err)
@@ -121,7 +121,7 @@ func TestProposalBehindAStalledCreate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	proposed := make(chan error, 1)
-	go func() { proposed <- h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"}) }()
+	go func() { proposed <- h.e.Propose(ctx, id, intentd.Proposal{Solution: "M-cheap"}, nil) }()
 	select {
 	case err := <-proposed:
 		wantCode(t, err, intentd.KindBusy, intentd.CodeCanceled)

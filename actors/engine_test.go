@@ -312,7 +312,7 @@ func wantCode(t *testing.T, err error, kind intentd.Kind, code string) {
 }
 
 func proposeTo(h *harness, id, solution string) error {
-	return h.e.Propose(context.Background(), id, intentd.Proposal{Solution: solution})
+	return h.e.Propose(context.Background(), id, intentd.Proposal{Solution: solution}, nil)
 }
 
 // TestConfigRefused checks that Open refuses a configuration it cannot run with, naming

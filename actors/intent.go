@@ -42,6 +42,9 @@ type snapshot struct {
 	EvidenceMissing []string        `json:"evidence_missing,omitempty"`
 	Receipt         json.RawMessage `json:"receipt,omitempty"`
 	FinishedAt      time.Time       `json:"finished_at,omitzero"`
+	// Agent is the agent's signature of the proposal, nil for an unsigned one. It is
+	// written with the proposal, so that the receipt binds it whichever member proves.
+	Agent *intentd.AgentSignature `json:"-"`
 
 	// intentLen is the length of the intent in Authored where joinAuthored wrote it,
 	// 0 when Authored was read from JSON: the snapshot's encoding and each proposal
@@ -66,7 +69,16 @@ func (s *snapshot) status() intentd.Status {
 		Failures:    s.Failures,
 
 		EvidenceMissing: s.EvidenceMissing,
+		Agent:           agentOf(s.Agent),
 	}
+}
+
+// agentOf is the agent of a signed proposal as a status names it, nil for none.
+func agentOf(by *intentd.AgentSignature) *intentd.Agent {
+	if by == nil {
+		return nil
+	}
+	return &intentd.Agent{Key: by.Key, Tag: by.Tag}
 }
 
 // The messages of an intent actor. Each is a request: the actor answers with a reply.
@@ -74,8 +86,9 @@ type (
 	create  struct{ snap *snapshot }
 	propose struct {
 		proposal intentd.Proposal
-		request  string // the cluster request's id; "" for one made on this member
-		reread   bool   // the intent was read again after a stale write
+		agent    *intentd.AgentSignature // the agent's signature of the proposal, nil for none
+		request  string                  // the cluster request's id; "" for one made on this member
+		reread   bool                    // the intent was read again after a stale write
 	}
 	expire struct{}
 	resume struct{}
@@ -234,12 +247,16 @@ func (a *intentActor) propose(m propose) reply {
 	default:
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeProposalExists, "intent %s already has a proposal", a.id)}
 	}
+	if err := a.checkAgent(m.agent); err != nil {
+		return reply{err: err}
+	}
 	if !a.e.reserveSlot() {
 		return reply{err: intentd.Errorf(intentd.KindBusy, intentd.CodeCapacityExceeded, "proving capacity is full; retry later")}
 	}
 	next := a.snap.clone()
 	next.State = intentd.StateProcessing
 	next.Proposal = &m.proposal
+	next.Agent = m.agent
 	next.Request = m.request
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()

@@ -121,3 +121,8 @@ func (t timedStore) PruneEvents(ctx context.Context, keep uint64, olderThan time
 	defer t.write("prune_events", time.Now())
 	return t.s.PruneEvents(ctx, keep, olderThan)
 }
+
+func (t timedStore) SpendNonce(ctx context.Context, key, nonce string, until time.Time) error {
+	defer t.write("spend_nonce", time.Now())
+	return t.s.SpendNonce(ctx, key, nonce, until)
+}

@@ -106,7 +106,7 @@ func BenchmarkPreviewBesideProposal(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := next.Add(1) - 1
-				if err := e.Propose(context.Background(), ids[i], intentd.Proposal{Solution: demoSolutions[i%2]}); err != nil {
+				if err := e.Propose(context.Background(), ids[i], intentd.Proposal{Solution: demoSolutions[i%2]}, nil); err != nil {
 					b.Error(err)
 					return
 				}

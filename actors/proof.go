@@ -65,6 +65,10 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 		kind, missing := intentd.ClassifyFailures(in.Failures)
 		r.FailureKind, r.EvidenceMissing = string(kind), missing
 	}
+	if a := in.Agent; a != nil {
+		r.Version = crypto.ReceiptVersionAgent
+		r.Agent = crypto.NewReceiptAgent(a.Key, a.Tag, a.Base, a.Signature)
+	}
 	return r, nil
 }
 
@@ -99,11 +103,15 @@ func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 	if err != nil {
 		return nil, storeFailed("read policy bytecode: %w", fmt.Errorf("%s: %w", snap.PolicyID, err))
 	}
-	return &intentd.ProofBundle{
+	b := &intentd.ProofBundle{
 		Receipt:        *receipt,
 		AuthoredIntent: snap.Authored,
 		Proposal:       *snap.Proposal,
 		Evidence:       snap.Evidence,
 		PolicyBytecode: bytecode,
-	}, nil
+	}
+	if a := snap.Agent; a != nil && receipt.Receipt.Agent != nil {
+		b.Agent = &intentd.ProofAgent{SignatureBase: string(a.Base), Body: a.Body}
+	}
+	return b, nil
 }

@@ -206,7 +206,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	if e.cfg.Prover != nil {
 		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
 			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
-			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(),
+			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(), Agent: snap.Agent,
 		})
 		if err == nil && !json.Valid(receipt) {
 			// The snapshot embeds the receipt as it is: one that is not JSON would make

@@ -123,6 +123,6 @@ func TestRecentIntentStartsTheActor(t *testing.T) {
 	// Passivated or retired, the actor reads the store: a second proposal is refused
 	// for the proposal the store holds, not taken for the first.
 	time.Sleep(100 * time.Millisecond)
-	err := h.e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"})
+	err := h.e.Propose(context.Background(), id, intentd.Proposal{Solution: "M-cheap"}, nil)
 	wantCode(t, err, intentd.KindConflict, intentd.CodeProposalExists)
 }

@@ -32,6 +32,9 @@ type ProofInput struct {
 	// whose JSON does not keep that field.
 	Failures []policy.Failure
 	At       time.Time
+	// Agent is the agent's signature of the proposal, nil for an unsigned one: the
+	// receipt then binds the agent's key and the base it signed (version 3).
+	Agent *intentd.AgentSignature
 }
 
 // storeFailed is the error a caller sees of a failed store call: the store's own when it

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/httpsig"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -37,6 +40,15 @@ type Client struct {
 	Token string
 	// UserAgent, when set, is sent as the User-Agent header.
 	UserAgent string
+	// AgentKey, when set, is the agent's Ed25519 key: Propose signs its request with
+	// it (RFC 9421, with a Content-Digest of the body, a fresh nonce and a window of
+	// AgentWindow), as an intent that delegates to agents requires. See docs/agents.md.
+	AgentKey ed25519.PrivateKey
+	// AgentTag is the tag of the agent's signatures; "" sends none.
+	AgentTag string
+	// AgentWindow is how long a signature holds, from now; 0 means 5 minutes. The
+	// server takes at most 8.
+	AgentWindow time.Duration
 
 	base *url.URL
 }
@@ -84,6 +96,8 @@ type IntentStatus struct {
 	// EvidenceMissing names, on a failure, the evidence fields the policy read and found
 	// absent or ill-typed; every one of them for failure_kind "evidence".
 	EvidenceMissing []string `json:"evidence_missing,omitempty"`
+	// Agent is the agent whose signed proposal the intent took; nil when unsigned.
+	Agent *intentd.Agent `json:"agent,omitempty"`
 }
 
 // Info calls GET /info: the server's version, settings and receipt key.
@@ -187,7 +201,20 @@ func (c *Client) Propose(ctx context.Context, id, solution string) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, "POST", "/intents/"+url.PathEscape(id)+"/proposal", "application/json", body, nil)
+	return c.do(ctx, "POST", "/intents/"+url.PathEscape(id)+"/proposal", "application/json", body, nil, c.signAgent)
+}
+
+// signAgent signs a proposal's request with the agent's key, when the client has one.
+func (c *Client) signAgent(req *http.Request, body []byte) error {
+	if c.AgentKey == nil {
+		return nil
+	}
+	window := c.AgentWindow
+	if window == 0 {
+		window = 5 * time.Minute
+	}
+	now := time.Now()
+	return httpsig.Sign(req, body, c.AgentKey, httpsig.Params{Created: now, Expires: now.Add(window), Tag: c.AgentTag})
 }
 
 // Preview is the answer of POST /intents/{id}/preview: what a proposal of the solution
@@ -280,8 +307,8 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 
 // do sends one request. out receives a 200's body: decoded as JSON into a value, or
 // copied into a *bytes.Buffer; nil discards it.
-func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
-	resp, err := c.send(ctx, method, path, nil, contentType, body)
+func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any, prepare ...func(*http.Request, []byte) error) error {
+	resp, err := c.send(ctx, method, path, nil, contentType, body, prepare...)
 	if err != nil {
 		return err
 	}
@@ -308,7 +335,9 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 	return nil
 }
 
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte) (*http.Response, error) {
+// send makes and sends a request; each of prepare may change it last, a signer
+// among them.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, prepare ...func(*http.Request, []byte) error) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -328,6 +357,11 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	if c.UserAgent != "" {
 		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	for _, p := range prepare {
+		if err := p(req, body); err != nil {
+			return nil, err
+		}
 	}
 	hc := c.HTTPClient
 	if hc == nil {

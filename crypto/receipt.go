@@ -61,6 +61,9 @@ type Receipt struct {
 	IssuedAt time.Time `json:"issued_at"`
 	// KeyID is KeyID of the key that signed the receipt.
 	KeyID string `json:"key_id"`
+	// Agent is the agent that signed the proposal, in a version 3 receipt, and absent
+	// otherwise (receiptagent.go).
+	Agent *ReceiptAgent `json:"agent,omitempty"`
 }
 
 // ConstraintFailure is a constraint that did not hold, as the wire's ConstraintFailure
@@ -174,8 +177,11 @@ func VerifyReceipt(s *SignedReceipt, pub ed25519.PublicKey) error {
 // an outcome that agrees with the failure list, an issue time, a key id. Errors are
 // *FieldError values naming the field.
 func (r *Receipt) Validate() error {
-	if r.Version != ReceiptVersion && r.Version != ReceiptVersion1 {
-		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d (or %d)", r.Version, ReceiptVersion, ReceiptVersion1)}
+	if r.Version != ReceiptVersion && r.Version != ReceiptVersion1 && r.Version != ReceiptVersionAgent {
+		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d, %d or %d", r.Version, ReceiptVersionAgent, ReceiptVersion, ReceiptVersion1)}
+	}
+	if err := r.validateAgent(); err != nil {
+		return err
 	}
 	if r.IntentID == "" {
 		return &FieldError{Field: "intent_id", Reason: "empty"}

@@ -78,11 +78,16 @@ func (s *Server) handleGetTimeline(w http.ResponseWriter, r *http.Request, ps ht
 
 // handlePostProposal accepts the one proposal of an open intent.
 func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, p, err := s.proposalRequest(w, r, ps)
+	id, p, body, err := s.proposalRequest(w, r, ps)
+	var by *intentd.AgentSignature
 	if err == nil {
-		err = s.engine.Propose(r.Context(), id, p)
+		by, err = s.agentSignature(r, body)
+	}
+	if err == nil {
+		err = s.engine.Propose(r.Context(), id, p, by)
 	}
 	if err != nil {
+		challengeSignature(w, err)
 		Error(w, r, s.log, err)
 		return
 	}
@@ -93,7 +98,7 @@ func (s *Server) handlePostProposal(w http.ResponseWriter, r *http.Request, ps h
 // nothing. It takes the body of a proposal, checked the same way, so that a preview
 // that passes is a proposal that will be accepted.
 func (s *Server) handlePostPreview(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, p, err := s.proposalRequest(w, r, ps)
+	id, p, _, err := s.proposalRequest(w, r, ps)
 	var pv intentd.Preview
 	if err == nil {
 		pv, err = s.engine.Preview(r.Context(), id, p)
@@ -106,22 +111,22 @@ func (s *Server) handlePostPreview(w http.ResponseWriter, r *http.Request, ps ht
 }
 
 // proposalRequest reads the intent id and the Proposal body of a proposal or a
-// preview. The id is checked before the body, so that a malformed path is a 400
-// whatever the body holds.
-func (s *Server) proposalRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (string, intentd.Proposal, error) {
+// preview, and returns the body as sent, which an agent's signature covers. The id is
+// checked before the body, so that a malformed path is a 400 whatever the body holds.
+func (s *Server) proposalRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (string, intentd.Proposal, []byte, error) {
 	id := ps.ByName("id")
 	if _, ok := intentd.CanonicalIntentID(id); !ok {
-		return "", intentd.Proposal{}, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id))
+		return "", intentd.Proposal{}, nil, intentd.Errorf(intentd.KindInvalid, intentd.CodeInvalidID, "intent id %q is not a UUID (want the 36-character hyphenated form)", clip(id))
 	}
 	body, err := s.jsonBody(w, r)
 	if err != nil {
-		return "", intentd.Proposal{}, err
+		return "", intentd.Proposal{}, nil, err
 	}
 	p, err := DecodeProposal(body)
 	if err == nil {
 		err = s.opts.Limits.CheckSolution(p)
 	}
-	return id, p, err
+	return id, p, body, err
 }
 
 // jsonBody checks the content type and reads the body within the limit.

@@ -247,6 +247,8 @@ var errorCodes = map[string]bool{
 	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true, intentd.CodeMemberUnavailable: true,
 	intentd.CodeStoreMissing: true, intentd.CodeStoreChanged: true,
 	intentd.CodePreviewLimit: true, intentd.CodeLogNotFound: true,
+	intentd.CodeAgentSignatureRequired: true, intentd.CodeAgentSignatureInvalid: true,
+	intentd.CodeAgentSignatureReplayed: true, intentd.CodeAgentNotDelegated: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
 	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,

@@ -87,6 +87,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof, intentd.CodeStorageFull, intentd.CodeStoreUnavailable,
 		intentd.CodeStoreMissing, intentd.CodeStoreChanged,
 		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable, intentd.CodeLogNotFound,
+		intentd.CodeAgentSignatureRequired, intentd.CodeAgentSignatureInvalid, intentd.CodeAgentSignatureReplayed, intentd.CodeAgentNotDelegated,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

@@ -127,7 +127,7 @@ func TestTimelineRouteAfterOutcome(t *testing.T) {
 	srv := NewServer(e, Options{})
 	ctx := t.Context()
 	postTestIntent(t, e, srv, "")
-	if err := e.Propose(ctx, testIntentID, intentd.Proposal{Solution: "https://shop.example/products/tshirt-navy-m"}); err != nil {
+	if err := e.Propose(ctx, testIntentID, intentd.Proposal{Solution: "https://shop.example/products/tshirt-navy-m"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -21,7 +21,7 @@ func TestConsoleMinutes(t *testing.T) {
 	<-e.Ready()
 	srv := NewServer(e, Options{Console: true, Tokens: allTokens(t)})
 	postTestIntent(t, e, srv, "Bearer all")
-	if err := e.Propose(t.Context(), testIntentID, intentd.Proposal{Solution: "https://shop.example/products/tshirt-navy-m"}); err != nil {
+	if err := e.Propose(t.Context(), testIntentID, intentd.Proposal{Solution: "https://shop.example/products/tshirt-navy-m"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {

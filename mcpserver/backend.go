@@ -102,7 +102,7 @@ func (l *local) Preview(ctx context.Context, id, solution string) (*client.Previ
 }
 
 func (l *local) Propose(ctx context.Context, id, solution string) error {
-	return l.e.Propose(ctx, id, intentd.Proposal{Solution: solution})
+	return l.e.Propose(ctx, id, intentd.Proposal{Solution: solution}, nil)
 }
 
 // Await subscribes to the intent's events before it reads the status, so that an

@@ -481,6 +481,14 @@ func (s *Server) propose(ctx context.Context, in solutionArgs) (*Proposed, error
 		return nil, err
 	}
 	if err := s.b.Propose(ctx, in.IntentID, in.Solution); err != nil {
+		if intentd.ErrorCode(err) == intentd.CodeAgentSignatureRequired {
+			// The tools cannot sign for an agent they do not hold the key of: say how
+			// an agent that holds one proposes.
+			return nil, intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureRequired,
+				"intent %s delegates to the agents its intent lists, and takes only a proposal one of them signed; "+
+					"these tools hold no agent key. An agent with its key runs the tools as `intentctl mcp --agent-key FILE`, "+
+					"which signs its proposals, or signs its own POST /intents/{id}/proposal with RFC 9421 (docs/agents.md)", in.IntentID)
+		}
 		return nil, err
 	}
 	return &Proposed{IntentID: in.IntentID, Solution: in.Solution, Status: string(intentd.StateProcessing),

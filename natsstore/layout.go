@@ -54,6 +54,7 @@ const (
 	kindEvent    = "event"    // <prefix>.event
 	kindMeta     = "meta"     // <prefix>.meta.floor
 	kindLog      = "tlog"     // <prefix>.tlog.<index>
+	kindNonce    = "nonce"    // <prefix>.nonce.<sha-256 of an agent key and nonce, hex>
 )
 
 // Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,

@@ -210,13 +210,13 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
 	default:
 		got := stream.CachedInfo().Config
-		if got.AllowDirect {
-			// Streams made by earlier versions allowed direct gets; turning them off
-			// changes no record.
-			got.AllowDirect = false
+		if got.AllowDirect || !got.AllowMsgTTL {
+			// Streams made by earlier versions allowed direct gets, and no per-record
+			// time to live; turning the one off and the other on changes no record.
+			got.AllowDirect, got.AllowMsgTTL = false, true
 			stream, err = retryTries(ctx, func(try context.Context) (jetstream.Stream, error) { return js.UpdateStream(try, got) })
 			if err != nil {
-				return fmt.Errorf("nats store: turn off direct gets on stream %s: %w", s.name, err)
+				return fmt.Errorf("nats store: update stream %s to this version's layout (no direct gets, per-record TTLs): %w", s.name, err)
 			}
 			got = stream.CachedInfo().Config
 		}

@@ -56,6 +56,9 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 		Replicas:           replicas,
 		AllowAtomicPublish: true,
 		AllowRollup:        true,
+		// Spent nonces of agent signatures go by themselves once their window passed
+		// (nonce.go).
+		AllowMsgTTL: true,
 		// Direct gets are answered by any replica, a follower that has not applied the
 		// latest writes included: a policy just stored through one node could be missing
 		// when another reads it. Gets go to the stream's leader instead, which has applied
@@ -89,6 +92,7 @@ func layoutDiff(got, want jetstream.StreamConfig) string {
 		{"allow_atomic", got.AllowAtomicPublish, want.AllowAtomicPublish},
 		{"allow_rollup_hdrs", got.AllowRollup, want.AllowRollup},
 		{"allow_direct", got.AllowDirect, want.AllowDirect},
+		{"allow_msg_ttl", got.AllowMsgTTL, want.AllowMsgTTL},
 		{"deny_purge", got.DenyPurge, false},
 		{"deny_delete", got.DenyDelete, false},
 	} {

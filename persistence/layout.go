@@ -22,6 +22,8 @@ const (
 	prefixWrite      = 'w' // w<8-byte write number> -> "": the newest committed batch (mark.go)
 	prefixGap        = 'g' // g<8-byte first id> -> 8-byte last id: a gap of the event ids (eventids.go)
 	prefixLogBundle  = 'l' // l<8-byte bundle index> -> the bundle: the transparency log's entries (log.go)
+	prefixNonce      = 'n' // n<sha-256 of key and nonce> -> 8-byte unix nanos: a spent nonce, until then (nonce.go)
+	prefixNonceEnd   = 'o' // o<8-byte unix nanos><sha-256 of key and nonce> -> "": the spent nonces by when they go
 	keyEventSeq      = "mseq"
 )
 

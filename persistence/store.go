@@ -78,6 +78,8 @@ type Store struct {
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
 	policyMu sync.RWMutex
+	// nonceMu makes a nonce's look and its write one step (nonce.go).
+	nonceMu sync.Mutex
 	// policies holds the ids of the stored policies, under policyMu, each with the
 	// number of open and processing intents that name it (refs.go): every intent
 	// creation checks its policy, and policies are few.

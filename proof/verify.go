@@ -27,6 +27,7 @@ const (
 	CheckIntent               = "intent"                 // the intent's form, id and policy id against the receipt
 	CheckAuthorship           = "authorship"             // the intent's signature
 	CheckEvaluation           = "evaluation"             // the policy re-run on the evidence against the receipt's outcome
+	CheckAgent                = "agent"                  // the agent's signature, what it covers, and the intent's delegation (agent.go)
 	// CheckLog (log.go) is the transparency log inclusion, when the bundle has one.
 )
 
@@ -70,6 +71,9 @@ type VerifyReport struct {
 	AuthorKey string `json:"author_key,omitempty"`
 	// Log is what the bundle's log inclusion showed; nil when it had none.
 	Log *LogReport `json:"log,omitempty"`
+	// Agent is the agent that signed the proposal, of a version 3 receipt; nil when
+	// the proposal was not signed.
+	Agent *AgentReport `json:"agent,omitempty"`
 	// Notes are the limits of what was checked, for a person to read.
 	Notes []string `json:"notes"`
 }
@@ -84,6 +88,8 @@ type bundleWire struct {
 	PolicyBytecode []byte          `json:"policy_bytecode"`
 	// Log is optional: bundles of servers without a log, and older bundles, have none.
 	Log *intentd.LogInclusion `json:"log"`
+	// Agent is what the agent signed, with a version 3 receipt only.
+	Agent *intentd.ProofAgent `json:"agent"`
 }
 
 // LogReport is what a verified log inclusion establishes: the receipt is leaf
@@ -103,7 +109,9 @@ type LogReport struct {
 // id, policy id and authorship (an unsigned intent passes, and the report says so); and
 // that the policy, run again on the evidence with the intent's attrs, gives the
 // receipt's outcome and exactly its constraint failures, and, for a receipt of version
-// 2, its failure kind and missing evidence fields; and, when the bundle carries one,
+// 2, its failure kind and missing evidence fields; for a receipt of version 3, that
+// the agent it names signed the proposal's request and that the intent delegates to
+// it (checkAgent); and, when the bundle carries one,
 // its transparency log inclusion (VerifyLogInclusion). The first check that fails is
 // returned as a *VerifyError naming it.
 func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) {
@@ -135,6 +143,9 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 		return nil, verifyErr(CheckBundle, "proof bundle: proposal is not {\"solution\": non-empty string}")
 	}
 	if err := checkEvaluation(p, in, w.Evidence, r, report); err != nil {
+		return nil, err
+	}
+	if err := checkAgent(w, p, in, proposal.Solution, r, report); err != nil {
 		return nil, err
 	}
 	// Last: whether the receipt was published matters once it is known to be right.

@@ -71,6 +71,7 @@ func Run(t *testing.T, backend Backend) {
 		{"PruneEvents", withPolicy(testPruneEvents)},
 		{"Closed", testClosed},
 		{"LogBundles", testLogBundles},
+		{"Nonces", testNonces},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, backend(t))

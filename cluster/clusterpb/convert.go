@@ -1,6 +1,8 @@
 package clusterpb
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 
@@ -150,6 +152,9 @@ func FromStatus(s intentd.Status) (*Status, error) {
 	if s.Proposal != nil {
 		out.Proposal = &Proposal{Solution: s.Proposal.Solution}
 	}
+	if s.Agent != nil {
+		out.Agent = &Agent{Key: s.Agent.Key, Tag: s.Agent.Tag}
+	}
 	return out, nil
 }
 
@@ -175,5 +180,28 @@ func (x *Status) Domain() (intentd.Status, error) {
 	if p := x.GetProposal(); p != nil {
 		out.Proposal = &intentd.Proposal{Solution: p.GetSolution()}
 	}
+	if a := x.GetAgent(); a != nil {
+		out.Agent = &intentd.Agent{Key: a.GetKey(), Tag: a.GetTag()}
+	}
 	return out, nil
+}
+
+// FromAgentSignature is the wire form of an agent's signature, nil for none.
+func FromAgentSignature(by *intentd.AgentSignature) *AgentSignature {
+	if by == nil {
+		return nil
+	}
+	return &AgentSignature{Key: by.Key, Tag: by.Tag, Nonce: by.Nonce,
+		CreatedUnixNano: by.Created.UnixNano(), ExpiresUnixNano: by.Expires.UnixNano(),
+		Base: by.Base, Signature: by.Signature, Body: by.Body}
+}
+
+// Domain is the intentd.AgentSignature the wire form carries, nil for none.
+func (x *AgentSignature) Domain() *intentd.AgentSignature {
+	if x == nil {
+		return nil
+	}
+	return &intentd.AgentSignature{Key: x.GetKey(), Tag: x.GetTag(), Nonce: x.GetNonce(),
+		Created: time.Unix(0, x.GetCreatedUnixNano()).UTC(), Expires: time.Unix(0, x.GetExpiresUnixNano()).UTC(),
+		Base: x.GetBase(), Signature: x.GetSignature(), Body: x.GetBody()}
 }

@@ -307,10 +307,13 @@ func (x *CreateIntent) GetExpiresAtUnixNano() int64 {
 // Propose makes the one proposal of an open intent. Reply: Done once the intent is
 // processing on disk, or ErrorReply (busy when the grain's node has no proving slot).
 type Propose struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
-	Solution      string                 `protobuf:"bytes,3,opt,name=solution,proto3" json:"solution,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IntentId  string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	Solution  string                 `protobuf:"bytes,3,opt,name=solution,proto3" json:"solution,omitempty"`
+	// agent is the agent's signature of the proposal's request, verified and its nonce
+	// spent by the member the request reached; absent for an unsigned proposal.
+	Agent         *AgentSignature `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -366,6 +369,167 @@ func (x *Propose) GetSolution() string {
 	return ""
 }
 
+func (x *Propose) GetAgent() *AgentSignature {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+// AgentSignature mirrors intentd.AgentSignature.
+type AgentSignature struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Key             string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Tag             string                 `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	Nonce           string                 `protobuf:"bytes,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	CreatedUnixNano int64                  `protobuf:"varint,4,opt,name=created_unix_nano,json=createdUnixNano,proto3" json:"created_unix_nano,omitempty"`
+	ExpiresUnixNano int64                  `protobuf:"varint,5,opt,name=expires_unix_nano,json=expiresUnixNano,proto3" json:"expires_unix_nano,omitempty"`
+	Base            []byte                 `protobuf:"bytes,6,opt,name=base,proto3" json:"base,omitempty"`
+	Signature       []byte                 `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
+	Body            []byte                 `protobuf:"bytes,8,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AgentSignature) Reset() {
+	*x = AgentSignature{}
+	mi := &file_intent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentSignature) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentSignature) ProtoMessage() {}
+
+func (x *AgentSignature) ProtoReflect() protoreflect.Message {
+	mi := &file_intent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentSignature.ProtoReflect.Descriptor instead.
+func (*AgentSignature) Descriptor() ([]byte, []int) {
+	return file_intent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AgentSignature) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *AgentSignature) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *AgentSignature) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
+func (x *AgentSignature) GetCreatedUnixNano() int64 {
+	if x != nil {
+		return x.CreatedUnixNano
+	}
+	return 0
+}
+
+func (x *AgentSignature) GetExpiresUnixNano() int64 {
+	if x != nil {
+		return x.ExpiresUnixNano
+	}
+	return 0
+}
+
+func (x *AgentSignature) GetBase() []byte {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+func (x *AgentSignature) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *AgentSignature) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+// Agent mirrors intentd.Agent.
+type Agent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Tag           string                 `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Agent) Reset() {
+	*x = Agent{}
+	mi := &file_intent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Agent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Agent) ProtoMessage() {}
+
+func (x *Agent) ProtoReflect() protoreflect.Message {
+	mi := &file_intent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Agent.ProtoReflect.Descriptor instead.
+func (*Agent) Descriptor() ([]byte, []int) {
+	return file_intent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Agent) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Agent) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
 // Expire ends an open intent whose deadline has passed and changes nothing otherwise.
 // Reply: StatusReply with the intent as it then is, or ErrorReply.
 type Expire struct {
@@ -378,7 +542,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_intent_proto_msgTypes[2]
+	mi := &file_intent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +554,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[2]
+	mi := &file_intent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +567,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{2}
+	return file_intent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Expire) GetRequestId() string {
@@ -432,7 +596,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_intent_proto_msgTypes[3]
+	mi := &file_intent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +608,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[3]
+	mi := &file_intent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +621,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{3}
+	return file_intent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Resume) GetRequestId() string {
@@ -489,7 +653,7 @@ type Proved struct {
 
 func (x *Proved) Reset() {
 	*x = Proved{}
-	mi := &file_intent_proto_msgTypes[4]
+	mi := &file_intent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +665,7 @@ func (x *Proved) String() string {
 func (*Proved) ProtoMessage() {}
 
 func (x *Proved) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[4]
+	mi := &file_intent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +678,7 @@ func (x *Proved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proved.ProtoReflect.Descriptor instead.
 func (*Proved) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{4}
+	return file_intent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Proved) GetRequestId() string {
@@ -550,7 +714,7 @@ type GetStatus struct {
 
 func (x *GetStatus) Reset() {
 	*x = GetStatus{}
-	mi := &file_intent_proto_msgTypes[5]
+	mi := &file_intent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +726,7 @@ func (x *GetStatus) String() string {
 func (*GetStatus) ProtoMessage() {}
 
 func (x *GetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[5]
+	mi := &file_intent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +739,7 @@ func (x *GetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatus.ProtoReflect.Descriptor instead.
 func (*GetStatus) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{5}
+	return file_intent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetStatus) GetRequestId() string {
@@ -610,7 +774,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_intent_proto_msgTypes[6]
+	mi := &file_intent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +786,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[6]
+	mi := &file_intent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +799,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{6}
+	return file_intent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Outcome) GetState() State {
@@ -701,7 +865,7 @@ type ConstraintFailure struct {
 
 func (x *ConstraintFailure) Reset() {
 	*x = ConstraintFailure{}
-	mi := &file_intent_proto_msgTypes[7]
+	mi := &file_intent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +877,7 @@ func (x *ConstraintFailure) String() string {
 func (*ConstraintFailure) ProtoMessage() {}
 
 func (x *ConstraintFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[7]
+	mi := &file_intent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +890,7 @@ func (x *ConstraintFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConstraintFailure.ProtoReflect.Descriptor instead.
 func (*ConstraintFailure) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{7}
+	return file_intent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConstraintFailure) GetIndex() int32 {
@@ -767,7 +931,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_intent_proto_msgTypes[8]
+	mi := &file_intent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +943,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[8]
+	mi := &file_intent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +956,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{8}
+	return file_intent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Proposal) GetSolution() string {
@@ -814,13 +978,15 @@ type Status struct {
 	FailureKind     FailureKind          `protobuf:"varint,6,opt,name=failure_kind,json=failureKind,proto3,enum=intentd.cluster.v1.FailureKind" json:"failure_kind,omitempty"`
 	Failures        []*ConstraintFailure `protobuf:"bytes,7,rep,name=failures,proto3" json:"failures,omitempty"`
 	EvidenceMissing []string             `protobuf:"bytes,8,rep,name=evidence_missing,json=evidenceMissing,proto3" json:"evidence_missing,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// agent is absent for an unsigned proposal.
+	Agent         *Agent `protobuf:"bytes,9,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_intent_proto_msgTypes[9]
+	mi := &file_intent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +998,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[9]
+	mi := &file_intent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +1011,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{9}
+	return file_intent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Status) GetState() State {
@@ -904,6 +1070,13 @@ func (x *Status) GetEvidenceMissing() []string {
 	return nil
 }
 
+func (x *Status) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
 // Done answers a command that has nothing to tell but that it was done.
 type Done struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -914,7 +1087,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_intent_proto_msgTypes[10]
+	mi := &file_intent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1099,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[10]
+	mi := &file_intent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1112,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{10}
+	return file_intent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Done) GetRequestId() string {
@@ -960,7 +1133,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_intent_proto_msgTypes[11]
+	mi := &file_intent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1145,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[11]
+	mi := &file_intent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1158,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{11}
+	return file_intent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatusReply) GetRequestId() string {
@@ -1017,7 +1190,7 @@ type ErrorReply struct {
 
 func (x *ErrorReply) Reset() {
 	*x = ErrorReply{}
-	mi := &file_intent_proto_msgTypes[12]
+	mi := &file_intent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1202,7 @@ func (x *ErrorReply) String() string {
 func (*ErrorReply) ProtoMessage() {}
 
 func (x *ErrorReply) ProtoReflect() protoreflect.Message {
-	mi := &file_intent_proto_msgTypes[12]
+	mi := &file_intent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1215,7 @@ func (x *ErrorReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorReply.ProtoReflect.Descriptor instead.
 func (*ErrorReply) Descriptor() ([]byte, []int) {
-	return file_intent_proto_rawDescGZIP(), []int{12}
+	return file_intent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ErrorReply) GetRequestId() string {
@@ -1084,12 +1257,25 @@ const file_intent_proto_rawDesc = "" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1b\n" +
 	"\tpolicy_id\x18\x03 \x01(\tR\bpolicyId\x12\x1a\n" +
 	"\bsnapshot\x18\x04 \x01(\fR\bsnapshot\x12/\n" +
-	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\"a\n" +
+	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\"\x9b\x01\n" +
 	"\aPropose\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1a\n" +
-	"\bsolution\x18\x03 \x01(\tR\bsolution\"D\n" +
+	"\bsolution\x18\x03 \x01(\tR\bsolution\x128\n" +
+	"\x05agent\x18\x04 \x01(\v2\".intentd.cluster.v1.AgentSignatureR\x05agent\"\xe8\x01\n" +
+	"\x0eAgentSignature\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\tR\x05nonce\x12*\n" +
+	"\x11created_unix_nano\x18\x04 \x01(\x03R\x0fcreatedUnixNano\x12*\n" +
+	"\x11expires_unix_nano\x18\x05 \x01(\x03R\x0fexpiresUnixNano\x12\x12\n" +
+	"\x04base\x18\x06 \x01(\fR\x04base\x12\x1c\n" +
+	"\tsignature\x18\a \x01(\fR\tsignature\x12\x12\n" +
+	"\x04body\x18\b \x01(\fR\x04body\"+\n" +
+	"\x05Agent\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\"D\n" +
 	"\x06Expire\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
@@ -1122,7 +1308,7 @@ const file_intent_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12)\n" +
 	"\x10missing_evidence\x18\x04 \x03(\tR\x0fmissingEvidence\"&\n" +
 	"\bProposal\x12\x1a\n" +
-	"\bsolution\x18\x01 \x01(\tR\bsolution\"\xf6\x02\n" +
+	"\bsolution\x18\x01 \x01(\tR\bsolution\"\xa7\x03\n" +
 	"\x06Status\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.intentd.cluster.v1.StateR\x05state\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x128\n" +
@@ -1131,7 +1317,8 @@ const file_intent_proto_rawDesc = "" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12B\n" +
 	"\ffailure_kind\x18\x06 \x01(\x0e2\x1f.intentd.cluster.v1.FailureKindR\vfailureKind\x12A\n" +
 	"\bfailures\x18\a \x03(\v2%.intentd.cluster.v1.ConstraintFailureR\bfailures\x12)\n" +
-	"\x10evidence_missing\x18\b \x03(\tR\x0fevidenceMissing\"%\n" +
+	"\x10evidence_missing\x18\b \x03(\tR\x0fevidenceMissing\x12/\n" +
+	"\x05agent\x18\t \x01(\v2\x19.intentd.cluster.v1.AgentR\x05agent\"%\n" +
 	"\x04Done\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\"`\n" +
@@ -1187,41 +1374,45 @@ func file_intent_proto_rawDescGZIP() []byte {
 }
 
 var file_intent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_intent_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_intent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_intent_proto_goTypes = []any{
 	(State)(0),                // 0: intentd.cluster.v1.State
 	(FailureKind)(0),          // 1: intentd.cluster.v1.FailureKind
 	(ErrorKind)(0),            // 2: intentd.cluster.v1.ErrorKind
 	(*CreateIntent)(nil),      // 3: intentd.cluster.v1.CreateIntent
 	(*Propose)(nil),           // 4: intentd.cluster.v1.Propose
-	(*Expire)(nil),            // 5: intentd.cluster.v1.Expire
-	(*Resume)(nil),            // 6: intentd.cluster.v1.Resume
-	(*Proved)(nil),            // 7: intentd.cluster.v1.Proved
-	(*GetStatus)(nil),         // 8: intentd.cluster.v1.GetStatus
-	(*Outcome)(nil),           // 9: intentd.cluster.v1.Outcome
-	(*ConstraintFailure)(nil), // 10: intentd.cluster.v1.ConstraintFailure
-	(*Proposal)(nil),          // 11: intentd.cluster.v1.Proposal
-	(*Status)(nil),            // 12: intentd.cluster.v1.Status
-	(*Done)(nil),              // 13: intentd.cluster.v1.Done
-	(*StatusReply)(nil),       // 14: intentd.cluster.v1.StatusReply
-	(*ErrorReply)(nil),        // 15: intentd.cluster.v1.ErrorReply
+	(*AgentSignature)(nil),    // 5: intentd.cluster.v1.AgentSignature
+	(*Agent)(nil),             // 6: intentd.cluster.v1.Agent
+	(*Expire)(nil),            // 7: intentd.cluster.v1.Expire
+	(*Resume)(nil),            // 8: intentd.cluster.v1.Resume
+	(*Proved)(nil),            // 9: intentd.cluster.v1.Proved
+	(*GetStatus)(nil),         // 10: intentd.cluster.v1.GetStatus
+	(*Outcome)(nil),           // 11: intentd.cluster.v1.Outcome
+	(*ConstraintFailure)(nil), // 12: intentd.cluster.v1.ConstraintFailure
+	(*Proposal)(nil),          // 13: intentd.cluster.v1.Proposal
+	(*Status)(nil),            // 14: intentd.cluster.v1.Status
+	(*Done)(nil),              // 15: intentd.cluster.v1.Done
+	(*StatusReply)(nil),       // 16: intentd.cluster.v1.StatusReply
+	(*ErrorReply)(nil),        // 17: intentd.cluster.v1.ErrorReply
 }
 var file_intent_proto_depIdxs = []int32{
-	9,  // 0: intentd.cluster.v1.Proved.outcome:type_name -> intentd.cluster.v1.Outcome
-	0,  // 1: intentd.cluster.v1.Outcome.state:type_name -> intentd.cluster.v1.State
-	1,  // 2: intentd.cluster.v1.Outcome.failure_kind:type_name -> intentd.cluster.v1.FailureKind
-	10, // 3: intentd.cluster.v1.Outcome.failures:type_name -> intentd.cluster.v1.ConstraintFailure
-	0,  // 4: intentd.cluster.v1.Status.state:type_name -> intentd.cluster.v1.State
-	11, // 5: intentd.cluster.v1.Status.proposal:type_name -> intentd.cluster.v1.Proposal
-	1,  // 6: intentd.cluster.v1.Status.failure_kind:type_name -> intentd.cluster.v1.FailureKind
-	10, // 7: intentd.cluster.v1.Status.failures:type_name -> intentd.cluster.v1.ConstraintFailure
-	12, // 8: intentd.cluster.v1.StatusReply.status:type_name -> intentd.cluster.v1.Status
-	2,  // 9: intentd.cluster.v1.ErrorReply.kind:type_name -> intentd.cluster.v1.ErrorKind
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	5,  // 0: intentd.cluster.v1.Propose.agent:type_name -> intentd.cluster.v1.AgentSignature
+	11, // 1: intentd.cluster.v1.Proved.outcome:type_name -> intentd.cluster.v1.Outcome
+	0,  // 2: intentd.cluster.v1.Outcome.state:type_name -> intentd.cluster.v1.State
+	1,  // 3: intentd.cluster.v1.Outcome.failure_kind:type_name -> intentd.cluster.v1.FailureKind
+	12, // 4: intentd.cluster.v1.Outcome.failures:type_name -> intentd.cluster.v1.ConstraintFailure
+	0,  // 5: intentd.cluster.v1.Status.state:type_name -> intentd.cluster.v1.State
+	13, // 6: intentd.cluster.v1.Status.proposal:type_name -> intentd.cluster.v1.Proposal
+	1,  // 7: intentd.cluster.v1.Status.failure_kind:type_name -> intentd.cluster.v1.FailureKind
+	12, // 8: intentd.cluster.v1.Status.failures:type_name -> intentd.cluster.v1.ConstraintFailure
+	6,  // 9: intentd.cluster.v1.Status.agent:type_name -> intentd.cluster.v1.Agent
+	14, // 10: intentd.cluster.v1.StatusReply.status:type_name -> intentd.cluster.v1.Status
+	2,  // 11: intentd.cluster.v1.ErrorReply.kind:type_name -> intentd.cluster.v1.ErrorKind
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_intent_proto_init() }
@@ -1235,7 +1426,7 @@ func file_intent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_intent_proto_rawDesc), len(file_intent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

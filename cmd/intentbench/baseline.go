@@ -100,7 +100,7 @@ func (e *bareEngine) Status(context.Context, string) (intentd.Status, error) {
 	return intentd.Status{}, errBare
 }
 
-func (e *bareEngine) Propose(context.Context, string, intentd.Proposal) error {
+func (e *bareEngine) Propose(context.Context, string, intentd.Proposal, *intentd.AgentSignature) error {
 	return errBare
 }
 

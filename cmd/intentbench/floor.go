@@ -95,8 +95,9 @@ func (e *floorEngine) SubmitIntent(ctx context.Context, sub intentd.Submission) 
 	return nil
 }
 
-// Propose reads the intent, writes the proposal synced, and proves in a goroutine.
-func (e *floorEngine) Propose(ctx context.Context, rawID string, p intentd.Proposal) error {
+// Propose reads the intent, writes the proposal synced, and proves in a goroutine. The
+// floor checks no agent: its intents are undelegated.
+func (e *floorEngine) Propose(ctx context.Context, rawID string, p intentd.Proposal, _ *intentd.AgentSignature) error {
 	id, _ := intentd.CanonicalIntentID(rawID)
 	stored, err := e.store.Intent(ctx, id)
 	if err != nil {

@@ -150,8 +150,13 @@ func (c *cli) printID(id string) error {
 }
 
 func (c *cli) propose(args []string) error {
-	pos, api, err := c.begin(c.flags("propose"), args, 2, "ID SOLUTION")
+	fs := c.flags("propose")
+	agent := addAgentKeyFlags(fs)
+	pos, api, err := c.begin(fs, args, 2, "ID SOLUTION")
 	if err != nil {
+		return err
+	}
+	if err := agent.apply(c); err != nil {
 		return err
 	}
 	ctx, cancel := c.call()
@@ -160,6 +165,9 @@ func (c *cli) propose(args []string) error {
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
 			return fmt.Errorf("%w (nothing changed; try again in %s)", err, ae.RetryAfter)
+		}
+		if intentd.ErrorCode(err) == intentd.CodeAgentSignatureRequired {
+			return fmt.Errorf("%w (nothing changed; an agent the intent lists proposes with --agent-key FILE)", err)
 		}
 		return c.reach(err)
 	}
@@ -202,6 +210,9 @@ func printOutcome(w io.Writer, prefix string, st *client.IntentStatus) {
 		line += "  solution " + st.Proposal.Solution
 	}
 	fmt.Fprintln(w, line)
+	if a := st.Agent; a != nil {
+		fmt.Fprintf(w, "    agent %s%s\n", a.Key, tagged(a.Tag))
+	}
 	// A constraint failure's reason repeats the constraints listed below it.
 	if st.Reason != "" && len(st.Failures) == 0 {
 		fmt.Fprintf(w, "    reason: %s\n", st.Reason)
@@ -331,6 +342,13 @@ func (c *cli) verify(args []string) error {
 		author += " " + rep.AuthorKey
 	}
 	fmt.Fprintf(w, "  author     %s\n", author)
+	if a := rep.Agent; a != nil {
+		delegated := "the intent delegates to no agent in particular"
+		if a.Delegated {
+			delegated = "delegated to by the author, who listed its key in the intent"
+		}
+		fmt.Fprintf(w, "  agent      %s%s, signed the proposal to %s; %s\n", a.Key, tagged(a.Tag), a.Authority, delegated)
+	}
 	trust := "trusted (given with --key)"
 	if !rep.KeyTrusted {
 		trust = "NOT trusted: the key inside the bundle; pass --key with the server's key (intentctl info)"
@@ -372,4 +390,12 @@ func compactJSON(v any) string {
 		return fmt.Sprintf(`{"error":%q}`, err.Error())
 	}
 	return string(b)
+}
+
+// tagged is a signature's tag as the lines about an agent show it, or nothing.
+func tagged(tag string) string {
+	if tag == "" {
+		return ""
+	}
+	return " (" + tag + ")"
 }

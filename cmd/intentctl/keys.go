@@ -203,6 +203,9 @@ func loadSigner(path, wantKind string) (signer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte(agentKeyHeader)) {
+		return nil, fmt.Errorf("%s is an agent's key (intentctl agent keygen), which signs proposals (--agent-key): sign intents with the person's own key (intentctl keygen)", path)
+	}
 	text := bytes.TrimSpace(crypto.StripComments(b))
 	if bytes.HasPrefix(text, []byte("{")) {
 		if wantKind == "ed25519" {

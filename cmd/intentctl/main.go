@@ -110,7 +110,8 @@ var subcommands = map[string]command{
 	"policy check":  {name: "policy check", args: "FILE", help: "compile FILE (- reads standard input) here, storing nothing: print its id, or its errors with a caret under each"},
 	"log watch": {name: "log watch", args: "[--state FILE] [--key BASE58] [--interval D] [--grace D] [--once]",
 		help: "follow the transparency log's checkpoints, check each is consistent with the last one seen (kept in the state file), and report a fork with exit 4"},
-	"log get": {name: "log get", args: "N [--key BASE58]", help: "print leaf N of the transparency log, its inclusion in the newest checkpoint checked"},
+	"agent keygen": {name: "agent keygen", args: "[-o FILE]", help: "make an agent's Ed25519 key pair: FILE (default intentctl-agent.key) signs proposals with --agent-key, FILE.pub goes in the intent's agents parameter"},
+	"log get":      {name: "log get", args: "N [--key BASE58]", help: "print leaf N of the transparency log, its inclusion in the newest checkpoint checked"},
 }
 
 // enter makes a subcommand the one whose usage and help are shown, when sub names one.
@@ -127,7 +128,7 @@ func init() {
 		{"policy", "push FILE | get ID | delete ID | check FILE", "store, read, delete or locally check a policy", (*cli).policy},
 		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
 		{"preview", "ID SOLUTION", "what a proposal of SOLUTION would decide, spending nothing", (*cli).preview},
-		{"propose", "ID SOLUTION", "propose a solution for an open intent", (*cli).propose},
+		{"propose", "ID SOLUTION [--agent-key FILE [--agent-tag TAG]]", "propose a solution for an open intent; signed as the agent of FILE", (*cli).propose},
 		{"status", "ID", "show an intent's status", (*cli).status},
 		{"get", "ID", "print an intent as stored, with its authorship", (*cli).get},
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
@@ -135,7 +136,8 @@ func init() {
 		{"watch", "[--intent ID ...] [--from N] [--until-terminal]", "follow the outcome stream", (*cli).watch},
 		{"log", "watch [--state FILE] [--key BASE58] [--interval D] [--once] | get N", "follow the transparency log's checkpoints and report a fork; print a leaf", (*cli).logCmd},
 		{"certs", "[-o DIR] [--days N] [--renew] NAME=HOST[,HOST...] ...", "write a cluster CA and each member's certificate and key, for --cluster-tls-*", (*cli).certs},
-		{"mcp", "", "serve the agent tools (MCP) on stdin and stdout, over this server", (*cli).mcp},
+		{"mcp", "[--agent-key FILE [--agent-tag TAG]]", "serve the agent tools (MCP) on stdin and stdout, over this server; proposals signed as the agent of FILE", (*cli).mcp},
+		{"agent", "keygen [-o FILE]", "make an agent's key pair, to sign proposals with", (*cli).agent},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
 }

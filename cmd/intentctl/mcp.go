@@ -21,8 +21,13 @@ var stdin io.Reader = os.Stdin
 // server, with this command's --server and --token, as every other command sends
 // them. Logs go to stderr, which such hosts show; stdout carries only the protocol.
 func (c *cli) mcp(args []string) error {
-	_, api, err := c.begin(c.flags("mcp"), args, 0, "no arguments")
+	fs := c.flags("mcp")
+	agent := addAgentKeyFlags(fs)
+	_, api, err := c.begin(fs, args, 0, "no arguments")
 	if err != nil {
+		return err
+	}
+	if err := agent.apply(c); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -1,0 +1,163 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/intentd/intentd"
+)
+
+// maxNonceBytes bounds a signature's nonce: it is stored until the signature expires,
+// and a nonce of 32 random bytes in Base64 is 43.
+const maxNonceBytes = 128
+
+// spendNonce spends the nonce of an agent's signature for the whole service, until the
+// signature expires and the clock skew allowed on it has passed: a replay within that
+// time is refused, and after it the signature's own expiry refuses it.
+func (e *Engine) spendNonce(ctx context.Context, by *intentd.AgentSignature, skew time.Duration) error {
+	if by.Nonce == "" || len(by.Nonce) > maxNonceBytes {
+		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureInvalid,
+			"the signature's nonce must be 1 to %d bytes, it is %d", maxNonceBytes, len(by.Nonce))
+	}
+	err := e.store.SpendNonce(ctx, by.Key, by.Nonce, by.Expires.Add(skew))
+	switch {
+	case errors.Is(err, intentd.ErrNonceSpent):
+		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureReplayed,
+			"the signature's nonce %q was used before: sign each request with a new nonce", by.Nonce)
+	case err != nil:
+		return storeFailed("spend nonce: %w", err)
+	}
+	return nil
+}
+
+// checkAgent decides whether the agent that signed a proposal, if any, may make it for
+// the intent: an intent whose policy delegates to agents takes a proposal signed by one
+// of the keys its agents parameter lists, and no other; an undelegated intent takes any.
+func (a *intentActor) checkAgent(by *intentd.AgentSignature) error {
+	p, err := a.e.Policy(a.e.ctx, a.snap.PolicyID)
+	if err != nil {
+		return err
+	}
+	param, delegated := p.Agents()
+	if !delegated {
+		return nil
+	}
+	if by == nil {
+		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureRequired,
+			"intent %s delegates to the agents its parameter %s lists: sign the proposal with an agent's key (RFC 9421; docs/agents.md)", a.id, param)
+	}
+	intentJSON, _, ok := a.snap.authoredParts()
+	if !ok {
+		return intentd.Internal("check agent: %w", fmt.Errorf("the stored intent %s cannot be read", a.id))
+	}
+	in, err := intentd.DecodeIntent(intentJSON)
+	if err != nil {
+		return intentd.Internal("check agent: %w", err)
+	}
+	if in.Attrs != nil {
+		if _, allowed := intentd.Delegates(p, *in.Attrs, by.Key); allowed {
+			return nil
+		}
+	}
+	return intentd.Errorf(intentd.KindForbidden, intentd.CodeAgentNotDelegated,
+		"intent %s does not delegate to agent %s: its parameter %s does not list the key", a.id, by.Key, param)
+}
+
+// The fields of an agent's signature in a snapshot (field fieldAgent).
+const (
+	agentKey       protowire.Number = 1 // bytes
+	agentTag       protowire.Number = 2 // bytes
+	agentNonce     protowire.Number = 3 // bytes
+	agentCreated   protowire.Number = 4 // varint: Unix nanoseconds, zigzag
+	agentExpires   protowire.Number = 5 // varint
+	agentBase      protowire.Number = 6 // bytes
+	agentSignature protowire.Number = 7 // bytes
+	agentBody      protowire.Number = 8 // bytes
+)
+
+// appendAgent writes an agent's signature as the field fieldAgent, or nothing for nil.
+func appendAgent(b []byte, by *intentd.AgentSignature) ([]byte, error) {
+	if by == nil {
+		return b, nil
+	}
+	var m []byte
+	m = appendPresent(m, agentKey, by.Key)
+	m = appendBytes(m, agentTag, by.Tag)
+	m = appendBytes(m, agentNonce, by.Nonce)
+	var err error
+	if m, err = appendTime(m, agentCreated, by.Created); err != nil {
+		return nil, err
+	}
+	if m, err = appendTime(m, agentExpires, by.Expires); err != nil {
+		return nil, err
+	}
+	m = appendBytes(m, agentBase, by.Base)
+	m = appendBytes(m, agentSignature, by.Signature)
+	m = appendBytes(m, agentBody, by.Body)
+	b = protowire.AppendTag(b, fieldAgent, protowire.BytesType)
+	return protowire.AppendBytes(b, m), nil
+}
+
+// decodeAgent reads what appendAgent wrote.
+func decodeAgent(data []byte) (*intentd.AgentSignature, error) {
+	by := &intentd.AgentSignature{}
+	var seen uint32
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		data = data[n:]
+		if num < agentKey || num > agentBody {
+			return nil, fmt.Errorf("unknown field %d", num)
+		}
+		if seen&(1<<num) != 0 {
+			return nil, fmt.Errorf("field %d appears twice", num)
+		}
+		seen |= 1 << num
+		var v []byte
+		var u uint64
+		if num == agentCreated || num == agentExpires {
+			if typ != protowire.VarintType {
+				return nil, fmt.Errorf("field %d has wire type %d, want a varint", num, typ)
+			}
+			u, n = protowire.ConsumeVarint(data)
+		} else {
+			if typ != protowire.BytesType {
+				return nil, fmt.Errorf("field %d has wire type %d, want bytes", num, typ)
+			}
+			v, n = protowire.ConsumeBytes(data)
+		}
+		if n < 0 {
+			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+		}
+		data = data[n:]
+		switch num {
+		case agentKey:
+			by.Key = string(v)
+		case agentTag:
+			by.Tag = string(v)
+		case agentNonce:
+			by.Nonce = string(v)
+		case agentCreated:
+			by.Created = wireTime(u)
+		case agentExpires:
+			by.Expires = wireTime(u)
+		case agentBase:
+			by.Base = bytes.Clone(v)
+		case agentSignature:
+			by.Signature = bytes.Clone(v)
+		case agentBody:
+			by.Body = bytes.Clone(v)
+		}
+	}
+	if seen&(1<<agentKey) == 0 {
+		return nil, errors.New("no key")
+	}
+	return by, nil
+}
