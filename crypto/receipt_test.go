@@ -415,6 +415,15 @@ func FuzzDecodeSignedReceipt(f *testing.F) {
 	f.Add(bytes.Replace(wire, []byte(`"failure_kind":"constraints"`), []byte(`"evidence_missing":["size"],"failure_kind":"evidence"`), 1))
 	f.Add([]byte(`{"receipt":{},"signature":"","public_key":""}`))
 	f.Add([]byte(`null`))
+	v3, err := SignReceipt(key, agentReceipt(edKey("agent"), []byte("base")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if wire, err = json.Marshal(v3); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(wire)
+	f.Add(bytes.Replace(wire, []byte(`"version":3`), []byte(`"version":2`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeSignedReceipt(data)
 		if err != nil {
