@@ -26,7 +26,9 @@ var delegatedPolicy = strings.Replace(strings.Replace(testPolicy,
 // agentKey is the agent the delegated intents list; strangerKey is another agent.
 var agentKey, strangerKey = ed25519.NewKeyFromSeed(seed("agent")), ed25519.NewKeyFromSeed(seed("stranger"))
 
-func agentPub(k ed25519.PrivateKey) string { return crypto.EncodeBase58(k.Public().(ed25519.PublicKey)) }
+func agentPub(k ed25519.PrivateKey) string {
+	return crypto.EncodeBase58(k.Public().(ed25519.PublicKey))
+}
 
 // agentBundle is a bundle whose proposal an agent signed: of the delegated policy when
 // delegated, listing the agent keys listed; of testPolicy otherwise.
