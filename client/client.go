@@ -43,6 +43,9 @@ type Client struct {
 	// AgentKey, when set, is the agent's Ed25519 key: Propose signs its request with
 	// it (RFC 9421, with a Content-Digest of the body, a fresh nonce and a window of
 	// AgentWindow), as an intent that delegates to agents requires. See docs/agents.md.
+	// The signature covers the method, the authority and the path the client sends:
+	// a proxy in between that rewrites the host or strips a path prefix makes the
+	// server see another request, whose signature does not verify.
 	AgentKey ed25519.PrivateKey
 	// AgentTag is the tag of the agent's signatures; "" sends none.
 	AgentTag string

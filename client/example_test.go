@@ -222,3 +222,80 @@ func ExampleEventStream_Next() {
 	// 2 failure 00000000-0000-4000-8000-000000000002 constraints
 	// constraint 1: evidence.price_cents = 1999, which is not <= parameters.max_price_cents = 100
 }
+
+// delegatedPolicy is examplePolicy with an agents part: its intents name, in their
+// agents parameter, the agents that may propose for them, by their Base58 Ed25519
+// public keys.
+const delegatedPolicy = `name tshirt_by_agent
+agents parameters.agents
+parameters {
+  size: string
+  max_price_cents: int
+  agents: set<string>
+}
+evidence {
+  size: string
+  price_cents: int
+}
+requires {
+  evidence.size == parameters.size;
+  evidence.price_cents <= parameters.max_price_cents;
+}
+`
+
+// An agent proposes for an intent that delegates to it: the client signs the proposal
+// with the agent's key (RFC 9421), which the intent lists, and the status names the
+// agent. Without the key, the proposal is refused with agent_signature_required and
+// the intent stays open.
+func ExampleClient_Propose_agent() {
+	url, stop := exampleServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.NewClient(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	policyID, err := c.PutPolicy(ctx, delegatedPolicy)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The agent's key, made from a fixed seed so that its public key prints the same;
+	// an agent makes its own with ed25519.GenerateKey (or intentctl agent keygen).
+	agentKey := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	agentPub := crypto.EncodeBase58(agentKey.Public().(ed25519.PublicKey))
+
+	// The person's intent delegates to that agent.
+	const intentID = "6f1c2a9e-3b7d-4c55-9a1e-2f8d0c4b7a31"
+	intent := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"max_price_cents":{"Int":2500},"agents":{"Set":{"String":[%q]}}}}}`,
+		intentID, policyID, agentPub)
+	_, author, _ := ed25519.GenerateKey(nil)
+	auth, err := crypto.SignEd25519(author, intent)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.SubmitIntent(ctx, intent, auth); err != nil {
+		log.Fatal(err)
+	}
+
+	const solution = "https://shop.example/products/tshirt-navy-m"
+	err = c.Propose(ctx, intentID, solution)
+	fmt.Println("unsigned:", intentd.ErrorCode(err))
+
+	c.AgentKey, c.AgentTag = agentKey, "agent-payer-auth"
+	if err := c.Propose(ctx, intentID, solution); err != nil {
+		log.Fatal(err)
+	}
+	st, err := c.Status(ctx, intentID)
+	for ; err == nil && !st.State.Terminal(); st, err = c.Status(ctx, intentID) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("signed:", st.State, "by agent", st.Agent.Key, st.Agent.Tag)
+	// Output:
+	// unsigned: agent_signature_required
+	// signed: success by agent 4zvwRjXUKGfvwnParsHAS3HuSVzV5cA4McphgmoCtajS agent-payer-auth
+}

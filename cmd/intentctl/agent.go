@@ -91,7 +91,7 @@ func (f agentKeyFlags) apply(c *cli) error {
 	}
 	key, err := loadAgentKey(*f.file)
 	if err != nil {
-		return err
+		return fmt.Errorf("--agent-key: %w", err)
 	}
 	api, err := c.api()
 	if err != nil {
@@ -104,15 +104,16 @@ func (f agentKeyFlags) apply(c *cli) error {
 // loadAgentKey reads an agent's private key file. A person's intent key (keygen's) is
 // refused: an agent holding it could sign intents as the person.
 func loadAgentKey(path string) (ed25519.PrivateKey, error) {
-	if err := whatKeyFile(path, "ed25519"); err != nil {
-		return nil, fmt.Errorf("--agent-key: %w", err)
+	// What the file is comes before how it is kept, as for --key (loadSigner).
+	if err := whatKeyFile(path, "agent"); err != nil {
+		return nil, err
 	}
 	b, err := readPrivateFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(b), []byte(privateKeyHeader)) {
-		return nil, fmt.Errorf("%s is a person's intent key (intentctl keygen): an agent signs with a key of its own, made by intentctl agent keygen, which the intent then delegates to", path)
+	if err := headerKind(path, b, "agent"); err != nil {
+		return nil, err
 	}
 	seed, err := crypto.DecodeBase58(string(bytes.TrimSpace(crypto.StripComments(b))))
 	if err != nil || len(seed) != ed25519.SeedSize {

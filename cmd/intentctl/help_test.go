@@ -6,7 +6,9 @@ import (
 )
 
 // TestSubcommandHelp asks each command with subcommands for the help of each: it is that
-// subcommand's usage line and flags, with exit 0, and needs no server.
+// subcommand's usage line and flags, with exit 0, and needs no server. The commands
+// that sign as an agent show their agent flags, and help lists agent among the
+// commands.
 func TestSubcommandHelp(t *testing.T) {
 	lookupEnv = func(string) (string, bool) { return "", false }
 	tests := []struct {
@@ -22,6 +24,11 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"log", "get", "-h"}, []string{"Usage: intentctl log get N [--key BASE58]\n", "-key string"}},
 		{[]string{"log", "-h"}, []string{"Usage: intentctl log watch", "list their flags"}},
 		{[]string{"intent", "-h"}, []string{"Usage: intentctl intent new"}},
+		{[]string{"agent", "keygen", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE]\n", "FILE.pub goes in the intent's agents parameter", "-o string", "intentctl-agent.key"}},
+		{[]string{"agent", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE]\n", "to sign proposals with"}},
+		{[]string{"propose", "-h"}, []string{"Usage: intentctl propose ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "intentctl agent keygen", "-agent-tag string"}},
+		{[]string{"mcp", "-h"}, []string{"Usage: intentctl mcp [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "-agent-tag string"}},
+		{[]string{"help"}, []string{"  propose  ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "  mcp      [--agent-key FILE", "  agent    keygen [-o FILE]\n", "to sign proposals with"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

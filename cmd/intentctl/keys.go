@@ -203,8 +203,10 @@ func loadSigner(path, wantKind string) (signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(b), []byte(agentKeyHeader)) {
-		return nil, fmt.Errorf("%s is an agent's key (intentctl agent keygen), which signs proposals (--agent-key): sign intents with the person's own key (intentctl keygen)", path)
+	// whatKeyFile read the file before: its header is checked again on the bytes
+	// that are used, in case the file changed in between.
+	if err := headerKind(path, b, wantKind); err != nil {
+		return nil, err
 	}
 	text := bytes.TrimSpace(crypto.StripComments(b))
 	if bytes.HasPrefix(text, []byte("{")) {
@@ -226,23 +228,34 @@ func loadSigner(path, wantKind string) (signer, error) {
 
 // whatKeyFile refuses, whatever its mode, a file given where a private key of
 // wantKind is wanted that is something else: a public key, a key of the other kind, a
-// PEM file, or no key at all, saying what it is and what to pass. An Ed25519 public key
-// and a seed are both 32 bytes in Base58: keygen's header line tells them apart, and
-// for files without one, keygen's .pub name, or the same text in a .pub file beside it.
+// person's key where an agent's is wanted (wantKind "agent") or an agent's where a
+// person's is, a PEM file, or no key at all, saying what it is and what to pass. An
+// Ed25519 public key and a seed are both 32 bytes in Base58: keygen's header line tells
+// them apart, and for files without one, keygen's .pub name, or the same text in a .pub
+// file beside it.
 func whatKeyFile(path, wantKind string) error {
 	if priv, ok := strings.CutSuffix(path, ".pub"); ok {
-		return fmt.Errorf("%s is a public key (keygen writes it beside the private key): sign with --key %s, the file without .pub", path, priv)
+		return publicKeyGiven(path, priv, wantKind)
 	}
 	text, err := os.ReadFile(path)
 	if err != nil || len(text) > maxKeyFile {
 		return nil // readPrivateFile says what is wrong
 	}
+	if err := headerKind(path, text, wantKind); err != nil {
+		return err
+	}
 	if what := otherKind(text); what != "" {
+		if wantKind == "agent" {
+			return fmt.Errorf("%s is %s, not a private key: sign with the agent's private key file, which intentctl agent keygen wrote", path, what)
+		}
 		return fmt.Errorf("%s is %s, not a private key: sign with the private key file intentctl keygen wrote (--key FILE for an Ed25519 key, --passkey FILE for a passkey)", path, what)
 	}
 	text = bytes.TrimSpace(crypto.StripComments(text))
 	if bytes.HasPrefix(text, []byte("{")) {
-		if wantKind == "ed25519" {
+		switch wantKind {
+		case "agent":
+			return fmt.Errorf("%s is a passkey file, which signs a person's intents: an agent signs proposals with an Ed25519 key of its own, made by intentctl agent keygen", path)
+		case "ed25519":
 			return fmt.Errorf("%s is a passkey file; use --passkey", path)
 		}
 		return nil // parsePasskey says what is wrong with it
@@ -251,6 +264,9 @@ func whatKeyFile(path, wantKind string) error {
 		return fmt.Errorf("%s is not a passkey file (make one with intentctl keygen --passkey; an Ed25519 key goes with --key)", path)
 	}
 	if b, err := crypto.DecodeBase58(string(text)); err != nil || len(b) != ed25519.PublicKeySize {
+		if wantKind == "agent" {
+			return fmt.Errorf("%s is not a key file: it holds no Ed25519 seed; sign with the agent's private key file, which intentctl agent keygen wrote", path)
+		}
 		return fmt.Errorf("%s is not a key file: it holds neither an Ed25519 seed nor a passkey; sign with the private key file intentctl keygen wrote (--key FILE, or --passkey FILE for a passkey)", path)
 	}
 	pubs, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.pub"))
@@ -260,6 +276,47 @@ func whatKeyFile(path, wantKind string) error {
 		}
 	}
 	return nil
+}
+
+// headerKind refuses a key file whose header line shows it is a person's key where an
+// agent's is wanted, or an agent's where a person's is: each signs what the other must
+// not. A person's key given to an agent would let the agent sign intents as the person.
+func headerKind(path string, text []byte, wantKind string) error {
+	t := bytes.TrimSpace(text)
+	switch {
+	case wantKind == "agent" && bytes.HasPrefix(t, []byte(privateKeyHeader)):
+		return fmt.Errorf("%s is a person's intent key (intentctl keygen): an agent signs with a key of its own, made by intentctl agent keygen, which the intent then delegates to", path)
+	case wantKind != "agent" && bytes.HasPrefix(t, []byte(agentKeyHeader)):
+		return fmt.Errorf("%s is an agent's key (intentctl agent keygen), which signs proposals (--agent-key): sign intents with the person's own key (intentctl keygen)", path)
+	}
+	return nil
+}
+
+// publicKeyGiven is the refusal of a .pub file given as a private key. It names the
+// file without .pub to pass instead, unless that file's header shows it is of the
+// other role (a person's key where an agent's is wanted, or the reverse): then it says
+// so, rather than lead to the next refusal.
+func publicKeyGiven(path, priv, wantKind string) error {
+	var head []byte
+	if f, err := os.Open(priv); err == nil {
+		head, _ = io.ReadAll(io.LimitReader(f, maxKeyFile))
+		f.Close()
+	}
+	head = bytes.TrimSpace(head)
+	switch {
+	case wantKind == "agent" && bytes.HasPrefix(head, []byte(privateKeyHeader)):
+		return fmt.Errorf("%s is the public key of %s, a person's intent key (intentctl keygen): an agent signs with a key of its own, made by intentctl agent keygen, which the intent then delegates to", path, priv)
+	case wantKind != "agent" && bytes.HasPrefix(head, []byte(agentKeyHeader)):
+		return fmt.Errorf("%s is the public key of %s, an agent's key (intentctl agent keygen), which signs proposals (--agent-key): sign intents with the person's own key (intentctl keygen)", path, priv)
+	}
+	flag := "--key"
+	switch wantKind {
+	case "agent":
+		flag = "--agent-key"
+	case "passkey":
+		flag = "--passkey"
+	}
+	return fmt.Errorf("%s is a public key (keygen writes it beside the private key): sign with %s %s, the file without .pub", path, flag, priv)
 }
 
 // otherKind names what a file given as a private key is when its first line shows it is

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // toolAnswer is the result of a tools/call at /mcp: its structured output, or the
@@ -211,5 +212,41 @@ func TestMCPProofLog(t *testing.T) {
 				t.Fatalf("get_proof = verified %v, outcome %v (%v), want verified %s", a.out["verified"], a.out["outcome"], a.out["verify_error"], tc.outcome)
 			}
 		})
+	}
+}
+
+// TestMCPDelegatedIntent calls propose_solution at /mcp for an intent that delegates to
+// an agent: the tools there hold no agent key, so the proposal is refused with the
+// code of the proposal route, agent_signature_required, and a message that tells the
+// agent how to sign (intentctl mcp --agent-key, or RFC 9421 on its own request), the
+// intent left open; the agent's signed request to the route is then taken.
+func TestMCPDelegatedIntent(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	s.policy = s.putPolicy(delegatedPolicy(t))
+	agent := newAgentKey(t)
+	id, intent := delegatedIntent(s.policy, agent.pub)
+	if r := s.postIntent(authored(t, intent, s.signEd25519(intent))); r.status != http.StatusOK {
+		t.Fatalf("POST /intents: %s", r)
+	}
+	args := fmt.Sprintf(`{"intent_id":%q,"solution":%q}`, id, solutionPasses)
+	a := s.callTool("propose_solution", args)
+	if !a.isErr || a.code != "agent_signature_required" {
+		t.Fatalf("propose_solution of a delegated intent: %+v, want the tool error agent_signature_required", a)
+	}
+	for _, want := range []string{"intent " + id, "these tools hold no agent key", "`intentctl mcp --agent-key FILE`", "RFC 9421"} {
+		if !strings.Contains(a.msg, want) {
+			t.Errorf("the tool error %q does not say %q", a.msg, want)
+		}
+	}
+	if st := s.status(id); st["status"] != "open" {
+		t.Fatalf("after the refusal the intent is %v, want open", st)
+	}
+	now := time.Now()
+	if r := s.send(id, s.signProposal(id, solutionPasses, agent, now, now.Add(time.Minute))); r.status != http.StatusOK {
+		t.Fatalf("the agent's signed proposal after the tool's refusal: %s", r)
+	}
+	if a := s.callTool("await_outcome", fmt.Sprintf(`{"intent_id":%q,"timeout_seconds":10}`, id)); a.isErr || a.out["status"] != "success" {
+		t.Fatalf("await_outcome: %+v, want success", a)
 	}
 }
