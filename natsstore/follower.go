@@ -107,6 +107,9 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 // starting again and again, while the others were seconds ahead.
 const stallAfter = 2 * time.Second
 
+// probeTimeout bounds each look a check takes at the stream.
+const probeTimeout = 750 * time.Millisecond
+
 // check compares the follower with the stream. Found behind, it owes every record of its
 // subjects up to the stream's last sequence of now; one that still owes any stallAfter
 // later is replaced: a new consumer takes over after the last record handled.
@@ -114,7 +117,12 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Lock()
 	last, owed, since := f.last, f.owed, f.owedSince
 	f.mu.Unlock()
-	next, err := f.next(ctx, last)
+	// The probes wait no longer than until the next check: while the stream elects a
+	// leader they go unanswered, and one that waited for the store's time-out held the
+	// checks back for seconds after the stream answered again.
+	probe, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	next, err := f.next(probe, last)
 	if owed != 0 && (last >= owed || err == nil && (next == 0 || next > owed)) {
 		// Paid: no record of its subjects up to owed is left. What came since is owed
 		// from now.
@@ -135,7 +143,7 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 		owed, since = 0, time.Time{}
 	case owed == 0:
 		owed, since = next, now
-		if info, err := f.s.stream.Info(ctx); err == nil && info.State.LastSeq > owed {
+		if info, err := f.s.stream.Info(probe); err == nil && info.State.LastSeq > owed {
 			owed = info.State.LastSeq
 		}
 	case next <= owed && now.Sub(since) >= stallAfter:

@@ -256,14 +256,20 @@ func (s *Store) checkFollowers() {
 			return
 		case now := <-t.C:
 			s.checkHealth()
+			// The followers are checked side by side, so that the replacement of one,
+			// which may wait on a stream just elected, does not hold back the other's.
+			var wg sync.WaitGroup
 			for _, f := range []*follower{s.watch, s.events} {
 				ctx, cancel, err := s.begin(s.closing)
 				if err != nil {
 					continue // closed, or not connected: nothing to compare with
 				}
-				f.check(ctx, now)
-				cancel()
+				wg.Go(func() {
+					defer cancel()
+					f.check(ctx, now)
+				})
 			}
+			wg.Wait()
 			if ctx, cancel, err := s.begin(s.closing); err == nil {
 				s.repairStranded(ctx, now)
 				cancel()
