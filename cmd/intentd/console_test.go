@@ -317,7 +317,7 @@ func checkProofPages(t *testing.T, b *consoleBrowser, passed, failed string) {
 		if got := b.text("#verdict"); !strings.HasPrefix(got, "verified: the proof of intent "+id+" holds") {
 			t.Errorf("the Proof page of %s says %q, want verified", id, got)
 		}
-		for _, check := range []string{"bundle", "key", "signature", "authored_intent_digest", "proposal_digest", "evidence_digest", "policy", "intent", "authorship", "evaluation"} {
+		for _, check := range []string{"bundle", "key", "signature", "authored_intent_digest", "proposal_digest", "evidence_digest", "policy", "intent", "authorship", "evaluation", "agent"} {
 			if got := b.attr(fmt.Sprintf(`li[data-check=%q]`, check), "data-status"); got != "pass" {
 				t.Errorf("proof of %s: check %s is %q, want pass", id, check, got)
 			}

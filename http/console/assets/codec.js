@@ -62,6 +62,13 @@ export async function sha256(bytes) {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
 }
 
+// ed25519Verify checks an Ed25519 signature with WebCrypto: the service's over a
+// receipt, an author's over an intent, an agent's over its signature base.
+export async function ed25519Verify(pub, sig, msg) {
+  const key = await crypto.subtle.importKey("raw", pub, { name: "Ed25519" }, false, ["verify"]);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg);
+}
+
 // digest is what a receipt binds a value with: Base58 of SHA-256 of its JCS bytes.
 export async function digest(value) {
   return base58Encode(await sha256(utf8(jcs(value))));

@@ -34,6 +34,18 @@ export function intentLink(id) {
   return h("a", { href: "#/intent/" + encodeURIComponent(id), class: "mono" }, id);
 }
 
+// agentKey shows the agent of an outcome ({key, tag}, as a status or an event names it):
+// its Base58 key cut to its ends, which tell keys apart at a glance, the whole key in the
+// title and in data-key for whoever needs to compare it; then its tag, when it has one.
+// full shows the whole key, where there is room for it.
+export function agentKey(agent, full = false) {
+  const k = agent.key;
+  const short = !full && k.length > 14 ? k.slice(0, 6) + "…" + k.slice(-4) : k;
+  return h("span", { class: "agent", "data-key": k },
+    full ? h("span", { class: "mono" }, k) : h("abbr", { class: "mono", title: k }, short),
+    agent.tag ? [" ", h("span", { class: "tag" }, agent.tag)] : null);
+}
+
 export function time(t) {
   if (!t) return "";
   const d = new Date(t);

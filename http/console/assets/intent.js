@@ -1,9 +1,10 @@
 // The Intent page: one intent's story. Its status and timeline, its attributes, the
 // policy's canonical text with each failed constraint marked and its reason beside it,
-// the evidence, the solution, and the deadline counting down while it is open.
+// the evidence, the solution and the agent that proposed it, and the deadline counting
+// down while it is open.
 
 import { getJSON, getText, APIError } from "./api.js";
-import { h, badge, errorBox, time, duration, kvTable } from "./dom.js";
+import { h, agentKey, badge, errorBox, time, duration, kvTable } from "./dom.js";
 import { subscribe, serverNow } from "./events.js";
 import { parsePolicy } from "./policytext.js";
 
@@ -77,7 +78,8 @@ async function render(id, setTimer) {
   const steps = [
     h("li", { class: "done" }, h("strong", {}, "Created"), " ", times ? time(times.created_at) : ""),
     h("li", { class: status.proposal ? "done" : "" }, h("strong", {}, "Proposed"), " ",
-      times && times.proposed_at ? time(times.proposed_at) : status.proposal ? "" : h("span", { class: "muted" }, "not yet")),
+      times && times.proposed_at ? time(times.proposed_at) : status.proposal ? "" : h("span", { class: "muted" }, "not yet"),
+      status.agent ? [" by agent ", agentKey(status.agent)] : null),
   ];
   if (st === "expired") {
     steps[1] = h("li", {}, h("strong", {}, "Proposed"), " ", h("span", { class: "muted" }, "never"));
@@ -96,6 +98,10 @@ async function render(id, setTimer) {
     h("dt", {}, "Policy"), h("dd", {}, h("a", { class: "mono", href: "#/policy/" + intent.policy_id }, intent.policy_id)),
     h("dt", {}, "Authorship"), h("dd", {}, describeAuthorship(authored.authorship)),
     h("dt", {}, "Solution"), h("dd", { class: "mono" }, status.proposal ? status.proposal.solution : h("span", { class: "muted" }, "none yet")));
+  const delegatesTo = policyText !== null ? parsePolicy(policyText).agents : null;
+  if (status.agent) facts.append(h("dt", {}, "Agent"), h("dd", { id: "agent" }, agentKey(status.agent, true), h("br"),
+    h("span", { class: "muted" }, "signed the proposal (RFC 9421); ", agentWords(status.agent, intent.attrs, delegatesTo))));
+  if (delegatesTo) facts.append(h("dt", {}, "Delegates to"), h("dd", { id: "delegates" }, delegated(intent.attrs, delegatesTo)));
   if (st === "failure") facts.append(h("dt", {}, "Reason"), h("dd", { id: "reason" }, status.reason));
   if (status.evidence_missing) facts.append(h("dt", {}, "Evidence missing"), h("dd", { class: "mono" }, status.evidence_missing.join(", ")));
 
@@ -109,6 +115,28 @@ async function render(id, setTimer) {
   view.append(h("section", { class: "card", "aria-labelledby": "ev-h" }, h("h2", { id: "ev-h" }, "Evidence"),
     status.evidence ? kvTable("Evidence", status.evidence) : h("p", { class: "muted" }, decided ? "No evidence was extracted." : "Not extracted yet.")));
   return view;
+}
+
+// listedKeys are the keys an intent's agents parameter lists.
+function listedKeys(attrs, param) {
+  const v = attrs && attrs.fields && attrs.fields[param];
+  return v && v.Set && Array.isArray(v.Set.String) ? v.Set.String : [];
+}
+
+// agentWords says whether the author chose the agent: delegatesTo is the policy's agents
+// parameter, "" when it has none, null when the policy could not be read.
+function agentWords(agent, attrs, delegatesTo) {
+  if (delegatesTo === null) return "the policy is not at hand to say whether the intent delegates to it";
+  if (!delegatesTo) return "the intent delegates to no agent in particular";
+  return listedKeys(attrs, delegatesTo).includes(agent.key)
+    ? "delegated to by the author, who listed its key in the intent"
+    : "its key is NOT among those the intent lists";
+}
+
+function delegated(attrs, param) {
+  const keys = listedKeys(attrs, param);
+  if (!keys.length) return h("span", { class: "muted" }, `no agent: parameters.${param} lists none`);
+  return h("ul", { class: "keys" }, keys.map(k => h("li", {}, agentKey({ key: k }))));
 }
 
 function describeAuthorship(a) {

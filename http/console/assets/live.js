@@ -1,7 +1,7 @@
 // The Live page: the outcome stream as it arrives, filtered by type and intent id, with
 // counts per minute over the last hour.
 
-import { h, badge, intentLink } from "./dom.js";
+import { h, agentKey, badge, intentLink } from "./dom.js";
 import { live, subscribe, chartMinutes, serverNow } from "./events.js";
 
 const SHOWN = 200; // rows drawn at most; the newest first
@@ -42,6 +42,7 @@ export function livePage(main) {
       h("div", { class: "table-wrap" }, h("table", { class: "events" },
         h("thead", {}, h("tr", {},
           h("th", { scope: "col" }, "id"), h("th", { scope: "col" }, "outcome"), h("th", { scope: "col" }, "intent"),
+          h("th", { scope: "col", class: "hide-narrow" }, "agent"),
           h("th", { scope: "col", class: "hide-narrow" }, "solution"), h("th", { scope: "col", class: "hide-narrow" }, "reason"))),
         tbody))));
 
@@ -51,7 +52,11 @@ export function livePage(main) {
   const row = e => h("tr", { "data-id": e.id, "data-type": e.type },
     h("td", { class: "id" }, e.id),
     h("td", {}, badge(e.type, e.type === "failure" && e.data.failure_kind ? `failure: ${e.data.failure_kind}` : e.type)),
-    h("td", { class: "intent" }, intentLink(e.data.intent_id)),
+    // The agent whose signed proposal the intent took, nothing for an unsigned proposal:
+    // in its own column where there is room, under the intent where there is not.
+    h("td", { class: "intent" }, intentLink(e.data.intent_id),
+      e.data.agent ? h("span", { class: "show-narrow" }, "agent ", agentKey(e.data.agent)) : null),
+    h("td", { class: "agent hide-narrow" }, e.data.agent ? agentKey(e.data.agent) : ""),
     h("td", { class: "hide-narrow mono" }, e.data.proposal ? e.data.proposal.solution : ""),
     h("td", { class: "hide-narrow" }, e.data.reason || ""));
 

@@ -21,6 +21,9 @@ export function policyPage(main, id) {
         h("dt", {}, "Id"), h("dd", { class: "mono" }, id),
         h("dt", {}, "Name"), h("dd", { class: "mono" }, p.name),
         h("dt", {}, "Extractor"), h("dd", {}, p.extractor || h("span", { class: "muted" }, "chosen by the server's rules")),
+        h("dt", {}, "Agents"), h("dd", { id: "policy-agents" }, p.agents
+          ? ["delegated: only an agent whose key the intent lists in ", h("span", { class: "mono" }, "parameters." + p.agents), " may propose, its proposal signed (RFC 9421)"]
+          : h("span", { class: "muted" }, "not delegated: any caller may propose; a signed proposal's agent is recorded")),
         h("dt", {}, "Constraints"), h("dd", {}, String(p.constraints.length))),
       h("div", { class: "grid" },
         h("section", { class: "card", "aria-labelledby": "par-h" }, h("h2", { id: "par-h" }, "Parameters (the intent's attrs)"),

@@ -2,11 +2,12 @@
 // (docs/policy-language.md): blocks "parameters {", "evidence {" and "requires {", one
 // declaration or one constraint per line.
 
-// parsePolicy returns the policy's name, extractor, parameters and evidence fields
-// ({name, type, optional}), and its constraints with the line each is on.
+// parsePolicy returns the policy's name, extractor, the parameter its agents part names
+// ("" without one), parameters and evidence fields ({name, type, optional}), and its
+// constraints with the line each is on.
 export function parsePolicy(text) {
   const lines = text.replace(/\n$/, "").split("\n");
-  const p = { name: "", extractor: "", parameters: [], evidence: null, constraints: [], lines };
+  const p = { name: "", extractor: "", agents: "", parameters: [], evidence: null, constraints: [], lines };
   let block = "";
   lines.forEach((line, n) => {
     const t = line.trim();
@@ -14,6 +15,7 @@ export function parsePolicy(text) {
       let m;
       if ((m = /^name (\S+)$/.exec(t))) p.name = m[1];
       else if ((m = /^extractor (".*")$/.exec(t))) p.extractor = JSON.parse(m[1]);
+      else if ((m = /^agents parameters\.(\S+)$/.exec(t))) p.agents = m[1];
       else if ((m = /^(parameters|intent|evidence|requires) \{$/.exec(t))) {
         block = m[1] === "intent" ? "parameters" : m[1];
         if (block === "evidence") p.evidence = [];

@@ -3,7 +3,7 @@
 // against a key typed in.
 
 import { call, info } from "./api.js";
-import { h, errorBox, intentLink } from "./dom.js";
+import { h, agentKey, errorBox, intentLink } from "./dom.js";
 import { lookupForm } from "./intent.js";
 import { CHECKS, verifyBundle } from "./verify.js";
 
@@ -101,7 +101,16 @@ function show({ results, report, error }, source = "given") {
     for (const f of report.failures) kv.append(h("dt", {}, `constraint ${f.index}`), h("dd", {}, h("span", { class: "mono" }, f.pretty_expr), h("br"), f.reason));
     kv.append(h("dt", {}, "intent"), h("dd", {}, intentLink(report.intentID)),
       h("dt", {}, "policy"), h("dd", {}, h("a", { class: "mono", href: "#/policy/" + report.policyID }, report.policyID)),
-      h("dt", {}, "author"), h("dd", { class: "mono" }, report.authorship),
+      h("dt", {}, "author"), h("dd", { class: "mono" }, report.authorship));
+    // As intentctl verify words it: who proposed, to which host, and whether the person
+    // chose that agent.
+    if (report.agent) {
+      const a = report.agent;
+      kv.append(h("dt", {}, "agent"), h("dd", { id: "proof-agent", "data-delegated": String(a.delegated) }, agentKey(a, true),
+        `, signed the proposal to ${a.authority}; `,
+        a.delegated ? "delegated to by the author, who listed its key in the intent" : "the intent delegates to no agent in particular"));
+    }
+    kv.append(
       h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? keyWords[source] : " NOT trusted: the key inside the bundle"),
       h("dt", {}, "issued"), h("dd", { class: "mono" }, report.issuedAt));
     parts.push(h("section", { class: "card" }, kv));

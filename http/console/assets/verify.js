@@ -2,10 +2,12 @@
 // names of `intentctl verify` (docs/proofs.md, "Checking a bundle offline"), so that a
 // failure here names the check the command line would name. Loading the bytecode and
 // re-running the policy use policyvm.js, which follows the Go decoder and machine so
-// that the failures and reasons compare byte for byte with the receipt's.
+// that the failures and reasons compare byte for byte with the receipt's; the agent of a
+// version 3 receipt is checked in agent.js.
 
 import { classify, decode, decodeAttrs, evaluate, goQuote, JSONNumber } from "./policyvm.js";
-import { base58Decode, base58Encode, base64Decode, base64urlEncode, bytesEqual, digest, jcs, parseStrict, sha256, utf8 } from "./codec.js";
+import { base58Decode, base58Encode, base64Decode, base64urlEncode, digest, ed25519Verify, jcs, parseStrict, sha256, utf8 } from "./codec.js";
+import { checkAgent } from "./agent.js";
 
 export const CHECKS = [
   ["bundle", "Shape: the five parts, the receipt decoded strictly"],
@@ -18,6 +20,7 @@ export const CHECKS = [
   ["intent", "Intent: its id and policy are the receipt's"],
   ["authorship", "Authorship: the intent's signature"],
   ["evaluation", "Re-evaluation: the policy run again on the evidence"],
+  ["agent", "Agent: who signed the proposal, what it signed, and whether the intent delegates to it"],
 ];
 
 class CheckError extends Error {
@@ -28,6 +31,7 @@ const fail = (check, message) => { throw new CheckError(check, message); };
 const RECEIPT_FIELDS = ["version", "intent_id", "policy_id", "authored_intent_digest", "proposal_digest", "evidence_digest",
   "outcome", "constraint_failures", "issued_at", "key_id"];
 const RECEIPT_V2_FIELDS = ["failure_kind", "evidence_missing"];
+const RECEIPT_V3_FIELDS = ["agent"];
 
 function exactKeys(obj, want, optional, what) {
   if (!obj || typeof obj !== "object" || Array.isArray(obj)) fail("bundle", `proof bundle: ${what} is not an object`);
@@ -38,8 +42,9 @@ function exactKeys(obj, want, optional, what) {
 }
 
 function checkReceiptShape(r) {
-  exactKeys(r, RECEIPT_FIELDS, RECEIPT_V2_FIELDS, "receipt");
-  if (r.version !== 1 && r.version !== 2) fail("bundle", `proof bundle: receipt: version ${JSON.stringify(r.version)}, want 1 or 2`);
+  exactKeys(r, RECEIPT_FIELDS, [...RECEIPT_V2_FIELDS, ...RECEIPT_V3_FIELDS], "receipt");
+  if (r.version !== 1 && r.version !== 2 && r.version !== 3) fail("bundle", `proof bundle: receipt: version ${JSON.stringify(r.version)}, want 1, 2 or 3`);
+  checkReceiptAgentShape(r);
   for (const k of ["intent_id", "policy_id", "authored_intent_digest", "proposal_digest", "evidence_digest", "issued_at", "key_id"]) {
     if (typeof r[k] !== "string" || r[k] === "") fail("bundle", `proof bundle: receipt: ${k} is not a non-empty string`);
   }
@@ -48,7 +53,7 @@ function checkReceiptShape(r) {
   if (r.outcome === "failure" && !r.constraint_failures.length) fail("bundle", "proof bundle: receipt: outcome failure without constraint failures");
   if (r.outcome !== "success" && r.outcome !== "failure") fail("bundle", `proof bundle: receipt: outcome ${JSON.stringify(r.outcome)}, want success or failure`);
   if (r.version === 1 && ("failure_kind" in r || "evidence_missing" in r)) fail("bundle", "proof bundle: receipt: a version 1 receipt has no failure_kind or evidence_missing");
-  if (r.version === 2) {
+  if (r.version >= 2) {
     if (r.outcome === "success" && "failure_kind" in r) fail("bundle", "proof bundle: receipt: failure_kind on a success");
     if (r.outcome === "failure" && r.failure_kind !== "constraints" && r.failure_kind !== "evidence") {
       fail("bundle", `proof bundle: receipt: failure_kind ${JSON.stringify(r.failure_kind)}, want constraints or evidence`);
@@ -57,15 +62,42 @@ function checkReceiptShape(r) {
   if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?Z$/.test(r.issued_at)) fail("bundle", `proof bundle: receipt: issued_at ${JSON.stringify(r.issued_at)} is not RFC 3339 in UTC`);
 }
 
+// checkReceiptAgentShape holds the agent member to the version, as the service's
+// receipt decoder does: present in version 3 only, a 32-byte key, the Base58 of a 32-byte
+// digest, a 64-byte signature, and a string tag when there is one.
+function checkReceiptAgentShape(r) {
+  if (r.version !== 3) {
+    if ("agent" in r) fail("bundle", `proof bundle: receipt: agent: present, but a version ${r.version} receipt has none`);
+    return;
+  }
+  if (!("agent" in r)) fail("bundle", "proof bundle: receipt: agent: missing, want the agent of a version 3 receipt");
+  const a = r.agent;
+  exactKeys(a, ["key", "signature_base_digest", "signature"], ["tag"], "receipt: agent");
+  for (const [k, n] of [["key", 32], ["signature_base_digest", 32], ["signature", 64]]) {
+    const b = typeof a[k] === "string" ? decodeKey(a[k], `receipt: agent.${k}`) : fail("bundle", `proof bundle: receipt: agent.${k} is not a string`);
+    if (b.length !== n || base58Encode(b) !== a[k]) fail("bundle", `proof bundle: receipt: agent.${k}: want the Base58 of ${n} bytes`);
+  }
+  if ("tag" in a && typeof a.tag !== "string") fail("bundle", "proof bundle: receipt: agent.tag is not a string");
+}
+
+// agentPart reads the bundle's agent part as the service's bundle decoder does: absent
+// or null is none; a missing member is empty, as Go leaves it.
+function agentPart(x) {
+  if (x === undefined || x === null) return null;
+  exactKeys(x, [], ["signature_base", "body"], "agent");
+  const base = x.signature_base ?? "";
+  if (typeof base !== "string") fail("bundle", "proof bundle: agent.signature_base is not a string");
+  let body = new Uint8Array();
+  if (x.body !== undefined && x.body !== null) {
+    try { body = base64Decode(x.body); } catch (e) { fail("bundle", `proof bundle: agent.body: ${e.message}`); }
+  }
+  return { base, body };
+}
+
 function decodeKey(s, what) {
   let k;
   try { k = base58Decode(s); } catch (e) { fail("bundle", `proof bundle: ${what}: ${e.message}`); }
   return k;
-}
-
-async function ed25519Verify(pub, sig, msg) {
-  const key = await crypto.subtle.importKey("raw", pub, { name: "Ed25519" }, false, ["verify"]);
-  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg);
 }
 
 // derToRaw turns an ASN.1 DER ECDSA signature into the r||s WebCrypto verifies.
@@ -162,7 +194,7 @@ export async function verifyBundle(text, trustedKey, source = "given") {
     // reads (the evidence, the intent's attrs).
     const exact = parseStrict(text, t => new JSONNumber(t));
     // "log", the transparency log inclusion, is checked by intentctl verify, not here.
-    exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], ["log"], "the bundle");
+    exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], ["log", "agent"], "the bundle");
     exactKeys(b.receipt, ["receipt", "signature", "public_key"], [], "receipt");
     const r = b.receipt.receipt;
     checkReceiptShape(r);
@@ -175,6 +207,7 @@ export async function verifyBundle(text, trustedKey, source = "given") {
     if (!bytecode.length) fail("bundle", "proof bundle: policy_bytecode is missing");
     const sig = decodeKey(b.receipt.signature, "receipt signature");
     const bundleKey = decodeKey(b.receipt.public_key, "receipt public_key");
+    const part = agentPart(b.agent);
     pass("bundle", "the five parts are there and the receipt decodes");
 
     current = "key";
@@ -264,13 +297,22 @@ export async function verifyBundle(text, trustedKey, source = "given") {
     }
     pass("evaluation", outcome === "success" ? "the policy holds on the evidence, as the receipt says"
       : `the policy fails on the evidence as the receipt says: ${failures.length} constraint failure(s), each with its reason`);
+
+    // After the evaluation, as proof.Verify orders it: a bundle wrong in both is named
+    // by the same check here and there.
+    current = "agent";
+    pass("agent", await checkAgent(part, r, policy, attrs, b.proposal.solution, report, fail));
     report.notes.push("the evidence is the extractor's account of the solution: the receipt shows the policy holds (or fails) on it, not that it is true");
     Object.assign(report, { intentID: r.intent_id, policyID: r.policy_id, outcome,
       failures: failures.map(({ index, pretty_expr, reason }) => ({ index, pretty_expr, reason })), failureKind: kind, evidenceMissing: missing, issuedAt: r.issued_at, version: r.version });
     return { results, report, error: null };
   } catch (e) {
     const check = e instanceof CheckError ? e.check : current;
-    results.push({ check, status: "fail", message: e.message });
+    // A check may fail after it passed: the bundle's agent part is held to the receipt
+    // only once the evaluation is done, as proof.Verify does. The check is listed once.
+    const seen = results.findIndex(x => x.check === check);
+    const failed = { check, status: "fail", message: e.message };
+    if (seen >= 0) results[seen] = failed; else results.push(failed);
     const done = new Set(results.map(x => x.check));
     for (const [name] of CHECKS) if (!done.has(name)) results.push({ check: name, status: "skipped", message: "not reached" });
     return { results, report, error: { check, message: e.message } };
