@@ -1,9 +1,12 @@
 // sign.mjs is an agent that intentd did not write: it signs a POST with Ed25519 through
 // the npm package http-message-signatures (RFC 9421), sends it, and prints the status of
-// the response. Tests use it to check that what another implementation signs, httpsig
-// verifies.
+// the response on the first line and its body after it. Tests use it to check that what
+// another implementation signs, httpsig and intentd verify.
 //
 //   node sign.mjs URL SEED BODY [TAG]
+//
+// With SEND_BODY set in the environment, the request carries that body instead of the
+// one signed, as a request changed on its way would: its Content-Digest no longer holds.
 //
 // SEED is the Ed25519 private key's 32-byte seed, as 64 hex digits or in Base58 (a
 // 64-byte Base58 key, seed then public key, gives its seed). The signature covers
@@ -95,5 +98,7 @@ const signed = await httpbis.signMessage({
   headers: { 'content-type': 'application/json', 'content-digest': digest },
 });
 
-const res = await fetch(url, { method: 'POST', headers: signed.headers, body });
+const sent = process.env.SEND_BODY ?? body;
+const res = await fetch(url, { method: 'POST', headers: signed.headers, body: sent });
 console.log(res.status);
+console.log(await res.text());
