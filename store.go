@@ -86,8 +86,9 @@ type Store interface {
 	// PruneEvents keeps the newest keep events and none older than olderThan.
 	PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error)
 	// SpendNonce records the nonce of an agent's signature, scoped by the agent's key,
-	// until until, durably: ErrNonceSpent when it is recorded and until has not
-	// passed, for every caller of the store (each node of a cluster). A recorded nonce
+	// until until: ErrNonceSpent when it is recorded and until has not passed, for
+	// every caller of the store (each node of a cluster). The record is durable no
+	// later than the store's next synced write, the proposal it came with. A recorded nonce
 	// goes once until has passed: a signature is refused after its expiry anyway.
 	SpendNonce(ctx context.Context, key, nonce string, until time.Time) error
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/policy"
 )
 
 // maxNonceBytes bounds a signature's nonce: it is stored until the signature expires,
@@ -38,33 +39,38 @@ func (e *Engine) spendNonce(ctx context.Context, by *intentd.AgentSignature, ske
 // checkAgent decides whether the agent that signed a proposal, if any, may make it for
 // the intent: an intent whose policy delegates to agents takes a proposal signed by one
 // of the keys its agents parameter lists, and no other; an undelegated intent takes any.
-func (a *intentActor) checkAgent(by *intentd.AgentSignature) error {
+//
+// It returns the intent's attrs when it decoded them, for the proving that follows,
+// which would decode them again.
+func (a *intentActor) checkAgent(by *intentd.AgentSignature) (*policy.Attrs, error) {
 	p, err := a.e.Policy(a.e.ctx, a.snap.PolicyID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	param, delegated := p.Agents()
 	if !delegated {
-		return nil
+		return nil, nil
 	}
 	if by == nil {
-		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureRequired,
+		return nil, intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureRequired,
 			"intent %s delegates to the agents its parameter %s lists: sign the proposal with an agent's key (RFC 9421; docs/agents.md)", a.id, param)
 	}
 	intentJSON, _, ok := a.snap.authoredParts()
 	if !ok {
-		return intentd.Internal("check agent: %w", fmt.Errorf("the stored intent %s cannot be read", a.id))
+		return nil, intentd.Internal("check agent: %w", fmt.Errorf("the stored intent %s cannot be read", a.id))
 	}
 	in, err := intentd.DecodeIntent(intentJSON)
 	if err != nil {
-		return intentd.Internal("check agent: %w", err)
+		return nil, intentd.Internal("check agent: %w", err)
 	}
-	if in.Attrs != nil {
-		if _, allowed := intentd.Delegates(p, *in.Attrs, by.Key); allowed {
-			return nil
-		}
+	attrs := in.Attrs
+	if attrs == nil {
+		attrs = &policy.Attrs{}
 	}
-	return intentd.Errorf(intentd.KindForbidden, intentd.CodeAgentNotDelegated,
+	if _, allowed := intentd.Delegates(p, *attrs, by.Key); allowed {
+		return attrs, nil
+	}
+	return nil, intentd.Errorf(intentd.KindForbidden, intentd.CodeAgentNotDelegated,
 		"intent %s does not delegate to agent %s: its parameter %s does not list the key", a.id, by.Key, param)
 }
 

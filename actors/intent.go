@@ -46,6 +46,9 @@ type snapshot struct {
 	// written with the proposal, so that the receipt binds it whichever member proves.
 	Agent *intentd.AgentSignature `json:"-"`
 
+	// attrs are the intent's attrs when a check before proving decoded them, nil
+	// otherwise: proving decodes them from Authored then.
+	attrs *policy.Attrs
 	// intentLen is the length of the intent in Authored where joinAuthored wrote it,
 	// 0 when Authored was read from JSON: the snapshot's encoding and each proposal
 	// take the intent out of it, and finding its end cost a search of the bytes.
@@ -247,7 +250,8 @@ func (a *intentActor) propose(m propose) reply {
 	default:
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeProposalExists, "intent %s already has a proposal", a.id)}
 	}
-	if err := a.checkAgent(m.agent); err != nil {
+	attrs, err := a.checkAgent(m.agent)
+	if err != nil {
 		return reply{err: err}
 	}
 	if !a.e.reserveSlot() {
@@ -257,6 +261,7 @@ func (a *intentActor) propose(m propose) reply {
 	next.State = intentd.StateProcessing
 	next.Proposal = &m.proposal
 	next.Agent = m.agent
+	next.attrs = attrs
 	next.Request = m.request
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()

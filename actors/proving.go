@@ -236,19 +236,9 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, stopped()
 	}
-	// Only the intent's attrs are needed: the authorship, verified when the intent was
-	// submitted, is not decoded again.
-	intentJSON, _, ok := snap.authoredParts()
+	attrs, ok := snapAttrs(snap)
 	if !ok {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
-	}
-	in, err := intentd.DecodeIntent(intentJSON)
-	if err != nil {
-		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the stored intent cannot be read"}, false
-	}
-	attrs := policy.Attrs{}
-	if in.Attrs != nil {
-		attrs = *in.Attrs
 	}
 
 	req := evidence.Request{
@@ -309,4 +299,25 @@ func decodeEvidence(data []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("evidence is null")
 	}
 	return ev, nil
+}
+
+// snapAttrs are the intent's attrs: those a check decoded before, or else decoded from
+// the stored intent. Only the attrs are needed: the authorship, verified when the
+// intent was submitted, is not decoded again.
+func snapAttrs(snap *snapshot) (policy.Attrs, bool) {
+	if snap.attrs != nil {
+		return *snap.attrs, true
+	}
+	intentJSON, _, ok := snap.authoredParts()
+	if !ok {
+		return nil, false
+	}
+	in, err := intentd.DecodeIntent(intentJSON)
+	if err != nil {
+		return nil, false
+	}
+	if in.Attrs == nil {
+		return policy.Attrs{}, true
+	}
+	return *in.Attrs, true
 }

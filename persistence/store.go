@@ -78,8 +78,8 @@ type Store struct {
 	// policyMu orders policy deletes against intent creation: creators share it, a delete
 	// takes it alone, so a delete never misses the reference of an intent being created.
 	policyMu sync.RWMutex
-	// nonceMu makes a nonce's look and its write one step (nonce.go).
-	nonceMu sync.Mutex
+	// nonces are the spent nonces of agents' signatures (nonce.go).
+	nonces nonceBook
 	// policies holds the ids of the stored policies, under policyMu, each with the
 	// number of open and processing intents that name it (refs.go): every intent
 	// creation checks its policy, and policies are few.
@@ -445,6 +445,7 @@ func (s *Store) commit(b *pebble.Batch) error {
 	}
 	s.writers.Add(1)
 	defer s.writers.Add(-1)
+	s.addNonces(b)
 	n := s.writeNum.Add(1)
 	b.Set(writeKey(n), nil, nil)
 	if err := b.Commit(s.writeOpts); err != nil {
@@ -464,6 +465,7 @@ func (s *Store) Close() error {
 		<-s.diskDone
 		<-s.idsLoaded
 		<-s.refsLoaded
+		s.closeNonces()
 		err = s.closeDB()
 	})
 	return err
