@@ -33,13 +33,25 @@ const MAX_STRING_BYTES = 4 << 10, MAX_SET_ELEMENTS = 1024, MAX_EXTRACTOR_NAME = 
 
 const MIN_INT64 = -(1n << 63n), MAX_INT64 = (1n << 63n) - 1n;
 
-// Bits of the flags byte: an evidence block, and an agents part, whose parameter slot
-// follows the parameters.
-const FLAG_EVIDENCE = 1, FLAG_AGENTS = 2;
+// Bits of the flags byte: an evidence block; an agents part, whose parameter slot
+// follows the parameters; an amount part, whose code follows the evidence table; a
+// period part, whose byte follows the amount; and constraints that read the decision's
+// context (the CTX instruction), which has no bytes of its own.
+const FLAG_EVIDENCE = 1, FLAG_AGENTS = 2, FLAG_AMOUNT = 4, FLAG_PERIOD = 8, FLAG_CONTEXT = 16;
+const KNOWN_FLAGS = FLAG_EVIDENCE | FLAG_AGENTS | FLAG_AMOUNT | FLAG_PERIOD | FLAG_CONTEXT;
+
+// Values of the decision's context, numbered as the operand of CTX (policy/mandate.go).
+const CTX = { SPENT: 0, PURCHASES: 1, PERIOD_SPENT: 2, PERIOD_PURCHASES: 3, AMOUNT: 4, TIME: 5 };
+const CTX_NAMES = ["mandate.spent", "mandate.purchases", "mandate.period_spent", "mandate.period_purchases", "purchase.amount", "decision.time"];
+const NUM_CTX = CTX_NAMES.length;
+const isMandateCtx = v => v <= CTX.PERIOD_PURCHASES;
+const inPeriodCtx = v => v === CTX.PERIOD_SPENT || v === CTX.PERIOD_PURCHASES;
+// Periods, numbered as the period byte.
+const PERIOD_NAMES = ["", "day", "week", "month"];
 
 // Opcodes.
 const BC = {
-  INT: 0x01, STR: 0x02, TRUE: 0x03, FALSE: 0x04, SET_STR: 0x05, SET_INT: 0x06, PARAM: 0x07, EVID: 0x08,
+  INT: 0x01, STR: 0x02, TRUE: 0x03, FALSE: 0x04, SET_STR: 0x05, SET_INT: 0x06, PARAM: 0x07, EVID: 0x08, CTX: 0x09,
   NEG: 0x10, NOT: 0x11, ADD: 0x12, SUB: 0x13, MUL: 0x14,
   EQ: 0x20, NE: 0x21, LT: 0x22, LE: 0x23, GT: 0x24, GE: 0x25, IN: 0x26, NOT_IN: 0x27, CHAIN: 0x28,
   JUMP_IF_FALSE: 0x30, JUMP_IF_TRUE: 0x31,
@@ -307,7 +319,7 @@ function readBytecode(b) {
   f.name = r.string("name", MAX_SOURCE_BYTES);
   f.extractor = r.string("extractor", MAX_EXTRACTOR_NAME);
   const flags = r.byte("flags");
-  if (flags & ~(FLAG_EVIDENCE | FLAG_AGENTS)) r.fail(`unknown flags 0x${flags.toString(16)}`);
+  if (flags & ~KNOWN_FLAGS) r.fail(`unknown flags 0x${flags.toString(16)}`);
   f.evidenceDeclared = (flags & FLAG_EVIDENCE) !== 0;
   const np = r.count("parameter count", MAX_PARAMETERS);
   for (let i = 0; i < np && !r.err; i++) {
@@ -327,6 +339,17 @@ function readBytecode(b) {
   const evs = [];
   for (let i = 0; i < ne && !r.err; i++) evs.push({ name: r.string("evidence name", MAX_SOURCE_BYTES), typ: r.byte("evidence type"), optional: false });
   if (f.evidenceDeclared) f.evidence = evs;
+  let amount = null;
+  if (flags & FLAG_AMOUNT) {
+    amount = r.bytes(r.count("amount code length", b.length), "amount code");
+    if (!r.err && amount.length === 0) r.fail("amount code is empty");
+  }
+  f.amount = null;
+  f.period = 0;
+  if (flags & FLAG_PERIOD) {
+    f.period = r.byte("period");
+    if (!r.err && (f.period === 0 || f.period >= PERIOD_NAMES.length)) r.fail(`period ${f.period} is not day (1), week (2) or month (3)`);
+  }
   const nc = r.count("constraint count", MAX_CONSTRAINTS);
   const codes = [];
   for (let i = 0; i < nc && !r.err; i++) {
@@ -343,12 +366,12 @@ function readBytecode(b) {
     const msg = checkExtractorName(f.extractor);
     if (msg) return { err: msg };
   }
-  return { f, codes, decls: evs };
+  return { f, codes, amount, decls: evs, ctx: (flags & FLAG_CONTEXT) !== 0 };
 }
 
-// load turns one constraint's code into instructions ({op, cmp, a}), adding its
-// constants to pg, with the local checks of Go's load.
-function load(pg, code, nparams, nev) {
+// load turns one expression's code into instructions ({op, cmp, a}), adding its
+// constants to pg, with the local checks of Go's load; ctx allows context values.
+function load(pg, code, nparams, nev, ctx) {
   const r = new Reader(code);
   const ins = [];
   const at = new Int32Array(code.length + 1);
@@ -387,6 +410,10 @@ function load(pg, code, nparams, nev) {
       case BC.EVID:
         inst.a = r.count("evidence slot", Math.max(nev - 1, 0));
         if (nev === 0) r.fail("evidence slot, but no evidence fields");
+        use(0, 1); break;
+      case BC.CTX:
+        inst.a = r.count("context value", NUM_CTX - 1);
+        if (!ctx) r.fail("context value, but flags bit 4 is clear");
         use(0, 1); break;
       case BC.NEG: case BC.NOT: case BC.LEN: case BC.LOWER: case BC.UPPER:
         use(1, 1); break;
@@ -448,6 +475,7 @@ function decompile(ins, pg, params, ev) {
         case BC.SET_INT: st.push({ x: { k: "set", elem: T_INT, strs: [], ints: pg.sets[inst.a].ints } }); break;
         case BC.PARAM: st.push({ x: { k: "ref", evidence: false, name: params[inst.a].name, slot: 0 } }); break;
         case BC.EVID: st.push({ x: { k: "ref", evidence: true, name: ev[inst.a].name, slot: 0 } }); break;
+        case BC.CTX: st.push({ x: { k: "ctx", v: inst.a } }); break;
         case BC.NEG: case BC.NOT: {
           const x = pop();
           if (!x) throw new Error(SHAPE);
@@ -527,6 +555,7 @@ function printExpr(e, prec) {
     case "bool": return e.v ? "true" : "false";
     case "set": return "{" + (e.elem === T_STRING ? e.strs.map(quote) : e.ints.map(String)).join(", ") + "}";
     case "ref": return (e.evidence ? "evidence." : "parameters.") + e.name;
+    case "ctx": return CTX_NAMES[e.v];
     case "unary": return e.op === OP.NOT ? "not " + printExpr(e.x, PREC.NOT) : "-" + printExpr(e.x, PREC.UNARY);
     case "bin": {
       const p = opPrec(e.op);
@@ -589,7 +618,7 @@ function declared(ds, none) {
 // found. It answers the sorted declarations, or the error text.
 function check(f) {
   const errs = [];
-  const c = { report: true, infer: false, evTypes: null, changed: false };
+  const c = { report: true, infer: false, evTypes: null, changed: false, inAmount: false };
   const add = msg => errs.push(msg);
   const errorf = msg => { if (c.report) add(msg); };
   const decls = (ds, block, limit, params) => {
@@ -630,6 +659,11 @@ function check(f) {
     if (d > MAX_DEPTH) { add(`expression nests ${d} levels deep, over the limit of ${MAX_DEPTH}`); return true; }
     return false;
   });
+  let deepAmount = false;
+  if (f.amount) {
+    const d = depthOf(f.amount);
+    if (d > MAX_DEPTH) { add(`expression nests ${d} levels deep, over the limit of ${MAX_DEPTH}`); deepAmount = true; }
+  }
 
   const show = e => {
     let s = exprString(e);
@@ -663,6 +697,14 @@ function check(f) {
     }
     if (c.report) e.slot = E.idx.get(e.name);
     return t;
+  };
+  // As Go's checker.ctxRef: where a value of the decision's context may be read.
+  const ctxRef = e => {
+    const name = CTX_NAMES[e.v];
+    if (c.inAmount) errorf(`the amount may read only evidence and parameters, not ${name}: it is the price of one purchase, whatever the mandate's totals or the time`);
+    else if (e.v === CTX.AMOUNT && !f.amount) errorf("purchase.amount needs an amount part (amount EXPR): it is the value of that expression");
+    else if (isMandateCtx(e.v) && !f.amount) errorf(`${name} needs an amount part (amount EXPR): the mandate's totals are sums of the amounts of its purchases`);
+    else if (inPeriodCtx(e.v) && !f.period) errorf(`${name} needs a period part (period day, week or month): the calendar period its total counts in`);
   };
   const checkString = s => { if (utf8Len(s) > MAX_STRING_BYTES) errorf(`string literal is ${utf8Len(s)} bytes, over the limit of ${MAX_STRING_BYTES} bytes (4 KiB)`); };
   const inOp = e => {
@@ -737,6 +779,7 @@ function check(f) {
         return setOf(e.elem);
       }
       case "ref": return ref(e, want);
+      case "ctx": ctxRef(e); return T_INT;
       case "unary":
         if (e.op === OP.NEG) { need(e.x, T_INT, "operator -"); return T_INT; }
         need(e.x, T_BOOL, "operator not");
@@ -763,17 +806,18 @@ function check(f) {
     c.infer = true;
     c.evTypes = new Map();
     const order = [];
-    f.constraints.forEach((k, i) => {
-      if (deep[i]) return;
-      walk(k.x, e => {
-        if (e.k === "ref" && e.evidence && !c.evTypes.has(e.name)) { c.evTypes.set(e.name, T_UNKNOWN); order.push(e.name); }
-      });
-    });
+    const see = e => {
+      if (e.k === "ref" && e.evidence && !c.evTypes.has(e.name)) { c.evTypes.set(e.name, T_UNKNOWN); order.push(e.name); }
+    };
+    f.constraints.forEach((k, i) => { if (!deep[i]) walk(k.x, see); });
+    const amount = f.amount && !deepAmount;
+    if (amount) walk(f.amount, see);
     if (order.length > MAX_EVIDENCE) add(`more than ${MAX_EVIDENCE} evidence fields, the limit`);
     c.report = false;
     for (let pass = 0; pass <= order.length; pass++) {
       c.changed = false;
       f.constraints.forEach((k, i) => { if (!deep[i]) expr(k.x, T_BOOL); });
+      if (amount) expr(f.amount, T_INT);
       if (!c.changed) break;
     }
     c.report = true;
@@ -785,6 +829,14 @@ function check(f) {
     E = { out: sortDecls(ds), byName: new Map(), idx: new Map() };
     E.out.forEach((d, i) => E.idx.set(d.name, i));
   }
+  if (f.amount && !deepAmount) {
+    // As Go's checker.amount: an int, of evidence and parameters only.
+    c.inAmount = true;
+    const t = expr(f.amount, T_INT);
+    c.inAmount = false;
+    if (concrete(t) && t !== T_INT) add(`the amount must be an int (the amount of one purchase): ${show(f.amount)} is ${typeString(t)}`);
+  }
+  if (f.period && !f.amount) add("period needs an amount part (amount EXPR): the period totals are sums of the amounts of purchases");
   f.constraints.forEach((k, i) => {
     if (deep[i]) return;
     const t = expr(k.x, T_BOOL);
@@ -821,6 +873,7 @@ function compileExpr(w, e) {
       if (e.elem === T_STRING) { w.byte(BC.SET_STR); w.uvarint(e.strs.length); for (const s of e.strs) w.string(s); return; }
       w.byte(BC.SET_INT); w.uvarint(e.ints.length); for (const n of e.ints) w.varint(n); return;
     case "ref": w.byte(e.evidence ? BC.EVID : BC.PARAM); w.uvarint(e.slot); return;
+    case "ctx": w.byte(BC.CTX); w.uvarint(e.v); return;
     case "unary": compileExpr(w, e.x); w.byte(OP_CODE[e.op]); return;
     case "bin":
       compileExpr(w, e.x);
@@ -856,12 +909,22 @@ function encode(f, res) {
   for (const c of [0x49, 0x50, 0x4f, 0x4c, 1]) w.byte(c);
   w.string(f.name);
   w.string(f.extractor);
-  w.byte((f.evidenceDeclared ? FLAG_EVIDENCE : 0) | (f.agents ? FLAG_AGENTS : 0));
+  let ctx = false;
+  for (const c of f.constraints) walk(c.x, e => { if (e.k === "ctx") ctx = true; });
+  w.byte((f.evidenceDeclared ? FLAG_EVIDENCE : 0) | (f.agents ? FLAG_AGENTS : 0) | (f.amount ? FLAG_AMOUNT : 0)
+    | (f.period ? FLAG_PERIOD : 0) | (ctx ? FLAG_CONTEXT : 0));
   w.uvarint(res.params.length);
   for (const d of res.params) { w.string(d.name); w.byte(d.typ); w.byte(d.optional ? 1 : 0); }
   if (f.agents) w.uvarint(f.agents.slot);
   w.uvarint(res.evidence.length);
   for (const d of res.evidence) { w.string(d.name); w.byte(d.typ); }
+  if (f.amount) {
+    const code = new Writer();
+    compileExpr(code, f.amount);
+    w.uvarint(code.b.length);
+    w.append(code);
+  }
+  if (f.period) w.byte(f.period);
   w.uvarint(f.constraints.length);
   for (const c of f.constraints) {
     w.byte(c.optional ? 1 : 0);
@@ -887,16 +950,29 @@ function decodeOrThrow(bytecode) {
   const d = readBytecode(bytecode);
   if (d.err) return { error: `policy: ${d.err}` };
   const pg = { ints: [], strs: [], sets: [] };
+  // One expression's code, a constraint's or the amount's: {ins, x} or {err}.
+  const loadTree = code => {
+    const l = load(pg, code, d.f.params.length, d.decls.length, d.ctx);
+    if (l.err) return { err: l.err };
+    try {
+      return { ins: l.ins, x: decompile(l.ins, pg, d.f.params, d.decls) };
+    } catch (e) {
+      return { err: e.message };
+    }
+  };
+  let amountCode = null;
+  if (d.amount) {
+    const t = loadTree(d.amount);
+    if (t.err) return { error: `policy: amount: ${t.err}` };
+    d.f.amount = t.x;
+    amountCode = t.ins;
+  }
   const codes = [];
   for (let i = 0; i < d.codes.length; i++) {
-    const l = load(pg, d.codes[i], d.f.params.length, d.decls.length);
-    if (l.err) return { error: `policy: constraint ${i}: ${l.err}` };
-    try {
-      d.f.constraints[i].x = decompile(l.ins, pg, d.f.params, d.decls);
-    } catch (e) {
-      return { error: `policy: constraint ${i}: ${e.message}` };
-    }
-    codes.push(l.ins);
+    const t = loadTree(d.codes[i]);
+    if (t.err) return { error: `policy: constraint ${i}: ${t.err}` };
+    d.f.constraints[i].x = t.x;
+    codes.push(t.ins);
   }
   if (!isIdent(d.f.name)) return { error: `policy: bytecode name ${goQuote(d.f.name)} is not an identifier` };
   for (const e of d.decls) if (!isIdent(e.name)) return { error: `policy: bytecode evidence field ${goQuote(e.name)} is not an identifier` };
@@ -917,7 +993,12 @@ function decodeOrThrow(bytecode) {
     }
     return { optional: c.optional, optSlots, code: codes[i], x: c.x, pretty: exprString(c.x) };
   });
-  return { policy: { name: d.f.name, extractor: d.f.extractor, agents: d.f.agents ? d.f.agents.name : null, params, evidence: res.evidence.map(e => ({ name: e.name, type: e.typ })), cons, pg } };
+  let reads = 0;
+  for (const c of cons) walk(c.x, e => { if (e.k === "ctx") reads |= 1 << e.v; });
+  return { policy: { name: d.f.name, extractor: d.f.extractor, agents: d.f.agents ? d.f.agents.name : null, params,
+    evidence: res.evidence.map(e => ({ name: e.name, type: e.typ })), cons, pg,
+    amount: d.f.amount ? { x: d.f.amount, code: amountCode, pretty: exprString(d.f.amount) } : null,
+    period: PERIOD_NAMES[d.f.period], reads } };
 }
 
 // ---- evidence and attrs ----
@@ -1163,7 +1244,15 @@ function apply2(op, x, y) {
 const RES_TRUE = 0, RES_FALSE = 1, RES_FAULT = 2;
 
 // run executes one constraint's instructions.
-function run(pg, code, params, ev) {
+function run(pg, code, params, ev, ctx) {
+  const v = exec(pg, code, params, ev, ctx);
+  if (v === null || v.t !== T_BOOL) return RES_FAULT;
+  return v.n !== 0n ? RES_TRUE : RES_FALSE;
+}
+
+// exec executes one expression's instructions, a constraint's or the amount's: its
+// value, or null when it comes to none.
+function exec(pg, code, params, ev, ctx) {
   const st = [];
   for (let pc = 0; pc < code.length; pc++) {
     const inst = code[pc];
@@ -1174,15 +1263,15 @@ function run(pg, code, params, ev) {
       case BC.FALSE: st.push(boolValue(false)); break;
       case BC.SET_STR: st.push(val(T_STRSET, 0n, "", pg.sets[inst.a])); break;
       case BC.SET_INT: st.push(val(T_INTSET, 0n, "", pg.sets[inst.a])); break;
-      case BC.PARAM: case BC.EVID: {
-        const v = (inst.op === BC.PARAM ? params : ev)[inst.a];
-        if (!isValueType(v.t)) return RES_FAULT;
+      case BC.PARAM: case BC.EVID: case BC.CTX: {
+        const v = (inst.op === BC.PARAM ? params : inst.op === BC.EVID ? ev : ctx)[inst.a];
+        if (!isValueType(v.t)) return null;
         st.push(v);
         break;
       }
       case BC.JUMP_IF_FALSE: case BC.JUMP_IF_TRUE: {
         const v = st[st.length - 1];
-        if (v.t !== T_BOOL) return RES_FAULT;
+        if (v.t !== T_BOOL) return null;
         if ((v.n !== 0n) === (inst.op === BC.JUMP_IF_TRUE)) { pc = inst.a - 1; continue; }
         st.pop();
         break;
@@ -1190,27 +1279,26 @@ function run(pg, code, params, ev) {
       case BC.CHAIN: {
         const y = st.pop(), x = st.pop();
         const r = apply2(inst.cmp, x, y);
-        if (r.f !== FAULT_NONE) return RES_FAULT;
+        if (r.f !== FAULT_NONE) return null;
         if (r.v.n === 0n) { st.push(r.v); pc = inst.a - 1; continue; }
         st.push(y);
         break;
       }
       case BC.NEG: case BC.NOT: case BC.LEN: case BC.LOWER: case BC.UPPER: {
         const r = apply1(inst.op, st.pop());
-        if (r.f !== FAULT_NONE) return RES_FAULT;
+        if (r.f !== FAULT_NONE) return null;
         st.push(r.v);
         break;
       }
       default: {
         const y = st.pop(), x = st.pop();
         const r = apply2(inst.op, x, y);
-        if (r.f !== FAULT_NONE) return RES_FAULT;
+        if (r.f !== FAULT_NONE) return null;
         st.push(r.v);
       }
     }
   }
-  if (st.length !== 1 || st[0].t !== T_BOOL) return RES_FAULT;
-  return st[0].n !== 0n ? RES_TRUE : RES_FALSE;
+  return st.length === 1 ? st[0] : null;
 }
 
 // ---- reasons (policy/explain.go) ----
@@ -1231,8 +1319,8 @@ function phrase(o, got) {
 }
 
 class Explainer {
-  constructor(p, params, ev, attrs, evidence) {
-    Object.assign(this, { p, params, ev, attrs, evidence, missing: [] });
+  constructor(p, params, ev, ctx, attrs, evidence) {
+    Object.assign(this, { p, params, ev, ctx, attrs, evidence, missing: [] });
   }
 
   reason(e) {
@@ -1254,6 +1342,7 @@ class Explainer {
       case "bool": return [boolValue(e.v), ""];
       case "set": return [val(setOf(e.elem), 0n, "", { strs: e.strs, ints: e.ints }), ""];
       case "ref": return this.ref(e);
+      case "ctx": return this.ctxValue(e);
       case "unary": {
         const [v, r] = this.eval(e.x);
         if (r !== "") return [v, r];
@@ -1332,6 +1421,24 @@ class Explainer {
     return [v, ""];
   }
 
+  // ctxValue is Go's explainer.ctx: the value, or why there is none.
+  ctxValue(e) {
+    const v = this.ctx[e.v];
+    if (isValueType(v.t)) return [v, ""];
+    if (e.v === CTX.AMOUNT) return [v, "purchase.amount has no value: " + this.amountFault()];
+    return [v, "decision.time is not known: the decision was made without a time"];
+  }
+
+  // amountFault is why the amount part has no value: what stopped it, or that it is
+  // negative.
+  amountFault() {
+    const a = this.p.amount.x;
+    const [v, r] = this.eval(a);
+    if (r !== "") return r;
+    if (v.t === T_INT && v.n < 0n) return describe(a, v) + " is negative (the amount of a purchase is 0 or more)";
+    return describe(a, v) + " could not be computed";
+  }
+
   fault(e, f, what, args, vs) {
     if (f === FAULT_OVERFLOW) {
       if (e.k === "unary") return `${exprString(e)} overflows int64: -(${vs[0].n})`;
@@ -1385,10 +1492,8 @@ class Explainer {
   }
 }
 
-// evaluate runs every constraint of a decoded policy on attrs (a Map from decodeAttrs)
-// and evidence (an object whose numbers are JSONNumber), as Policy.Evaluate does: the
-// constraints that do not hold, in order, each {index, pretty_expr, reason, missing}.
-export function evaluate(p, attrs, evidence) {
+// loadInputs is the values of a policy's parameter and evidence slots.
+function loadInputs(p, attrs, evidence) {
   const params = p.params.map(d => {
     const v = attrs.get(d.name);
     if (v === undefined) return val(T_ABSENT);
@@ -1396,15 +1501,82 @@ export function evaluate(p, attrs, evidence) {
   });
   const has = Object.prototype.hasOwnProperty;
   const ev = p.evidence.map(f => has.call(evidence, f.name) ? convert(evidence[f.name], f.type).v : val(T_ABSENT));
+  return { params, ev };
+}
+
+// runAmount is the amount part's value on the slots: an int, or a bad value when it
+// has none (a fault, or a negative amount).
+function runAmount(p, params, ev) {
+  const v = exec(p.pg, p.amount.code, params, ev, []);
+  return v !== null && v.t === T_INT && v.n >= 0n ? v : val(T_BAD);
+}
+
+// toUnix is a Date's Unix seconds, as Go's Time.Unix: rounded down.
+const toUnix = d => BigInt(Math.floor(d.getTime() / 1000));
+
+// int64Of is a total of a context as an int64. Go's are int64 by their type; a value
+// out of that range is the caller's mistake (it reads receipts' numbers as int64, as
+// decodeAttrs does attrs), not bad input, and is thrown rather than run.
+const int64Of = (n, what) => {
+  const x = BigInt(n ?? 0);
+  if (x < MIN_INT64 || x > MAX_INT64) throw new RangeError(`${what} is out of the int64 range`);
+  return x;
+};
+
+// evaluate runs every constraint of a decoded policy on attrs (a Map from decodeAttrs)
+// and evidence (an object whose numbers are JSONNumber), as Policy.EvaluateIn does: the
+// constraints that do not hold, in order, each {index, pretty_expr, reason, missing}.
+// context is Go's Context: {spent, purchases, periodSpent, periodPurchases} (BigInts or
+// numbers; absent is 0) and time, a Date or null for a decision without a time; left
+// out, it is the zero Context, and evaluate is Policy.Evaluate.
+export function evaluate(p, attrs, evidence, context = {}) {
+  const { params, ev } = loadInputs(p, attrs, evidence);
+  const ctx = [];
+  if (p.reads) {
+    ctx[CTX.SPENT] = intValue(int64Of(context.spent, "spent"));
+    ctx[CTX.PURCHASES] = intValue(int64Of(context.purchases, "purchases"));
+    ctx[CTX.PERIOD_SPENT] = intValue(int64Of(context.periodSpent, "periodSpent"));
+    ctx[CTX.PERIOD_PURCHASES] = intValue(int64Of(context.periodPurchases, "periodPurchases"));
+    ctx[CTX.TIME] = context.time ? intValue(toUnix(context.time)) : val(T_ABSENT);
+    if (p.reads & 1 << CTX.AMOUNT) ctx[CTX.AMOUNT] = runAmount(p, params, ev);
+  }
   const fails = [];
   p.cons.forEach((c, k) => {
     if (c.optional && c.optSlots.some(s => params[s].t === T_ABSENT)) return;
-    if (run(p.pg, c.code, params, ev) === RES_TRUE) return;
-    const x = new Explainer(p, params, ev, attrs, evidence);
+    if (run(p.pg, c.code, params, ev, ctx) === RES_TRUE) return;
+    const x = new Explainer(p, params, ev, ctx, attrs, evidence);
     const reason = x.reason(c.x);
     fails.push({ index: k, pretty_expr: c.pretty, reason, missing: x.missing });
   });
   return fails;
+}
+
+// amount is Policy.Amount: the amount part on the evidence and attrs. It answers
+// {ok: false} for a policy without one, {ok: true, amount} (a BigInt), or {ok: true,
+// error, missing} with the message of Go's AmountError and the evidence it names.
+export function amount(p, attrs, evidence) {
+  if (!p.amount) return { ok: false };
+  const { params, ev } = loadInputs(p, attrs, evidence);
+  const v = runAmount(p, params, ev);
+  if (v.t === T_INT) return { ok: true, amount: v.n };
+  const x = new Explainer(p, params, ev, [], attrs, evidence);
+  const reason = x.amountFault();
+  return { ok: true, error: `policy: amount ${p.amount.pretty}: ${reason}`, missing: x.missing };
+}
+
+// periodStart is Policy.PeriodStart: the start (UTC) of the period of p that holds the
+// Date t, midnight of its day, of the Monday of its ISO week, or of the first of its
+// month; null when the policy has no period.
+export function periodStart(p, t) {
+  // Not Date.UTC, which reads the years 0 to 99 as 1900 to 1999.
+  const utc = (y, m, d) => { const x = new Date(0); x.setUTCFullYear(y, m, d); return x; };
+  const [y, m, d] = [t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate()];
+  switch (p.period) {
+    case "day": return utc(y, m, d);
+    case "week": return utc(y, m, d - (t.getUTCDay() + 6) % 7);
+    case "month": return utc(y, m, 1);
+  }
+  return null;
 }
 
 // classify is intentd.ClassifyFailures: "evidence" when every failure came of missing
