@@ -384,6 +384,10 @@ func (c *checker) ref(e *ref, want Type) Type {
 			return typeUnknown
 		}
 		e.slot = c.paramIdx[e.name]
+		if c.inAmount && d.optional {
+			// Every purchase of every intent has an amount; optional: does not reach it.
+			c.errorf(e.pos, "the amount cannot read an optional parameter: parameters.%s is optional, and the purchases of an intent without it would have no amount", e.name)
+		}
 		return d.typ
 	}
 	if !c.infer {

@@ -121,7 +121,7 @@ func TestEvaluateTime(t *testing.T) {
 // amountPolicy has an amount of evidence and a parameter, and a constraint that reads
 // purchase.amount.
 const amountPolicy = `name amounts
-parameters { units: int, fee: optional int }
+parameters { units: int }
 evidence { price: int, discount: int }
 amount evidence.price * parameters.units - evidence.discount
 requires { purchase.amount <= 1000; }

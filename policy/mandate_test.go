@@ -146,6 +146,8 @@ var mandateErrorTests = []struct {
 		`6:8: the amount must be an int (the amount of one purchase): evidence.p > 1 is bool`},
 	{"a string amount", "amount parameters.s",
 		`6:8: the amount must be an int (the amount of one purchase): parameters.s is string`},
+	{"an optional parameter", "name x\nparameters { fee: optional int }\nevidence { p: int }\namount evidence.p + intent.fee\nrequires { true; }\n",
+		`4:21: the amount cannot read an optional parameter: parameters.fee is optional, and the purchases of an intent without it would have no amount`},
 	{"an undeclared field", "amount evidence.nothing",
 		`6:8: undeclared evidence field "nothing" (declared: p, q)`},
 	{"the amount of the mandate", "amount evidence.p - mandate.spent",

@@ -216,7 +216,14 @@ func (g *gen) mandate(r *rand.Rand, src string) string {
 		}
 	}
 	src = strings.Replace(src, "requires {\n", "requires {\n"+cons.String(), 1)
-	part := "amount " + h.expr(TypeInt, 2) + "\n"
+	// The amount reads no optional parameter.
+	required := &gen{r: r, ev: g.ev, declared: g.declared}
+	for _, p := range g.params {
+		if !p.Optional {
+			required.params = append(required.params, p)
+		}
+	}
+	part := "amount " + required.expr(TypeInt, 2) + "\n"
 	if period != "" {
 		part += h.pick("", "# the period\n") + "period " + period + "\n"
 	}

@@ -410,6 +410,7 @@ class Checker {
       const d = this.P.byName.get(e.name);
       if (!d) { this.errorf(`undeclared parameter ${goQuote(e.name)} (${declared(f.params, "the policy declares no parameters")})`); return T_UNKNOWN; }
       e.slot = this.P.idx.get(e.name);
+      if (this.inAmount && d.optional) this.errorf(`the amount cannot read an optional parameter: parameters.${e.name} is optional, and the purchases of an intent without it would have no amount`);
       return d.typ;
     }
     if (!this.infer) {
