@@ -160,7 +160,7 @@ requires { true; }
 		{"no field name", "agents intent.7", decls,
 			`2:15: expected a parameter name after intent., found integer 7`},
 		{"an expression", "agents parameters.agents + parameters.opt", decls,
-			`2:26: expected name, extractor, agents, parameters, evidence or requires, found '+'`},
+			`2:26: expected name, extractor, agents, amount, period, parameters, evidence or requires, found '+'`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestDecodeAgents(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		{"unknown flag", policy(flagAgents|4, TypeStringSet, 0, 0), "unknown flags 0x6"},
+		{"unknown flag", policy(flagAgents|0x80, TypeStringSet, 0, 0), "unknown flags 0x82"},
 		{"slot out of range", policy(flagAgents, TypeStringSet, 0, 1), "agents slot 1 is over the limit of 0"},
 		{"no parameters", append([]byte("IPOL\x01\x01x\x00\x02\x00\x00\x00\x01\x00\x01"), bcTrue), "agents slot, but no parameters"},
 		{"truncated slot", policy(flagAgents, TypeStringSet, 0)[:14], "truncated (reading agents slot)"},

@@ -23,6 +23,13 @@ type file struct {
 	// agents is the parameter an agents part names (the checker sets its slot, which
 	// is what the bytecode writes), or nil: a policy without the part is undelegated.
 	agents *ref
+	// amount is the expression of an amount part, the amount of one purchase under a
+	// mandate, or nil; period is the calendar period of a period part, or periodNone.
+	// Their positions are the parts' words, for errors.
+	amount    expr
+	amountPos Pos
+	period    period
+	periodPos Pos
 }
 
 type fieldDecl struct {
@@ -105,6 +112,13 @@ type ref struct {
 	evidence bool
 	name     string
 	slot     int
+}
+
+// ctxRef is a value of the decision's context: a mandate's running totals, the
+// purchase's amount, the decision's time (mandate.go).
+type ctxRef struct {
+	exprNode
+	v ctxVal
 }
 
 type unary struct {

@@ -105,9 +105,11 @@ func (r *reader) string(what string, limit int) string {
 
 // decoded is the bytecode read back, before checking.
 type decoded struct {
-	f     *file
-	codes [][]byte
-	decls []*fieldDecl // the evidence table as written (inferred or declared)
+	f      *file
+	codes  [][]byte
+	amount []byte       // the amount's code, or nil
+	decls  []*fieldDecl // the evidence table as written (inferred or declared)
+	ctx    bool         // flagContext: the code may read the context
 }
 
 func readBytecode(b []byte) (*decoded, error) {
@@ -158,6 +160,19 @@ func readBytecode(b []byte) (*decoded, error) {
 	if f.evidenceDeclared {
 		f.evidence = evs
 	}
+	var amount []byte
+	if flags&flagAmount != 0 {
+		amount = r.bytes(r.count("amount code length", len(b)), "amount code")
+		if r.err == nil && len(amount) == 0 {
+			r.fail("amount code is empty")
+		}
+	}
+	if flags&flagPeriod != 0 {
+		f.period = period(r.byte("period"))
+		if r.err == nil && (f.period == periodNone || int(f.period) >= len(periodNames)) {
+			r.fail("period %d is not day (1), week (2) or month (3)", f.period)
+		}
+	}
 	nc := r.count("constraint count", MaxConstraints)
 	codes := make([][]byte, 0, nc)
 	for i := 0; i < nc && r.err == nil; i++ {
@@ -183,14 +198,15 @@ func readBytecode(b []byte) (*decoded, error) {
 			return nil, errors.New(msg)
 		}
 	}
-	return &decoded{f: f, codes: codes, decls: evs}, nil
+	return &decoded{f: f, codes: codes, amount: amount, decls: evs, ctx: flags&flagContext != 0}, nil
 }
 
-// load turns one constraint's code into instructions, adding its constants to pg.
+// load turns one expression's code into instructions, adding its constants to pg.
 // It checks what can be checked locally: known opcodes, well-formed operands, slots
-// in range, jumps forward onto an instruction, and a stack that never underflows. It
-// returns the stack depth the code needs.
-func (pg *program) load(code []byte, nparams, nev int) ([]instr, int, error) {
+// in range, context values only where ctx allows them (flagContext), jumps forward
+// onto an instruction, and a stack that never underflows. It returns the stack depth
+// the code needs.
+func (pg *program) load(code []byte, nparams, nev int, ctx bool) ([]instr, int, error) {
 	r := &reader{b: code}
 	var ins []instr
 	at := make([]int32, len(code)+1) // byte offset -> instruction index + 1
@@ -208,45 +224,13 @@ func (pg *program) load(code []byte, nparams, nev int) ([]instr, int, error) {
 		at[r.off] = int32(len(ins)) + 1
 		in := instr{op: r.byte("opcode")}
 		switch in.op {
-		case bcInt:
-			in.a = int32(len(pg.ints))
-			pg.ints = append(pg.ints, r.varint("integer"))
-			use(0, 1)
-		case bcStr:
-			in.a = int32(len(pg.strs))
-			pg.strs = append(pg.strs, r.string("string", MaxStringBytes))
+		case bcInt, bcStr, bcSetStr, bcSetInt:
+			in.a = pg.constant(r, in.op)
 			use(0, 1)
 		case bcTrue, bcFalse:
 			use(0, 1)
-		case bcSetStr:
-			n := r.count("set size", MaxSetElements)
-			strs := make([]string, 0, n)
-			for i := 0; i < n && r.err == nil; i++ {
-				strs = append(strs, r.string("set element", MaxStringBytes))
-			}
-			in.a = int32(len(pg.sets))
-			pg.sets = append(pg.sets, newStrSet(strs))
-			use(0, 1)
-		case bcSetInt:
-			n := r.count("set size", MaxSetElements)
-			ints := make([]int64, 0, n)
-			for i := 0; i < n && r.err == nil; i++ {
-				ints = append(ints, r.varint("set element"))
-			}
-			in.a = int32(len(pg.sets))
-			pg.sets = append(pg.sets, newIntSet(ints))
-			use(0, 1)
-		case bcParam:
-			in.a = int32(r.count("parameter slot", max(nparams-1, 0)))
-			if nparams == 0 {
-				r.fail("parameter slot, but no parameters")
-			}
-			use(0, 1)
-		case bcEvid:
-			in.a = int32(r.count("evidence slot", max(nev-1, 0)))
-			if nev == 0 {
-				r.fail("evidence slot, but no evidence fields")
-			}
+		case bcParam, bcEvid, bcCtx:
+			in.a = slot(r, in.op, nparams, nev, ctx)
 			use(0, 1)
 		case bcNeg, bcNot, bcLen, bcLower, bcUpper:
 			use(1, 1)
@@ -301,6 +285,59 @@ func (pg *program) load(code []byte, nparams, nev int) ([]instr, int, error) {
 	return ins, maxHeight, nil
 }
 
+// constant reads the operand of an instruction that pushes a constant into pg's
+// tables, and returns its index there.
+func (pg *program) constant(r *reader, op byte) int32 {
+	switch op {
+	case bcInt:
+		pg.ints = append(pg.ints, r.varint("integer"))
+		return int32(len(pg.ints) - 1)
+	case bcStr:
+		pg.strs = append(pg.strs, r.string("string", MaxStringBytes))
+		return int32(len(pg.strs) - 1)
+	case bcSetStr:
+		n := r.count("set size", MaxSetElements)
+		strs := make([]string, 0, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			strs = append(strs, r.string("set element", MaxStringBytes))
+		}
+		pg.sets = append(pg.sets, newStrSet(strs))
+	default:
+		n := r.count("set size", MaxSetElements)
+		ints := make([]int64, 0, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			ints = append(ints, r.varint("set element"))
+		}
+		pg.sets = append(pg.sets, newIntSet(ints))
+	}
+	return int32(len(pg.sets) - 1)
+}
+
+// slot reads the operand of an instruction that loads a parameter, an evidence field
+// or a context value, and checks it against the tables; ctx says whether the flags
+// allow context values.
+func slot(r *reader, op byte, nparams, nev int, ctx bool) int32 {
+	switch op {
+	case bcParam:
+		a := r.count("parameter slot", max(nparams-1, 0))
+		if nparams == 0 {
+			r.fail("parameter slot, but no parameters")
+		}
+		return int32(a)
+	case bcEvid:
+		a := r.count("evidence slot", max(nev-1, 0))
+		if nev == 0 {
+			r.fail("evidence slot, but no evidence fields")
+		}
+		return int32(a)
+	}
+	a := r.count("context value", int(numCtx)-1)
+	if !ctx {
+		r.fail("context value, but flags bit 4 is clear")
+	}
+	return int32(a)
+}
+
 // decompiler rebuilds the tree of one constraint from its instructions.
 type decompiler struct {
 	ins    []instr
@@ -352,6 +389,8 @@ func (d *decompiler) run(lo, hi int) (expr, error) {
 			st = append(st, entry{x: &ref{name: d.params[in.a].name}})
 		case bcEvid:
 			st = append(st, entry{x: &ref{evidence: true, name: d.ev[in.a].name}})
+		case bcCtx:
+			st = append(st, entry{x: &ctxRef{v: ctxVal(in.a)}})
 		case bcNeg, bcNot:
 			x, ok := pop()
 			if !ok {
@@ -383,36 +422,11 @@ func (d *decompiler) run(lo, hi int) (expr, error) {
 			if !ok || len(st) == 0 {
 				return nil, errShape
 			}
-			top := st[len(st)-1]
-			st = st[:len(st)-1]
-			var o op
-			if in.op == bcChain {
-				o = cmpOp(in.cmp)
-			} else {
-				o = cmpOp(in.op)
+			e, err := compareEntry(st[len(st)-1], y, in, pc, hi)
+			if err != nil {
+				return nil, err
 			}
-			var c *chain
-			if top.chain != nil {
-				c = top.chain
-				if in.op == bcChain && int(in.a) != top.end || in.op != bcChain && pc+1 != top.end {
-					return nil, errShape
-				}
-				c.ops = append(c.ops, o)
-				c.xs = append(c.xs, y)
-			} else if in.op == bcChain {
-				if int(in.a) > hi {
-					return nil, errShape
-				}
-				c = &chain{ops: []op{o}, xs: []expr{top.x, y}}
-			} else {
-				st = append(st, entry{x: &binaryExpr{op: o, x: top.x, y: y}})
-				continue
-			}
-			if in.op == bcChain {
-				st = append(st, entry{chain: c, end: int(in.a)})
-			} else {
-				st = append(st, entry{x: c})
-			}
+			st[len(st)-1] = e
 		case bcAdd, bcSub, bcMul, bcIn, bcNotIn:
 			y, ok1 := pop()
 			x, ok2 := pop()
@@ -437,6 +451,38 @@ func (d *decompiler) run(lo, hi int) (expr, error) {
 		return nil, errShape
 	}
 	return st[0].x, nil
+}
+
+// compareEntry is the entry a comparison instruction at pc makes of the entry below
+// its right operand y: a comparison of two operands, a chain begun, a link added to
+// one, or the chain ended.
+func compareEntry(top entry, y expr, in instr, pc, hi int) (entry, error) {
+	code := in.op
+	if code == bcChain {
+		code = in.cmp
+	}
+	o := cmpOp(code)
+	var c *chain
+	switch {
+	case top.chain != nil:
+		c = top.chain
+		if in.op == bcChain && int(in.a) != top.end || in.op != bcChain && pc+1 != top.end {
+			return entry{}, errShape
+		}
+		c.ops = append(c.ops, o)
+		c.xs = append(c.xs, y)
+	case in.op == bcChain:
+		if int(in.a) > hi {
+			return entry{}, errShape
+		}
+		c = &chain{ops: []op{o}, xs: []expr{top.x, y}}
+	default:
+		return entry{x: &binaryExpr{op: o, x: top.x, y: y}}, nil
+	}
+	if in.op == bcChain {
+		return entry{chain: c, end: int(in.a)}, nil
+	}
+	return entry{x: c}, nil
 }
 
 func cmpOp(c byte) op {

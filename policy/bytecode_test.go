@@ -33,7 +33,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 			}
 			if q.ID() != p.ID() || q.Pretty() != p.Pretty() || q.Name() != p.Name() || q.Extractor() != p.Extractor() ||
 				!reflect.DeepEqual(q.Parameters(), p.Parameters()) || !reflect.DeepEqual(q.EvidenceSchema(), p.EvidenceSchema()) ||
-				q.EvidenceDeclared() != p.EvidenceDeclared() || q.NumConstraints() != p.NumConstraints() || !sameAgents(p, q) {
+				q.EvidenceDeclared() != p.EvidenceDeclared() || q.NumConstraints() != p.NumConstraints() || !sameAgents(p, q) || !sameMandate(p, q) {
 				t.Fatalf("decoded policy differs:\n%s\n%s", q.Pretty(), p.Pretty())
 			}
 		})
@@ -46,6 +46,18 @@ func sameAgents(p, q *Policy) bool {
 	pa, pok := p.Agents()
 	qa, qok := q.Agents()
 	return pa == qa && pok == qok
+}
+
+// sameMandate reports whether p and q have the same amount and period parts, or none,
+// and read the same context values.
+func sameMandate(p, q *Policy) bool {
+	text := func(p *Policy) string {
+		if p.f.amount == nil {
+			return ""
+		}
+		return p.f.amount.node().text
+	}
+	return text(p) == text(q) && p.Period() == q.Period() && p.Reads() == q.Reads()
 }
 
 func TestBytecodeHeader(t *testing.T) {

@@ -25,6 +25,10 @@ type checker struct {
 	evTypes map[string]Type
 	evFrom  map[string]Pos
 	changed bool
+
+	// inAmount is set while the amount part is checked: it may read evidence and
+	// parameters only.
+	inAmount bool
 }
 
 // checkResult is the checked declarations, sorted by name: their index is the slot.
@@ -57,8 +61,21 @@ func check(f *file) (*checkResult, error) {
 			deep[i] = true
 		}
 	}
+	deepAmount := false
+	if f.amount != nil {
+		if d := depth(f.amount); d > MaxDepth {
+			errs.add(f.amount.node().pos, "expression nests %d levels deep, over the limit of %d", d, MaxDepth)
+			deepAmount = true
+		}
+	}
 	if !f.evidenceDeclared {
-		res.evidence = c.inferEvidence(deep)
+		res.evidence = c.inferEvidence(deep, deepAmount)
+	}
+	if f.amount != nil && !deepAmount {
+		c.amount()
+	}
+	if f.period != periodNone && f.amount == nil {
+		errs.add(f.periodPos, "period needs an amount part (amount EXPR): the period totals are sums of the amounts of purchases")
 	}
 	for i, k := range f.constraints {
 		if deep[i] {
@@ -128,6 +145,32 @@ func (c *checker) agents(r *ref) {
 	}
 }
 
+// amount checks the amount part: an int, of evidence and parameters only.
+func (c *checker) amount() {
+	c.inAmount = true
+	defer func() { c.inAmount = false }()
+	if t := c.expr(c.f.amount, TypeInt); concrete(t) && t != TypeInt {
+		c.errs.add(c.f.amount.node().pos, "the amount must be an int (the amount of one purchase): %s is %s", c.show(c.f.amount), t)
+	}
+}
+
+// ctxRef checks where a context value is read. The amount is one purchase's price, so
+// it cannot depend on the mandate or the time; the mandate's totals are sums of
+// amounts, so they need the amount part, and the period totals a period to count in.
+func (c *checker) ctxRef(e *ctxRef) {
+	name := ctxNames[e.v]
+	switch {
+	case c.inAmount:
+		c.errorf(e.pos, "the amount may read only evidence and parameters, not %s: it is the price of one purchase, whatever the mandate's totals or the time", name)
+	case e.v == ctxAmount && c.f.amount == nil:
+		c.errorf(e.pos, "purchase.amount needs an amount part (amount EXPR): it is the value of that expression")
+	case e.v.isMandate() && c.f.amount == nil:
+		c.errorf(e.pos, "%s needs an amount part (amount EXPR): the mandate's totals are sums of the amounts of its purchases", name)
+	case e.v.inPeriod() && c.f.period == periodNone:
+		c.errorf(e.pos, "%s needs a period part (period day, week or month): the calendar period its total counts in", name)
+	}
+}
+
 func isIdent(s string) bool {
 	if s == "" || !isLetter(s[0]) {
 		return false
@@ -140,23 +183,29 @@ func isIdent(s string) bool {
 	return true
 }
 
-// inferEvidence finds the evidence fields of an older-dialect policy and their types.
-func (c *checker) inferEvidence(deep []bool) []*fieldDecl {
+// inferEvidence finds the evidence fields of an older-dialect policy and their types,
+// from the constraints and the amount part.
+func (c *checker) inferEvidence(deep []bool, deepAmount bool) []*fieldDecl {
 	c.infer = true
 	c.evTypes = map[string]Type{}
 	c.evFrom = map[string]Pos{}
 	var order []*ref
+	see := func(e expr) {
+		if r, ok := e.(*ref); ok && r.evidence {
+			if _, seen := c.evTypes[r.name]; !seen {
+				c.evTypes[r.name] = typeUnknown
+				order = append(order, r)
+			}
+		}
+	}
 	for i, k := range c.f.constraints {
 		if !deep[i] {
-			walk(k.x, func(e expr) {
-				if r, ok := e.(*ref); ok && r.evidence {
-					if _, seen := c.evTypes[r.name]; !seen {
-						c.evTypes[r.name] = typeUnknown
-						order = append(order, r)
-					}
-				}
-			})
+			walk(k.x, see)
 		}
+	}
+	amount := c.f.amount != nil && !deepAmount
+	if amount {
+		walk(c.f.amount, see)
 	}
 	if len(order) > MaxEvidence {
 		c.errs.add(order[MaxEvidence].pos, "more than %d evidence fields, the limit", MaxEvidence)
@@ -168,6 +217,9 @@ func (c *checker) inferEvidence(deep []bool) []*fieldDecl {
 			if !deep[i] {
 				c.expr(k.x, TypeBool)
 			}
+		}
+		if amount {
+			c.expr(c.f.amount, TypeInt)
 		}
 		if !c.changed {
 			break
@@ -283,6 +335,9 @@ func (c *checker) typeOf(e expr, want Type) Type {
 		return setOf(e.elem)
 	case *ref:
 		return c.ref(e, want)
+	case *ctxRef:
+		c.ctxRef(e)
+		return TypeInt
 	case *unary:
 		if e.op == opNeg {
 			c.need(e.x, TypeInt, "operator -")
@@ -329,6 +384,10 @@ func (c *checker) ref(e *ref, want Type) Type {
 			return typeUnknown
 		}
 		e.slot = c.paramIdx[e.name]
+		if c.inAmount && d.optional {
+			// Every purchase of every intent has an amount; optional: does not reach it.
+			c.errorf(e.pos, "the amount cannot read an optional parameter: parameters.%s is optional, and the purchases of an intent without it would have no amount", e.name)
+		}
 		return d.typ
 	}
 	if !c.infer {

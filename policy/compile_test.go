@@ -94,7 +94,7 @@ func TestCompileErrors(t *testing.T) {
 		{"repeated name", "name x\nname y\nrequires { true; }\n", `2:1: repeated name (first at 1:1)`},
 		{"empty extractor", "name x\nextractor \"\"\nrequires { true; }\n", `2:11: extractor name is empty`},
 		{"bad extractor", "name x\nextractor \"a b\"\nrequires { true; }\n", `2:11: extractor name "a b": want letters, digits, '_', '-' and '.' only`},
-		{"stray word", "name x\nrules { }\nrequires { true; }\n", `2:1: expected name, extractor, agents, parameters, evidence or requires, found "rules"`},
+		{"stray word", "name x\nrules { }\nrequires { true; }\n", `2:1: expected name, extractor, agents, amount, period, parameters, evidence or requires, found "rules"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

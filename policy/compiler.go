@@ -16,10 +16,17 @@ const (
 // policy without the part keeps the bytes, and so the id, it had before the part
 // existed, and a reader that does not know the bit refuses the bytecode as having
 // unknown flags rather than misreading it.
+//
+// flagContext has no bytes of its own: it announces the CTX instruction, which only
+// the constraints of a policy with the flag may use, so that a reader older than the
+// instruction refuses such bytecode by its flags too, before reading any code.
 const (
 	flagEvidence byte = 1 << 0 // the policy has an evidence block
 	flagAgents   byte = 1 << 1 // an agents part: a uvarint parameter slot follows the parameters
-	knownFlags        = flagEvidence | flagAgents
+	flagAmount   byte = 1 << 2 // an amount part: its code follows the evidence table
+	flagPeriod   byte = 1 << 3 // a period part: its byte follows the amount
+	flagContext  byte = 1 << 4 // the constraints read the decision's context (CTX)
+	knownFlags        = flagEvidence | flagAgents | flagAmount | flagPeriod | flagContext
 )
 
 // Opcodes. Their values are part of the format.
@@ -32,6 +39,7 @@ const (
 	bcSetInt byte = 0x06 // uvarint count, then count varints, sorted and distinct
 	bcParam  byte = 0x07 // uvarint slot
 	bcEvid   byte = 0x08 // uvarint slot
+	bcCtx    byte = 0x09 // uvarint context value (ctxVal); only with flagContext
 
 	bcNeg byte = 0x10
 	bcNot byte = 0x11
@@ -73,10 +81,10 @@ var fnCode = [...]byte{
 	fnStartsWith: bcStartsWith, fnEndsWith: bcEndsWith, fnSubset: bcSubset, fnIntersects: bcIntersects,
 }
 
-// encode writes a checked tree as bytecode. It returns the whole and the code of each
-// constraint (slices of the whole).
-func encode(f *file, res *checkResult) ([]byte, [][]byte) {
-	b := make([]byte, 0, 256)
+// encode writes a checked tree as bytecode. It returns the whole, the code of each
+// constraint and the amount's code, or nil (slices of the whole).
+func encode(f *file, res *checkResult) (b []byte, codes [][]byte, amount []byte) {
+	b = make([]byte, 0, 256)
 	b = append(b, bytecodeMagic...)
 	b = append(b, bytecodeVersion)
 	b = appendString(b, f.name)
@@ -87,6 +95,17 @@ func encode(f *file, res *checkResult) ([]byte, [][]byte) {
 	}
 	if f.agents != nil {
 		flags |= flagAgents
+	}
+	if f.amount != nil {
+		flags |= flagAmount
+	}
+	if f.period != periodNone {
+		flags |= flagPeriod
+	}
+	for _, c := range f.constraints {
+		if readsOf(c.x) != 0 {
+			flags |= flagContext
+		}
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(len(res.params)))
@@ -108,9 +127,20 @@ func encode(f *file, res *checkResult) ([]byte, [][]byte) {
 		b = appendString(b, d.name)
 		b = append(b, byte(d.typ))
 	}
+	var code []byte
+	var amountSpan [2]int
+	if f.amount != nil {
+		// After both tables, whose slots the code reads.
+		code = compileExpr(code[:0], f.amount)
+		b = binary.AppendUvarint(b, uint64(len(code)))
+		amountSpan = [2]int{len(b), len(b) + len(code)}
+		b = append(b, code...)
+	}
+	if f.period != periodNone {
+		b = append(b, byte(f.period))
+	}
 	b = binary.AppendUvarint(b, uint64(len(f.constraints)))
 	spans := make([][2]int, len(f.constraints))
-	var code []byte
 	for i, c := range f.constraints {
 		if c.optional {
 			b = append(b, 1)
@@ -122,11 +152,14 @@ func encode(f *file, res *checkResult) ([]byte, [][]byte) {
 		spans[i] = [2]int{len(b), len(b) + len(code)}
 		b = append(b, code...)
 	}
-	codes := make([][]byte, len(spans))
+	codes = make([][]byte, len(spans))
 	for i, s := range spans {
 		codes[i] = b[s[0]:s[1]:s[1]]
 	}
-	return b, codes
+	if f.amount != nil {
+		amount = b[amountSpan[0]:amountSpan[1]:amountSpan[1]]
+	}
+	return b, codes, amount
 }
 
 func appendString(b []byte, s string) []byte {
@@ -170,6 +203,9 @@ func compileExpr(b []byte, e expr) []byte {
 			b = append(b, bcParam)
 		}
 		return binary.AppendUvarint(b, uint64(e.slot))
+	case *ctxRef:
+		b = append(b, bcCtx)
+		return binary.AppendUvarint(b, uint64(e.v))
 	case *unary:
 		b = compileExpr(b, e.x)
 		return append(b, opCode[e.op])

@@ -92,6 +92,8 @@ func (x *explainer) evalInto(e expr) (Value, bool) {
 		return Value{t: setOf(e.elem), set: e.val}, false
 	case *ref:
 		return x.ref(e)
+	case *ctxRef:
+		return x.ctx(e)
 	case *unary:
 		v, bad := x.evalInto(e.x)
 		if bad {
@@ -134,26 +136,7 @@ func (x *explainer) evalInto(e expr) (Value, bool) {
 		}
 		return out, false
 	case *chain:
-		v, bad := x.evalInto(e.xs[0])
-		if bad {
-			return v, true
-		}
-		for i, o := range e.ops {
-			w, bad := x.evalInto(e.xs[i+1])
-			if bad {
-				return w, true
-			}
-			out, f := apply2(opCode[o], v, w)
-			if f != faultNone {
-				x.fault(e, f, o.String(), e.xs[i:i+2], []Value{v, w})
-				return out, true
-			}
-			if out.n == 0 {
-				return out, false
-			}
-			v = w
-		}
-		return boolean(true), false
+		return x.evalChain(e)
 	case *call:
 		// Functions take one or two arguments; the array keeps them off the heap.
 		var arr [2]Value
@@ -180,6 +163,31 @@ func (x *explainer) evalInto(e expr) (Value, bool) {
 	}
 	x.buf = append(x.buf, "unknown expression"...)
 	return Value{}, true
+}
+
+// evalChain is evalInto of a chained comparison: its links in order, up to the first
+// that fails.
+func (x *explainer) evalChain(e *chain) (Value, bool) {
+	v, bad := x.evalInto(e.xs[0])
+	if bad {
+		return v, true
+	}
+	for i, o := range e.ops {
+		w, bad := x.evalInto(e.xs[i+1])
+		if bad {
+			return w, true
+		}
+		out, f := apply2(opCode[o], v, w)
+		if f != faultNone {
+			x.fault(e, f, o.String(), e.xs[i:i+2], []Value{v, w})
+			return out, true
+		}
+		if out.n == 0 {
+			return out, false
+		}
+		v = w
+	}
+	return boolean(true), false
 }
 
 func (x *explainer) ref(e *ref) (Value, bool) {
@@ -225,6 +233,40 @@ func (x *explainer) ref(e *ref) (Value, bool) {
 		return v, true
 	}
 	return v, false
+}
+
+// ctx is the value of a context value, or appends why it has none.
+func (x *explainer) ctx(e *ctxRef) (Value, bool) {
+	v := x.fr.ctx[e.v]
+	if v.t.isValue() {
+		return v, false
+	}
+	if e.v == ctxAmount {
+		x.buf = append(x.buf, "purchase.amount has no value: "...)
+		x.appendAmountFault()
+		return v, true
+	}
+	// Only the time can be absent: the totals are numbers, zero for a mandate with no
+	// purchase yet.
+	x.buf = append(x.buf, "decision.time is not known: the decision was made without a time"...)
+	return v, true
+}
+
+// appendAmountFault appends why the amount part has no value, as the machine found:
+// what stopped its evaluation, or that the amount is negative.
+func (x *explainer) appendAmountFault() {
+	a := x.p.f.amount
+	v, bad := x.evalInto(a)
+	if bad {
+		return
+	}
+	x.buf = appendDescribe(x.buf, a, v)
+	if v.t == TypeInt && v.n < 0 {
+		x.buf = append(x.buf, " is negative (the amount of a purchase is 0 or more)"...)
+		return
+	}
+	// The machine said otherwise: report rather than hide it.
+	x.buf = append(x.buf, " could not be computed"...)
 }
 
 // fault appends the reason an operation could not give a value.

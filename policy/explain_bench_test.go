@@ -8,7 +8,7 @@ import "testing"
 func BenchmarkExplainOnly(b *testing.B) {
 	p := mustCompile(b, bench25)
 	a, ev := mustAttrs(b, bench25Attrs), mustEvidence(b, bench25Fail)
-	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence))}
+	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence)), ctx: make([]Value, numCtx)}
 	p.loadParams(fr.params, a)
 	for i, f := range p.evidence {
 		fr.ev[i], _ = convert(ev[f.Name], f.Type, false)

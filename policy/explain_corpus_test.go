@@ -3,11 +3,13 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentd/intentd/internal/golden"
 )
@@ -63,6 +65,22 @@ func corpusInputs(r *rand.Rand, p *Policy) (Attrs, map[string]any) {
 	return a, ev
 }
 
+// corpusContext is a context for a mandate's decision: small totals mostly, some at
+// the edge of int64, and at times no decision time.
+func corpusContext(r *rand.Rand) Context {
+	n := func() int64 {
+		if r.IntN(10) == 0 {
+			return math.MaxInt64 - r.Int64N(3)
+		}
+		return r.Int64N(20000)
+	}
+	c := Context{Spent: n(), Purchases: r.Int64N(6), PeriodSpent: n(), PeriodPurchases: r.Int64N(3)}
+	if r.IntN(5) > 0 {
+		c.Time = time.Unix(1798761600+r.Int64N(1<<25), 0)
+	}
+	return c
+}
+
 // TestExplainCorpus pins every explanation over a corpus: the policies of
 // testdata/pretty, the benchmark's and the documentation's, each with generated
 // inputs, and 400 generated policies with theirs. The explanations are part of what a
@@ -71,8 +89,8 @@ func corpusInputs(r *rand.Rand, p *Policy) (Attrs, map[string]any) {
 // buffers were reworked.
 func TestExplainCorpus(t *testing.T) {
 	var b strings.Builder
-	write := func(name string, p *Policy, a Attrs, ev map[string]any) {
-		fails := p.Evaluate(a, ev)
+	write := func(name string, p *Policy, a Attrs, ev map[string]any, c Context) {
+		fails := p.EvaluateIn(a, ev, c)
 		fmt.Fprintf(&b, "== %s: %d failing\n", name, len(fails))
 		for _, f := range fails {
 			fmt.Fprintf(&b, "%d %s\n  %s\n", f.Index, f.PrettyExpr, f.Reason)
@@ -103,16 +121,22 @@ func TestExplainCorpus(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(i), 7))
 		for j := range 40 {
 			a, ev := corpusInputs(r, p)
-			write(fmt.Sprintf("%s input %d", name, j), p, a, ev)
+			var c Context
+			if p.Reads() != 0 {
+				// Drawn only for a policy that reads them, so that the inputs of the
+				// others stay as they were.
+				c = corpusContext(r)
+			}
+			write(fmt.Sprintf("%s input %d", name, j), p, a, ev, c)
 		}
 	}
-	write("bench25 failing", mustCompile(t, bench25), mustAttrs(t, bench25Attrs), mustEvidence(t, bench25Fail))
+	write("bench25 failing", mustCompile(t, bench25), mustAttrs(t, bench25Attrs), mustEvidence(t, bench25Fail), Context{})
 	for seed := uint64(1000); seed < 1400; seed++ {
 		g := newGen(seed)
 		p := mustCompile(t, g.source())
 		for j := range 5 {
 			a, ev := g.inputs()
-			write(fmt.Sprintf("generated %d input %d", seed, j), p, a, ev)
+			write(fmt.Sprintf("generated %d input %d", seed, j), p, a, ev, Context{})
 		}
 	}
 	golden.Check(t, filepath.Join("testdata", "explain", "corpus.golden"), b.String())

@@ -2,10 +2,12 @@ package policy
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // seedSources are the sources of testdata/, the corpus every fuzz target starts from.
@@ -25,6 +27,13 @@ func seedSources(f *testing.F) []string {
 		"agents intent.k\nname x\nparameters { k: set<string>, n: int }\nrequires { parameters.n > 0; }",
 		"name x\nagents parameters.n\nparameters { n: int }\nrequires { true; }",
 		"name x\nagents parameters.k agents intent.k\nparameters { k: optional set<string> }\nrequires { true; }",
+		mandateCanonical,
+		"period day amount evidence.p name x\nrequires { mandate.period_purchases < 2 or purchase.amount * 2 > decision.time; }",
+		"name x\namount -evidence.p\nperiod month\nrequires { mandate.spent + mandate.period_spent >= 0; }",
+		"name x\nparameters { until: int }\nrequires { decision.time <= parameters.until; }",
+		"name x\namount len(evidence.s) - 9223372036854775807\nrequires { not (purchase.amount in {1, 2}); }",
+		"name x\nperiod week\nrequires { mandate.period_spent > 0; }",
+		"name x\namount evidence.p + mandate.spent\nrequires { mandate.total > 0; decision.time; }",
 		"name x\nrequires { "+string(make([]byte, 0))+"((((((((((true)))))))))); }",
 		"name x\nrequires { - -9223372036854775808 < 1 < 2 == 3; }",
 		"name x\nrequires { \"\\ud83d\\ude00\" in {\"\\u0000\"}; }",
@@ -57,11 +66,15 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("pretty form: %v\n%s", err, p.Pretty())
 		}
 		d, err := Decode(p.Bytecode())
-		if err != nil || d.ID() != p.ID() || !sameAgents(d, p) || !sameAgents(q, p) {
+		if err != nil || d.ID() != p.ID() || !sameAgents(d, p) || !sameAgents(q, p) || !sameMandate(d, p) || !sameMandate(q, p) {
 			t.Fatalf("decode: %v", err)
 		}
 		if !reflect.DeepEqual(p.Evaluate(nil, nil), d.Evaluate(nil, nil)) {
 			t.Fatal("decoded policy evaluates differently")
+		}
+		c := Context{Spent: 1, Purchases: 2, PeriodSpent: 3, PeriodPurchases: 4, Time: time.Unix(5, 0)}
+		if !reflect.DeepEqual(p.EvaluateIn(nil, nil, c), d.EvaluateIn(nil, nil, c)) {
+			t.Fatal("decoded policy evaluates differently in a context")
 		}
 	})
 }
@@ -86,10 +99,12 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("decoded to other bytecode")
 		}
 		q, err := Compile(p.Pretty())
-		if err != nil || q.ID() != p.ID() || !sameAgents(q, p) {
+		if err != nil || q.ID() != p.ID() || !sameAgents(q, p) || !sameMandate(q, p) {
 			t.Fatalf("pretty form of decoded bytecode: %v\n%s", err, p.Pretty())
 		}
 		p.Evaluate(nil, map[string]any{})
+		p.EvaluateIn(nil, map[string]any{}, Context{Spent: math.MaxInt64, Time: time.Unix(-1, 0)})
+		p.Amount(nil, map[string]any{})
 	})
 }
 

@@ -103,8 +103,19 @@ func (p *parser) recovering(f func(), sync func()) (ok bool) {
 }
 
 var sectionWords = map[string]string{
-	"name": "name", "extractor": "extractor", "agents": "agents", "parameters": "parameters", "intent": "parameters",
-	"evidence": "evidence", "requires": "requires",
+	"name": "name", "extractor": "extractor", "agents": "agents", "amount": "amount", "period": "period",
+	"parameters": "parameters", "intent": "parameters", "evidence": "evidence", "requires": "requires",
+}
+
+const sectionList = "name, extractor, agents, amount, period, parameters, evidence or requires"
+
+// startsExpr reports whether a token of kind k may start an expression.
+func startsExpr(k tokKind) bool {
+	switch k {
+	case tIdent, tInt, tString, tLParen, tLBrace, tMinus, tBang:
+		return true
+	}
+	return false
 }
 
 // atSection reports whether the current token starts a top-level section.
@@ -113,8 +124,12 @@ func (p *parser) atSection() bool {
 		return false
 	}
 	switch nx := p.peek(1); p.tok.text {
-	case "name", "agents":
+	case "name", "agents", "period":
 		return nx.kind == tIdent
+	case "amount":
+		// A word is a part only where it starts one: a field called amount is
+		// followed by ':', a reference to one comes after a '.'.
+		return startsExpr(nx.kind)
 	case "extractor":
 		return nx.kind == tString
 	default:
@@ -156,7 +171,7 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 	t := p.tok
 	key := sectionWords[t.text]
 	if t.kind != tIdent || key == "" {
-		p.fail(t.pos, "expected name, extractor, agents, parameters, evidence or requires, found %s", t.describe())
+		p.fail(t.pos, "expected %s, found %s", sectionList, t.describe())
 	}
 	p.next()
 	first, repeated := seen[key]
@@ -171,6 +186,10 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 		case "agents":
 			// "repeated agents" would read as agents named twice, not the part twice.
 			p.errs.add(t.pos, "repeated agents part (first at %s): a policy delegates to the agents of one parameter", first)
+		case "amount":
+			p.errs.add(t.pos, "repeated amount part (first at %s): a purchase has one amount", first)
+		case "period":
+			p.errs.add(t.pos, "repeated period part (first at %s): the period totals count in one period", first)
 		default:
 			p.errs.add(t.pos, "repeated %s block (first at %s%s)", key, first, also)
 		}
@@ -198,6 +217,10 @@ func (p *parser) section(f *file, seen map[string]Pos) {
 		dst.extractor, dst.hasExtractor = s.text, true
 	case "agents":
 		dst.agents = p.agentsRef()
+	case "amount":
+		dst.amount, dst.amountPos = p.amountExpr(), t.pos
+	case "period":
+		dst.period, dst.periodPos = p.periodWord(), t.pos
 	case "parameters":
 		dst.params = p.fieldBlock(t.text, true)
 	case "evidence":
@@ -230,6 +253,30 @@ func (p *parser) agentsRef() *ref {
 	p.next()
 	n := p.ident("a parameter name after " + t.text + ".")
 	return &ref{exprNode: exprNode{pos: t.pos}, name: n.text}
+}
+
+// amountExpr reads what follows amount: an expression, the amount of one purchase.
+// It ends where the expression does, as a constraint would at its ';': the next part
+// starts with a word that no expression continues with.
+func (p *parser) amountExpr() expr {
+	if p.tok.kind == tEOF || p.tok.kind == tSemi || p.atSection() {
+		p.fail(p.tok.pos, "expected an int expression after amount (the amount of one purchase, such as evidence.price_cents), found %s", p.tok.describe())
+	}
+	return p.expr()
+}
+
+// periodWord reads what follows period: day, week or month.
+func (p *parser) periodWord() period {
+	t := p.tok
+	if t.kind != tIdent {
+		p.fail(t.pos, "expected day, week or month after period (the calendar period, in UTC, that the period totals count in), found %s", t.describe())
+	}
+	v := lookupPeriod(t.text)
+	if v == periodNone {
+		p.fail(t.pos, "unknown period %q (want day, week or month)", t.text)
+	}
+	p.next()
+	return v
 }
 
 // checkExtractorName returns what is wrong with an extractor name, or "".
@@ -557,6 +604,12 @@ func (p *parser) primary() expr {
 			p.next()
 			n := p.ident("a field name after " + t.text + ".")
 			return &ref{exprNode: exprNode{pos: t.pos}, evidence: t.text == "evidence", name: n.text}
+		case "mandate", "purchase", "decision":
+			// Values of the decision's context. Only with the dot: alone, the words
+			// are what they always were, names a reference or a call may use.
+			if p.peek(1).kind == tDot {
+				return p.ctxRef()
+			}
 		}
 		if exprWords[t.text] {
 			p.fail(t.pos, "expected an expression, found %s", t.describe())
@@ -568,6 +621,20 @@ func (p *parser) primary() expr {
 	}
 	p.fail(t.pos, "expected an expression, found %s", t.describe())
 	return nil
+}
+
+// ctxRef reads mandate.NAME, purchase.NAME or decision.NAME; which values there are,
+// and where each may be read, is the checker's.
+func (p *parser) ctxRef() expr {
+	t := p.tok
+	p.next()
+	p.next() // '.'
+	n := p.ident("a value name after " + t.text + ".")
+	v, ok := lookupCtx(t.text, n.text)
+	if !ok {
+		p.fail(t.pos, "unknown value %s.%s (want %s)", t.text, n.text, ctxList(t.text))
+	}
+	return &ctxRef{exprNode: exprNode{pos: t.pos}, v: v}
 }
 
 func (p *parser) call() expr {

@@ -20,6 +20,10 @@ type Policy struct {
 	code     []byte
 	id       string
 	pretty   string
+	// amountCode is the amount part's code, loaded, or nil; reads is the context
+	// values the constraints read.
+	amountCode []instr
+	reads      ContextValues
 }
 
 // compiled is one constraint, loaded.
@@ -56,8 +60,8 @@ func Compile(src string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	code, codes := encode(f, res)
-	return build(f, res, code, codes)
+	code, codes, amount := encode(f, res)
+	return build(f, res, code, codes, amount)
 }
 
 // Decode loads bytecode written by Bytecode. Bytecode that is corrupt, truncated, of
@@ -69,13 +73,15 @@ func Decode(bytecode []byte) (*Policy, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	pg := &program{}
-	for i, code := range d.codes {
-		ins, _, err := pg.load(code, len(d.f.params), len(d.decls))
+	if d.amount != nil {
+		x, err := pg.decompile(d, d.amount)
 		if err != nil {
-			return nil, fmt.Errorf("policy: constraint %d: %w", i, err)
+			return nil, fmt.Errorf("policy: amount: %w", err)
 		}
-		dc := &decompiler{ins: ins, pg: pg, params: d.f.params, ev: d.decls}
-		x, err := dc.run(0, len(ins))
+		d.f.amount = x
+	}
+	for i, code := range d.codes {
+		x, err := pg.decompile(d, code)
 		if err != nil {
 			return nil, fmt.Errorf("policy: constraint %d: %w", i, err)
 		}
@@ -93,14 +99,38 @@ func Decode(bytecode []byte) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: bytecode does not check: %w", err)
 	}
-	code, codes := encode(d.f, res)
+	code, codes, amount := encode(d.f, res)
 	if !bytes.Equal(code, bytecode) {
 		return nil, fmt.Errorf("policy: bytecode is not in the canonical form the compiler writes")
 	}
-	return build(d.f, res, code, codes)
+	return build(d.f, res, code, codes, amount)
 }
 
-func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, error) {
+// decompile loads one expression's code, a constraint's or the amount's, and rebuilds
+// its tree.
+func (pg *program) decompile(d *decoded, code []byte) (expr, error) {
+	ins, _, err := pg.load(code, len(d.f.params), len(d.decls), d.ctx)
+	if err != nil {
+		return nil, err
+	}
+	dc := &decompiler{ins: ins, pg: pg, params: d.f.params, ev: d.decls}
+	return dc.run(0, len(ins))
+}
+
+// prepare readies a checked tree for explanations: the text of every node, and the
+// values of its set literals.
+func prepare(x expr) {
+	setTexts(x)
+	walk(x, func(e expr) {
+		n := e.node()
+		n.paren, n.lit = exprPrec(e) <= precCmp, isLiteral(e)
+		if s, ok := e.(*setLit); ok {
+			s.val = &setValue{strs: s.strs, ints: s.ints}
+		}
+	})
+}
+
+func build(f *file, res *checkResult, code []byte, codes [][]byte, amount []byte) (*Policy, error) {
 	sum := sha256.Sum256(code)
 	p := &Policy{f: f, code: code, id: base58.Encode(sum[:])}
 	for _, d := range res.params {
@@ -113,21 +143,23 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte) (*Policy, err
 		// The printer leaves the block out; the schema is the inferred one.
 		f.evidence = nil
 	}
+	if f.amount != nil {
+		ins, h, err := p.pg.load(amount, len(p.params), len(p.evidence), false)
+		if err != nil {
+			return nil, fmt.Errorf("policy: internal error loading the amount: %w", err)
+		}
+		p.amountCode, p.maxStack = ins, h
+		prepare(f.amount)
+	}
 	p.cons = make([]compiled, len(f.constraints))
 	for i, c := range f.constraints {
-		ins, h, err := p.pg.load(codes[i], len(p.params), len(p.evidence))
+		ins, h, err := p.pg.load(codes[i], len(p.params), len(p.evidence), true)
 		if err != nil {
 			return nil, fmt.Errorf("policy: internal error loading constraint %d: %w", i, err)
 		}
 		p.maxStack = max(p.maxStack, h)
-		setTexts(c.x)
-		walk(c.x, func(e expr) {
-			n := e.node()
-			n.paren, n.lit = exprPrec(e) <= precCmp, isLiteral(e)
-			if s, ok := e.(*setLit); ok {
-				s.val = &setValue{strs: s.strs, ints: s.ints}
-			}
-		})
+		prepare(c.x)
+		p.reads |= readsOf(c.x)
 		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: c.x.node().text}
 		if c.optional {
 			walk(c.x, func(e expr) {
@@ -210,10 +242,20 @@ func (p *Policy) loadParams(params []Value, a Attrs) {
 // parameter it reads is absent. A failure that came of an absent or wrongly typed
 // evidence field names it in MissingEvidence. The result depends on nothing but the
 // arguments.
+//
+// Evaluate is EvaluateIn with a zero Context: for a policy that reads no context
+// value (Reads is none), the decision of either.
 func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
+	return p.EvaluateIn(a, evidence, Context{})
+}
+
+// EvaluateIn is Evaluate with the mandate's running totals and the decision time,
+// which the constraints read as mandate.*, decision.time, and purchase.amount, the
+// amount part on this evidence. The result depends on nothing but the arguments.
+func (p *Policy) EvaluateIn(a Attrs, evidence map[string]any, c Context) []Failure {
 	var local [inlineValues]Value
 	var big *valueBuf
-	n := p.maxStack + len(p.params) + len(p.evidence)
+	n := p.values()
 	var vals []Value
 	if n <= len(local) {
 		vals = local[:n]
@@ -224,16 +266,11 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 		}
 		vals = big.v[:n]
 	}
-	np := p.maxStack + len(p.params)
-	fr := frame{stack: vals[:p.maxStack:p.maxStack], params: vals[p.maxStack:np:np], ev: vals[np:]}
+	fr := p.frameOf(vals)
 	p.loadParams(fr.params, a)
-	for i, f := range p.evidence {
-		raw, ok := evidence[f.Name]
-		if !ok {
-			fr.ev[i] = Value{t: typeAbsent}
-			continue
-		}
-		fr.ev[i], _ = convert(raw, f.Type, false)
+	p.loadEvidence(fr.ev, evidence)
+	if p.reads != 0 {
+		p.loadContext(&fr, c)
 	}
 	// Every constraint runs before any is explained, so that the failures are counted
 	// and their slice made at its length: one allocation of what is needed, not of room
@@ -274,7 +311,7 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 			h = valueBufs.Get().(*valueBuf)
 			h.v = append(h.v[:0], vals...)
 		}
-		h.fr = frame{params: h.v[p.maxStack:np:np], ev: h.v[np:n]}
+		h.fr = p.frameOf(h.v[:n])
 		fails = p.explain(&h.fr, bits, failed, a, evidence)
 		h.fr = frame{}
 		if h != big {
@@ -288,6 +325,39 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 		valueBufs.Put(big)
 	}
 	return fails
+}
+
+// values is how many Values an evaluation of p holds: its stack, its parameters and
+// evidence, and the context when it reads any.
+func (p *Policy) values() int {
+	n := p.maxStack + len(p.params) + len(p.evidence)
+	if p.reads != 0 {
+		n += int(numCtx)
+	}
+	return n
+}
+
+// frameOf lays a frame over vals, p.values() of them. The context is a slice of them
+// too, not an array in the frame: the escape analysis does not tell a frame's fields
+// apart, and a Value loaded from an array in the frame would take the frame's slices,
+// and so the evaluation's array on the goroutine's stack, to the heap with it.
+func (p *Policy) frameOf(vals []Value) frame {
+	np := p.maxStack + len(p.params)
+	ne := np + len(p.evidence)
+	return frame{stack: vals[:p.maxStack:p.maxStack], params: vals[p.maxStack:np:np], ev: vals[np:ne:ne], ctx: vals[ne:]}
+}
+
+// loadEvidence puts the evidence into ev, in the order of the policy's evidence
+// schema: an absent field as typeAbsent, one of another type as typeBad.
+func (p *Policy) loadEvidence(ev []Value, evidence map[string]any) {
+	for i, f := range p.evidence {
+		raw, ok := evidence[f.Name]
+		if !ok {
+			ev[i] = Value{t: typeAbsent}
+			continue
+		}
+		ev[i], _ = convert(raw, f.Type, false)
+	}
 }
 
 // results records which constraints of an evaluation failed, a bit each.

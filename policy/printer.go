@@ -12,7 +12,8 @@ import (
 // back the same tree, which is why printing twice changes nothing and why the pretty
 // form compiles to the same id.
 
-// printFile prints the policy; exprs are its constraints, already printed.
+// printFile prints the policy; exprs are its constraints, already printed, as is the
+// amount's text (build's prepare).
 func printFile(f *file, exprs []string) string {
 	var b strings.Builder
 	b.WriteString("name ")
@@ -29,6 +30,20 @@ func printFile(f *file, exprs []string) string {
 		b.WriteString("\nagents parameters.")
 		b.WriteString(f.agents.name)
 		b.WriteByte('\n')
+	}
+	if f.amount != nil || f.period != periodNone {
+		// Together, after the agents: what a mandate counts, and in what period.
+		b.WriteByte('\n')
+		if f.amount != nil {
+			b.WriteString("amount ")
+			b.WriteString(f.amount.node().text)
+			b.WriteByte('\n')
+		}
+		if f.period != periodNone {
+			b.WriteString("period ")
+			b.WriteString(periodNames[f.period])
+			b.WriteByte('\n')
+		}
 	}
 	if len(f.params) > 0 {
 		b.WriteString("\nparameters {\n")
@@ -155,6 +170,8 @@ func printNode(b *strings.Builder, e expr, mark func(e expr, start, end int)) {
 			b.WriteString("parameters.")
 		}
 		b.WriteString(e.name)
+	case *ctxRef:
+		b.WriteString(ctxNames[e.v])
 	case *unary:
 		if e.op == opNot {
 			b.WriteString("not ")

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gen writes random well-typed policies, in random spellings and layouts, and random
@@ -192,6 +193,59 @@ func (g *gen) delegate(r *rand.Rand, src string) string {
 	return src + part
 }
 
+// mandate adds an amount part of a random int expression to src, a policy g wrote,
+// perhaps a period part, and constraints that read the context, in random places. Like
+// delegate, it draws on r, and leaves g's generator as it was.
+func (g *gen) mandate(r *rand.Rand, src string) string {
+	h := &gen{r: r, params: g.params, ev: g.ev, declared: g.declared}
+	period := []string{"", "day", "week", "month"}[r.IntN(4)]
+	values := []string{"mandate.spent", "mandate.purchases", "purchase.amount", "decision.time"}
+	if period != "" {
+		values = append(values, "mandate.period_spent", "mandate.period_purchases")
+	}
+	v := func() string { return values[r.IntN(len(values))] }
+	var cons strings.Builder
+	for i, n := 0, 1+r.IntN(3); i < n; i++ {
+		switch r.IntN(3) {
+		case 0:
+			fmt.Fprintf(&cons, "  %s + %s <= %s;\n", v(), v(), h.expr(TypeInt, 1))
+		case 1:
+			fmt.Fprintf(&cons, "  %s < %s or %s;\n", v(), h.expr(TypeInt, 1), h.expr(TypeBool, 1))
+		default:
+			fmt.Fprintf(&cons, "  %s %s (%s);\n", h.expr(TypeInt, 1), h.pick("==", "!=", ">"), v())
+		}
+	}
+	src = strings.Replace(src, "requires {\n", "requires {\n"+cons.String(), 1)
+	// The amount reads no optional parameter.
+	required := &gen{r: r, ev: g.ev, declared: g.declared}
+	for _, p := range g.params {
+		if !p.Optional {
+			required.params = append(required.params, p)
+		}
+	}
+	part := "amount " + required.expr(TypeInt, 2) + "\n"
+	if period != "" {
+		part += h.pick("", "# the period\n") + "period " + period + "\n"
+	}
+	switch r.IntN(3) {
+	case 0:
+		return part + src
+	case 1:
+		return strings.Replace(src, "requires {", part+"requires {", 1)
+	}
+	return src + part
+}
+
+// context is a random Context, at times without a time.
+func (g *gen) context(r *rand.Rand) Context {
+	n := func() int64 { return []int64{0, 1, 2, 100, math.MaxInt64, -1}[r.IntN(6)] }
+	c := Context{Spent: n(), Purchases: n(), PeriodSpent: n(), PeriodPurchases: n()}
+	if r.IntN(4) > 0 {
+		c.Time = time.Unix(n(), int64(r.IntN(1e9)))
+	}
+	return c
+}
+
 func (g *gen) value(t Type) any {
 	switch t {
 	case TypeInt:
@@ -240,9 +294,11 @@ func (g *gen) inputs() (Attrs, map[string]any) {
 	return a, ev
 }
 
-// TestProperties: for generated policies, half of them delegated to agents, compile ->
-// pretty -> compile gives the same id and agents part, printing is stable, decode(bytecode) is the same policy and evaluates exactly
-// as the compiled one, and the machine and the explainer agree on every constraint.
+// TestProperties: for generated policies, half of them delegated to agents and a third
+// of them mandates, compile -> pretty -> compile gives the same id, agents and mandate
+// parts, printing is stable, decode(bytecode) is the same policy and evaluates exactly
+// as the compiled one in any context, amounts included, and the machine and the
+// explainer agree on every constraint.
 func TestProperties(t *testing.T) {
 	n := 400
 	if testing.Short() {
@@ -255,6 +311,10 @@ func TestProperties(t *testing.T) {
 		if delegated {
 			src = g.delegate(rand.New(rand.NewPCG(seed, 1)), src)
 		}
+		r := rand.New(rand.NewPCG(seed, 2))
+		if seed%3 == 2 {
+			src = g.mandate(r, src)
+		}
 		p, err := Compile(src)
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, src)
@@ -264,7 +324,8 @@ func TestProperties(t *testing.T) {
 			t.Fatalf("seed %d: pretty form: %v\n%s\n%s", seed, err, src, p.Pretty())
 		}
 		d, err := Decode(p.Bytecode())
-		if err != nil || d.ID() != p.ID() || d.Pretty() != p.Pretty() || !sameAgents(d, p) || !sameAgents(q, p) {
+		if err != nil || d.ID() != p.ID() || d.Pretty() != p.Pretty() || !sameAgents(d, p) || !sameAgents(q, p) ||
+			!sameMandate(d, p) || !sameMandate(q, p) {
 			t.Fatalf("seed %d: decode: %v", seed, err)
 		}
 		if _, ok := p.Agents(); ok != delegated {
@@ -272,23 +333,28 @@ func TestProperties(t *testing.T) {
 		}
 		for i := 0; i < 20; i++ {
 			a, ev := g.inputs()
-			want := p.Evaluate(a, ev)
-			if got := d.Evaluate(a, ev); !reflect.DeepEqual(got, want) {
+			c := g.context(r)
+			want := p.EvaluateIn(a, ev, c)
+			if got := d.EvaluateIn(a, ev, c); !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d: decoded policy evaluates\n%+v\ncompiled\n%+v\n%s", seed, got, want, p.Pretty())
 			}
-			if got := q.Evaluate(a, ev); !reflect.DeepEqual(got, want) {
+			if got := q.EvaluateIn(a, ev, c); !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d: recompiled policy differs", seed)
 			}
-			agree(t, p, a, ev)
+			n, ok, err := p.Amount(a, ev)
+			if n2, ok2, err2 := d.Amount(a, ev); n2 != n || ok2 != ok || !reflect.DeepEqual(err2, err) {
+				t.Fatalf("seed %d: decoded policy's amount differs", seed)
+			}
+			agree(t, p, a, ev, c)
 		}
 	}
 }
 
 // agree checks that the machine's result for each constraint is what the explainer,
 // walking the tree, finds.
-func agree(t *testing.T, p *Policy, a Attrs, ev map[string]any) {
+func agree(t *testing.T, p *Policy, a Attrs, ev map[string]any, c Context) {
 	t.Helper()
-	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence))}
+	fr := &frame{stack: make([]Value, p.maxStack), params: make([]Value, len(p.params)), ev: make([]Value, len(p.evidence)), ctx: make([]Value, numCtx)}
 	p.loadParams(fr.params, a)
 	for i, f := range p.evidence {
 		if raw, ok := ev[f.Name]; ok {
@@ -297,6 +363,7 @@ func agree(t *testing.T, p *Policy, a Attrs, ev map[string]any) {
 			fr.ev[i] = Value{t: typeAbsent}
 		}
 	}
+	p.loadContext(fr, c)
 	x := &explainer{p: p, fr: fr, attrs: a, evidence: ev}
 	for k, c := range p.cons {
 		res := p.pg.run(c.code, fr)

@@ -53,6 +53,9 @@ type frame struct {
 	stack  []Value
 	params []Value
 	ev     []Value
+	// ctx is the decision's context, numCtx values, only for a policy that reads it:
+	// the mandate's totals, the purchase's amount, the decision time (loadContext).
+	ctx []Value
 }
 
 // inlineValues is how many Values (stack, parameters and evidence together) an
@@ -85,6 +88,21 @@ var reasonBufs = sync.Pool{New: func() any { return new(reasonBuf) }}
 
 // run executes one constraint's code.
 func (pg *program) run(code []instr, fr *frame) result {
+	if !pg.exec(code, fr) {
+		return resFault
+	}
+	switch v := &fr.stack[0]; {
+	case v.t != TypeBool:
+		return resFault
+	case v.n != 0:
+		return resTrue
+	}
+	return resFalse
+}
+
+// exec executes code, a constraint's or the amount's, and reports whether it came to
+// a value, which it leaves in fr.stack[0].
+func (pg *program) exec(code []instr, fr *frame) bool {
 	st := fr.stack
 	sp := 0
 	for pc := 0; pc < len(code); pc++ {
@@ -96,41 +114,28 @@ func (pg *program) run(code []instr, fr *frame) result {
 		case bcStr:
 			st[sp] = Value{t: TypeString, s: pg.strs[in.a]}
 			sp++
-		case bcTrue:
-			st[sp] = Value{t: TypeBool, n: 1}
+		case bcTrue, bcFalse:
+			st[sp] = boolean(in.op == bcTrue)
 			sp++
-		case bcFalse:
-			st[sp] = Value{t: TypeBool}
+		case bcSetStr, bcSetInt:
+			st[sp] = Value{t: setType(in.op), set: pg.sets[in.a]}
 			sp++
-		case bcSetStr:
-			st[sp] = Value{t: TypeStringSet, set: pg.sets[in.a]}
-			sp++
-		case bcSetInt:
-			st[sp] = Value{t: TypeIntSet, set: pg.sets[in.a]}
-			sp++
-		case bcParam:
-			v := fr.params[in.a]
+		case bcParam, bcEvid, bcCtx:
+			v := fr.slot(in.op, in.a)
 			if !v.t.isValue() {
-				return resFault
+				return false
 			}
-			st[sp] = v
-			sp++
-		case bcEvid:
-			v := fr.ev[in.a]
-			if !v.t.isValue() {
-				return resFault
-			}
-			st[sp] = v
+			st[sp] = *v
 			sp++
 		case bcNot:
 			if st[sp-1].t != TypeBool {
-				return resFault
+				return false
 			}
 			st[sp-1].n ^= 1
 		case bcJumpIfFalse, bcJumpIfTrue:
 			v := st[sp-1]
 			if v.t != TypeBool {
-				return resFault
+				return false
 			}
 			if (v.n != 0) == (in.op == bcJumpIfTrue) {
 				pc = int(in.a) - 1
@@ -140,7 +145,7 @@ func (pg *program) run(code []instr, fr *frame) result {
 		case bcChain:
 			r, f := apply2(in.cmp, st[sp-2], st[sp-1])
 			if f != faultNone {
-				return resFault
+				return false
 			}
 			sp--
 			if r.n == 0 {
@@ -152,7 +157,7 @@ func (pg *program) run(code []instr, fr *frame) result {
 		case bcNeg, bcLen, bcLower, bcUpper:
 			r, f := apply1(in.op, st[sp-1])
 			if f != faultNone {
-				return resFault
+				return false
 			}
 			st[sp-1] = r
 		case bcLt, bcLe, bcGt, bcGe, bcEq, bcNe:
@@ -180,26 +185,40 @@ func (pg *program) run(code []instr, fr *frame) result {
 			}
 			r, f := apply2(in.op, *x, *y)
 			if f != faultNone {
-				return resFault
+				return false
 			}
 			sp--
 			st[sp-1] = r
 		default:
 			r, f := apply2(in.op, st[sp-2], st[sp-1])
 			if f != faultNone {
-				return resFault
+				return false
 			}
 			sp--
 			st[sp-1] = r
 		}
 	}
-	if sp != 1 || st[0].t != TypeBool {
-		return resFault
+	return sp == 1
+}
+
+// slot is the value of the frame an instruction that reads one loads: a parameter, an
+// evidence field or a value of the context.
+func (fr *frame) slot(op byte, a int32) *Value {
+	switch op {
+	case bcParam:
+		return &fr.params[a]
+	case bcEvid:
+		return &fr.ev[a]
 	}
-	if st[0].n != 0 {
-		return resTrue
+	return &fr.ctx[a]
+}
+
+// setType is the type of the set a set literal's instruction pushes.
+func setType(op byte) Type {
+	if op == bcSetInt {
+		return TypeIntSet
 	}
-	return resFalse
+	return TypeStringSet
 }
 
 // apply1 is a one-operand operation. The machine and the explainer share it, so they

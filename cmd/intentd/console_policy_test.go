@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -87,6 +88,28 @@ requires {
   evidence.flag;
   -evidence.z < 0 < evidence.w;
   evidence.k != evidence.k2;
+}`,
+	`name mandate
+extractor "catalog.v2"
+parameters { budget: int  per_day: int  until: int  units: optional int }
+evidence { price: int  shipping: int  tags: set<string> }
+amount evidence.price + evidence.shipping * 2 - len(evidence.tags)
+period day
+requires {
+  mandate.spent + purchase.amount <= parameters.budget;
+  mandate.purchases < 3 and mandate.period_purchases < parameters.per_day;
+  mandate.period_spent + purchase.amount < parameters.budget or decision.time > parameters.until;
+  decision.time <= parameters.until;
+  optional: purchase.amount * parameters.units < 9223372036854775807 - mandate.spent;
+  -purchase.amount <= 0 <= decision.time - 1700000000 <= mandate.period_spent;
+}`,
+	`name mandate_older_dialect
+amount evidence.price - evidence.discount
+period week
+requires {
+  purchase.amount + mandate.period_spent < 1000;
+  evidence.tag in {"a", "b"} or mandate.spent == 0;
+  decision.time != 0;
 }`,
 	`name literals
 requires {
@@ -221,11 +244,51 @@ func randomCase(rng *rand.Rand, p *policy.Policy) (attrs, ev string) {
 	return `{"fields":{` + strings.Join(fields, ",") + `}}`, "{" + strings.Join(evs, ",") + "}"
 }
 
+// randomContext is a mandate's context: totals at the edges of int64 among small
+// ones, and a decision time, or none, as Unix seconds in the range of a JavaScript Date.
+func randomContext(rng *rand.Rand) *vmContext {
+	n := func() string {
+		return []string{"0", "1", "2", "100", "2499", "5000", "-1", "9223372036854775807", "-9223372036854775808"}[rng.IntN(9)]
+	}
+	c := &vmContext{Spent: n(), Purchases: n(), PeriodSpent: n(), PeriodPurchases: n()}
+	switch rng.IntN(4) {
+	case 0:
+	case 1:
+		c.Time = strconv.FormatInt(rng.Int64N(8e10)-4e10, 10)
+	default:
+		c.Time = strconv.FormatInt(1798761600+rng.Int64N(1<<26), 10) // 2027, give or take a year
+	}
+	return c
+}
+
+// vmContext is a policy.Context as the page receives it: decimal int64s, and the
+// time as Unix seconds ("" for none).
+type vmContext struct {
+	Spent           string `json:"spent"`
+	Purchases       string `json:"purchases"`
+	PeriodSpent     string `json:"periodSpent"`
+	PeriodPurchases string `json:"periodPurchases"`
+	Time            string `json:"time"`
+}
+
+func (c *vmContext) context() policy.Context {
+	if c == nil {
+		return policy.Context{}
+	}
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	out := policy.Context{Spent: n(c.Spent), Purchases: n(c.Purchases), PeriodSpent: n(c.PeriodSpent), PeriodPurchases: n(c.PeriodPurchases)}
+	if c.Time != "" {
+		out.Time = time.Unix(n(c.Time), 0)
+	}
+	return out
+}
+
 // vmCase is one input of the differential test, and what the Go side makes of it.
 type vmCase struct {
-	Bytecode string `json:"bytecode"` // Base64
-	Attrs    string `json:"attrs,omitempty"`
-	Evidence string `json:"evidence,omitempty"`
+	Bytecode string     `json:"bytecode"` // Base64
+	Attrs    string     `json:"attrs,omitempty"`
+	Evidence string     `json:"evidence,omitempty"`
+	Context  *vmContext `json:"context,omitempty"`
 }
 
 // vmResult is what one side answers for a case.
@@ -234,6 +297,13 @@ type vmResult struct {
 	Failures []vmFailure `json:"failures"`
 	Kind     string      `json:"kind"`
 	Missing  []string    `json:"missing"`
+	// The amount part: Policy.Amount's amount (decimal), or its error and the evidence
+	// that error names; and the start of the period that holds the case's time, in
+	// Unix seconds, for a policy with a period.
+	Amount        string   `json:"amount,omitempty"`
+	AmountError   string   `json:"amountError,omitempty"`
+	AmountMissing []string `json:"amountMissing,omitempty"`
+	PeriodStart   string   `json:"periodStart,omitempty"`
 }
 
 type vmFailure struct {
@@ -262,8 +332,19 @@ func goResult(c vmCase) vmResult {
 	if err := dec.Decode(&ev); err != nil {
 		return vmResult{Error: "evidence: " + err.Error()}
 	}
-	fails := p.Evaluate(attrs, ev)
+	fails := p.EvaluateIn(attrs, ev, c.Context.context())
 	r := vmResult{Failures: []vmFailure{}, Missing: []string{}}
+	switch n, ok, err := p.Amount(attrs, ev); {
+	case err != nil:
+		var ae *policy.AmountError
+		errors.As(err, &ae)
+		r.AmountError, r.AmountMissing = err.Error(), ae.MissingEvidence
+	case ok:
+		r.Amount = strconv.FormatInt(n, 10)
+	}
+	if c.Context != nil && c.Context.Time != "" && p.Period() != "" {
+		r.PeriodStart = strconv.FormatInt(p.PeriodStart(c.Context.context().Time).Unix(), 10)
+	}
 	for _, f := range fails {
 		r.Failures = append(r.Failures, vmFailure{f.Index, f.PrettyExpr, f.Reason, append([]string{}, f.MissingEvidence...)})
 	}
@@ -284,9 +365,17 @@ const vmScript = `(async (base, cases) => {
     if (!c.evidence) return {};
     const a = vm.decodeAttrs(exact(c.attrs));
     if (a.error) return { error: "attrs: " + a.error };
-    const fails = vm.evaluate(d.policy, a.attrs, exact(c.evidence));
+    const ctx = c.context && { spent: BigInt(c.context.spent), purchases: BigInt(c.context.purchases),
+      periodSpent: BigInt(c.context.periodSpent), periodPurchases: BigInt(c.context.periodPurchases),
+      time: c.context.time ? new Date(Number(c.context.time) * 1000) : null };
+    const fails = vm.evaluate(d.policy, a.attrs, exact(c.evidence), ctx || undefined);
     const { kind, missing } = vm.classify(fails);
-    return { failures: fails, kind, missing };
+    const out = { failures: fails, kind, missing };
+    const am = vm.amount(d.policy, a.attrs, exact(c.evidence));
+    if (am.error) Object.assign(out, { amountError: am.error, amountMissing: am.missing.length ? am.missing : undefined });
+    else if (am.ok) out.amount = am.amount.toString();
+    if (ctx && ctx.time && d.policy.period) out.periodStart = String(Math.floor(vm.periodStart(d.policy, ctx.time).getTime() / 1000));
+    return out;
   }));
 })`
 
@@ -294,8 +383,10 @@ const vmScript = `(async (base, cases) => {
 // the compiler's corpus and on policies written for it, and compares everything with the
 // Go decoder and machine: whether bytecode loads and the message when it does not,
 // including every truncation and many one-byte changes of each policy's bytecode; and
-// for random attrs and evidence, each failure's index, pretty_expr, reason and missing
-// evidence, and the failure kind. lower and upper are compared over every code point.
+// for random attrs, evidence and contexts of a mandate, each failure's index,
+// pretty_expr, reason and missing evidence, the failure kind, the amount or why there
+// is none, and the start of the period. lower and upper are compared over every code
+// point.
 func TestConsolePolicyVM(t *testing.T) {
 	// Not parallel: runs Chromium, whose 5s page waits two browsers at once could miss.
 	s := startServer(t, nil)
@@ -315,9 +406,15 @@ func TestConsolePolicyVM(t *testing.T) {
 		}
 		code := p.Bytecode()
 		cases = append(cases, vmCase{Bytecode: enc(code), Attrs: `{"fields":{}}`, Evidence: "{}"})
-		for range 60 {
+		for j := range 60 {
 			a, e := randomCase(rng, p)
-			cases = append(cases, vmCase{Bytecode: enc(code), Attrs: a, Evidence: e})
+			c := vmCase{Bytecode: enc(code), Attrs: a, Evidence: e}
+			if j%2 == 1 {
+				// Half of the cases with a context: a policy that reads none decides
+				// alike in any, and one that reads it is run in many.
+				c.Context = randomContext(rng)
+			}
+			cases = append(cases, c)
 		}
 		// Damaged bytecode: every truncation, and changes of single bytes.
 		for n := range len(code) {

@@ -3,11 +3,12 @@
 // declaration or one constraint per line.
 
 // parsePolicy returns the policy's name, extractor, the parameter its agents part names
-// ("" without one), parameters and evidence fields ({name, type, optional}), and its
-// constraints with the line each is on.
+// ("" without one), the expression of its amount part and its period ("" without
+// them), parameters and evidence fields ({name, type, optional}), and its constraints
+// with the line each is on.
 export function parsePolicy(text) {
   const lines = text.replace(/\n$/, "").split("\n");
-  const p = { name: "", extractor: "", agents: "", parameters: [], evidence: null, constraints: [], lines };
+  const p = { name: "", extractor: "", agents: "", amount: "", period: "", parameters: [], evidence: null, constraints: [], lines };
   let block = "";
   lines.forEach((line, n) => {
     const t = line.trim();
@@ -16,6 +17,8 @@ export function parsePolicy(text) {
       if ((m = /^name (\S+)$/.exec(t))) p.name = m[1];
       else if ((m = /^extractor (".*")$/.exec(t))) p.extractor = JSON.parse(m[1]);
       else if ((m = /^agents parameters\.(\S+)$/.exec(t))) p.agents = m[1];
+      else if ((m = /^amount (.+)$/.exec(t))) p.amount = m[1];
+      else if ((m = /^period (day|week|month)$/.exec(t))) p.period = m[1];
       else if ((m = /^(parameters|intent|evidence|requires) \{$/.exec(t))) {
         block = m[1] === "intent" ? "parameters" : m[1];
         if (block === "evidence") p.evidence = [];
