@@ -528,6 +528,12 @@ func (e *Engine) checkPolicyOf(ctx context.Context, in intentd.Intent) error {
 	if err := p.CheckAttrs(*attrs); err != nil {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
+	// A mandate's values have no meaning for an intent alone, and a decision that read
+	// them as zero would pass a budget it never checked.
+	if reads := p.Reads(); reads != 0 {
+		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent,
+			"intent.policy_id: policy %s reads %s, values of a decision under a mandate, which this service does not make yet: an intent of it alone is refused", in.PolicyID, reads)
+	}
 	// A delegation names keys: one that is not a key delegates to nobody, and the
 	// person who signed it would not learn so until an agent was refused.
 	if param, ok := p.Agents(); ok {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,5 +227,25 @@ func TestDelegationOfNoKey(t *testing.T) {
 	r := s.postIntent(authored(t, intent, s.signEd25519(intent)))
 	if code, _ := r.errorBody(t); r.status != 422 || code != "attrs_mismatch" {
 		t.Errorf("an intent delegating to %q: %s, want 422 attrs_mismatch", "not-a-key", r)
+	}
+}
+
+// TestMandatePolicyAlone: a policy that reads a mandate's values is stored, and an
+// intent of it alone is refused, since no mandate keeps its totals.
+func TestMandatePolicyAlone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "mandate.policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.policy = s.putPolicy(string(src))
+	agent := newAgentKey(t)
+	id := uuid.NewString()
+	intent := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy"]}},"max_price_cents":{"Int":3000},"budget_cents":{"Int":5000},"max_purchases":{"Int":3},"per_week":{"Int":1},"agents":{"Set":{"String":[%q]}}}}}`,
+		id, s.policy, agent.pub)
+	r := s.postIntent(authored(t, intent, s.signEd25519(intent)))
+	if code, msg := r.errorBody(t); r.status != 422 || code != "invalid_intent" || !strings.Contains(msg, "mandate.spent") {
+		t.Errorf("an intent of a mandate's policy alone: %s, want 422 invalid_intent naming mandate.spent", r)
 	}
 }
