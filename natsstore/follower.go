@@ -34,6 +34,8 @@ type follower struct {
 	owedSince time.Time
 	// replaced counts the consumers check replaced, for the metric (metrics.go).
 	replaced atomic.Uint64
+	// checking is set while a check of the follower runs (checkFollowers).
+	checking atomic.Bool
 }
 
 // start makes a consumer from the given start and consumes with it, in place of the one

@@ -256,20 +256,24 @@ func (s *Store) checkFollowers() {
 			return
 		case now := <-t.C:
 			s.checkHealth()
-			// The followers are checked side by side, so that the replacement of one,
-			// which may wait on a stream just elected, does not hold back the other's.
-			var wg sync.WaitGroup
+			// Each follower is checked on its own, and one whose check (or replacement,
+			// which may wait seconds on a stream just elected) is still under way is
+			// left to it: neither holds back the other's, nor the next ticks.
 			for _, f := range []*follower{s.watch, s.events} {
+				if !f.checking.CompareAndSwap(false, true) {
+					continue
+				}
 				ctx, cancel, err := s.begin(s.closing)
 				if err != nil {
+					f.checking.Store(false)
 					continue // closed, or not connected: nothing to compare with
 				}
-				wg.Go(func() {
+				s.checker.Go(func() {
+					defer f.checking.Store(false)
 					defer cancel()
 					f.check(ctx, now)
 				})
 			}
-			wg.Wait()
 			if ctx, cancel, err := s.begin(s.closing); err == nil {
 				s.repairStranded(ctx, now)
 				cancel()
