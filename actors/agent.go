@@ -114,35 +114,14 @@ func decodeAgent(data []byte) (*intentd.AgentSignature, error) {
 	by := &intentd.AgentSignature{}
 	var seen uint32
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+		f, rest, err := nextField(data, agentKey, agentBody, &seen, func(num protowire.Number) bool {
+			return num == agentCreated || num == agentExpires
+		}, nil)
+		if err != nil {
+			return nil, err
 		}
-		data = data[n:]
-		if num < agentKey || num > agentBody {
-			return nil, fmt.Errorf("unknown field %d", num)
-		}
-		if seen&(1<<num) != 0 {
-			return nil, fmt.Errorf("field %d appears twice", num)
-		}
-		seen |= 1 << num
-		var v []byte
-		var u uint64
-		if num == agentCreated || num == agentExpires {
-			if typ != protowire.VarintType {
-				return nil, fmt.Errorf("field %d has wire type %d, want a varint", num, typ)
-			}
-			u, n = protowire.ConsumeVarint(data)
-		} else {
-			if typ != protowire.BytesType {
-				return nil, fmt.Errorf("field %d has wire type %d, want bytes", num, typ)
-			}
-			v, n = protowire.ConsumeBytes(data)
-		}
-		if n < 0 {
-			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		data = data[n:]
+		data = rest
+		num, v, u := f.num, f.v, f.u
 		switch num {
 		case agentKey:
 			by.Key = string(v)

@@ -311,38 +311,12 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 	var seen uint32
 	var hasID, hasPolicyID bool
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+		f, rest, err := nextField(data, fieldVersion, fieldAgent, &seen, snapshotVarint, snapshotRepeated)
+		if err != nil {
+			return nil, err
 		}
-		data = data[n:]
-		if num < fieldVersion || num > fieldAgent {
-			return nil, fmt.Errorf("unknown field %d", num)
-		}
-		if num != fieldFailure && num != fieldEvidenceMissing {
-			if seen&(1<<num) != 0 {
-				return nil, fmt.Errorf("field %d appears twice", num)
-			}
-			seen |= 1 << num
-		}
-		var v []byte
-		var u uint64
-		switch num {
-		case fieldVersion, fieldCreatedAt, fieldExpiresAt, fieldProposedAt, fieldFinishedAt:
-			if typ != protowire.VarintType {
-				return nil, fmt.Errorf("field %d has wire type %d, want a varint", num, typ)
-			}
-			u, n = protowire.ConsumeVarint(data)
-		default:
-			if typ != protowire.BytesType {
-				return nil, fmt.Errorf("field %d has wire type %d, want bytes", num, typ)
-			}
-			v, n = protowire.ConsumeBytes(data)
-		}
-		if n < 0 {
-			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		data = data[n:]
+		data = rest
+		num, v, u := f.num, f.v, f.u
 		switch num {
 		case fieldVersion:
 			if u != snapshotVersion {
@@ -415,6 +389,61 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 	}
 	s.joinAuthored(intent, authorship)
 	return s, nil
+}
+
+// snapshotVarint and snapshotRepeated say which fields of a snapshot are varints and
+// which may appear more than once.
+func snapshotVarint(num protowire.Number) bool {
+	return num == fieldVersion || num == fieldCreatedAt || num == fieldExpiresAt || num == fieldProposedAt || num == fieldFinishedAt
+}
+
+func snapshotRepeated(num protowire.Number) bool {
+	return num == fieldFailure || num == fieldEvidenceMissing
+}
+
+// wireField is one field of a message written with protowire: its number and its
+// value, a varint's or a bytes field's.
+type wireField struct {
+	num protowire.Number
+	v   []byte
+	u   uint64
+}
+
+// nextField reads the field data starts with and returns it with what follows. A
+// message of this package holds only the fields lo to hi, each once unless repeated
+// says otherwise, each a varint if varint says so and bytes otherwise: anything else
+// means a newer writer or damage, and is refused. seen keeps the fields read so far.
+func nextField(data []byte, lo, hi protowire.Number, seen *uint32, varint, repeated func(protowire.Number) bool) (wireField, []byte, error) {
+	num, typ, n := protowire.ConsumeTag(data)
+	if n < 0 {
+		return wireField{}, nil, protowire.ParseError(n)
+	}
+	data = data[n:]
+	if num < lo || num > hi {
+		return wireField{}, nil, fmt.Errorf("unknown field %d", num)
+	}
+	if repeated == nil || !repeated(num) {
+		if *seen&(1<<num) != 0 {
+			return wireField{}, nil, fmt.Errorf("field %d appears twice", num)
+		}
+		*seen |= 1 << num
+	}
+	f := wireField{num: num}
+	if varint(num) {
+		if typ != protowire.VarintType {
+			return wireField{}, nil, fmt.Errorf("field %d has wire type %d, want a varint", num, typ)
+		}
+		f.u, n = protowire.ConsumeVarint(data)
+	} else {
+		if typ != protowire.BytesType {
+			return wireField{}, nil, fmt.Errorf("field %d has wire type %d, want bytes", num, typ)
+		}
+		f.v, n = protowire.ConsumeBytes(data)
+	}
+	if n < 0 {
+		return wireField{}, nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+	}
+	return f, data[n:], nil
 }
 
 // wireTime reads a time written by appendTime, in UTC.

@@ -360,20 +360,27 @@ func TestFollowersOutliveAServer(t *testing.T) {
 	}
 }
 
+// writerAndFollower are two stores on one embedded server, holding policy P: one to
+// write, one whose followers a test watches, and what its sink heard.
+func writerAndFollower(t *testing.T) (w, f *Store, heard func() map[string]int) {
+	t.Helper()
+	srv := embed(t)
+	w, f = open(t, srv.URL()), open(t, srv.URL())
+	t.Cleanup(func() { w.Close(); f.Close() })
+	heard = listen(f)
+	if _, err := w.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return w, f, heard
+}
+
 // TestTricklingFollowerIsReplaced feeds a store's event follower a record at a time, as a
 // consumer that starts again and again after an election was seen to: it moves, but the
 // stream is ahead of it. The store finds it behind and replaces it, and the sink hears
 // every event well before the trickle would have brought them.
 func TestTricklingFollowerIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	srv := embed(t)
-	w, f := open(t, srv.URL()), open(t, srv.URL())
-	defer w.Close()
-	defer f.Close()
-	heard := listen(f)
-	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w, f, heard := writerAndFollower(t)
 	fl := f.events
 	fl.mu.Lock()
 	fl.cc.Stop()
@@ -416,14 +423,7 @@ func TestTricklingFollowerIsReplaced(t *testing.T) {
 // hear what was written meanwhile, once each.
 func TestStandingFollowerIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	srv := embed(t)
-	w, f := open(t, srv.URL()), open(t, srv.URL())
-	defer w.Close()
-	defer f.Close()
-	heard := listen(f)
-	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w, f, heard := writerAndFollower(t)
 	write := func(id string) {
 		t.Helper()
 		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {

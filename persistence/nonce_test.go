@@ -36,18 +36,7 @@ func TestNonceDurableWithItsProposal(t *testing.T) {
 	if err := s.BeginProcessing(ctx, "i", "P", []byte("processing"), deadline); err != nil {
 		t.Fatal(err)
 	}
-	// The crash: nothing written from here on reaches the disk.
-	mem.SetIgnoreSyncs(true)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mem.ResetToSyncedState()
-	mem.SetIgnoreSyncs(false)
-
-	s, err = Open("data", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = crash(t, s, mem, opts)
 	defer s.Close()
 	if err := s.SpendNonce(ctx, "K", "n1", until); !errors.Is(err, intentd.ErrNonceSpent) {
 		t.Errorf("after the crash, the nonce of the proposal written: %v, want ErrNonceSpent", err)
@@ -72,16 +61,7 @@ func TestNonceFlushedAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(flushAfter + 500*time.Millisecond)
-	mem.SetIgnoreSyncs(true)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mem.ResetToSyncedState()
-	mem.SetIgnoreSyncs(false)
-	s, err = Open("data", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = crash(t, s, mem, opts)
 	defer s.Close()
 	if err := s.SpendNonce(ctx, "K", "alone", until); !errors.Is(err, intentd.ErrNonceSpent) {
 		t.Errorf("after the crash, a nonce flushed on its own: %v, want ErrNonceSpent", err)
@@ -106,4 +86,20 @@ func crashableFS(t *testing.T) *vfs.MemFS {
 		t.Fatal(err)
 	}
 	return mem
+}
+
+// crash stops s as a crash would, losing all it did not sync, and opens the store again.
+func crash(t *testing.T, s *Store, mem *vfs.MemFS, opts Options) *Store {
+	t.Helper()
+	mem.SetIgnoreSyncs(true)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.ResetToSyncedState()
+	mem.SetIgnoreSyncs(false)
+	s, err := Open("data", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
