@@ -23,7 +23,7 @@ help: ## list the targets
 .PHONY: build
 build: ## build intentd and intentctl into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...
 
 .PHONY: run
 run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catalog)
@@ -87,13 +87,13 @@ bench: ## every benchmark, with allocations (BENCHTIME=1s)
 .PHONY: cluster
 cluster: ## three intentd on loopback as one cluster, each embedding a NATS server (docs/cluster.md)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentctl
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...entd ./cmd/intentctl
 	@scripts/cluster.sh $(BIN) cluster-data
 
 .PHONY: load
 load: ## the load scenarios at a few minutes' size (docs/benchmarks.md); LOADFLAGS=... adds flags to each
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/intentd ./cmd/intentbench
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...entd ./cmd/intentbench
 	$(BIN)/intentbench baseline  --intentd $(BIN)/intentd --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench intake-floor --duration 20s $(LOADFLAGS)
 	$(BIN)/intentbench decide    --intentd $(BIN)/intentd --rate 1000 --duration 20s $(LOADFLAGS)

@@ -3,7 +3,11 @@ package intentd
 // Info is the body of GET /info: what a client needs to know of a server's settings. It
 // is here, with the other wire forms, so that the server and its clients share one type.
 type Info struct {
-	APIVersion        string `json:"api_version"`
+	APIVersion string `json:"api_version"`
+	// Version and Revision are the build of intentd that answers: its release (or
+	// the module version recorded at build) and the VCS revision, when recorded.
+	Version           string `json:"version,omitempty"`
+	Revision          string `json:"revision,omitempty"`
 	UnsignedPermitted bool   `json:"unsigned_permitted"`
 	IntentTTLSeconds  int64  `json:"intent_ttl_seconds"`
 	MaxBodyBytes      int64  `json:"max_body_bytes"`

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/buildinfo"
 )
 
 // Metrics are the service's Prometheus metrics, on a registry of their own: the global
@@ -106,8 +107,17 @@ func NewMetrics() *Metrics {
 		Help:    "In a cluster, time of a command sent to the member that owns an intent, all its tries, by result: ok (the member answered) or error (no answer within the budget).",
 		Buckets: storeBuckets,
 	}, []string{"result"})
+	// The build, as a constant 1 with the build in its labels: a query joins it to any
+	// other series to tell the members of a cluster that run another build.
+	build := buildinfo.Read()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "intentd_build_info",
+		Help:        "The build of intentd that runs, in its labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "go_version": build.GoVersion},
+	})
+	buildInfo.Set(1)
 	m.reg.MustRegister(m.requests, m.requestSeconds, m.errors, m.inFlight, m.transitions, m.capacityRefused,
-		m.extraction, m.proving, m.eventsPublished, m.storeWrites, m.storeReads, m.remoteCalls,
+		m.extraction, m.proving, m.eventsPublished, m.storeWrites, m.storeReads, m.remoteCalls, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

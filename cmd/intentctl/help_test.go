@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,7 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"agent", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE]\n", "to sign proposals with"}},
 		{[]string{"propose", "-h"}, []string{"Usage: intentctl propose ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "intentctl agent keygen", "-agent-tag string"}},
 		{[]string{"mcp", "-h"}, []string{"Usage: intentctl mcp [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "-agent-tag string"}},
+		{[]string{"--version"}, []string{"intentctl ", runtime.Version() + ")\n"}},
 		{[]string{"help"}, []string{"  propose  ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "  mcp      [--agent-key FILE", "  agent    keygen [-o FILE]\n", "to sign proposals with"}},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd/client"
+	"github.com/intentd/intentd/internal/buildinfo"
 	"github.com/intentd/intentd/internal/secretfile"
 )
 
@@ -143,7 +144,7 @@ func init() {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token-file FILE | --token T] [--timeout D] [--json] COMMAND [ARGS]\n\nCommands:\n")
+	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token-file FILE | --token T] [--timeout D] [--json] COMMAND [ARGS]\n       intentctl --version\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.help)
 	}
@@ -171,6 +172,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("intentctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.g.register(fs)
+	showVersion := fs.Bool("version", false, "print the version and the revision intentctl was built from")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(stdout)
@@ -179,6 +181,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "intentctl: %v\n\n", err)
 		printUsage(stderr)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "intentctl", buildinfo.Read())
+		return exitOK
 	}
 	if fs.NArg() == 0 {
 		printUsage(stderr)

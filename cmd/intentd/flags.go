@@ -13,6 +13,7 @@ import (
 	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/internal/buildinfo"
 	"github.com/intentd/intentd/internal/redact"
 	"github.com/intentd/intentd/internal/secretfile"
 	"github.com/intentd/intentd/natsstore"
@@ -228,8 +229,15 @@ func (m *Main) ParseFlags(args []string) error {
 			l.replace = true
 		}
 	})
+	// Registered after the environment is read: INTENTD_VERSION, which a deployment
+	// may well set for its own use, must not turn a start into a print of the version.
+	showVersion := fs.Bool("version", false, "print the version and the revision intentd was built from, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(m.Stdout, "intentd", buildinfo.Read())
+		return flag.ErrHelp // answered, as -h is: exit 0
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))

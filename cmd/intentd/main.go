@@ -90,6 +90,8 @@ type Main struct {
 	HTTP intenthttp.Options
 	// Stderr receives the logs and the start-up banner; os.Stderr by default.
 	Stderr io.Writer
+	// Stdout receives what --version prints; os.Stdout by default.
+	Stdout io.Writer
 	// LookupEnv reads the environment; os.LookupEnv by default.
 	LookupEnv func(string) (string, bool)
 
@@ -139,7 +141,7 @@ type Main struct {
 
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
-	return &Main{Stderr: os.Stderr, LookupEnv: os.LookupEnv}
+	return &Main{Stderr: os.Stderr, Stdout: os.Stdout, LookupEnv: os.LookupEnv}
 }
 
 // Run opens the store and the engine, waits for start-up recovery, and starts serving.

@@ -3,16 +3,19 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd/internal/buildinfo"
 	"github.com/intentd/intentd/internal/syncbuf"
 )
 
@@ -174,6 +177,29 @@ func TestParseFlags(t *testing.T) {
 			t.Fatalf("-h: %v; usage:\n%s", err, out)
 		}
 	})
+	t.Run("version", func(t *testing.T) {
+		m := NewMain()
+		out := &syncbuf.Buffer{}
+		m.Stdout, m.Stderr = out, &syncbuf.Buffer{}
+		if err := m.ParseFlags([]string{"--version"}); err != flag.ErrHelp || !strings.HasPrefix(out.String(), "intentd ") || !strings.Contains(out.String(), runtime.Version()) {
+			t.Fatalf("--version: %v; printed %q, want intentd, its version and %s", err, out, runtime.Version())
+		}
+	})
+	t.Run("INTENTD_VERSION is not --version", func(t *testing.T) {
+		// A deployment may set INTENTD_VERSION for its own use: the service starts.
+		m := NewMain()
+		out := &syncbuf.Buffer{}
+		m.Stdout, m.Stderr = out, &syncbuf.Buffer{}
+		m.LookupEnv = func(name string) (string, bool) {
+			if name == "INTENTD_VERSION" {
+				return "v1.2.3", true
+			}
+			return "", false
+		}
+		if err := m.ParseFlags(nil); err != nil || out.String() != "" {
+			t.Fatalf("with INTENTD_VERSION set: %v, printed %q; want a start's flags", err, out)
+		}
+	})
 }
 
 // evidenceService is an evidence service for the http extractor that holds every
@@ -306,5 +332,14 @@ func TestInfo(t *testing.T) {
 		if info[k] != v {
 			t.Errorf("info %s = %v, want %v", k, info[k], v)
 		}
+	}
+	// The build that answers, as intentd --version names it; and the same in /metrics.
+	build := buildinfo.Read()
+	if info["version"] != build.Version {
+		t.Errorf("info version = %v, want %s", info["version"], build.Version)
+	}
+	m := s.do("GET", "/metrics", "", nil)
+	if want := fmt.Sprintf(`intentd_build_info{go_version=%q,revision=%q,version=%q} 1`, build.GoVersion, build.Revision, build.Version); !strings.Contains(string(m.body), want) {
+		t.Errorf("/metrics has no %s", want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
+	"github.com/intentd/intentd/internal/buildinfo"
 )
 
 // serve opens the listener and serves the API on the engine (through the transparency
@@ -27,7 +28,10 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	if w, ok := m.store.(interface{ Writable() error }); ok {
 		opts.Writable = w.Writable
 	}
+	build := buildinfo.Read()
 	opts.Info = intentd.Info{
+		Version:           build.Version,
+		Revision:          build.Revision,
 		UnsignedPermitted: c.Verify.AllowUnsigned,
 		IntentTTLSeconds:  int64(c.Engine.IntentTTL / time.Second),
 		EventRetention:    c.Engine.EventRetention,
