@@ -32,6 +32,10 @@ import (
 )
 
 func main() {
+	// SIGHUP is taken first: its default ends the process, and a reload sent while
+	// intentd starts (systemctl reload right after start) must wait for the start.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -48,8 +52,6 @@ func main() {
 		os.Exit(1)
 	}
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	exit := 0
 	for done := false; !done; {
 		select {
