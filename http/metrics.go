@@ -300,11 +300,14 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 // newExposition is the handler of GET /metrics. A collector that fails is logged and
-// left out; the others are still served.
+// left out; the others are still served. A scraper that asks for OpenMetrics (its
+// Accept names application/openmetrics-text) gets it, as the API document says; the
+// others get the Prometheus text format.
 func (m *Metrics) newExposition(log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
-		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelError),
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
 	})
 }
 
