@@ -2,6 +2,9 @@ package intentd
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/mr-tron/base58"
@@ -73,21 +76,26 @@ func DecodeAgentKey(s string) (ed25519.PublicKey, bool) {
 }
 
 // Delegates reports whether an intent of p with attrs delegates to the agent key: the
-// policy has an agents part and the parameter it names lists key. delegated is false
-// for an intent of a policy without the part, which any caller may propose for.
-func Delegates(p *policy.Policy, attrs policy.Attrs, key string) (delegated, allowed bool) {
+// policy has an agents part and the parameter it names lists key. It is false for an
+// intent of a policy without the part, which delegates to no agent in particular (any
+// caller may propose for it): a caller tells the two apart with p.Agents.
+func Delegates(p *policy.Policy, attrs policy.Attrs, key string) bool {
 	param, ok := p.Agents()
 	if !ok {
-		return false, false
+		return false
 	}
-	v, ok := attrs[param]
-	if !ok {
-		return true, false
-	}
-	for _, k := range v.Strings() {
-		if k == key {
-			return true, true
-		}
-	}
-	return true, false
+	return slices.Contains(attrs[param].Strings(), key)
+}
+
+// NonceDigest names the nonce of an agent's key in a fixed size, whatever the two hold
+// (both are the caller's to choose): the name a store keeps a spent nonce under. The
+// key's length comes first, so that no key and nonce run into another pair's.
+func NonceDigest(key, nonce string) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(key))))
+	h.Write([]byte(key))
+	h.Write([]byte(nonce))
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -20,12 +19,12 @@ const maxNonceBytes = 128
 // spendNonce spends the nonce of an agent's signature for the whole service, until the
 // signature expires and the clock skew allowed on it has passed: a replay within that
 // time is refused, and after it the signature's own expiry refuses it.
-func (e *Engine) spendNonce(ctx context.Context, by *intentd.AgentSignature, skew time.Duration) error {
+func (e *Engine) spendNonce(ctx context.Context, by *intentd.AgentSignature) error {
 	if by.Nonce == "" || len(by.Nonce) > maxNonceBytes {
 		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureInvalid,
 			"the signature's nonce must be 1 to %d bytes, it is %d", maxNonceBytes, len(by.Nonce))
 	}
-	err := e.store.SpendNonce(ctx, by.Key, by.Nonce, by.Expires.Add(skew))
+	err := e.store.SpendNonce(ctx, by.Key, by.Nonce, by.Expires.Add(intentd.AgentSignatureSkew))
 	switch {
 	case errors.Is(err, intentd.ErrNonceSpent):
 		return intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureReplayed,
@@ -55,20 +54,12 @@ func (a *intentActor) checkAgent(by *intentd.AgentSignature) (*policy.Attrs, err
 		return nil, intentd.Errorf(intentd.KindUnauthorized, intentd.CodeAgentSignatureRequired,
 			"intent %s delegates to the agents its parameter %s lists: sign the proposal with an agent's key (RFC 9421; docs/agents.md)", a.id, param)
 	}
-	intentJSON, _, ok := a.snap.authoredParts()
+	attrs, ok := snapAttrs(a.snap)
 	if !ok {
 		return nil, intentd.Internal("check agent: %w", fmt.Errorf("the stored intent %s cannot be read", a.id))
 	}
-	in, err := intentd.DecodeIntent(intentJSON)
-	if err != nil {
-		return nil, intentd.Internal("check agent: %w", err)
-	}
-	attrs := in.Attrs
-	if attrs == nil {
-		attrs = &policy.Attrs{}
-	}
-	if _, allowed := intentd.Delegates(p, *attrs, by.Key); allowed {
-		return attrs, nil
+	if intentd.Delegates(p, attrs, by.Key) {
+		return &attrs, nil
 	}
 	return nil, intentd.Errorf(intentd.KindForbidden, intentd.CodeAgentNotDelegated,
 		"intent %s does not delegate to agent %s: its parameter %s does not list the key", a.id, by.Key, param)

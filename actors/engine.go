@@ -636,7 +636,7 @@ func (e *Engine) Propose(ctx context.Context, rawID string, p intentd.Proposal, 
 		return err
 	}
 	if by != nil {
-		if err := e.spendNonce(ctx, by, intentd.AgentSignatureSkew); err != nil {
+		if err := e.spendNonce(ctx, by); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,6 @@ package natsstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"time"
 
@@ -39,12 +37,9 @@ func (s *Store) SpendNonce(ctx context.Context, key, nonce string, until time.Ti
 	return err
 }
 
-// nonceSubject is the subject of a key's nonce: a digest of the two, which are the
-// caller's to choose, so that any key and nonce make one plain token.
+// nonceSubject is the subject of a key's nonce: their digest, so that any key and nonce
+// make one plain token.
 func (s *Store) nonceSubject(key, nonce string) string {
-	h := sha256.New()
-	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(key))))
-	h.Write([]byte(key))
-	h.Write([]byte(nonce))
-	return s.prefix + "." + kindNonce + "." + hex.EncodeToString(h.Sum(nil))
+	h := intentd.NonceDigest(key, nonce)
+	return s.prefix + "." + kindNonce + "." + hex.EncodeToString(h[:])
 }

@@ -44,7 +44,7 @@ const sweepEvery = 10 * time.Second
 // are one step under the book's lock, so that of two proposals with one nonce exactly
 // one is taken.
 func (s *Store) SpendNonce(_ context.Context, key, nonce string, until time.Time) error {
-	h := nonceHash(key, nonce)
+	h := intentd.NonceDigest(key, nonce)
 	now := time.Now()
 	b := &s.nonces
 	b.mu.Lock()
@@ -179,18 +179,6 @@ func (s *Store) sweepNonces(b *pebble.Batch, now time.Time) error {
 		b.Delete(append([]byte(nil), k...), nil)
 	}
 	return it.Close()
-}
-
-// nonceHash names a nonce of a key in a fixed size, whatever the two hold: the key
-// and the nonce are of the caller's choosing.
-func nonceHash(key, nonce string) [sha256.Size]byte {
-	h := sha256.New()
-	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(key))))
-	h.Write([]byte(key))
-	h.Write([]byte(nonce))
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
 }
 
 // nonceEndKey orders a spent nonce by the end of its time, at, for the sweep.
