@@ -60,13 +60,6 @@ func (s *Store) SpendNonce(_ context.Context, key, nonce string, until time.Time
 	if at, ok := b.spent[h]; ok && at > now.UnixNano() {
 		return intentd.ErrNonceSpent
 	}
-	if now.Sub(b.swept) > sweepEvery {
-		for k, at := range b.spent {
-			if at <= now.UnixNano() {
-				delete(b.spent, k)
-			}
-		}
-	}
 	b.spent[h] = until.UnixNano()
 	b.pending = append(b.pending, nonceRec{h: h, until: until.UnixNano()})
 	if b.flush == nil {
@@ -111,8 +104,9 @@ func (s *Store) addNonces(batch *pebble.Batch) {
 	}
 }
 
-// flushNonces writes the nonces no other write took along, and drops from the database
-// those whose time has passed, every sweepEvery.
+// flushNonces writes the nonces no other write took along, and drops from the map and
+// the database those whose time has passed, every sweepEvery: off the path of a spend,
+// which a walk of the map would hold for every nonce of the window.
 func (s *Store) flushNonces() {
 	b := &s.nonces
 	b.mu.Lock()
@@ -121,9 +115,15 @@ func (s *Store) flushNonces() {
 		b.mu.Unlock()
 		return
 	}
-	sweep := time.Since(b.swept) > sweepEvery
+	now := time.Now()
+	sweep := now.Sub(b.swept) > sweepEvery
 	if sweep {
-		b.swept = time.Now()
+		b.swept = now
+		for k, at := range b.spent {
+			if at <= now.UnixNano() {
+				delete(b.spent, k)
+			}
+		}
 	}
 	empty := len(b.pending) == 0
 	b.mu.Unlock()
@@ -133,7 +133,7 @@ func (s *Store) flushNonces() {
 	batch := s.db.NewBatch()
 	defer batch.Close()
 	if sweep {
-		if err := s.sweepNonces(batch, time.Now()); err != nil {
+		if err := s.sweepNonces(batch, now); err != nil {
 			s.log.Warn("drop expired nonces", "error", err)
 		}
 	}
