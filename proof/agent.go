@@ -59,7 +59,7 @@ func checkAgent(w *bundleWire, p *policy.Policy, in intentd.Intent, solution str
 	switch {
 	case comps["@method"] != "POST":
 		return verifyErr(CheckAgent, "agent: the signature covers method %q, want POST", comps["@method"])
-	case !strings.HasSuffix(strings.ToLower(comps["@path"]), strings.ToLower(wantPath)):
+	case !strings.EqualFold(comps["@path"], wantPath) && !strings.HasSuffix(strings.ToLower(comps["@path"]), strings.ToLower(wantPath)):
 		return verifyErr(CheckAgent, "agent: the signature covers path %q, not this intent's proposal (%s)", comps["@path"], wantPath)
 	case comps["content-digest"] == "":
 		return verifyErr(CheckAgent, "agent: the signature does not cover content-digest")
