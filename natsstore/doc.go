@@ -14,6 +14,10 @@
 //	<prefix>.meta.floor     the lowest event id not pruned
 //	<prefix>.tlog.<n>       the transparency log's entry bundle n, the longest written
 //	                        (log.go); never pruned
+//	<prefix>.nonce.<digest> a spent nonce of an agent's signature, until its time to live
+//	                        ends (nonce.go)
+//	<prefix>.mandate.<id>   a mandate's record, the last one only (each update is a
+//	                        rollup); its stream sequence is its revision (mandate.go)
 //
 // One stream rather than a stream and KV buckets, because JetStream's atomic batches and
 // its one order work within one stream: an intent's terminal write (snapshot and event)
@@ -24,6 +28,8 @@
 // Every write names the sequence of the record it replaces (Nats-Expected-Last-Subject-
 // Sequence): a create expects none, so of racing creates of one id, on any node, one
 // wins and the others get intentd.ErrExists; a stale writer of an intent is refused.
+// A mandate's writer names the revision it read, which is the sequence of the record,
+// so of two writers that read one revision, on any nodes, one writes the next.
 //
 // The interface carries no revision from the engine, so a transition is also written
 // only from the phase it starts from (processing from open, an expiry from open, an

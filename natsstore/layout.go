@@ -55,6 +55,7 @@ const (
 	kindMeta     = "meta"     // <prefix>.meta.floor
 	kindLog      = "tlog"     // <prefix>.tlog.<index>
 	kindNonce    = "nonce"    // <prefix>.nonce.<sha-256 of an agent key and nonce, hex>
+	kindMandate  = "mandate"  // <prefix>.mandate.<id>
 )
 
 // Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,
@@ -66,6 +67,7 @@ func (s *Store) policySubject(id string) string   { return s.subject(kindPolicy,
 func (s *Store) bytecodeSubject(id string) string { return s.subject(kindBytecode, id) }
 func (s *Store) eventSubject() string             { return s.prefix + "." + kindEvent }
 func (s *Store) floorSubject() string             { return s.prefix + "." + kindMeta + ".floor" }
+func (s *Store) mandateSubject(id string) string  { return s.subject(kindMandate, id) }
 
 // logSubject is the subject of the transparency log's entry bundle index. It is in the
 // store's one stream, which is never purged but for the event subject, so the bundles
@@ -204,6 +206,14 @@ func floorMsg(subject string, floor, pruned uint64) *nats.Msg {
 func bundleMsg(subject string, after uint64, bundle []byte) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = bundle
+	return fenced(rollUp(m), after)
+}
+
+// mandateMsg is a mandate's record, written after the record at sequence after (0 for
+// none: a create), which it replaces, so that the stream keeps one record a mandate.
+func mandateMsg(subject string, after uint64, record []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = record
 	return fenced(rollUp(m), after)
 }
 

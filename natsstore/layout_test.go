@@ -18,6 +18,8 @@ func TestParseSubject(t *testing.T) {
 		{s.eventSubject(), kindEvent, ""},
 		{s.floorSubject(), kindMeta, "floor"},
 		{s.logSubject(1<<56 + 3), kindLog, "72057594037927939"},
+		{s.mandateSubject("6f1c2a9e-0d4b-4c3e-9a7f-2b8d5e1f0c6a"), kindMandate, "6f1c2a9e-0d4b-4c3e-9a7f-2b8d5e1f0c6a"},
+		{s.mandateSubject("m.1"), kindMandate, "m.1"},
 	} {
 		kind, id, ok := s.parseSubject(tc.subject)
 		if !ok || kind != tc.kind || id != tc.id {

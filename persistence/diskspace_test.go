@@ -42,6 +42,9 @@ func TestStorageFull(t *testing.T) {
 	if err := s.BeginProcessing(ctx, "proc", "P", []byte("p"), t0); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.CreateMandate(ctx, "M", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
 
 	free.Store(10 << 20)
 	waitFor(t, "writes refused", func() bool { return s.Writable() != nil })
@@ -54,6 +57,8 @@ func TestStorageFull(t *testing.T) {
 		"finish":   func() error { _, err := s.Finish(ctx, "proc", "P", []byte("d"), t0, event("proc")); return err },
 		"policy":   func() error { _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); return err },
 		"unpolicy": func() error { return s.DeletePolicy(ctx, "R") },
+		"mandate":  func() error { return s.CreateMandate(ctx, "M2", []byte("m")) },
+		"update":   func() error { _, err := s.UpdateMandate(ctx, "M", []byte("m2"), 1); return err },
 	} {
 		if err := write(); !errors.Is(err, intentd.ErrStorageFull) {
 			t.Errorf("%s while full = %v, want ErrStorageFull", name, err)
@@ -64,6 +69,12 @@ func TestStorageFull(t *testing.T) {
 	}
 	if _, err := s.Intent(ctx, "during"); !errors.Is(err, intentd.ErrNotFound) {
 		t.Fatalf("a refused create was stored: %v", err)
+	}
+	if rec, rev, err := s.Mandate(ctx, "M"); err != nil || string(rec) != "m" || rev != 1 {
+		t.Fatalf("mandate while full = %q at %d, %v; want the stored one at revision 1", rec, rev, err)
+	}
+	if _, _, err := s.Mandate(ctx, "M2"); !errors.Is(err, intentd.ErrNotFound) {
+		t.Fatalf("a refused mandate was stored: %v", err)
 	}
 
 	free.Store(1 << 30)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -11,24 +12,36 @@ import (
 	"github.com/intentd/intentd"
 )
 
-// claim marks id as being created, after any create of it in progress has ended; the
-// returned function ends the claim.
-func (s *Store) claim(id string) func() {
+// idClaims hands out claims of ids, one holder at a time for each id: work on one id
+// that must be one step (a check and the durable write that depends on it) waits for
+// the holder before it, and work on other ids does not, as it would behind one lock
+// held across each fsync. The zero value is ready for use.
+type idClaims struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// claim marks id as claimed, after any claim of it in progress has ended; the returned
+// function ends the claim.
+func (c *idClaims) claim(id string) func() {
 	for {
-		s.creatingMu.Lock()
-		wait, busy := s.creating[id]
+		c.mu.Lock()
+		wait, busy := c.held[id]
 		if !busy {
+			if c.held == nil {
+				c.held = make(map[string]chan struct{})
+			}
 			done := make(chan struct{})
-			s.creating[id] = done
-			s.creatingMu.Unlock()
+			c.held[id] = done
+			c.mu.Unlock()
 			return func() {
-				s.creatingMu.Lock()
-				delete(s.creating, id)
-				s.creatingMu.Unlock()
+				c.mu.Lock()
+				delete(c.held, id)
+				c.mu.Unlock()
 				close(done)
 			}
 		}
-		s.creatingMu.Unlock()
+		c.mu.Unlock()
 		<-wait
 	}
 }
@@ -42,7 +55,7 @@ func (s *Store) CreateIntent(_ context.Context, id, policyID string, snapshot []
 	}
 	s.policyMu.RLock()
 	defer s.policyMu.RUnlock()
-	defer s.claim(id)()
+	defer s.creating.claim(id)()
 
 	refs := s.policies[policyID]
 	if refs == nil {

@@ -24,7 +24,10 @@ const (
 	prefixLogBundle  = 'l' // l<8-byte bundle index> -> the bundle: the transparency log's entries (log.go)
 	prefixNonce      = 'n' // n<sha-256 of key and nonce> -> 8-byte unix nanos: a spent nonce, until then (nonce.go)
 	prefixNonceEnd   = 'o' // o<8-byte unix nanos><sha-256 of key and nonce> -> "": the spent nonces by when they go
-	keyEventSeq      = "mseq"
+	prefixMandate    = 'a' // a<mandate id> -> 8-byte revision, then the record (mandate.go)
+	// keyEventSeq is a key of its own, not a table: no table may take the prefix 'm',
+	// whose key of id "seq" it would be.
+	keyEventSeq = "mseq"
 )
 
 // key is a key of the table of prefix: the parts after it, a zero byte between two.

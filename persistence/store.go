@@ -91,12 +91,12 @@ type Store struct {
 	// counted; refsErr, set before, says why they could not be.
 	refsLoaded chan struct{}
 	refsErr    error
-	// creating holds the ids whose CreateIntent is between its check and its durable
+	// creating claims the ids whose CreateIntent is between its check and its durable
 	// write; a second create of one of them waits for the first instead of racing it.
-	// A lock held across the write would make creates of unrelated ids queue behind
-	// one another's fsyncs.
-	creatingMu sync.Mutex
-	creating   map[string]chan struct{}
+	creating idClaims
+	// mandates claims the ids of the mandates being written, so that the compare of a
+	// write's revision and the write are one step (mandate.go).
+	mandates idClaims
 	// writers counts the synced commits in progress; see syncCrowd.
 	writers *atomic.Int64
 	// ids answers, for most creates, that the id is new without reading the store.
@@ -257,7 +257,6 @@ func newStore(db *pebble.DB, unwatch io.Closer, writers *atomic.Int64, fs vfs.FS
 		unwatchDisk: unwatch,
 		writeOpts:   pebble.Sync,
 		finishCh:    make(chan *finishReq, 1024),
-		creating:    make(map[string]chan struct{}),
 		closing:     make(chan struct{}),
 		done:        make(chan struct{}),
 		writers:     writers,

@@ -72,6 +72,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Closed", testClosed},
 		{"LogBundles", testLogBundles},
 		{"Nonces", testNonces},
+		{"Mandates", testMandates},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, backend(t))
