@@ -133,6 +133,10 @@ type ProofBundle struct {
 	// Agent, when an agent signed the proposal (a version 3 receipt), is what it
 	// signed: the receipt binds the agent's key and the digest of the signature base.
 	Agent *ProofAgent `json:"agent,omitempty"`
+	// AuthoredMandate, for a purchase under a mandate (a version 4 receipt), is the
+	// authored mandate as GET /mandates/{id} answers it: the receipt binds its digest,
+	// and the intent's policy and attrs are its.
+	AuthoredMandate json.RawMessage `json:"authored_mandate,omitempty"`
 }
 
 // ProofAgent is what an agent signed when it made a proposal: the RFC 9421 signature

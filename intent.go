@@ -113,6 +113,9 @@ type Status struct {
 	// Agent is the agent whose signed proposal the intent took, nil when it was
 	// unsigned; written as agent on processing, success and failure.
 	Agent *Agent
+	// MandateID names the mandate the intent is a purchase of; written as mandate_id
+	// in every state when not empty.
+	MandateID string
 }
 
 // MarshalJSON writes the form of spec 2.10 that the state selects.
@@ -165,6 +168,9 @@ func (s Status) marshal(discriminator, value string) ([]byte, error) {
 	}
 	if err == nil && s.Agent != nil && s.State != StateOpen && s.State != StateExpired {
 		err = field("agent", s.Agent)
+	}
+	if err == nil && s.MandateID != "" {
+		err = field("mandate_id", s.MandateID)
 	}
 	if err != nil {
 		return nil, err

@@ -139,7 +139,8 @@ type MandateStore interface {
 	// Mandate returns a mandate's record and its revision, or ErrNotFound.
 	Mandate(ctx context.Context, id string) (record []byte, rev uint64, err error)
 	// UpdateMandate replaces the record of revision rev and returns the new revision:
-	// ErrStale, with nothing written, when the record is at another revision.
+	// ErrStale, with nothing written, when the record is at another revision, or when
+	// no mandate of that id is stored (no record is at revision 0).
 	UpdateMandate(ctx context.Context, id string, record []byte, rev uint64) (uint64, error)
 }
 

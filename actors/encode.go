@@ -120,6 +120,7 @@ const (
 	fieldReceipt         protowire.Number = 17 // bytes: JSON
 	fieldFinishedAt      protowire.Number = 18 // varint
 	fieldAgent           protowire.Number = 19 // message: the agent's signature of the proposal (agent.go)
+	fieldMandate         protowire.Number = 20 // bytes: the id of the mandate the intent is a purchase of
 
 	failIndex  protowire.Number = 1 // varint
 	failExpr   protowire.Number = 2 // bytes
@@ -141,7 +142,7 @@ func (s *snapshot) encode() ([]byte, error) {
 		return nil, fmt.Errorf("encode snapshot %s: the authored intent is not an intent and its authorship", s.ID)
 	}
 	n := 64 + len(s.ID) + len(s.PolicyID) + len(intent) + len(authorship) + len(s.State) + len(s.Request) +
-		len(s.Evidence) + len(s.Reason) + len(s.FailureKind) + len(s.Receipt)
+		len(s.Evidence) + len(s.Reason) + len(s.FailureKind) + len(s.Receipt) + len(s.Mandate)
 	if s.Agent != nil {
 		n += 64 + len(s.Agent.Key) + len(s.Agent.Tag) + len(s.Agent.Nonce) + len(s.Agent.Base) + len(s.Agent.Signature) + len(s.Agent.Body)
 	}
@@ -209,6 +210,7 @@ func (s *snapshot) encode() ([]byte, error) {
 	if b, err = appendAgent(b, s.Agent); err != nil {
 		return nil, fmt.Errorf("encode snapshot %s: agent: %w", s.ID, err)
 	}
+	b = appendBytes(b, fieldMandate, s.Mandate)
 	return appendBytes(b, fieldReceipt, s.Receipt), nil
 }
 
@@ -311,7 +313,7 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 	var seen uint32
 	var hasID, hasPolicyID bool
 	for len(data) > 0 {
-		f, rest, err := nextField(data, fieldVersion, fieldAgent, &seen, snapshotVarint, snapshotRepeated)
+		f, rest, err := nextField(data, fieldVersion, fieldMandate, &seen, snapshotVarint, snapshotRepeated)
 		if err != nil {
 			return nil, err
 		}
@@ -367,6 +369,8 @@ func decodeSnapshotWire(data []byte) (*snapshot, error) {
 				return nil, fmt.Errorf("agent: %w", err)
 			}
 			s.Agent = by
+		case fieldMandate:
+			s.Mandate = string(v)
 		}
 	}
 	if s.V != snapshotVersion {

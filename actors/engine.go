@@ -177,6 +177,11 @@ type Engine struct {
 	previewMu sync.Mutex
 	previewed map[string]int
 
+	// mandateStore is the store's mandates, nil when it keeps none (mandate.go);
+	// mandates are this member's live mandate actors.
+	mandateStore intentd.MandateStore
+	mandates     mandateActors
+
 	ctx    context.Context // cancelled by Close: ends proving and background loops
 	cancel context.CancelFunc
 	// wg counts background loops and proving workers; trackMu keeps a worker from being
@@ -241,6 +246,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Observer != nil && cfg.Observer.StoreCall != nil {
 		e.store = timedStore{s: cfg.Store, call: cfg.Observer.StoreCall}
 	}
+	e.mandateStore, _ = cfg.Store.(intentd.MandateStore)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	// protoactor's lines go through the service's logger one level lower, its repeats
 	// quieted: a peer that went away is an event a cluster recovers from.
@@ -514,37 +520,48 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 
 // checkPolicyOf refuses an intent whose policy is not stored or does not take its attrs.
 func (e *Engine) checkPolicyOf(ctx context.Context, in intentd.Intent) error {
-	p, err := e.Policy(ctx, in.PolicyID)
+	p, _, err := e.checkAttrsOf(ctx, "intent", in.PolicyID, in.Attrs)
 	if err != nil {
-		if intentd.ErrorKind(err) == intentd.KindNotFound {
-			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "intent.policy_id: policy %s does not exist", in.PolicyID)
-		}
 		return err
-	}
-	attrs := in.Attrs
-	if attrs == nil {
-		attrs = &policy.Attrs{}
-	}
-	if err := p.CheckAttrs(*attrs); err != nil {
-		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "intent.attrs.%v", err)
 	}
 	// A mandate's values have no meaning for an intent alone, and a decision that read
 	// them as zero would pass a budget it never checked.
 	if reads := p.Reads(); reads != 0 {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidIntent,
-			"intent.policy_id: policy %s reads %s, values of a decision under a mandate, which this service does not make yet: an intent of it alone is refused", in.PolicyID, reads)
+			"intent.policy_id: policy %s reads %s, values of a decision under a mandate: an intent of it alone is refused; make a mandate of it (docs/mandates.md)", in.PolicyID, reads)
+	}
+	return nil
+}
+
+// checkAttrsOf reads the policy an intent or a mandate (what) names and checks that it
+// takes the attrs: their types, and the keys of a delegation. It returns the policy
+// and the attrs, an empty set for none.
+func (e *Engine) checkAttrsOf(ctx context.Context, what, policyID string, a *policy.Attrs) (*policy.Policy, policy.Attrs, error) {
+	p, err := e.Policy(ctx, policyID)
+	if err != nil {
+		if intentd.ErrorKind(err) == intentd.KindNotFound {
+			return nil, nil, intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound, "%s.policy_id: policy %s does not exist", what, policyID)
+		}
+		return nil, nil, err
+	}
+	attrs := policy.Attrs{}
+	if a != nil {
+		attrs = *a
+	}
+	if err := p.CheckAttrs(attrs); err != nil {
+		return nil, nil, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch, "%s.attrs.%v", what, err)
 	}
 	// A delegation names keys: one that is not a key delegates to nobody, and the
 	// person who signed it would not learn so until an agent was refused.
 	if param, ok := p.Agents(); ok {
-		for _, k := range (*attrs)[param].Strings() {
+		for _, k := range attrs[param].Strings() {
 			if _, ok := intentd.DecodeAgentKey(k); !ok {
-				return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch,
-					"intent.attrs.fields.%s: %q is not a Base58 Ed25519 public key (the policy delegates to the agents it lists)", param, clipKey(k))
+				return nil, nil, intentd.Errorf(intentd.KindUnprocessable, intentd.CodeAttrsMismatch,
+					"%s.attrs.fields.%s: %q is not a Base58 Ed25519 public key (the policy delegates to the agents it lists)", what, param, clipKey(k))
 			}
 		}
 	}
-	return nil
+	return p, attrs, nil
 }
 
 // clipKey shortens a would-be key for a message.

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -45,6 +46,9 @@ type snapshot struct {
 	// Agent is the agent's signature of the proposal, nil for an unsigned one. It is
 	// written with the proposal, so that the receipt binds it whichever member proves.
 	Agent *intentd.AgentSignature `json:"-"`
+	// Mandate is the id of the mandate the intent is a purchase of, "" for an intent
+	// of its own: proving decides it against the mandate's totals (mandate.go).
+	Mandate string `json:"-"`
 
 	// attrs are the intent's attrs when a check before proving decoded them, nil
 	// otherwise: proving decodes them from Authored then.
@@ -73,6 +77,7 @@ func (s *snapshot) status() intentd.Status {
 
 		EvidenceMissing: s.EvidenceMissing,
 		Agent:           agentOf(s.Agent),
+		MandateID:       s.Mandate,
 	}
 }
 
@@ -383,6 +388,9 @@ type outcome struct {
 	failures []policy.Failure
 	missing  []string // the evidence fields the evaluation found absent or ill-typed
 	receipt  json.RawMessage
+	// mandate is what a purchase was decided against, which its receipt binds; nil
+	// for an intent of its own.
+	mandate *crypto.ReceiptMandate
 }
 
 // failureReason is the reason of a failure the policy decided. A failure of kind

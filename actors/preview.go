@@ -70,7 +70,7 @@ func (e *Engine) previewOutcome(caller, ctx context.Context, snap *snapshot, p i
 			err = intentd.Internal("preview: %w", fmt.Errorf("panic: %v", r))
 		}
 	}()
-	o, abandoned := e.decide(ctx, snap, p, func() bool { return e.closed() || caller.Err() != nil })
+	o, abandoned := e.decide(ctx, snap, p, func() bool { return e.closed() || caller.Err() != nil }, false)
 	switch {
 	case abandoned && e.closed():
 		return outcome{}, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the service is shutting down")

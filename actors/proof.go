@@ -69,6 +69,14 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 		r.Version = crypto.ReceiptVersionAgent
 		r.Agent = crypto.NewReceiptAgent(a.Key, a.Tag, a.Base, a.Signature)
 	}
+	if m := in.Mandate; m != nil {
+		r.Version = crypto.ReceiptVersionMandate
+		bound := *m
+		if in.Outcome != intentd.StateSuccess {
+			bound.Amount = 0 // a failure adds nothing
+		}
+		r.Mandate = &bound
+	}
 	return r, nil
 }
 
@@ -112,6 +120,13 @@ func (e *Engine) Proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 	}
 	if a := snap.Agent; a != nil && receipt.Receipt.Agent != nil {
 		b.Agent = &intentd.ProofAgent{SignatureBase: string(a.Base), Body: a.Body}
+	}
+	if receipt.Receipt.Mandate != nil {
+		rec, err := e.readMandate(ctx, snap.Mandate)
+		if err != nil {
+			return nil, err
+		}
+		b.AuthoredMandate = rec.Authored
 	}
 	return b, nil
 }

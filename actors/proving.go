@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"
 )
@@ -197,7 +198,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ProvingTimeout)
 	defer cancel()
 
-	o, abandoned = e.decide(ctx, snap, *snap.Proposal, e.closed)
+	o, abandoned = e.decide(ctx, snap, *snap.Proposal, e.closed, true)
 	if abandoned || o.kind == intentd.FailureProof || o.kind == intentd.FailureExtraction {
 		return o, abandoned
 	}
@@ -207,6 +208,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
 			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
 			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(), Agent: snap.Agent,
+			Mandate: o.mandate,
 		})
 		if err == nil && !json.Valid(receipt) {
 			// The snapshot embeds the receipt as it is: one that is not JSON would make
@@ -218,6 +220,9 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 				return outcome{}, true
 			}
 			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
+			if o.mandate != nil && o.state == intentd.StateSuccess {
+				e.releasePurchase(snap) // a failure of kind proof costs the mandate nothing
+			}
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
 				missing: o.missing, reason: "the proof could not be made"}, false
 		}
@@ -230,8 +235,9 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 // policy on it: the outcome a proposal gets, without its receipt. It is what proving
 // and previews share, so that a preview cannot decide otherwise than the proposal it
 // stands for. stopped says whether a failure is the engine's or the caller's giving
-// up rather than the solution's; the outcome is then abandoned.
-func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Proposal, stopped func() bool) (o outcome, abandoned bool) {
+// up rather than the solution's; the outcome is then abandoned. commit: the decision of
+// the intent's proposal, which a purchase's mandate counts; a preview's counts nothing.
+func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Proposal, stopped func() bool, commit bool) (o outcome, abandoned bool) {
 	p, err := e.Policy(ctx, snap.PolicyID)
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the intent's policy cannot be read"}, stopped()
@@ -276,8 +282,29 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "the evidence is not a JSON object: " + err.Error()}, false
 	}
-	failures := p.Evaluate(attrs, recorded)
-	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures}
+	var failures []policy.Failure
+	var bound *crypto.ReceiptMandate
+	if snap.Mandate != "" {
+		v, err := e.mandateVerdict(ctx, snap, p, attrs, recorded, evJSON, commit)
+		if err != nil {
+			if stopped() {
+				return outcome{}, true
+			}
+			e.log.Error("decide under mandate", "mandate_id", snap.Mandate, "intent_id", snap.ID, "err", err)
+			if commit {
+				e.releasePurchase(snap) // the step may have counted it before its answer was lost
+			}
+			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the purchase's mandate could not be asked"}, false
+		}
+		if v.amountErr != nil {
+			return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, evidence: evJSON,
+				reason: "the purchase's amount could not be had: " + v.amountErr.Error()}, false
+		}
+		evJSON, failures, bound = v.evidence, v.failures, v.binding(snap.Mandate)
+	} else {
+		failures = p.Evaluate(attrs, recorded)
+	}
+	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures, mandate: bound}
 	if len(failures) > 0 {
 		o.state = intentd.StateFailure
 		o.kind, o.missing = intentd.ClassifyFailures(failures)

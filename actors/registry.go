@@ -377,6 +377,7 @@ func (e *Engine) passivationLoop() {
 			return
 		case <-t.C:
 			stopped += e.registry.passivate(e.cfg.PassivateAfter)
+			e.passivateMandates(e.cfg.PassivateAfter)
 			if stopped >= releaseAfter && e.registry.live() < stopped/4 {
 				if m := e.member.Load(); m != nil {
 					m.forgetPlacements()

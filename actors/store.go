@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
 )
 
@@ -35,6 +36,9 @@ type ProofInput struct {
 	// Agent is the agent's signature of the proposal, nil for an unsigned one: the
 	// receipt then binds the agent's key and the base it signed (version 3).
 	Agent *intentd.AgentSignature
+	// Mandate is what a purchase under a mandate was decided against, nil for an
+	// intent of its own: the receipt then binds it (version 4).
+	Mandate *crypto.ReceiptMandate
 }
 
 // storeFailed is the error a caller sees of a failed store call: the store's own when it

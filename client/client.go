@@ -101,6 +101,9 @@ type IntentStatus struct {
 	EvidenceMissing []string `json:"evidence_missing,omitempty"`
 	// Agent is the agent whose signed proposal the intent took; nil when unsigned.
 	Agent *intentd.Agent `json:"agent,omitempty"`
+	// MandateID names the mandate the intent is a purchase of; empty for an intent of
+	// its own.
+	MandateID string `json:"mandate_id,omitempty"`
 }
 
 // Info calls GET /info: the server's version, settings and receipt key.
@@ -172,14 +175,19 @@ func (c *Client) SubmitIntent(ctx context.Context, intent json.RawMessage, auth 
 
 // AuthoredIntentJSON is the body of POST /intents: {"intent": intent, "authorship": auth}.
 func AuthoredIntentJSON(intent json.RawMessage, auth crypto.Authorship) ([]byte, error) {
+	return authoredJSON("intent", intent, auth)
+}
+
+// authoredJSON is {"<name>": object, "authorship": auth}, the object's bytes compacted.
+func authoredJSON(name string, object json.RawMessage, auth crypto.Authorship) ([]byte, error) {
 	a, err := auth.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("authorship: %w", err)
 	}
 	var buf bytes.Buffer
-	buf.WriteString(`{"intent":`)
-	if err := json.Compact(&buf, intent); err != nil {
-		return nil, fmt.Errorf("intent is not JSON: %w", err)
+	buf.WriteString(`{"` + name + `":`)
+	if err := json.Compact(&buf, object); err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w", name, err)
 	}
 	buf.WriteString(`,"authorship":`)
 	buf.Write(a)

@@ -64,6 +64,9 @@ type Receipt struct {
 	// Agent is the agent that signed the proposal, in a version 3 receipt, and absent
 	// otherwise (receiptagent.go).
 	Agent *ReceiptAgent `json:"agent,omitempty"`
+	// Mandate is the mandate a purchase was decided under, in a version 4 receipt, and
+	// absent otherwise (receiptmandate.go).
+	Mandate *ReceiptMandate `json:"mandate,omitempty"`
 }
 
 // ConstraintFailure is a constraint that did not hold, as the wire's ConstraintFailure
@@ -177,10 +180,13 @@ func VerifyReceipt(s *SignedReceipt, pub ed25519.PublicKey) error {
 // an outcome that agrees with the failure list, an issue time, a key id. Errors are
 // *FieldError values naming the field.
 func (r *Receipt) Validate() error {
-	if r.Version != ReceiptVersion && r.Version != ReceiptVersion1 && r.Version != ReceiptVersionAgent {
-		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d, %d or %d", r.Version, ReceiptVersionAgent, ReceiptVersion, ReceiptVersion1)}
+	if r.Version != ReceiptVersion && r.Version != ReceiptVersion1 && r.Version != ReceiptVersionAgent && r.Version != ReceiptVersionMandate {
+		return &FieldError{Field: "version", Reason: fmt.Sprintf("is %d, want %d, %d, %d or %d", r.Version, ReceiptVersionMandate, ReceiptVersionAgent, ReceiptVersion, ReceiptVersion1)}
 	}
 	if err := r.validateAgent(); err != nil {
+		return err
+	}
+	if err := r.validateMandate(); err != nil {
 		return err
 	}
 	if r.IntentID == "" {

@@ -234,7 +234,7 @@ func TestSignReceiptRefuses(t *testing.T) {
 		modify    func(*Receipt)
 		wantField string
 	}{
-		{"version", func(r *Receipt) { r.Version = 4 }, "version"},
+		{"version", func(r *Receipt) { r.Version = 5 }, "version"},
 		{"version 3 without its agent", func(r *Receipt) { r.Version = 3 }, "agent"},
 		{"kind in version 1", func(r *Receipt) { r.Version = ReceiptVersion1 }, "failure_kind"},
 		{"missing evidence in version 1", func(r *Receipt) {
@@ -310,7 +310,7 @@ func TestDecodeSignedReceiptErrors(t *testing.T) {
 		{name: "signature not Base58", modify: func(w, _ map[string]any) { w["signature"] = "0OIl" }, wantField: "signature", wantErr: "Base58"},
 		{name: "signature of 32 bytes", modify: func(w, _ map[string]any) { w["signature"] = digestOf("x") }, wantField: "signature", wantErr: "want 64"},
 		{name: "public key of 64 bytes", modify: func(w, _ map[string]any) { w["public_key"] = w["signature"] }, wantField: "public_key", wantErr: "want 32"},
-		{name: "no version", modify: func(_, r map[string]any) { delete(r, "version") }, wantField: "receipt.version", wantErr: "want 3, 2 or 1"},
+		{name: "no version", modify: func(_, r map[string]any) { delete(r, "version") }, wantField: "receipt.version", wantErr: "want 4, 3, 2 or 1"},
 		{name: "version 1 with a kind", modify: func(_, r map[string]any) { r["version"] = 1 }, wantField: "receipt.failure_kind", wantErr: "version 1"},
 		{name: "an empty list of missing evidence", modify: func(_, r map[string]any) { r["evidence_missing"] = []any{} }, wantField: "receipt.evidence_missing", wantErr: "left out"},
 		{name: "version as a string", modify: func(_, r map[string]any) { r["version"] = "1" }, wantField: "receipt", wantErr: "cannot unmarshal"},

@@ -60,17 +60,20 @@ func (r *Receipt) VerifyAgent(base []byte) error {
 	return nil
 }
 
-// validateAgent holds the agent member to the version: present in version 3, absent
-// before, and of the right form.
+// validateAgent holds the agent member to the version: present in version 3, optional
+// in version 4 (a purchase under a mandate), absent in the others, and of the right
+// form.
 func (r *Receipt) validateAgent() error {
-	if r.Version != ReceiptVersionAgent {
-		if r.Agent != nil {
+	a := r.Agent
+	switch {
+	case r.Version == ReceiptVersionMandate && a == nil:
+		return nil // a purchase no agent signed
+	case r.Version != ReceiptVersionAgent && r.Version != ReceiptVersionMandate:
+		if a != nil {
 			return &FieldError{Field: "agent", Reason: fmt.Sprintf("present, but a version %d receipt has none", r.Version)}
 		}
 		return nil
-	}
-	a := r.Agent
-	if a == nil {
+	case a == nil:
 		return &FieldError{Field: "agent", Reason: "missing, want the agent of a version 3 receipt"}
 	}
 	if _, err := decodeKey(a.Key, ed25519.PublicKeySize); err != nil {

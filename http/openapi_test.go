@@ -39,7 +39,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	seen := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			pattern := strings.NewReplacer("{intent_id}", ":id", "{policy_id}", ":id", "{tile_path}", "*path").Replace(path)
+			pattern := strings.NewReplacer("{intent_id}", ":id", "{policy_id}", ":id", "{mandate_id}", ":id", "{tile_path}", "*path").Replace(path)
 			key := method + " " + pattern
 			seen[key] = true
 			rt, _ := matchRoute(method, strings.ReplaceAll(pattern, ":id", "x"))
@@ -88,6 +88,9 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeStoreMissing, intentd.CodeStoreChanged,
 		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable, intentd.CodeLogNotFound,
 		intentd.CodeAgentSignatureRequired, intentd.CodeAgentSignatureInvalid, intentd.CodeAgentSignatureReplayed, intentd.CodeAgentNotDelegated,
+		intentd.CodeMandateNotFound, intentd.CodeMandateExists, intentd.CodeInvalidMandate, intentd.CodeInvalidPurchase,
+		intentd.CodeInvalidRevocation, intentd.CodeMandateRevoked, intentd.CodeMandateExpired, intentd.CodeMandateExhausted,
+		intentd.CodeRevocationForbidden,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

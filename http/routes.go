@@ -39,6 +39,11 @@ var routes = []route{
 	{"POST", "/intents/:id/proposal", RolePropose, (*Server).handlePostProposal},
 	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},
+	{"POST", "/mandates", RoleSubmit, (*Server).handlePostMandate},
+	{"GET", "/mandates/:id", RoleRead, (*Server).handleGetMandate},
+	{"GET", "/mandates/:id/status", RoleRead, (*Server).handleGetMandateStatus},
+	{"POST", "/mandates/:id/purchases", RolePropose, (*Server).handlePostPurchase},
+	{"POST", "/mandates/:id/revocation", RoleSubmit, (*Server).handlePostRevocation},
 	{"GET", "/events", RoleRead, (*Server).handleEvents},
 	{"GET", "/log/checkpoint", RoleRead, (*Server).handleLogCheckpoint},
 	{"GET", "/log/tile/*path", RoleRead, (*Server).handleLogTile},
@@ -246,6 +251,8 @@ func idLogKey(pattern string) string {
 		return "intent_id"
 	case strings.HasPrefix(pattern, "/policies/:id"):
 		return "policy_id"
+	case strings.HasPrefix(pattern, "/mandates/:id"):
+		return "mandate_id"
 	}
 	return ""
 }

@@ -266,3 +266,30 @@ func readsOf(x expr) ContextValues {
 	})
 	return s
 }
+
+// Exhausted evaluates the constraints that read nothing but the attrs and a mandate's
+// overall totals (mandate.spent, mandate.purchases), at least one of those, on the
+// totals of c, and returns those that fail. Such a constraint decides alike for every
+// purchase; the totals change only by a success, which it forbids: failing once, it
+// fails for good, and the mandate can take no purchase again. A constraint that reads
+// the purchase's amount, the period's totals or the time is not one: a cheaper item, a
+// new week or a later day may pass it.
+func (p *Policy) Exhausted(a Attrs, c Context) []Failure {
+	return p.evaluate(a, nil, c, true)
+}
+
+// totalsOnly reports whether x reads at least one of a mandate's overall totals, and
+// nothing else but the parameters.
+func totalsOnly(x expr) bool {
+	reads := readsOf(x)
+	if reads == 0 || reads&^(MandateSpent|MandatePurchases) != 0 {
+		return false
+	}
+	ev := false
+	walk(x, func(e expr) {
+		if r, ok := e.(*ref); ok && r.evidence {
+			ev = true
+		}
+	})
+	return !ev
+}

@@ -15,10 +15,10 @@ import (
 	"github.com/intentd/intentd/internal/golden"
 )
 
-// mandateExample is examples/mandate.policy.
+// mandateExample is docs/examples/mandate.policy.
 func mandateExample(t testing.TB) *Policy {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "examples", "mandate.policy"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "examples", "mandate.policy"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ const mandateAttrs = `{"fields": {"size": {"String": "M"}, "colors": {"Set": {"S
 // A purchase of 24.99, shipping included.
 const mandatePassing = `{"category": "t-shirt", "size": "M", "color": "navy", "brand": "acme", "price_cents": 1999, "shipping_cents": 500, "in_stock": true}`
 
-// TestEvaluateIn decides purchases under examples/mandate.policy at the edges of its
+// TestEvaluateIn decides purchases under docs/examples/mandate.policy at the edges of its
 // limits: the budget met exactly and passed by a cent, the last purchase and the one
 // after it, the week's.
 func TestEvaluateIn(t *testing.T) {
@@ -269,4 +269,34 @@ func TestMandateExplainGolden(t *testing.T) {
 		}
 	}
 	golden.Check(t, filepath.Join("testdata", "explain", "mandate.golden"), b.String())
+}
+
+// TestExhausted finds the constraints of docs/examples/mandate.policy that fail for
+// good: the count of purchases, which reads only the overall totals, and not the
+// budget (a cheaper item may pass it) nor the week's count (a new week passes it).
+func TestExhausted(t *testing.T) {
+	p := mandateExample(t)
+	a := mustAttrs(t, mandateAttrs)
+	tests := []struct {
+		name string
+		c    Context
+		want []int
+	}{
+		{"new", Context{}, nil},
+		{"one purchase left", Context{Spent: 10, Purchases: 2}, nil},
+		{"no purchase left", Context{Spent: 10, Purchases: 3}, []int{8}},
+		{"the budget spent", Context{Spent: 5000, Purchases: 2}, nil},
+		{"the week's purchase made", Context{Spent: 10, Purchases: 1, PeriodPurchases: 1}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int
+			for _, f := range p.Exhausted(a, tt.c) {
+				got = append(got, f.Index)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("Exhausted = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

@@ -267,7 +267,7 @@ func TestIdentityMandate(t *testing.T) {
 	}
 }
 
-// TestExampleMandate compiles examples/mandate.policy, the demo catalog's t-shirts under
+// TestExampleMandate compiles docs/examples/mandate.policy, the demo catalog's t-shirts under
 // a mandate: the delegated t-shirt purchase's evidence and constraints (but the brands,
 // which it has no parameter for), an amount, a week, and the mandate's three limits.
 func TestExampleMandate(t *testing.T) {
@@ -278,7 +278,7 @@ func TestExampleMandate(t *testing.T) {
 		}
 		return mustCompile(t, string(b))
 	}
-	p, delegated := read("mandate.policy"), read("delegated.policy")
+	p, delegated := mandateExample(t), read("delegated.policy")
 	var params []string
 	for _, d := range p.Parameters() {
 		if d.Optional {

@@ -33,6 +33,9 @@ type compiled struct {
 	code     []instr
 	x        expr
 	pretty   string
+	// totalsOnly: the constraint reads no evidence and nothing of the context but a
+	// mandate's overall totals, which only a success changes (Exhausted).
+	totalsOnly bool
 }
 
 // Failure is a constraint that does not hold: the ConstraintFailure of the wire.
@@ -160,7 +163,7 @@ func build(f *file, res *checkResult, code []byte, codes [][]byte, amount []byte
 		p.maxStack = max(p.maxStack, h)
 		prepare(c.x)
 		p.reads |= readsOf(c.x)
-		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: c.x.node().text}
+		k := compiled{optional: c.optional, code: ins, x: c.x, pretty: c.x.node().text, totalsOnly: totalsOnly(c.x)}
 		if c.optional {
 			walk(c.x, func(e expr) {
 				if r, ok := e.(*ref); ok && !r.evidence && p.params[r.slot].Optional && !slices.Contains(k.optSlots, int32(r.slot)) {
@@ -253,6 +256,11 @@ func (p *Policy) Evaluate(a Attrs, evidence map[string]any) []Failure {
 // which the constraints read as mandate.*, decision.time, and purchase.amount, the
 // amount part on this evidence. The result depends on nothing but the arguments.
 func (p *Policy) EvaluateIn(a Attrs, evidence map[string]any, c Context) []Failure {
+	return p.evaluate(a, evidence, c, false)
+}
+
+// evaluate runs the constraints, or only those of totalsOnly when totals is set.
+func (p *Policy) evaluate(a Attrs, evidence map[string]any, c Context, totals bool) []Failure {
 	var local [inlineValues]Value
 	var big *valueBuf
 	n := p.values()
@@ -287,7 +295,7 @@ func (p *Policy) EvaluateIn(a Attrs, evidence map[string]any, c Context) []Failu
 	failed := 0
 	for k := range p.cons {
 		c := &p.cons[k]
-		if c.optional && anyAbsent(fr.params, c.optSlots) {
+		if c.optional && anyAbsent(fr.params, c.optSlots) || totals && !c.totalsOnly {
 			continue
 		}
 		switch p.pg.run(c.code, &fr) {

@@ -55,23 +55,23 @@ func checkAgent(w *bundleWire, p *policy.Policy, in intentd.Intent, solution str
 	if err != nil {
 		return verifyErr(CheckAgent, "agent: the signature base cannot be read: %v", err)
 	}
-	wantPath := "/intents/" + r.IntentID + "/proposal"
+	wantPath, what := "/intents/"+r.IntentID+"/proposal", "this intent's proposal"
+	if r.Mandate != nil {
+		wantPath, what = "/mandates/"+r.Mandate.ID+"/purchases", "this mandate's purchases"
+	}
 	switch {
 	case comps["@method"] != "POST":
 		return verifyErr(CheckAgent, "agent: the signature covers method %q, want POST", comps["@method"])
 	case !strings.EqualFold(comps["@path"], wantPath) && !strings.HasSuffix(strings.ToLower(comps["@path"]), strings.ToLower(wantPath)):
-		return verifyErr(CheckAgent, "agent: the signature covers path %q, not this intent's proposal (%s)", comps["@path"], wantPath)
+		return verifyErr(CheckAgent, "agent: the signature covers path %q, not %s (%s)", comps["@path"], what, wantPath)
 	case comps["content-digest"] == "":
 		return verifyErr(CheckAgent, "agent: the signature does not cover content-digest")
 	}
 	if !httpsig.DigestMatches(comps["content-digest"], w.Agent.Body) {
 		return verifyErr(CheckAgent, "agent: the signed content-digest is not the sha-256 of the bundle's body")
 	}
-	var body struct {
-		Solution string `json:"solution"`
-	}
-	if err := decodeStrict(w.Agent.Body, &body); err != nil || body.Solution != solution {
-		return verifyErr(CheckAgent, "agent: the signed body is not the proposal")
+	if err := checkSignedBody(w.Agent.Body, solution, r); err != nil {
+		return err
 	}
 	a := &AgentReport{Key: r.Agent.Key, Tag: r.Agent.Tag, Authority: comps["@authority"], Params: params}
 	if param, delegated := p.Agents(); delegated {
@@ -87,5 +87,31 @@ func checkAgent(w *bundleWire, p *policy.Policy, in intentd.Intent, solution str
 		report.Notes = append(report.Notes, fmt.Sprintf("agent %s signed the proposal; the intent delegates to no agent in particular", r.Agent.Key))
 	}
 	report.Agent = a
+	return nil
+}
+
+// checkSignedBody checks that the body the agent signed is the proposal: {"solution"}
+// sent to the intent, or the purchase {"intent_id", "solution"} of this intent sent to
+// its mandate.
+func checkSignedBody(raw []byte, solution string, r *crypto.Receipt) error {
+	if r.Mandate == nil {
+		var body struct {
+			Solution string `json:"solution"`
+		}
+		if err := decodeStrict(raw, &body); err != nil || body.Solution != solution {
+			return verifyErr(CheckAgent, "agent: the signed body is not the proposal")
+		}
+		return nil
+	}
+	var body struct {
+		IntentID string `json:"intent_id"`
+		Solution string `json:"solution"`
+	}
+	if err := decodeStrict(raw, &body); err != nil || body.Solution != solution {
+		return verifyErr(CheckAgent, "agent: the signed body is not the purchase of the proposal")
+	}
+	if id, _ := intentd.CanonicalIntentID(body.IntentID); id != r.IntentID {
+		return verifyErr(CheckAgent, "agent: the signed purchase is of intent %q, not %s", body.IntentID, r.IntentID)
+	}
 	return nil
 }

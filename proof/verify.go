@@ -74,6 +74,9 @@ type VerifyReport struct {
 	// Agent is the agent that signed the proposal, of a version 3 receipt; nil when
 	// the proposal was not signed.
 	Agent *AgentReport `json:"agent,omitempty"`
+	// Mandate is the mandate the purchase was decided under, of a version 4 receipt;
+	// nil for an intent of its own.
+	Mandate *MandateReport `json:"mandate,omitempty"`
 	// Notes are the limits of what was checked, for a person to read.
 	Notes []string `json:"notes"`
 }
@@ -90,6 +93,8 @@ type bundleWire struct {
 	Log *intentd.LogInclusion `json:"log"`
 	// Agent is what the agent signed, with a version 3 receipt only.
 	Agent *intentd.ProofAgent `json:"agent"`
+	// AuthoredMandate is the mandate of a purchase, with a version 4 receipt only.
+	AuthoredMandate json.RawMessage `json:"authored_mandate"`
 }
 
 // LogReport is what a verified log inclusion establishes: the receipt is leaf
@@ -142,7 +147,7 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	if err := decodeStrict(w.Proposal, &proposal); err != nil || proposal.Solution == "" {
 		return nil, verifyErr(CheckBundle, "proof bundle: proposal is not {\"solution\": non-empty string}")
 	}
-	if err := checkEvaluation(p, in, w.Evidence, r, report); err != nil {
+	if err := checkEvaluation(w, p, in, r, report); err != nil {
 		return nil, err
 	}
 	if err := checkAgent(w, p, in, proposal.Solution, r, report); err != nil {
@@ -289,8 +294,8 @@ func checkIntent(raw json.RawMessage, r *crypto.Receipt, report *VerifyReport) (
 
 // checkEvaluation runs the policy again on the evidence with the intent's attrs, checks
 // that it gives the receipt's outcome and failures, and reports them.
-func checkEvaluation(p *policy.Policy, in intentd.Intent, evidence json.RawMessage, r *crypto.Receipt, report *VerifyReport) error {
-	dec := json.NewDecoder(bytes.NewReader(evidence))
+func checkEvaluation(w *bundleWire, p *policy.Policy, in intentd.Intent, r *crypto.Receipt, report *VerifyReport) error {
+	dec := json.NewDecoder(bytes.NewReader(w.Evidence))
 	dec.UseNumber()
 	var ev map[string]any
 	if err := dec.Decode(&ev); err != nil || ev == nil {
@@ -300,7 +305,11 @@ func checkEvaluation(p *policy.Policy, in intentd.Intent, evidence json.RawMessa
 	if in.Attrs != nil {
 		attrs = *in.Attrs
 	}
-	failures := p.Evaluate(attrs, ev)
+	c, err := checkMandate(w, p, in, ev, r, report)
+	if err != nil {
+		return err
+	}
+	failures := p.EvaluateIn(attrs, ev, c)
 	outcome := intentd.StateSuccess
 	if len(failures) > 0 {
 		outcome = intentd.StateFailure

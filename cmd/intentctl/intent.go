@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -33,13 +34,9 @@ func (c *cli) intent(args []string) error {
 	fs := c.flags("intent new")
 	policyID := fs.String("policy", "", "id of the policy the intent names")
 	policyFile := fs.String("policy-file", "", "read the policy (for the attribute types) from this source file instead of the server")
-	var attrs, multisig listFlag
+	var attrs listFlag
 	fs.Var(&attrs, "attr", "an attribute, NAME=VALUE (repeat); sets are comma-separated; types come from the policy")
-	keyFile := fs.String("key", "", "sign with this Ed25519 key file")
-	passkeyFile := fs.String("passkey", "", "sign with this software passkey file")
-	fs.Var(&multisig, "multisig", "sign with this key file as one signer of a multisig (repeat; weight 1 each)")
-	threshold := fs.Uint64("threshold", 0, "with --multisig: the weight needed (default: every signer)")
-	unsigned := fs.Bool("unsigned", false, "submit without a signature (only where the server permits it)")
+	by := addSignFlags(fs)
 	id := fs.String("id", "", "the intent's id (default: a fresh random UUID)")
 	dryRun := fs.Bool("dry-run", false, "print the signed intent's JSON instead of submitting it")
 	pos, err := c.parse(fs, args[1:])
@@ -49,49 +46,16 @@ func (c *cli) intent(args []string) error {
 	if err := want(pos, 0, "only flags"); err != nil {
 		return err
 	}
-	modes := 0
-	for _, set := range []bool{*keyFile != "", *passkeyFile != "", len(multisig) > 0, *unsigned} {
-		if set {
-			modes++
-		}
-	}
-	if modes != 1 {
-		return usagef("want exactly one of --key, --passkey, --multisig or --unsigned")
-	}
-	if *threshold > 0 && len(multisig) == 0 {
-		return usagef("--threshold goes with --multisig")
-	}
 	if *id == "" {
 		*id = uuid.NewString()
 	} else if _, ok := intentd.CanonicalIntentID(*id); !ok {
 		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
 	}
-
 	// The keys are read first: a key file that is wrong is found before the server is
 	// asked anything.
-	var signers []signer
-	switch {
-	case *keyFile != "" || *passkeyFile != "":
-		file, kind := *keyFile, "ed25519"
-		if *passkeyFile != "" {
-			file, kind = *passkeyFile, "passkey"
-		}
-		s, err := loadSigner(file, kind)
-		if err != nil {
-			return &exitError{exitRefused, err}
-		}
-		signers = append(signers, s)
-	case len(multisig) > 0:
-		if *threshold > uint64(len(multisig)) {
-			return usagef("--threshold %d: more than the %d signer(s), so no signature could ever verify", *threshold, len(multisig))
-		}
-		for _, file := range multisig {
-			s, err := loadSigner(file, "")
-			if err != nil {
-				return &exitError{exitRefused, err}
-			}
-			signers = append(signers, s)
-		}
+	signers, err := by.load()
+	if err != nil {
+		return err
 	}
 
 	p, err := c.intentPolicy(*policyID, *policyFile)
@@ -110,7 +74,7 @@ func (c *cli) intent(args []string) error {
 	if err != nil {
 		return err
 	}
-	auth, err := c.sign(intent, signers, len(multisig) > 0, *threshold)
+	auth, err := c.sign(intent, signers, len(by.multisig) > 0, *by.threshold)
 	if err != nil {
 		return err
 	}
@@ -282,4 +246,65 @@ func (c *cli) sign(intent []byte, signers []signer, multi bool, threshold uint64
 	}
 	auth.Signature = &crypto.Signature{Multisig: m}
 	return auth, nil
+}
+
+// signFlags are the flags of a command that signs as a person: an intent, a mandate,
+// a revocation.
+type signFlags struct {
+	key, passkey *string
+	multisig     listFlag
+	threshold    *uint64
+	unsigned     *bool
+}
+
+func addSignFlags(fs *flag.FlagSet) *signFlags {
+	f := &signFlags{
+		key:       fs.String("key", "", "sign with this Ed25519 key file"),
+		passkey:   fs.String("passkey", "", "sign with this software passkey file"),
+		threshold: fs.Uint64("threshold", 0, "with --multisig: the weight needed (default: every signer)"),
+		unsigned:  fs.Bool("unsigned", false, "submit without a signature (only where the server permits it)"),
+	}
+	fs.Var(&f.multisig, "multisig", "sign with this key file as one signer of a multisig (repeat; weight 1 each)")
+	return f
+}
+
+// load reads the signers' key files: none for --unsigned.
+func (f *signFlags) load() ([]signer, error) {
+	modes := 0
+	for _, set := range []bool{*f.key != "", *f.passkey != "", len(f.multisig) > 0, *f.unsigned} {
+		if set {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return nil, usagef("want exactly one of --key, --passkey, --multisig or --unsigned")
+	}
+	if *f.threshold > 0 && len(f.multisig) == 0 {
+		return nil, usagef("--threshold goes with --multisig")
+	}
+	var signers []signer
+	switch {
+	case *f.key != "" || *f.passkey != "":
+		file, kind := *f.key, "ed25519"
+		if *f.passkey != "" {
+			file, kind = *f.passkey, "passkey"
+		}
+		s, err := loadSigner(file, kind)
+		if err != nil {
+			return nil, &exitError{exitRefused, err}
+		}
+		signers = append(signers, s)
+	case len(f.multisig) > 0:
+		if *f.threshold > uint64(len(f.multisig)) {
+			return nil, usagef("--threshold %d: more than the %d signer(s), so no signature could ever verify", *f.threshold, len(f.multisig))
+		}
+		for _, file := range f.multisig {
+			s, err := loadSigner(file, "")
+			if err != nil {
+				return nil, &exitError{exitRefused, err}
+			}
+			signers = append(signers, s)
+		}
+	}
+	return signers, nil
 }

@@ -113,6 +113,13 @@ var subcommands = map[string]command{
 		help: "follow the transparency log's checkpoints, check each is consistent with the last one seen (kept in the state file), and report a fork with exit 4"},
 	"agent keygen": {name: "agent keygen", args: "[-o FILE]", help: "make an agent's Ed25519 key pair: FILE (default intentctl-agent.key) signs proposals with --agent-key, FILE.pub goes in the intent's agents parameter"},
 	"log get":      {name: "log get", args: "N [--key BASE58]", help: "print leaf N of the transparency log, its inclusion in the newest checkpoint checked"},
+	"mandate create": {name: "mandate create", args: "--policy ID [--attr NAME=VALUE ...] [--expires 720h|TIME] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]",
+		help: "build, sign and store a mandate: one authorization for many purchases under the policy and its attrs, until it expires; print its id"},
+	"mandate status": {name: "mandate status", args: "ID", help: "show a mandate's state, its totals (overall and in the policy's period) and the purchases it took"},
+	"mandate purchase": {name: "mandate purchase", args: "ID SOLUTION [--intent-id UUID] [--agent-key FILE [--agent-tag TAG]]",
+		help: "purchase SOLUTION under the mandate: an intent of its policy and attrs, and its proposal, in one request; print the intent's id"},
+	"mandate revoke": {name: "mandate revoke", args: "ID [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]",
+		help: "revoke a mandate, signed by its author: it takes no purchase after; those taken before end as decided"},
 }
 
 // enter makes a subcommand the one whose usage and help are shown, when sub names one.
@@ -139,6 +146,7 @@ func init() {
 		{"certs", "[-o DIR] [--days N] [--renew] NAME=HOST[,HOST...] ...", "write a cluster CA and each member's certificate and key, for --cluster-tls-*", (*cli).certs},
 		{"mcp", "[--agent-key FILE [--agent-tag TAG]]", "serve the agent tools (MCP) on stdin and stdout, over this server; proposals signed as the agent of FILE", (*cli).mcp},
 		{"agent", "keygen [-o FILE]", "make an agent's key pair, to sign proposals with", (*cli).agent},
+		{"mandate", "create | status ID | purchase ID SOLUTION | revoke ID", "make a standing authorization for many purchases under a budget, read it, purchase under it, revoke it", (*cli).mandate},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
 }
