@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -167,8 +168,37 @@ func (e *Engine) checkCreate(id string, s *snapshot) error {
 	if err != nil {
 		return bad("the authorship: %v", err)
 	}
+	if s.Mandate != "" {
+		return e.checkPurchaseCreate(id, s.Mandate, canon, authorship, bad)
+	}
 	if err := e.verifyAuthorship(canon, authorship); err != nil {
 		return err
 	}
 	return e.checkPolicyOf(e.ctx, in)
+}
+
+// checkPurchaseCreate refuses the create of a purchase's intent unless the mandate it
+// names took the purchase and the intent is the one a purchase makes: the mandate's
+// policy and attrs under the purchase's id, unsigned. The mandate's author signed the
+// mandate, and the sender's mandate actor took the purchase before it sent the create.
+func (e *Engine) checkPurchaseCreate(id, mandateID string, canon []byte, a crypto.Authorship, bad func(string, ...any) error) error {
+	rec, err := e.readMandate(e.ctx, mandateID)
+	if err != nil {
+		return err
+	}
+	if rec.purchase(id) == nil {
+		return bad("mandate %s did not take a purchase of it", mandateID)
+	}
+	parts, err := rec.parts()
+	if err != nil {
+		return intentd.Internal("read mandate: %w", err)
+	}
+	want, err := rec.purchaseIntent(parts, id)
+	if err != nil {
+		return intentd.Internal("encode purchase intent: %w", err)
+	}
+	if !bytes.Equal(want, canon) || !a.Unsigned() {
+		return bad("it is not the intent of a purchase under mandate %s", mandateID)
+	}
+	return nil
 }

@@ -45,10 +45,16 @@ type mandateHarness struct {
 
 func newMandateHarness(t *testing.T, backend storetest.Backend, tweak func(*Config)) *mandateHarness {
 	t.Helper()
-	h := newHarnessOn(t, backend, tweak)
+	return asMandate(newHarnessOn(t, backend, tweak))
+}
+
+// asMandate stores the mandate policy through h's engine and puts the t-shirt in its
+// catalog.
+func asMandate(h *harness) *mandateHarness {
+	h.t.Helper()
 	id, err := h.e.PutPolicy(context.Background(), testMandatePolicy)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.ext.mu.Lock()
 	h.ext.catalog["M-2498"] = evidence.Evidence{"size": "M", "price_cents": json.Number("2498")}
@@ -88,14 +94,21 @@ func (h *mandateHarness) create(l limits, key ed25519.PrivateKey, expires time.T
 // returns the intents taken by state, and the refusals by code.
 func (h *mandateHarness) purchaseAll(mandateID string, n int, solution string) (map[intentd.State][]string, map[string]int) {
 	h.t.Helper()
+	return purchaseThrough([]*mandateHarness{h}, mandateID, n, solution)
+}
+
+// purchaseThrough is purchaseAll with the purchases sent through each of hs in turn,
+// as to the members of a cluster.
+func purchaseThrough(hs []*mandateHarness, mandateID string, n int, solution string) (map[intentd.State][]string, map[string]int) {
+	hs[0].t.Helper()
 	var mu sync.Mutex
 	var taken []string
 	refused := map[string]int{}
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
 			id := uuid.NewString()
-			err := h.e.Purchase(context.Background(), mandateID, intentd.Purchase{IntentID: id, Solution: solution}, nil)
+			err := hs[i%len(hs)].e.Purchase(context.Background(), mandateID, intentd.Purchase{IntentID: id, Solution: solution}, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -107,8 +120,8 @@ func (h *mandateHarness) purchaseAll(mandateID string, n int, solution string) (
 	}
 	wg.Wait()
 	byState := map[intentd.State][]string{}
-	for _, id := range taken {
-		st := h.waitTerminal(id)
+	for i, id := range taken {
+		st := hs[i%len(hs)].waitTerminal(id)
 		byState[st.State] = append(byState[st.State], id)
 	}
 	return byState, refused
@@ -144,50 +157,65 @@ func (h *mandateHarness) mandateStatus(id string) intentd.MandateStatus {
 // every other one fails naming the limit or is refused once the mandate is exhausted,
 // and the totals are the successes'.
 func TestMandateLimits(t *testing.T) {
-	tests := []struct {
-		name      string
-		l         limits
-		successes int
-		names     string // what every failure names
-		state     intentd.MandateState
-	}{
-		{"budget", limits{maxPrice: 3000, budget: 5000, maxPurchases: 100, perWeek: 100}, 2, "parameters.budget_cents", intentd.MandateActive},
-		{"count", limits{maxPrice: 3000, budget: 100000, maxPurchases: 2, perWeek: 100}, 2, "parameters.max_purchases", intentd.MandateExhausted},
-		{"week", limits{maxPrice: 3000, budget: 100000, maxPurchases: 100, perWeek: 3}, 3, "parameters.per_week", intentd.MandateActive},
-	}
 	eachStore(t, func(t *testing.T, backend storetest.Backend) {
-		for _, tt := range tests {
+		for _, tt := range limitCases {
 			t.Run(tt.name, func(t *testing.T) {
 				h := newMandateHarness(t, backend, withProver)
 				id := h.create(tt.l, h.key, time.Now().Add(time.Hour))
 				byState, refused := h.purchaseAll(id, 20, "M-2498")
 				h.verifyPurchases(id, byState)
-				if got := len(byState[intentd.StateSuccess]); got != tt.successes {
-					t.Fatalf("%d successes, want %d (%v, refused %v)", got, tt.successes, byState, refused)
-				}
-				for _, fid := range byState[intentd.StateFailure] {
-					if st := h.status(fid); !strings.Contains(st.Reason, tt.names) || st.MandateID != id {
-						t.Errorf("failure %s: %q (mandate %q), want it to name %s", fid, st.Reason, st.MandateID, tt.names)
-					}
-				}
-				for code, n := range refused {
-					if code != intentd.CodeMandateExhausted {
-						t.Errorf("%d purchases refused with %s", n, code)
-					}
-				}
-				if n := len(byState[intentd.StateSuccess]) + len(byState[intentd.StateFailure]) + refused[intentd.CodeMandateExhausted]; n != 20 {
-					t.Errorf("%d purchases accounted for, want 20: %v %v", n, byState, refused)
-				}
-				st := h.mandateStatus(id)
-				if st.Spent != int64(2498*tt.successes) || st.Purchases != int64(tt.successes) || st.Status != tt.state {
-					t.Fatalf("status %+v, want spent %d in %d purchases, %s", st, 2498*tt.successes, tt.successes, tt.state)
-				}
-				if len(st.Intents) != len(byState[intentd.StateSuccess])+len(byState[intentd.StateFailure]) {
-					t.Errorf("status lists %d intents, %d were taken", len(st.Intents), len(byState[intentd.StateSuccess])+len(byState[intentd.StateFailure]))
-				}
+				h.checkLimit(id, byState, refused, tt.successes, tt.names, tt.state)
 			})
 		}
 	})
+}
+
+// limitCases are a mandate under each of its limits in turn, for twenty purchases of a
+// t-shirt of 24.98: the successes the limit allows, what the failures name, and the
+// state the mandate ends in.
+var limitCases = []struct {
+	name      string
+	l         limits
+	successes int
+	names     string
+	state     intentd.MandateState
+}{
+	{"budget", limits{maxPrice: 3000, budget: 5000, maxPurchases: 100, perWeek: 100}, 2, "parameters.budget_cents", intentd.MandateActive},
+	{"count", limits{maxPrice: 3000, budget: 100000, maxPurchases: 2, perWeek: 100}, 2, "parameters.max_purchases", intentd.MandateExhausted},
+	{"week", limits{maxPrice: 3000, budget: 100000, maxPurchases: 100, perWeek: 3}, 3, "parameters.per_week", intentd.MandateActive},
+}
+
+// checkLimit checks the end of twenty purchases under one limit: the successes it
+// allows, every failure naming it, every refusal one of an exhausted mandate, and the
+// totals the successes'.
+func (h *mandateHarness) checkLimit(id string, byState map[intentd.State][]string, refused map[string]int,
+	successes int, names string, state intentd.MandateState) {
+	t := h.t
+	t.Helper()
+	if got := len(byState[intentd.StateSuccess]); got != successes {
+		t.Fatalf("%d successes, want %d (%v, refused %v)", got, successes, byState, refused)
+	}
+	for _, fid := range byState[intentd.StateFailure] {
+		if st := h.status(fid); !strings.Contains(st.Reason, names) || st.MandateID != id {
+			t.Errorf("failure %s: %q (mandate %q), want it to name %s", fid, st.Reason, st.MandateID, names)
+		}
+	}
+	for code, n := range refused {
+		if code != intentd.CodeMandateExhausted {
+			t.Errorf("%d purchases refused with %s", n, code)
+		}
+	}
+	decided := len(byState[intentd.StateSuccess]) + len(byState[intentd.StateFailure])
+	if n := decided + refused[intentd.CodeMandateExhausted]; n != 20 {
+		t.Errorf("%d purchases accounted for, want 20: %v %v", n, byState, refused)
+	}
+	st := h.mandateStatus(id)
+	if st.Spent != int64(2498*successes) || st.Purchases != int64(successes) || st.Status != state {
+		t.Fatalf("status %+v, want spent %d in %d purchases, %s", st, 2498*successes, successes, state)
+	}
+	if len(st.Intents) != decided {
+		t.Errorf("status lists %d intents, %d were taken", len(st.Intents), decided)
+	}
 }
 
 // verifyPurchases checks the proof of every purchase decided: it verifies offline,
