@@ -126,7 +126,7 @@ func (e *Engine) mandateWithPolicy(ctx context.Context, id string) (*mandateReco
 	if err != nil {
 		return nil, nil, mandateParts{}, err
 	}
-	p, err := e.Policy(ctx, rec.PolicyID)
+	p, err := e.mandatePolicy(ctx, rec.PolicyID)
 	if err != nil {
 		return nil, nil, mandateParts{}, err
 	}
@@ -135,6 +135,26 @@ func (e *Engine) mandateWithPolicy(ctx context.Context, id string) (*mandateReco
 		return nil, nil, mandateParts{}, intentd.Internal("read mandate: %w", err)
 	}
 	return rec, p, parts, nil
+}
+
+// mandatePolicy is a mandate's policy: the stored one, or, once it is deleted, the
+// bytecode kept for proofs, so that the mandate's status and the decisions of the
+// purchases it took before still read it. A purchase of a deleted policy is refused
+// when its intent is created.
+func (e *Engine) mandatePolicy(ctx context.Context, id string) (*policy.Policy, error) {
+	p, err := e.Policy(ctx, id)
+	if intentd.ErrorCode(err) != intentd.CodePolicyNotFound {
+		return p, err
+	}
+	bytecode, berr := e.store.PolicyBytecode(ctx, id)
+	if berr != nil {
+		return nil, err
+	}
+	p, derr := policy.Decode(bytecode)
+	if derr != nil {
+		return nil, intentd.Internal("decode policy bytecode: %w", fmt.Errorf("%s: %w", id, derr))
+	}
+	return p, nil
 }
 
 // Purchase takes a purchase under a mandate: the mandate lists its intent (refusing it
@@ -152,6 +172,13 @@ func (e *Engine) Purchase(ctx context.Context, rawID string, pu intentd.Purchase
 	}
 	rec, p, parts, err := e.mandateWithPolicy(ctx, rawID)
 	if err != nil {
+		return err
+	}
+	if _, err := e.Policy(ctx, rec.PolicyID); err != nil {
+		if intentd.ErrorCode(err) == intentd.CodePolicyNotFound {
+			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound,
+				"mandate %s names policy %s, which was deleted: it takes no purchase", rec.ID, rec.PolicyID)
+		}
 		return err
 	}
 	if err := e.checkPurchaser(rec, p, parts, by); err != nil {

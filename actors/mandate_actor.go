@@ -155,7 +155,7 @@ func (a *mandateActor) take(r *mandateRecord, m mTake) (bool, any, error) {
 	if r.purchase(m.intentID) != nil {
 		return false, nil, nil
 	}
-	p, err := a.e.Policy(a.e.ctx, r.PolicyID)
+	p, err := a.e.mandatePolicy(a.e.ctx, r.PolicyID)
 	if err != nil {
 		return false, nil, err
 	}

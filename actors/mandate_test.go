@@ -271,6 +271,21 @@ func TestMandateStates(t *testing.T) {
 			clock.advance(time.Hour)
 			h.wantRefused(id, intentd.MandateExpired)
 		})
+		t.Run("policy deleted", func(t *testing.T) {
+			h := newMandateHarness(t, backend, nil)
+			id := h.create(limits{3000, 5000, 10, 10}, h.key, time.Now().Add(time.Hour))
+			if byState, _ := h.purchaseAll(id, 1, "M-2498"); len(byState[intentd.StateSuccess]) != 1 {
+				t.Fatalf("the purchase before the delete: %v", byState)
+			}
+			if err := h.e.DeletePolicy(context.Background(), h.policyID); err != nil {
+				t.Fatal(err)
+			}
+			if st := h.mandateStatus(id); st.Status != intentd.MandateActive || st.Spent != 2498 {
+				t.Fatalf("status after the delete: %+v", st)
+			}
+			err := h.e.Purchase(context.Background(), id, intentd.Purchase{IntentID: uuid.NewString(), Solution: "M-2498"}, nil)
+			wantCode(t, err, intentd.KindInvalid, intentd.CodePolicyNotFound)
+		})
 		t.Run("exhausted", func(t *testing.T) {
 			h := newMandateHarness(t, backend, nil)
 			id := h.create(limits{3000, 5000, 1, 10}, h.key, time.Now().Add(time.Hour))

@@ -8,6 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/httpsig"
 
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/internal/secretfile"
@@ -23,14 +30,66 @@ func (c *cli) agent(args []string) error {
 	if len(args) > 0 {
 		c.enter(args[0])
 	}
-	if len(args) == 0 || args[0] != "keygen" {
-		fs := c.flags("agent")
-		if _, err := c.parse(fs, args); err != nil {
-			return err
-		}
-		return usagef("want keygen [-o FILE]")
+	switch {
+	case len(args) > 0 && args[0] == "keygen":
+		return c.agentKeygen(args[1:])
+	case len(args) > 0 && args[0] == "sign":
+		return c.agentSign(args[1:])
 	}
-	return c.agentKeygen(args[1:])
+	fs := c.flags("agent")
+	if _, err := c.parse(fs, args); err != nil {
+		return err
+	}
+	return usagef("want keygen [-o FILE] or sign URL BODY")
+}
+
+// agentSign prints the headers of an agent's signature of a POST of BODY to URL
+// (Content-Digest, Signature-Input, Signature), one per line, as curl's -H @FILE reads
+// them: a request signed by hand, for a client that cannot sign (docs/mandates.md).
+func (c *cli) agentSign(args []string) error {
+	flags := c.flags("agent sign")
+	key := flags.String("agent-key", "", "the agent's key file (intentctl agent keygen)")
+	tag := flags.String("agent-tag", "", "the tag of the signature, such as agent-payer-auth")
+	window := flags.Duration("window", 5*time.Minute, "how long the signature is valid, at most 8m")
+	pos, err := c.parse(flags, args)
+	if err != nil {
+		return err
+	}
+	if err := want(pos, 2, "URL BODY"); err != nil {
+		return err
+	}
+	if *key == "" {
+		return usagef("--agent-key FILE is required")
+	}
+	if *window <= 0 || *window > intentd.AgentSignatureMaxWindow {
+		return usagef("--window %s: want more than 0 and at most %s", *window, intentd.AgentSignatureMaxWindow)
+	}
+	priv, err := loadAgentKey(*key)
+	if err != nil {
+		return fmt.Errorf("--agent-key: %w", err)
+	}
+	body := []byte(pos[1])
+	if name, ok := strings.CutPrefix(pos[1], "@"); ok {
+		if body, err = os.ReadFile(name); err != nil {
+			return usagef("BODY %s: %v", pos[1], err)
+		}
+	}
+	target := pos[0]
+	if !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	req, err := http.NewRequest(http.MethodPost, target, nil)
+	if err != nil || req.URL.Host == "" {
+		return usagef("URL %q: want the request's URL, such as http://127.0.0.1:8080/mandates/ID/purchases", pos[0])
+	}
+	now := time.Now()
+	if err := httpsig.Sign(req, body, priv, httpsig.Params{Created: now, Expires: now.Add(*window), Tag: *tag}); err != nil {
+		return err
+	}
+	for _, h := range []string{"Content-Digest", "Signature-Input", "Signature"} {
+		fmt.Fprintf(c.stdout, "%s: %s\n", h, req.Header.Get(h))
+	}
+	return nil
 }
 
 // agentKeygen makes an agent's Ed25519 key pair: the private key for --agent-key, the

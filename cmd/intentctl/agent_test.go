@@ -3,11 +3,16 @@ package main
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/httpsig"
 
 	"github.com/intentd/intentd/crypto"
 )
@@ -88,8 +93,8 @@ func TestAgentKeygen(t *testing.T) {
 				// The key made before is the one still there.
 				agentKeyPair(t, "shopper.key")
 			}},
-		{name: "no subcommand", args: []string{"agent"}, code: exitUsage, stderr: `want keygen \[-o FILE\]\nusage: intentctl agent keygen \[-o FILE\]`},
-		{name: "an unknown subcommand", args: []string{"agent", "sign"}, code: exitUsage, stderr: `want keygen`},
+		{name: "no subcommand", args: []string{"agent"}, code: exitUsage, stderr: `want keygen \[-o FILE\] or sign URL BODY\nusage: intentctl agent keygen \[-o FILE\] \| sign URL BODY`},
+		{name: "an unknown subcommand", args: []string{"agent", "enroll"}, code: exitUsage, stderr: `want keygen`},
 		{name: "an argument", args: []string{"agent", "keygen", "extra.key"}, code: exitUsage, stderr: `want no arguments, got 1`},
 		{name: "help", args: []string{"agent", "keygen", "-h"}, code: exitOK, stdout: `^Usage: intentctl agent keygen \[-o FILE\]\n(?s).*-o string`},
 	} {
@@ -353,6 +358,56 @@ func TestAgentJourney(t *testing.T) {
 	for _, st := range steps {
 		if !t.Run(st.name, func(t *testing.T) { j.run(t, st) }) {
 			t.FailNow() // later steps build on this one
+		}
+	}
+}
+
+// TestAgentSign prints the headers of a signature of a purchase, which, set on the
+// request curl would send, verify as the server verifies them; and refuses what
+// cannot be signed.
+func TestAgentSign(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if r := runCLI(t, "http://127.0.0.1:1", "agent", "keygen", "-o", "shopper.key"); r.code != exitOK {
+		t.Fatalf("agent keygen: %d %s", r.code, r.stderr)
+	}
+	body := `{"intent_id":"5f0c6a52-3b1e-4a7e-9a51-1b2b8a3c4d5e","solution":"https://shop.example/products/tshirt-navy-m"}`
+	if err := os.WriteFile("body.json", []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "localhost:8080/mandates/0b6f8f0e-8f59-4b5e-9a51-1b2b8a3c4d5e/purchases"
+	for _, arg := range []string{body, "@body.json"} {
+		r := runCLI(t, "http://127.0.0.1:1", "agent", "sign", "--agent-key", "shopper.key", "--agent-tag", "agent-payer-auth", url, arg)
+		if r.code != exitOK {
+			t.Fatalf("agent sign %s: %d %s", arg, r.code, r.stderr)
+		}
+		req := httptest.NewRequest("POST", "http://"+url, strings.NewReader(body))
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			name, value, ok := strings.Cut(line, ": ")
+			if !ok {
+				t.Fatalf("line %q is not a header", line)
+			}
+			req.Header.Add(name, value)
+		}
+		v, err := httpsig.Verify(req, []byte(body), time.Now(), httpsig.Options{MaxWindow: intentd.AgentSignatureMaxWindow, Skew: intentd.AgentSignatureSkew})
+		if err != nil {
+			t.Fatalf("the printed signature does not verify: %v\n%s", err, r.stdout)
+		}
+		if _, pub := agentKeyPair(t, "shopper.key"); v.KeyID != pub || v.Tag != "agent-payer-auth" {
+			t.Fatalf("signed by %s tag %q, want %s", v.KeyID, v.Tag, pub)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "sign", url, body}, "--agent-key FILE is required"},
+		{[]string{"agent", "sign", "--agent-key", "shopper.key", url}, "want URL BODY"},
+		{[]string{"agent", "sign", "--agent-key", "shopper.key", "--window", "9m", url, body}, "at most 8m"},
+		{[]string{"agent", "sign", "--agent-key", "shopper.key", url, "@missing.json"}, "missing.json"},
+	} {
+		if r := runCLI(t, "http://127.0.0.1:1", tt.args...); r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tt.args, r.code, r.stderr, tt.want)
 		}
 	}
 }

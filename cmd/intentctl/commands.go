@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/client"
@@ -348,6 +349,15 @@ func (c *cli) verify(args []string) error {
 			delegated = "delegated to by the author, who listed its key in the intent"
 		}
 		fmt.Fprintf(w, "  agent      %s%s, signed the proposal to %s; %s\n", a.Key, tagged(a.Tag), a.Authority, delegated)
+	}
+	if m := rep.Mandate; m != nil {
+		signer := m.Authorship
+		if m.AuthorKey != "" {
+			signer += " " + m.AuthorKey
+		}
+		fmt.Fprintf(w, "  mandate    %s, signed %s, until %s\n", m.ID, signer, m.ExpiresAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  decided    %s against spent %d in %d purchase(s) (this period: %d in %d); amount %d\n",
+			m.DecidedAt.UTC().Format(time.RFC3339Nano), m.Spent, m.Purchases, m.PeriodSpent, m.PeriodPurchases, m.Amount)
 	}
 	trust := "trusted (given with --key)"
 	if !rep.KeyTrusted {

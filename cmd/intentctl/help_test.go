@@ -26,11 +26,14 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"log", "-h"}, []string{"Usage: intentctl log watch", "list their flags"}},
 		{[]string{"intent", "-h"}, []string{"Usage: intentctl intent new"}},
 		{[]string{"agent", "keygen", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE]\n", "FILE.pub goes in the intent's agents parameter", "-o string", "intentctl-agent.key"}},
-		{[]string{"agent", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE]\n", "to sign proposals with"}},
+		{[]string{"agent", "-h"}, []string{"Usage: intentctl agent keygen [-o FILE] | sign URL BODY\n", "to sign proposals with"}},
+		{[]string{"agent", "sign", "-h"}, []string{"Usage: intentctl agent sign URL BODY --agent-key FILE", "curl -H @FILE", "-agent-key string", "-window duration"}},
+		{[]string{"mandate", "create", "-h"}, []string{"Usage: intentctl mandate create --policy ID", "-expires string", "-key string"}},
+		{[]string{"mandate", "purchase", "-h"}, []string{"Usage: intentctl mandate purchase ID SOLUTION", "-agent-key string", "-intent-id string"}},
 		{[]string{"propose", "-h"}, []string{"Usage: intentctl propose ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "intentctl agent keygen", "-agent-tag string"}},
 		{[]string{"mcp", "-h"}, []string{"Usage: intentctl mcp [--agent-key FILE [--agent-tag TAG]]\n", "-agent-key string", "-agent-tag string"}},
 		{[]string{"--version"}, []string{"intentctl ", runtime.Version() + ")\n"}},
-		{[]string{"help"}, []string{"  propose  ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "  mcp      [--agent-key FILE", "  agent    keygen [-o FILE]\n", "to sign proposals with"}},
+		{[]string{"help"}, []string{"  propose  ID SOLUTION [--agent-key FILE [--agent-tag TAG]]\n", "  mcp      [--agent-key FILE", "  agent    keygen [-o FILE] | sign URL BODY\n", "to sign proposals with"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

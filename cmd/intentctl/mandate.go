@@ -141,7 +141,7 @@ func (c *cli) mandateStatus(args []string) error {
 	fmt.Fprintf(c.stdout, "%s %s  spent %d in %d purchase(s)  until %s\n", st.MandateID, st.Status, st.Spent, st.Purchases,
 		st.ExpiresAt.UTC().Format(time.RFC3339))
 	if p := st.Period; p != nil {
-		fmt.Fprintf(c.stdout, "    this %s (from %s): spent %d in %d purchase(s)\n", p.Unit, p.Start.UTC().Format(time.DateOnly), p.Spent, p.Purchases)
+		fmt.Fprintf(c.stdout, "    this %s (from %s): spent %d in %d purchase(s)\n", p.Unit, p.Start.UTC().Format(time.RFC3339), p.Spent, p.Purchases)
 	}
 	if st.RevokedAt != nil {
 		fmt.Fprintf(c.stdout, "    revoked at %s\n", st.RevokedAt.UTC().Format(time.RFC3339))
