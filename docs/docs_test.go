@@ -12,7 +12,7 @@ import (
 
 // documents are run in this order, each against a server of its own: the order a new
 // user reads them in.
-var documents = []string{"README.md", "docs/cli.md", "docs/api.md"}
+var documents = []string{"README.md", "docs/cli.md", "docs/api.md", "docs/mandates.md"}
 
 // commandAliases are the spellings of the documents that mean the binaries the test
 // built from the same source: `go run ./cmd/intentctl` compiles what is on PATH here.
@@ -72,8 +72,14 @@ type run struct {
 
 func newRun(t *testing.T, root, bin string) *run {
 	work := t.TempDir()
-	// The walk-throughs run from a clone's root, where examples/ is.
+	// The walk-throughs run from a clone's root, where examples/ and docs/examples/ are.
 	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(work, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "docs", "examples"), filepath.Join(work, "docs", "examples")); err != nil {
 		t.Fatal(err)
 	}
 	r := &run{t: t, root: root, bin: bin, b: bindings{}}

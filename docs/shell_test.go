@@ -27,6 +27,7 @@ type shell struct {
 	env   []string
 	last  int
 	addr  string // the server's host:port, put back to 8080 in output
+	url   string // the server's URL, INTENTCTL_SERVER of every command
 }
 
 func newShell(t *testing.T, dir, bin string) *shell {
@@ -53,14 +54,18 @@ func newShell(t *testing.T, dir, bin string) *shell {
 }
 
 func (sh *shell) setServer(s *server) {
-	sh.addr = s.addr
-	sh.env = append(sh.env, "INTENTCTL_SERVER="+s.url)
+	sh.addr, sh.url = s.addr, s.url
 }
 
 // script wraps a command so that it sees the variables and `$?` the last one left, and
-// leaves its own for the next.
+// leaves its own for the next. The server's address is set after the variables: those
+// a command before a restart left name the server before it.
 func (sh *shell) script(cmd string) string {
-	return fmt.Sprintf("set -a\n. %q\n(exit %d)\n%s\n__doctest_rc=$?\nexport -p > %q\nexit $__doctest_rc\n", sh.state, sh.last, cmd, sh.state)
+	server := ""
+	if sh.url != "" {
+		server = fmt.Sprintf("export INTENTCTL_SERVER=%q\n", sh.url)
+	}
+	return fmt.Sprintf("set -a\n. %q\n%s(exit %d)\n%s\n__doctest_rc=$?\nexport -p > %q\nexit $__doctest_rc\n", sh.state, server, sh.last, cmd, sh.state)
 }
 
 func (sh *shell) command(ctx context.Context, cmd string) *exec.Cmd {

@@ -3,6 +3,7 @@ package proof
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -96,6 +97,8 @@ func checkMandate(w *bundleWire, p *policy.Policy, in intentd.Intent, ev map[str
 		report.Notes = append(report.Notes, "the mandate is unsigned: nobody is shown to have authorized its purchases")
 	}
 	if report.Authorship == "Unsigned" {
+		// The intent of a purchase is unsigned by design: its authority is the mandate's.
+		report.Notes = slices.DeleteFunc(report.Notes, func(n string) bool { return n == noteUnsignedIntent })
 		report.Notes = append(report.Notes, "the intent is a purchase under the mandate: its authority is the mandate's signature, not its own")
 	}
 	report.Mandate = mr

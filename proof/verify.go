@@ -255,6 +255,9 @@ func loadPolicy(bytecode []byte, r *crypto.Receipt) (*policy.Policy, error) {
 	return p, nil
 }
 
+// noteUnsignedIntent is the note of an unsigned intent.
+const noteUnsignedIntent = "the intent is unsigned: nobody is shown to have authorized it"
+
 // checkIntent decodes the authored intent, checks its id and policy id against the
 // receipt and its authorship, and reports the authorship's form.
 func checkIntent(raw json.RawMessage, r *crypto.Receipt, report *VerifyReport) (intentd.Intent, error) {
@@ -284,7 +287,7 @@ func checkIntent(raw json.RawMessage, r *crypto.Receipt, report *VerifyReport) (
 	report.Authorship, report.AuthorKey = describeAuthorship(authored.Authorship)
 	switch report.Authorship {
 	case "Unsigned":
-		report.Notes = append(report.Notes, "the intent is unsigned: nobody is shown to have authorized it")
+		report.Notes = append(report.Notes, noteUnsignedIntent)
 	case "Passkey", "Multisig":
 		report.Notes = append(report.Notes, "passkey signatures were checked over the intent; their origin and relying party "+
 			"were checked by the service at submission, not here")

@@ -214,6 +214,9 @@ func printOutcome(w io.Writer, prefix string, st *client.IntentStatus) {
 	if a := st.Agent; a != nil {
 		fmt.Fprintf(w, "    agent %s%s\n", a.Key, tagged(a.Tag))
 	}
+	if st.MandateID != "" {
+		fmt.Fprintf(w, "    mandate %s\n", st.MandateID)
+	}
 	// A constraint failure's reason repeats the constraints listed below it.
 	if st.Reason != "" && len(st.Failures) == 0 {
 		fmt.Fprintf(w, "    reason: %s\n", st.Reason)
@@ -347,6 +350,9 @@ func (c *cli) verify(args []string) error {
 		delegated := "the intent delegates to no agent in particular"
 		if a.Delegated {
 			delegated = "delegated to by the author, who listed its key in the intent"
+			if rep.Mandate != nil {
+				delegated = "delegated to by the mandate's author, who listed its key in the mandate"
+			}
 		}
 		fmt.Fprintf(w, "  agent      %s%s, signed the proposal to %s; %s\n", a.Key, tagged(a.Tag), a.Authority, delegated)
 	}
