@@ -129,7 +129,10 @@ func (s *Server) handlePostRevocation(w http.ResponseWriter, r *http.Request, ps
 }
 
 // DecodeAuthoredMandate decodes the body of POST /mandates strictly: exactly
-// {"mandate": Mandate, "authorship": Authorship}.
+// {"mandate": Mandate, "authorship": Authorship}. Text that is not JSON is KindInvalid
+// (invalid_json); an authorship that does not decode is KindUnprocessable
+// (malformed_authorship); anything else it refuses, of the body or of the mandate
+// (intentd.DecodeMandate), is KindUnprocessable (invalid_mandate), named in the message.
 func DecodeAuthoredMandate(body []byte) (intentd.MandateSubmission, error) {
 	raw, auth, err := authoredBody(body, "mandate", intentd.CodeInvalidMandate)
 	if err != nil {
@@ -143,7 +146,10 @@ func DecodeAuthoredMandate(body []byte) (intentd.MandateSubmission, error) {
 }
 
 // DecodeAuthoredRevocation decodes the body of POST /mandates/{id}/revocation
-// strictly: exactly {"revocation": {"mandate_id": id}, "authorship": Authorship}.
+// strictly: exactly {"revocation": {"mandate_id": id}, "authorship": Authorship}, id in
+// any case. Text that is not JSON is KindInvalid (invalid_json); an authorship that does
+// not decode is KindUnprocessable (malformed_authorship); anything else it refuses, a
+// revocation of another mandate among them, is KindUnprocessable (invalid_revocation).
 func DecodeAuthoredRevocation(body []byte, id string) (intentd.Revocation, error) {
 	raw, auth, err := authoredBody(body, "revocation", intentd.CodeInvalidRevocation)
 	if err != nil {
@@ -190,7 +196,8 @@ func authoredBody(body []byte, name, code string) (json.RawMessage, crypto.Autho
 
 // DecodePurchase decodes the body of POST /mandates/{id}/purchases strictly: exactly
 // {"intent_id": string, "solution": string}. Whether the id is a UUID and the
-// solution fits is the engine's to say.
+// solution fits is the engine's to say. Text that is not JSON is KindInvalid
+// (invalid_json); anything else it refuses is KindUnprocessable (invalid_purchase).
 func DecodePurchase(body []byte) (intentd.Purchase, error) {
 	ms, err := bodyMembers(body, "body", intentd.CodeInvalidPurchase, `a purchase has exactly "intent_id" and "solution"`)
 	if err != nil {

@@ -20,8 +20,8 @@ const mcpMaxWait = 60 * time.Second
 // newMCPHandler is the MCP endpoint over the server's engine (docs/agents.md). The
 // route's chain has checked the token and the read role already; with tokens, the
 // SDK's bearer middleware then hands the token's roles to the tools, each of which
-// checks its own (propose for preview_solution and propose_solution). Tokens carry no
-// expiry here, hence AllowMissingExpiration.
+// checks its own (propose for preview_solution, propose_solution and purchase).
+// Tokens carry no expiry here, hence AllowMissingExpiration.
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcpserver.New(mcpBackend{mcpserver.LocalFromInfo(s.engine, s.opts.Info), s}, mcpserver.Options{
 		Version:      APIVersion,

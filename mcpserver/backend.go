@@ -35,6 +35,14 @@ type Backend interface {
 	Proof(ctx context.Context, id string) (json.RawMessage, error)
 	// PublicKey returns the key the server signs receipts with.
 	PublicKey(ctx context.Context) (ed25519.PublicKey, error)
+	// Mandate returns a stored mandate with its authorship: get_mandate reads the
+	// mandate's policy and attrs from it, which its status does not carry.
+	Mandate(ctx context.Context, id string) (*intentd.AuthoredMandate, error)
+	// MandateStatus returns a mandate's state and running totals.
+	MandateStatus(ctx context.Context, id string) (*intentd.MandateStatus, error)
+	// Purchase creates the intent intentID under the mandate and proposes solution for
+	// it, in one step; the same purchase sent again is answered as the first was.
+	Purchase(ctx context.Context, mandateID, intentID, solution string) error
 }
 
 // deadliner is what an engine offers when it can tell an intent's deadline, which the
@@ -149,6 +157,59 @@ func (l *local) PublicKey(context.Context) (ed25519.PublicKey, error) {
 	return l.pub, nil
 }
 
+// mandates is the engine's engine of mandates: an engine that keeps none refuses
+// get_mandate and purchase with not_found and says so, as the HTTP routes of mandates
+// answer over such an engine.
+func (l *local) mandates() (intentd.MandateEngine, error) {
+	me, ok := l.e.(intentd.MandateEngine)
+	if !ok {
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeNotFound,
+			"this server's engine keeps no mandates: get_mandate and purchase have none to act on")
+	}
+	return me, nil
+}
+
+// Mandate decodes the engine's AuthoredMandate, as the client decodes GET
+// /mandates/{id}, so that both backends hand the tools one form.
+func (l *local) Mandate(ctx context.Context, id string) (*intentd.AuthoredMandate, error) {
+	me, err := l.mandates()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := me.GetMandate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var am intentd.AuthoredMandate
+	if err := json.Unmarshal(raw, &am); err != nil {
+		return nil, intentd.Internal("read stored mandate: %w", err)
+	}
+	return &am, nil
+}
+
+func (l *local) MandateStatus(ctx context.Context, id string) (*intentd.MandateStatus, error) {
+	me, err := l.mandates()
+	if err != nil {
+		return nil, err
+	}
+	st, err := me.MandateStatus(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Purchase passes no agent's signature, as Propose passes none: the engine's tools
+// hold no agent's key, so a mandate that delegates to agents refuses the purchase with
+// agent_signature_required, which the tool words as guidance.
+func (l *local) Purchase(ctx context.Context, mandateID, intentID, solution string) error {
+	me, err := l.mandates()
+	if err != nil {
+		return err
+	}
+	return me.Purchase(ctx, mandateID, intentd.Purchase{IntentID: intentID, Solution: solution}, nil)
+}
+
 // reread converts a value of the engine to the client's form of it through its JSON,
 // the one form both agree on.
 func reread[T any](v any) (*T, error) {
@@ -169,7 +230,9 @@ type remote struct {
 }
 
 // Remote is the Backend of the server c speaks to. The deadline of an intent comes
-// from the server's GET /intents/{id}/timeline, as the server's clock has it.
+// from the server's GET /intents/{id}/timeline, as the server's clock has it. The
+// mandate's calls are the client's own: Purchase signs its request with c.AgentKey
+// when c has one, as Propose does.
 func Remote(c *client.Client) Backend {
 	return remote{c}
 }

@@ -4,7 +4,10 @@
 // policy that decides), preview_solution (what a proposal of a candidate would
 // decide, with nothing spent), propose_solution (the one proposal), await_outcome (the
 // decision, waited for) and get_proof (the proof bundle, checked here under the
-// server's key).
+// server's key). Under a mandate, a person's one signed authorization for many
+// purchases under a budget, get_mandate tells its limits, its totals and what remains,
+// and purchase makes one purchase: an intent of the mandate's, proposed to at once,
+// which await_outcome and get_proof then follow as any other.
 //
 // The tools run over a Backend: Local, an engine in the same process (intentd serves
 // it at /mcp on the streamable HTTP transport), or Remote, an intentd server reached

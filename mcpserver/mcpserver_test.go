@@ -256,12 +256,18 @@ func TestTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"await_outcome", "get_intent", "get_proof", "preview_solution", "propose_solution"}; !slices.Equal(names, want) {
+	if want := []string{"await_outcome", "get_intent", "get_mandate", "get_proof", "preview_solution", "propose_solution", "purchase"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %q, want %q", names, want)
 	}
 	for _, tool := range res.Tools {
 		if tool.Name == "propose_solution" && !strings.Contains(tool.Description, "ONCE") {
 			t.Errorf("propose_solution's description does not warn that it is made once: %q", tool.Description)
+		}
+		if tool.Name == "purchase" && !strings.Contains(tool.Description, "WARNING") {
+			t.Errorf("purchase's description does not warn that it is final: %q", tool.Description)
+		}
+		if tool.Name == "get_mandate" && !strings.Contains(tool.Description, "ONLY for an int parameter named exactly budget_cents") {
+			t.Errorf("get_mandate's description does not say which parameter remaining_cents is computed for: %q", tool.Description)
 		}
 	}
 }

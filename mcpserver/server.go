@@ -90,7 +90,10 @@ const instructions = "intentd holds intents: a person's signed request (buy a na
 	"policy, a list of constraints on evidence about a solution. Each intent takes exactly ONE proposal, which is final. " +
 	"Call get_intent first to learn the attrs and what evidence the policy reads; call preview_solution on each " +
 	"candidate, as often as needed within its limit, since previews spend nothing; then call propose_solution once, " +
-	"with a candidate whose preview succeeded; then await_outcome, and get_proof for the signed receipt."
+	"with a candidate whose preview succeeded; then await_outcome, and get_proof for the signed receipt. " +
+	"Under a mandate (one signed authorization for many purchases under a budget) there is no intent to read first: " +
+	"call get_mandate for its limits and what remains, then purchase once per item, then await_outcome with the " +
+	"purchase's intent_id."
 
 // MCP returns the SDK's server, to connect to any transport (Run with an
 // mcp.StdioTransport, say).
@@ -285,6 +288,7 @@ func (s *Server) addTools() {
 			"processing; no_proof when none will come (expired, or no evidence could be had).",
 		Annotations: readOnly,
 	}, guarded(s, roleRead, s.getProof))
+	s.addMandateTools(readOnly)
 }
 
 // guarded checks the role of a tool's caller and turns the tool's errors into tool
@@ -340,6 +344,9 @@ type ToolError struct {
 	Code              string `json:"code"`
 	Message           string `json:"message"`
 	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
+	// IntentID is, on a refused purchase, the id of the intent it named (made by the
+	// tool when the call named none), with which the same purchase is sent again.
+	IntentID string `json:"intent_id,omitempty"`
 }
 
 func (e *ToolError) Error() string {
@@ -359,9 +366,9 @@ func (s *Server) toolError(tool string, err error) error {
 	}
 	if e.Kind == intentd.KindInternal {
 		s.log.Error("tool failed", "tool", tool, "err", err)
-		return &ToolError{Code: intentd.CodeInternal, Message: "internal error"}
+		return &ToolError{Code: intentd.CodeInternal, Message: "internal error", IntentID: refusedIntent(err)}
 	}
-	te := &ToolError{Code: e.Code, Message: e.Message}
+	te := &ToolError{Code: e.Code, Message: e.Message, IntentID: refusedIntent(err)}
 	if e.Kind == intentd.KindBusy {
 		te.RetryAfterSeconds = 1
 	}
@@ -396,13 +403,9 @@ func (s *Server) getIntent(ctx context.Context, in intentArgs) (*IntentInfo, err
 	if err != nil {
 		return nil, intentd.Internal("read stored intent: %w", err)
 	}
-	text, err := s.b.Policy(ctx, intent.PolicyID)
+	pv, err := s.readPolicy(ctx, intent.PolicyID)
 	if err != nil {
 		return nil, err
-	}
-	p, err := policy.Compile(text)
-	if err != nil {
-		return nil, intentd.Internal("compile the policy's canonical text: %w", err)
 	}
 	st, err := s.b.Status(ctx, intent.ID)
 	if err != nil {
@@ -411,26 +414,15 @@ func (s *Server) getIntent(ctx context.Context, in intentArgs) (*IntentInfo, err
 	info := &IntentInfo{
 		IntentID:   intent.ID,
 		Status:     string(st.State),
-		Attrs:      map[string]any{},
+		Attrs:      plainAttrs(intent.Attrs),
 		PolicyID:   intent.PolicyID,
-		PolicyName: p.Name(),
-		Policy:     text,
-		Parameters: []FieldInfo{},
-		Evidence:   []FieldInfo{},
+		PolicyName: pv.name,
+		Policy:     pv.text,
+		Parameters: pv.params,
+		Evidence:   pv.evidence,
 	}
 	if st.Proposal != nil {
 		info.Proposal = st.Proposal.Solution
-	}
-	if intent.Attrs != nil {
-		for name, v := range *intent.Attrs {
-			info.Attrs[name] = plain(v)
-		}
-	}
-	for _, prm := range p.Parameters() {
-		info.Parameters = append(info.Parameters, FieldInfo{Name: prm.Name, Type: prm.Type.String(), Optional: prm.Optional})
-	}
-	for _, f := range p.EvidenceSchema() {
-		info.Evidence = append(info.Evidence, FieldInfo{Name: f.Name, Type: f.Type.String()})
 	}
 	if st.State == intentd.StateOpen {
 		if d, ok, err := s.b.Deadline(ctx, intent.ID); err != nil {
@@ -440,6 +432,47 @@ func (s *Server) getIntent(ctx context.Context, in intentArgs) (*IntentInfo, err
 		}
 	}
 	return info, nil
+}
+
+// policyView is what an agent reads of a policy: its name, its canonical text, its
+// parameters and the evidence fields it reads.
+type policyView struct {
+	name, text       string
+	params, evidence []FieldInfo
+}
+
+// readPolicy reads a policy as get_intent and get_mandate show it, alike: the
+// parameters and evidence are the compiled policy's, so that they are the ones the
+// text declares.
+func (s *Server) readPolicy(ctx context.Context, id string) (policyView, error) {
+	text, err := s.b.Policy(ctx, id)
+	if err != nil {
+		return policyView{}, err
+	}
+	p, err := policy.Compile(text)
+	if err != nil {
+		return policyView{}, intentd.Internal("compile the policy's canonical text: %w", err)
+	}
+	v := policyView{name: p.Name(), text: text, params: []FieldInfo{}, evidence: []FieldInfo{}}
+	for _, prm := range p.Parameters() {
+		v.params = append(v.params, FieldInfo{Name: prm.Name, Type: prm.Type.String(), Optional: prm.Optional})
+	}
+	for _, f := range p.EvidenceSchema() {
+		v.evidence = append(v.evidence, FieldInfo{Name: f.Name, Type: f.Type.String()})
+	}
+	return v, nil
+}
+
+// plainAttrs is attrs as plain JSON by name (see plain); empty, never nil, for none,
+// so that the output always has the member.
+func plainAttrs(a *policy.Attrs) map[string]any {
+	out := map[string]any{}
+	if a != nil {
+		for name, v := range *a {
+			out[name] = plain(v)
+		}
+	}
+	return out
 }
 
 // plain is an attribute value as plain JSON: a number, a string, a boolean or an

@@ -15,14 +15,14 @@ import (
 // installs.
 const tsSDKVersion = "1.32.2"
 
-// tsFlow is an agent written against the official TypeScript SDK: it lists the tools
-// and runs the flow of TestFlow over the streamable HTTP transport, printing one JSON
-// object of what it saw.
+// tsFlow is an agent written against the official TypeScript SDK: it lists the tools,
+// runs the flow of TestFlow over the streamable HTTP transport and reads a mandate,
+// printing one JSON object of what it saw.
 const tsFlow = `
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [url, token, intentId, ...candidates] = process.argv.slice(2);
+const [url, token, intentId, mandateId, ...candidates] = process.argv.slice(2);
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: { headers: { Authorization: "Bearer " + token } },
 });
@@ -40,14 +40,16 @@ out.outcome = (await client.callTool({ name: "await_outcome", arguments: { inten
 out.verified = (await client.callTool({ name: "get_proof", arguments: { intent_id: intentId } })).structuredContent.verified;
 const second = await client.callTool({ name: "propose_solution", arguments: { intent_id: intentId, solution: passing } });
 out.second = second.isError ? JSON.parse(second.content[0].text).code : "accepted";
+const mandate = (await client.callTool({ name: "get_mandate", arguments: { mandate_id: mandateId } })).structuredContent;
+out.mandate = { status: mandate.status, remaining_cents: mandate.remaining_cents, budget_cents: mandate.attrs.budget_cents };
 console.log(JSON.stringify(out));
 await client.close();
 `
 
 // TestTypeScriptClient runs an agent on the official TypeScript SDK, which this project
 // did not write, against intentd's /mcp: the tools listed, previews of three
-// candidates, the proposal of the passing one, its outcome and its proof. The SDK is
-// installed from the npm registry into a temporary folder.
+// candidates, the proposal of the passing one, its outcome and its proof, and a
+// mandate read. The SDK is installed from the npm registry into a temporary folder.
 func TestTypeScriptClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: it installs the TypeScript SDK from the npm registry")
@@ -73,8 +75,8 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 
 	f := newFixture(t, nil)
-	id := f.submit(t)
-	run := exec.CommandContext(ctx, node, "agent.mjs", f.url+"/mcp", agentToken, id, overBudget, wrongColor, passing)
+	id, mandateID := f.submit(t), f.mandate(t, mandateSpec{})
+	run := exec.CommandContext(ctx, node, "agent.mjs", f.url+"/mcp", agentToken, id, mandateID, overBudget, wrongColor, passing)
 	run.Dir = dir
 	var stderr strings.Builder
 	run.Stderr = &stderr
@@ -89,13 +91,19 @@ func TestTypeScriptClient(t *testing.T) {
 		Outcome  string            `json:"outcome"`
 		Verified bool              `json:"verified"`
 		Second   string            `json:"second"`
+		Mandate  struct {
+			Status         string `json:"status"`
+			RemainingCents int    `json:"remaining_cents"`
+			BudgetCents    int    `json:"budget_cents"`
+		} `json:"mandate"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the TypeScript agent printed %s: %v", out, err)
 	}
-	if strings.Join(got.Tools, ",") != "await_outcome,get_intent,get_proof,preview_solution,propose_solution" ||
+	if strings.Join(got.Tools, ",") != "await_outcome,get_intent,get_mandate,get_proof,preview_solution,propose_solution,purchase" ||
 		got.Previews[passing] != "success" || got.Previews[overBudget] != "failure" || got.Previews[wrongColor] != "failure" ||
-		got.Proposed != "processing" || got.Outcome != "success" || !got.Verified || got.Second != "proposal_exists" {
+		got.Proposed != "processing" || got.Outcome != "success" || !got.Verified || got.Second != "proposal_exists" ||
+		got.Mandate.Status != "active" || got.Mandate.RemainingCents != budget || got.Mandate.BudgetCents != budget {
 		t.Fatalf("the TypeScript agent saw %s", out)
 	}
 }
