@@ -30,6 +30,17 @@ func delegatedPolicy(t *testing.T) string {
 	return string(b)
 }
 
+// mandatePolicy is docs/examples/mandate.policy: t-shirts for the demo catalog under a
+// mandate, with an amount (price and shipping) and a week's period, delegated to agents.
+func mandatePolicy(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "mandate.policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // delegatedIntent is an intent of the delegated policy for the demo catalog, delegating
 // to the agents of keys.
 func delegatedIntent(policyID string, keys ...string) (string, []byte) {
@@ -235,11 +246,7 @@ func TestDelegationOfNoKey(t *testing.T) {
 func TestMandatePolicyAlone(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil)
-	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "mandate.policy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.policy = s.putPolicy(string(src))
+	s.policy = s.putPolicy(mandatePolicy(t))
 	agent := newAgentKey(t)
 	id := uuid.NewString()
 	intent := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy"]}},"max_price_cents":{"Int":3000},"budget_cents":{"Int":5000},"max_purchases":{"Int":3},"per_week":{"Int":1},"agents":{"Set":{"String":[%q]}}}}}`,

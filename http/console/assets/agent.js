@@ -1,9 +1,11 @@
 // The agent check of a proof bundle, as proof.Verify's checkAgent makes it (proof/agent.go):
-// a version 3 receipt binds the RFC 9421 signature base its agent signed by its digest;
-// the bundle carries the base and the request's body. The base must hash to that digest
-// and carry the agent's Ed25519 signature, cover a POST to this intent's proposal route
-// whose content-digest is the body's, the body must be the proposal, and an intent
-// whose policy delegates must list the agent's key. The messages are Go's, word for word.
+// a version 3 receipt, or a version 4 one of a purchase an agent signed, binds the RFC
+// 9421 signature base its agent signed by its digest; the bundle carries the base and the
+// request's body. The base must hash to that digest and carry the agent's Ed25519
+// signature, cover a POST to this intent's proposal route (a purchase: its mandate's
+// purchases route) whose content-digest is the body's, the body must be the proposal (a
+// purchase: {"intent_id", "solution"} of this intent), and an intent whose policy
+// delegates must list the agent's key. The messages are Go's, word for word.
 
 import { goQuote } from "./policyvm.js";
 import { base58Decode, base58Encode, bytesEqual, ed25519Verify, parseStrict, sha256, utf8 } from "./codec.js";
@@ -66,21 +68,45 @@ function equalFoldASCII(s, ascii) {
   });
 }
 
-// coversPath is Go's test of the signed path against this intent's proposal route: the
+// coversPath is Go's test of the signed path against the route the receipt names: the
 // route itself, or a path ending in it (a service behind a prefix).
 const coversPath = (path, want) => equalFoldASCII(path, want) || goLowerASCII(path).endsWith(want.toLowerCase());
 
-// bodyIsProposal reads the body as Go's strict decoder reads {"solution"} (valid UTF-8,
-// no other member, no repeated name, names matched exactly) and compares the solution.
-function bodyIsProposal(body, solution) {
+// readBody reads the body as Go's strict decoder reads an object of string members
+// (valid UTF-8, no other member, no repeated name, names matched exactly; a member left
+// out or null is ""), and answers those members, or null when Go would refuse it.
+function readBody(body, names) {
   try {
     // ignoreBOM keeps a byte order mark in the text, where Go refuses it.
     const v = parseStrict(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body));
-    if (!v || typeof v !== "object" || Array.isArray(v) || Object.keys(v).some(k => k !== "solution")) return false;
-    return typeof v.solution === "string" && v.solution.isWellFormed() && v.solution === solution;
+    if (!v || typeof v !== "object" || Array.isArray(v) || Object.keys(v).some(k => !names.includes(k))) return null;
+    const out = {};
+    for (const k of names) {
+      const x = v[k] ?? "";
+      if (typeof x !== "string" || !x.isWellFormed()) return null;
+      out[k] = x;
+    }
+    return out;
   } catch {
-    return false;
+    return null;
   }
+}
+
+const isUUID = s => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+// checkSignedBody is Go's: the body the agent signed is the proposal, {"solution"} sent
+// to the intent, or the purchase {"intent_id", "solution"} of this intent sent to its
+// mandate.
+function checkSignedBody(raw, solution, r, fail) {
+  if (!r.mandate) {
+    const body = readBody(raw, ["solution"]);
+    if (!body || body.solution !== solution) fail("agent", "agent: the signed body is not the proposal");
+    return;
+  }
+  const body = readBody(raw, ["intent_id", "solution"]);
+  if (!body || body.solution !== solution) fail("agent", "agent: the signed body is not the purchase of the proposal");
+  const id = isUUID(body.intent_id) ? body.intent_id.toLowerCase() : "";
+  if (id !== r.intent_id) fail("agent", `agent: the signed purchase is of intent ${goQuote(body.intent_id)}, not ${r.intent_id}`);
 }
 
 // checkAgent checks a receipt's agent against the bundle's agent part (part: {base,
@@ -105,12 +131,13 @@ export async function checkAgent(part, r, policy, attrs, solution, report, fail)
   let comps, params;
   try { ({ components: comps, params } = baseComponents(part.base)); } catch (e) { fail("agent", `agent: the signature base cannot be read: ${e.message}`); }
   const get = name => comps.get(name) ?? "";
-  const wantPath = "/intents/" + r.intent_id + "/proposal";
+  const [wantPath, what] = r.mandate ? ["/mandates/" + r.mandate.id + "/purchases", "this mandate's purchases"]
+    : ["/intents/" + r.intent_id + "/proposal", "this intent's proposal"];
   if (get("@method") !== "POST") fail("agent", `agent: the signature covers method ${goQuote(get("@method"))}, want POST`);
-  if (!coversPath(get("@path"), wantPath)) fail("agent", `agent: the signature covers path ${goQuote(get("@path"))}, not this intent's proposal (${wantPath})`);
+  if (!coversPath(get("@path"), wantPath)) fail("agent", `agent: the signature covers path ${goQuote(get("@path"))}, not ${what} (${wantPath})`);
   if (get("content-digest") === "") fail("agent", "agent: the signature does not cover content-digest");
   if (!await digestMatches(get("content-digest"), part.body)) fail("agent", "agent: the signed content-digest is not the sha-256 of the bundle's body");
-  if (!bodyIsProposal(part.body, solution)) fail("agent", "agent: the signed body is not the proposal");
+  checkSignedBody(part.body, solution, r, fail);
 
   const agent = { key: a.key, tag: a.tag || "", delegated: false, authority: get("@authority"), params };
   if (policy.agents) {

@@ -102,6 +102,12 @@ async function render(id, setTimer) {
   if (status.agent) facts.append(h("dt", {}, "Agent"), h("dd", { id: "agent" }, agentKey(status.agent, true), h("br"),
     h("span", { class: "muted" }, "signed the proposal (RFC 9421); ", agentWords(status.agent, intent.attrs, delegatesTo))));
   if (delegatesTo) facts.append(h("dt", {}, "Delegates to"), h("dd", { id: "delegates" }, delegated(intent.attrs, delegatesTo)));
+  // A purchase under a mandate: the intent is the mandate's, its authority the mandate's
+  // signature; its proof binds the mandate's totals it was decided against.
+  if (status.mandate_id) facts.append(h("dt", {}, "Mandate"), h("dd", { id: "mandate", "data-mandate": status.mandate_id },
+    h("span", { class: "mono" }, status.mandate_id), h("br"), h("span", { class: "muted" }, "a purchase under this mandate, with its policy and attrs; ",
+      hasProof ? ["its ", h("a", { href: "#/proof/" + intent.id }, "proof"), " binds the mandate's totals, the amount and the decision's time"]
+        : "its author's signature of the mandate authorizes it")));
   if (st === "failure") facts.append(h("dt", {}, "Reason"), h("dd", { id: "reason" }, status.reason));
   if (status.evidence_missing) facts.append(h("dt", {}, "Evidence missing"), h("dd", { class: "mono" }, status.evidence_missing.join(", ")));
 

@@ -1,4 +1,5 @@
-// The Policy page: a policy's canonical text, its parameters and the evidence it reads.
+// The Policy page: a policy's canonical text, whether it delegates to agents, its amount
+// and period when it has them, its parameters and the evidence it reads.
 
 import { getText } from "./api.js";
 import { h, errorBox } from "./dom.js";
@@ -24,6 +25,7 @@ export function policyPage(main, id) {
         h("dt", {}, "Agents"), h("dd", { id: "policy-agents" }, p.agents
           ? ["delegated: only an agent whose key the intent lists in ", h("span", { class: "mono" }, "parameters." + p.agents), " may propose, its proposal signed (RFC 9421)"]
           : h("span", { class: "muted" }, "not delegated: any caller may propose; a signed proposal's agent is recorded")),
+        mandateRows(p),
         h("dt", {}, "Constraints"), h("dd", {}, String(p.constraints.length))),
       h("div", { class: "grid" },
         h("section", { class: "card", "aria-labelledby": "par-h" }, h("h2", { id: "par-h" }, "Parameters (the intent's attrs)"),
@@ -34,6 +36,24 @@ export function policyPage(main, id) {
       h("section", { class: "card", "aria-labelledby": "txt-h" }, h("h2", { id: "txt-h" }, "Canonical text"),
         h("pre", { class: "block", id: "policy-text" }, text)));
   }, e => body.replaceChildren(errorBox(e)));
+}
+
+const PERIOD_WORDS = {
+  day: "the period totals count in a day, from 00:00 UTC",
+  week: "the period totals count in a week, from Monday 00:00 UTC (ISO 8601)",
+  month: "the period totals count in a month, from the first at 00:00 UTC",
+};
+
+// mandateRows show a policy's amount and period parts, in the words of its canonical
+// text (amount EXPR, period day|week|month), when it has them: what one purchase under a
+// mandate costs, and the calendar period its period totals count in.
+function mandateRows(p) {
+  const rows = [];
+  if (p.amount) rows.push(h("dt", {}, "Amount"), h("dd", { id: "policy-amount" }, h("span", { class: "mono" }, p.amount), h("br"),
+    h("span", { class: "muted" }, "the amount of one purchase under a mandate: its totals are sums of these")));
+  if (p.period) rows.push(h("dt", {}, "Period"), h("dd", { id: "policy-period" }, h("span", { class: "mono" }, p.period), h("br"),
+    h("span", { class: "muted" }, PERIOD_WORDS[p.period])));
+  return rows;
 }
 
 function fields(list, none) {

@@ -152,6 +152,27 @@ export function decodeAttrs(raw) {
   return { attrs };
 }
 
+// attrsJCS is the JCS text of attrs (a Map from decodeAttrs) as Go writes them
+// (Attrs.MarshalJSON, then crypto.Canonicalize): what proof.Verify compares a mandate's
+// attrs and its purchase's by. Sets are sorted and each element once, as decoded; an
+// int is written as JCS writes a number, through a double, as Go's canonical form is.
+export function attrsJCS(attrs) {
+  const str = s => JSON.stringify(s), num = n => String(Number(n));
+  const value = v => {
+    switch (v.t) {
+      case T_INT: return `{"Int":${num(v.n)}}`;
+      case T_STRING: return `{"String":${str(v.s)}}`;
+      case T_BOOL: return `{"Bool":${v.n !== 0n}}`;
+      case T_STRSET: return `{"Set":{"String":[${v.set.strs.map(str).join(",")}]}}`;
+      case T_INTSET: return `{"Set":{"Int":[${v.set.ints.map(num).join(",")}]}}`;
+    }
+    return "null";
+  };
+  // JCS orders members by their UTF-16 code units, as sort does.
+  const names = [...attrs.keys()].sort();
+  return `{"fields":{${names.map(n => str(n) + ":" + value(attrs.get(n))).join(",")}}}`;
+}
+
 // ---- running (policy/vm.go) ----
 
 const FAULT_NONE = 0, FAULT_TYPE = 1, FAULT_OVERFLOW = 2;

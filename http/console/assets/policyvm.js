@@ -22,4 +22,4 @@
 
 export { cmpStr, exprString, goQuote, mapCase, quote, typeString } from "./policycore.js";
 export { decode } from "./policydecode.js";
-export { amount, classify, decodeAttrs, evaluate, JSONNumber, periodStart } from "./policyeval.js";
+export { amount, attrsJCS, classify, decodeAttrs, evaluate, JSONNumber, periodStart } from "./policyeval.js";

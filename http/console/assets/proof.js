@@ -5,6 +5,7 @@
 import { call, info } from "./api.js";
 import { h, agentKey, errorBox, intentLink } from "./dom.js";
 import { lookupForm } from "./intent.js";
+import { parseTime } from "./mandate.js";
 import { CHECKS, verifyBundle } from "./verify.js";
 
 export function proofPage(main, id) {
@@ -79,6 +80,22 @@ const keyWords = {
   server: " this server's own key (GET /info): it shows this server signed the receipt, not that the server is the one you trust; compare the key with one you got another way",
 };
 
+// mandateRows are what a purchase's receipt binds of its mandate: which mandate, signed
+// by whom; its totals before the purchase, which the policy was run again with; the
+// purchase's amount; and the decision's time, which is the policy's decision.time.
+function mandateRows(m) {
+  const unix = Math.floor(parseTime(m.decided_at).date.getTime() / 1000);
+  return [
+    h("dt", {}, "mandate"), h("dd", { id: "proof-mandate" }, h("span", { class: "mono" }, m.id), ", ",
+      m.authorship === "Unsigned" ? "unsigned" : ["signed by ", m.authorship, m.author_key ? [" ", h("span", { class: "mono" }, m.author_key)] : null],
+      h("br"), h("span", { class: "muted" }, "the intent is a purchase under it, with its policy and attrs")),
+    h("dt", {}, "totals before"), h("dd", { id: "proof-totals" }, `${m.spent} spent in ${m.purchases} purchase(s); `,
+      `in the period: ${m.period_spent} in ${m.period_purchases}`),
+    h("dt", {}, "amount"), h("dd", { id: "proof-amount" }, String(m.amount)),
+    h("dt", {}, "decided"), h("dd", { id: "proof-decided" }, h("span", { class: "mono" }, m.decided_at), ` (decision.time ${unix})`),
+  ];
+}
+
 // show draws the verdict as `intentctl verify` words it, then each check; source is where
 // the key came from: "given" (typed in) or "server" (this server's GET /info).
 function show({ results, report, error }, source = "given") {
@@ -110,6 +127,7 @@ function show({ results, report, error }, source = "given") {
         `, signed the proposal to ${a.authority}; `,
         a.delegated ? "delegated to by the author, who listed its key in the intent" : "the intent delegates to no agent in particular"));
     }
+    if (report.mandate) kv.append(...mandateRows(report.mandate));
     kv.append(
       h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? keyWords[source] : " NOT trusted: the key inside the bundle"),
       h("dt", {}, "issued"), h("dd", { class: "mono" }, report.issuedAt));
