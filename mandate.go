@@ -140,8 +140,13 @@ type MandateStore interface {
 	Mandate(ctx context.Context, id string) (record []byte, rev uint64, err error)
 	// UpdateMandate replaces the record of revision rev and returns the new revision:
 	// ErrStale, with nothing written, when the record is at another revision, or when
-	// no mandate of that id is stored (no record is at revision 0).
-	UpdateMandate(ctx context.Context, id string, record []byte, rev uint64) (uint64, error)
+	// no mandate of that id is stored (no record is at revision 0). With sync, the
+	// record is durable when the call returns; without, no later than the store's next
+	// synced write of any kind (on Pebble one write-ahead log holds every write in
+	// order), which a caller makes before it acts on the record: a purchase's intent is
+	// written, synced, after each update of its mandate. Reads see the record at once
+	// either way.
+	UpdateMandate(ctx context.Context, id string, record []byte, rev uint64, sync bool) (uint64, error)
 }
 
 // Error codes of mandates.

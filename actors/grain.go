@@ -178,20 +178,17 @@ func (e *Engine) checkCreate(id string, s *snapshot) error {
 }
 
 // checkPurchaseCreate refuses the create of a purchase's intent unless the mandate it
-// names took the purchase and the intent is the one a purchase makes: the mandate's
-// policy and attrs under the purchase's id, unsigned. The mandate's author signed the
-// mandate, and the sender's mandate actor took the purchase before it sent the create.
+// names takes purchases (or decided this one, whose create is tried again) and the
+// intent is the one a purchase makes: the mandate's policy and attrs under the
+// purchase's id, unsigned. The mandate's author signed the mandate, and the sender's
+// mandate actor took the purchase before it sent the create.
 func (e *Engine) checkPurchaseCreate(id, mandateID string, canon []byte, a crypto.Authorship, bad func(string, ...any) error) error {
-	rec, err := e.readMandate(e.ctx, mandateID)
+	rec, p, parts, err := e.mandateWithPolicy(e.ctx, mandateID)
 	if err != nil {
 		return err
 	}
-	if rec.purchase(id) == nil {
-		return bad("mandate %s did not take a purchase of it", mandateID)
-	}
-	parts, err := rec.parts()
-	if err != nil {
-		return intentd.Internal("read mandate: %w", err)
+	if st := rec.state(p, parts.attrs, e.cfg.Now()); st != intentd.MandateActive && rec.purchase(id) == nil {
+		return bad("mandate %s is %s: it takes no purchase", mandateID, st)
 	}
 	want, err := rec.purchaseIntent(parts, id)
 	if err != nil {

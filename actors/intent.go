@@ -389,8 +389,10 @@ type outcome struct {
 	missing  []string // the evidence fields the evaluation found absent or ill-typed
 	receipt  json.RawMessage
 	// mandate is what a purchase was decided against, which its receipt binds; nil
-	// for an intent of its own.
-	mandate *crypto.ReceiptMandate
+	// for an intent of its own. evidenceDigest is the evidence's digest when the
+	// mandate made it.
+	mandate        *crypto.ReceiptMandate
+	evidenceDigest string
 }
 
 // failureReason is the reason of a failure the policy decided. A failure of kind

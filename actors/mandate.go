@@ -162,6 +162,13 @@ func (e *Engine) mandatePolicy(ctx context.Context, id string) (*policy.Policy, 
 // attrs, and its one proposal made. Each step answers a try again as it answered the
 // first, so a caller whose answer was lost sends the same purchase again.
 func (e *Engine) Purchase(ctx context.Context, rawID string, pu intentd.Purchase, by *intentd.AgentSignature) error {
+	if e.mandateStore == nil {
+		return errNoMandates()
+	}
+	mandateID, ok := intentd.CanonicalIntentID(rawID)
+	if !ok {
+		return intentd.Errorf(intentd.KindNotFound, intentd.CodeMandateNotFound, "mandate %q not found: not a UUID", rawID)
+	}
 	intentID, ok := intentd.CanonicalIntentID(pu.IntentID)
 	if !ok {
 		return intentd.Errorf(intentd.KindUnprocessable, intentd.CodeInvalidPurchase, "purchase.intent_id: %q is not a UUID", pu.IntentID)
@@ -170,41 +177,18 @@ func (e *Engine) Purchase(ctx context.Context, rawID string, pu intentd.Purchase
 	if err := e.checkSolution(proposal); err != nil {
 		return err
 	}
-	rec, p, parts, err := e.mandateWithPolicy(ctx, rawID)
-	if err != nil {
-		return err
-	}
-	if _, err := e.Policy(ctx, rec.PolicyID); err != nil {
-		if intentd.ErrorCode(err) == intentd.CodePolicyNotFound {
-			return intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound,
-				"mandate %s names policy %s, which was deleted: it takes no purchase", rec.ID, rec.PolicyID)
-		}
-		return err
-	}
-	if err := e.checkPurchaser(rec, p, parts, by); err != nil {
-		return err
-	}
 	if by != nil {
 		if err := e.spendNonce(ctx, by); err != nil {
 			return err
 		}
 	}
-	// An intent of this id that is not this mandate's is refused before the mandate
-	// lists it.
-	existing, err := e.loadSnapshot(ctx, intentID)
-	switch {
-	case err == nil && existing.Mandate != rec.ID:
-		return intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", intentID)
-	case err != nil && intentd.ErrorKind(err) != intentd.KindNotFound:
+	v, err := e.mandateCall(ctx, mandateID, mTake{intentID: intentID, at: e.cfg.Now(), by: by})
+	if err != nil {
 		return err
 	}
-	if _, err := e.mandateCall(ctx, rec.ID, mTake{intentID: intentID, at: e.cfg.Now()}); err != nil {
+	t := v.(*taken)
+	if err := e.createPurchase(ctx, t.rec, t.parts, intentID); err != nil {
 		return err
-	}
-	if existing == nil {
-		if err := e.createPurchase(ctx, rec, parts, intentID); err != nil {
-			return err
-		}
 	}
 	_, err = e.registry.call(ctx, intentID, propose{proposal: proposal, agent: by})
 	if intentd.ErrorCode(err) == intentd.CodeProposalExists {
@@ -217,9 +201,9 @@ func (e *Engine) Purchase(ctx context.Context, rawID string, pu intentd.Purchase
 }
 
 // checkPurchaser refuses a purchase the mandate's policy does not delegate to its
-// signer, before anything is written: the intent would refuse its proposal the same
+// signer, before the mandate lists it: the intent would refuse its proposal the same
 // way, after the mandate had listed it.
-func (e *Engine) checkPurchaser(rec *mandateRecord, p *policy.Policy, parts mandateParts, by *intentd.AgentSignature) error {
+func checkPurchaser(rec *mandateRecord, p *policy.Policy, parts mandateParts, by *intentd.AgentSignature) error {
 	param, delegated := p.Agents()
 	switch {
 	case !delegated:
@@ -258,6 +242,8 @@ func (e *Engine) createPurchase(ctx context.Context, rec *mandateRecord, parts m
 	}
 	_, err = e.registry.call(ctx, intentID, create{snap: snap})
 	if intentd.ErrorCode(err) == intentd.CodeIntentExists {
+		// Another intent's id is refused; this mandate's, created by a try before, is
+		// the purchase sent again.
 		if s, lerr := e.loadSnapshot(ctx, intentID); lerr == nil && s.Mandate == rec.ID {
 			return nil
 		}
@@ -303,7 +289,7 @@ func (e *Engine) RevokeMandate(ctx context.Context, rawID string, r intentd.Revo
 func (e *Engine) mandateVerdict(ctx context.Context, snap *snapshot, p *policy.Policy, attrs policy.Attrs,
 	ev map[string]any, evJSON json.RawMessage, commit bool) (*verdict, error) {
 	if commit {
-		v, err := e.mandateCall(ctx, snap.Mandate, mDecide{intentID: snap.ID, p: p, attrs: attrs, evidence: ev, evJSON: evJSON})
+		v, err := e.mandateCall(ctx, snap.Mandate, mDecide{intentID: snap.ID, takenAt: snap.CreatedAt, p: p, attrs: attrs, evidence: ev, evJSON: evJSON})
 		if err != nil {
 			return nil, err
 		}
@@ -319,7 +305,7 @@ func (e *Engine) mandateVerdict(ctx context.Context, snap *snapshot, p *policy.P
 	}
 	at := e.cfg.Now()
 	before := rec.totals(p, at)
-	v := &verdict{before: before, at: at, evidence: evJSON, digest: digest, failures: p.EvaluateIn(attrs, ev, before.context(at))}
+	v := &verdict{before: before, at: at, digest: digest, failures: p.EvaluateIn(attrs, ev, before.context(at))}
 	v.amount, _, v.amountErr = p.Amount(attrs, ev)
 	return v, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,14 +32,17 @@ import (
 
 // The messages of a mandate actor. Each is a request (registry.go) answered by a reply.
 type (
-	// mTake takes a purchase: the mandate lists its intent, which is then created.
+	// mTake takes a purchase, whose intent is then created. It answers a *taken.
 	mTake struct {
 		intentID string
 		at       time.Time
+		by       *intentd.AgentSignature // the purchase's signature, nil for none
 	}
-	// mDecide decides a purchase on its evidence, and commits a success.
+	// mDecide decides a purchase on its evidence, and commits it: the mandate lists it,
+	// and a success adds to the totals.
 	mDecide struct {
 		intentID string
+		takenAt  time.Time // when its intent was created
 		p        *policy.Policy
 		attrs    policy.Attrs
 		evidence map[string]any
@@ -59,149 +64,286 @@ type verdict struct {
 	before    mandateTotals
 	at        time.Time
 	amount    int64
-	evidence  json.RawMessage // the evidence decided on: a success's as recorded
-	amountErr error           // the amount could not be had: no decision
-	digest    string          // the digest of the authored mandate
+	amountErr error  // the amount could not be had: no decision
+	digest    string // the digest of the authored mandate
+	evDigest  string // the digest of the evidence decided on
+}
+
+// taken is what a purchase needs of its mandate, once taken, to create its intent.
+type taken struct {
+	rec   *mandateRecord // the record as the take left it; not to be changed
+	parts mandateParts
 }
 
 // mandateActor is the actor of one mandate on this member.
 type mandateActor struct {
-	e   *Engine
-	id  string
-	rec *mandateRecord // nil: not read
-	rev uint64
+	e     *Engine
+	id    string
+	rec   *mandateRecord // nil: not read
+	rev   uint64
+	parts *mandateParts // the authored mandate's attrs, decoded once: they never change
+	// pending are the steps asked since the batch began; flushing, whether the actor
+	// has asked itself to run them.
+	pending  []pendingStep
+	flushing bool
 }
 
+// Receive gathers the requests that reach the actor while it works into one batch:
+// each request joins the batch, and the first asks the actor itself to run it, which it
+// does after every request already in its mailbox. The steps of a batch run in order on
+// one copy of the record, each on what the ones before it left, and one write commits
+// them all: decisions made at once share one write rather than queue for one each.
 func (a *mandateActor) Receive(ctx actor.Context) {
-	defer guard(ctx, a.e.log.Error)
-	req, ok := ctx.Message().(*request)
-	if !ok {
-		return
+	switch msg := ctx.Message().(type) {
+	case *request:
+		st, ok := a.stepOf(msg.msg)
+		if !ok {
+			msg.answer(reply{err: intentd.Internal("mandate actor: %w", fmt.Errorf("no step %T", msg.msg))})
+			return
+		}
+		st.req = msg
+		a.pending = append(a.pending, st)
+		if !a.flushing {
+			a.flushing = true
+			ctx.Send(ctx.Self(), runBatch{})
+		}
+	case runBatch:
+		a.flushing = false
+		batch := a.pending
+		a.pending = nil
+		a.run(batch)
 	}
-	switch m := req.msg.(type) {
+}
+
+// runBatch asks the actor to run the steps gathered so far.
+type runBatch struct{}
+
+// pendingStep is a request's step: fn changes the record it is given and says whether
+// it did; sync, whether the write that commits it must be durable before it is
+// answered.
+type pendingStep struct {
+	req  *request
+	sync bool
+	fn   func(r *mandateRecord) (changed bool, value any, err error)
+}
+
+// stepOf is the step of a request's message. A take and a decision are written
+// without an fsync of their own: the purchase's intent is written, synced, after each
+// (intentd.MandateStore.UpdateMandate).
+func (a *mandateActor) stepOf(msg any) (pendingStep, bool) {
+	switch m := msg.(type) {
 	case mTake:
-		answer(ctx, a.step(func(r *mandateRecord) (bool, any, error) { return a.take(r, m) }))
+		return pendingStep{fn: func(r *mandateRecord) (bool, any, error) { return a.take(r, m) }}, true
 	case mDecide:
-		answer(ctx, a.step(func(r *mandateRecord) (bool, any, error) { return a.decide(r, m) }))
+		return pendingStep{fn: func(r *mandateRecord) (bool, any, error) { return a.decide(r, m) }}, true
 	case mRelease:
-		answer(ctx, a.step(func(r *mandateRecord) (bool, any, error) { return release(r, m.intentID) }))
+		return pendingStep{sync: true, fn: func(r *mandateRecord) (bool, any, error) { return release(r, m.intentID) }}, true
 	case mRevoke:
-		answer(ctx, a.step(func(r *mandateRecord) (bool, any, error) {
+		return pendingStep{sync: true, fn: func(r *mandateRecord) (bool, any, error) {
 			if r.Revoked != nil {
 				return false, nil, nil
 			}
 			r.Revoked = &mandateRevocation{At: m.at, Authored: m.authored}
 			return true, nil, nil
-		}))
+		}}, true
 	}
+	return pendingStep{}, false
 }
 
-// maxStaleSteps bounds how often one step is taken again because another member wrote
+// maxStaleSteps bounds how often one batch is run again because another member wrote
 // the record first; each retry follows a write that succeeded, so the bound is met only
 // when a mandate is written faster than this member can read it.
 const maxStaleSteps = 64
 
-// step applies fn to a copy of the record, read first when the actor holds none, and
-// writes the copy when fn changed it, fenced on the revision read.
-func (a *mandateActor) step(fn func(r *mandateRecord) (changed bool, value any, err error)) reply {
+// run runs a batch's steps on a copy of the record, read first when the actor holds
+// none, writes the copy when a step changed it, fenced on the revision read, and
+// answers each request. A step refused keeps its refusal; when the write fails, every
+// step that was to be committed by it is answered with the failure. A panic answers
+// every request of the batch before it goes on to the supervisor.
+func (a *mandateActor) run(batch []pendingStep) {
+	answered := false
+	defer func() {
+		if r := recover(); r != nil {
+			a.e.log.Error("mandate actor panicked", "mandate_id", a.id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			a.rec = nil
+			if !answered {
+				for _, st := range batch {
+					st.req.answer(reply{err: intentd.Internal("mandate actor: %w", fmt.Errorf("panic: %v", r))})
+				}
+			}
+			panic(r)
+		}
+	}()
+	replies := a.runSteps(batch)
+	answered = true
+	for i, st := range batch {
+		st.req.answer(replies[i])
+	}
+}
+
+// runSteps is run's work: the reply of each step.
+func (a *mandateActor) runSteps(batch []pendingStep) []reply {
 	ms := a.e.mandateStore
+	replies := make([]reply, len(batch))
+	all := func(err error) []reply {
+		for i := range replies {
+			replies[i] = reply{err: err}
+		}
+		return replies
+	}
 	if a.e.cfg.Cluster != nil {
 		// Another member may have written the record since this actor read it; a step
-		// that writes nothing (a failure) must be decided on the totals as they are.
+		// that writes nothing (a refusal) must be decided on the record as it is.
 		a.rec = nil
 	}
 	for range maxStaleSteps {
 		if a.rec == nil {
-			data, rev, err := ms.Mandate(a.e.ctx, a.id)
-			if errors.Is(err, intentd.ErrNotFound) {
-				return reply{err: mandateNotFound(a.id)}
+			if err := a.load(); err != nil {
+				return all(err)
 			}
-			if err != nil {
-				return reply{err: storeFailed("read mandate: %w", err)}
-			}
-			rec, err := decodeMandateRecord(data)
-			if err != nil {
-				return reply{err: intentd.Internal("decode mandate: %w", err)}
-			}
-			a.rec, a.rev = rec, rev
 		}
 		next := a.rec.clone()
-		changed, value, err := fn(next)
-		if err != nil || !changed {
-			return reply{value: value, err: err}
+		changed, sync := make([]bool, len(batch)), false
+		for i, st := range batch {
+			c, value, err := st.fn(next)
+			replies[i], changed[i] = reply{value: value, err: err}, c
+			sync = sync || c && st.sync
+		}
+		if !slices.Contains(changed, true) {
+			return replies
 		}
 		data, err := next.encode()
 		if err != nil {
-			return reply{err: intentd.Internal("encode mandate: %w", err)}
+			return all(intentd.Internal("encode mandate: %w", err))
 		}
-		rev, err := ms.UpdateMandate(a.e.ctx, a.id, data, a.rev)
+		rev, err := ms.UpdateMandate(a.e.ctx, a.id, data, a.rev, sync)
 		if errors.Is(err, intentd.ErrStale) {
-			a.rec = nil // another member wrote it: the step is taken again on its record
+			a.rec = nil // another member wrote it: the batch is run again on its record
 			continue
 		}
 		if err != nil {
 			a.rec = nil // what the store holds is not known: read it again
-			return reply{err: storeFailed("write mandate: %w", err)}
+			failed := storeFailed("write mandate: %w", err)
+			for i := range replies {
+				if changed[i] {
+					replies[i] = reply{err: failed}
+				}
+			}
+			return replies
 		}
 		a.rec, a.rev = next, rev
-		return reply{value: value}
+		return replies
 	}
-	return reply{err: intentd.Internal("write mandate: %w", fmt.Errorf("%s: the record kept changing under %d tries", a.id, maxStaleSteps))}
+	return all(intentd.Internal("write mandate: %w", fmt.Errorf("%s: the record kept changing under %d tries", a.id, maxStaleSteps)))
 }
 
-// take lists a purchase's intent, unless the mandate takes no purchase. A purchase it
-// lists already (a try again after a lost answer) is taken again, whatever the state.
-func (a *mandateActor) take(r *mandateRecord, m mTake) (bool, any, error) {
-	if r.purchase(m.intentID) != nil {
-		return false, nil, nil
+// load reads the record from the store.
+func (a *mandateActor) load() error {
+	data, rev, err := a.e.mandateStore.Mandate(a.e.ctx, a.id)
+	if errors.Is(err, intentd.ErrNotFound) {
+		return mandateNotFound(a.id)
 	}
-	p, err := a.e.mandatePolicy(a.e.ctx, r.PolicyID)
+	if err != nil {
+		return storeFailed("read mandate: %w", err)
+	}
+	rec, err := decodeMandateRecord(data)
+	if err != nil {
+		return intentd.Internal("decode mandate: %w", err)
+	}
+	a.rec, a.rev = rec, rev
+	return nil
+}
+
+// take takes a purchase, unless the mandate takes no purchase or its policy does not
+// delegate to the purchase's signer; it writes nothing. The mandate lists a purchase
+// once it is decided (decide): a purchase taken is an intent created and proposed to,
+// both written, synced, before the purchase is answered, and its proposal is decided
+// whatever comes, after a crash too. A purchase decided already (a try again after a
+// lost answer) is taken again, whatever the state.
+func (a *mandateActor) take(r *mandateRecord, m mTake) (bool, any, error) {
+	parts, err := a.partsOf(r)
 	if err != nil {
 		return false, nil, err
 	}
-	parts, err := r.parts()
+	if r.purchase(m.intentID) != nil {
+		return false, &taken{rec: r, parts: parts}, nil
+	}
+	p, err := a.e.Policy(a.e.ctx, r.PolicyID)
+	if intentd.ErrorCode(err) == intentd.CodePolicyNotFound {
+		return false, nil, intentd.Errorf(intentd.KindInvalid, intentd.CodePolicyNotFound,
+			"mandate %s names policy %s, which was deleted: it takes no purchase", r.ID, r.PolicyID)
+	}
 	if err != nil {
-		return false, nil, intentd.Internal("read mandate: %w", err)
+		return false, nil, err
 	}
 	if st := r.state(p, parts.attrs, m.at); st != intentd.MandateActive {
 		return false, nil, intentd.Errorf(intentd.KindConflict, intentd.CodeForMandateState(st),
 			"mandate %s is %s: it takes no purchase", r.ID, st)
 	}
-	r.Purchases = append(r.Purchases, mandatePurchase{IntentID: m.intentID, TakenAt: m.at})
-	return true, nil, nil
+	if err := checkPurchaser(r, p, parts, m.by); err != nil {
+		return false, nil, err
+	}
+	return false, &taken{rec: r, parts: parts}, nil
+}
+
+// partsOf is the authored mandate's attrs, decoded the first time.
+func (a *mandateActor) partsOf(r *mandateRecord) (mandateParts, error) {
+	if a.parts == nil {
+		parts, err := r.parts()
+		if err != nil {
+			return mandateParts{}, intentd.Internal("read mandate: %w", err)
+		}
+		a.parts = &parts
+	}
+	return *a.parts, nil
 }
 
 // decide decides a purchase against the totals, and adds a success to them. A purchase
-// decided before (a proof cut short by a crash, run again) gets its recorded decision.
+// decided before on the same evidence (a proof cut short by a crash, run again) gets
+// its recorded decision; on other evidence (the source changed meanwhile), its earlier
+// success is taken back and it is decided again, in the same step.
 func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
+	changed := false
 	pu := r.purchase(m.intentID)
 	if pu == nil {
-		return false, nil, intentd.Internal("decide purchase: %w", fmt.Errorf("mandate %s did not take intent %s", r.ID, m.intentID))
+		r.Purchases = append(r.Purchases, mandatePurchase{IntentID: m.intentID, TakenAt: m.takenAt})
+		changed = true
 	}
-	digest, err := crypto.Digest(r.Authored)
+	parts, err := a.partsOf(r)
 	if err != nil {
-		return false, nil, intentd.Internal("digest of the mandate: %w", err)
+		return false, nil, err
 	}
-	if s := pu.Success; s != nil {
-		return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, evidence: s.Evidence, digest: digest}, nil
+	digest := parts.digest
+	evDigest, err := crypto.Digest(m.evJSON)
+	if err != nil {
+		return false, nil, intentd.Internal("digest of the evidence: %w", err)
+	}
+	if pu != nil && pu.Success != nil {
+		s := pu.Success
+		if s.EvidenceDigest == evDigest {
+			return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, digest: digest, evDigest: evDigest}, nil
+		}
+		release(r, m.intentID)
+		changed = true
 	}
 	at := a.e.cfg.Now()
 	before := r.totals(m.p, at)
-	v := &verdict{before: before, at: at, evidence: m.evJSON, digest: digest}
+	v := &verdict{before: before, at: at, digest: digest, evDigest: evDigest}
 	v.failures = m.p.EvaluateIn(m.attrs, m.evidence, before.context(at))
 	amount, _, err := m.p.Amount(m.attrs, m.evidence)
 	if len(v.failures) > 0 {
-		return false, v, nil
+		return changed, v, nil
 	}
 	if err == nil && amount > math.MaxInt64-r.Spent {
 		err = fmt.Errorf("the mandate's total %d and this purchase's %d overflow", r.Spent, amount)
 	}
 	if err != nil {
 		v.amountErr = err
-		return false, v, nil
+		return changed, v, nil
 	}
 	v.amount = amount
-	pu.Success = &mandateDecision{At: at, Amount: amount, Before: before, Evidence: m.evJSON}
+	pu = r.purchase(m.intentID)
+	pu.Success = &mandateDecision{At: at, Amount: amount, Before: before, EvidenceDigest: evDigest}
 	r.Spent += amount
 	r.Count++
 	return true, v, nil

@@ -16,82 +16,67 @@ const mandateRecordVersion = 1
 
 // maxMandatePurchases bounds the purchases one mandate takes, successful or not. The
 // record lists them all and each decision rewrites it whole: the bound keeps that
-// write, and the record, under 1 MiB (a NATS message's default limit) with room to
-// spare. A purchase past it is refused as the mandate's exhaustion.
+// write, and the record, small (under 100 KiB). A purchase past it is refused as the
+// mandate's exhaustion.
 const maxMandatePurchases = 1000
 
-// mandateRecord is a mandate's durable state, one record in the store (JSON): the
-// authored mandate, its revocation, and every purchase it took, with the decision of
-// each that succeeded. The running totals are sums of those decisions.
+// mandateRecord is a mandate's durable state, one record in the store
+// (mandate_encode.go): the authored mandate, its revocation, and every purchase it
+// took, with the decision of each that succeeded. The running totals are sums of those
+// decisions.
 type mandateRecord struct {
-	V        int    `json:"v"`
-	ID       string `json:"id"`
-	PolicyID string `json:"policy_id"`
+	V        int
+	ID       string
+	PolicyID string
 	// Authored is the JSON of the AuthoredMandate: GET /mandates/{id} answers it, and
 	// a purchase's receipt binds its digest.
-	Authored  json.RawMessage    `json:"authored"`
-	CreatedAt time.Time          `json:"created_at"`
-	ExpiresAt time.Time          `json:"expires_at"`
-	Revoked   *mandateRevocation `json:"revoked,omitempty"`
+	Authored  json.RawMessage
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	Revoked   *mandateRevocation
 	// Spent and Count are the sums of the successful purchases' amounts, and their
 	// number.
-	Spent     int64             `json:"spent"`
-	Count     int64             `json:"count"`
-	Purchases []mandatePurchase `json:"purchases"`
+	Spent     int64
+	Count     int64
+	Purchases []mandatePurchase
 }
 
 // mandateRevocation is a mandate's revocation: when it was taken, and the authored
 // revocation ({"revocation": ..., "authorship": ...}) its author signed.
 type mandateRevocation struct {
-	At       time.Time       `json:"at"`
-	Authored json.RawMessage `json:"authored"`
+	At       time.Time
+	Authored json.RawMessage
 }
 
 // mandatePurchase is one purchase a mandate took: its intent, and, once it succeeded,
 // the decision. A failure adds nothing and is not recorded here: the intent holds it.
 type mandatePurchase struct {
-	IntentID string           `json:"intent_id"`
-	TakenAt  time.Time        `json:"taken_at"`
-	Success  *mandateDecision `json:"success,omitempty"`
+	IntentID string
+	TakenAt  time.Time
+	Success  *mandateDecision
 }
 
 // mandateDecision is what a successful purchase was decided against, all that its
 // receipt binds besides the intent: the totals before it, its amount, the decision's
-// time, and the evidence, so that a purchase proved again after a crash ends with the
-// decision already counted rather than a new one on evidence extracted again.
+// time, and the digest of the evidence, so that a purchase proved again after a crash,
+// on the same evidence, ends with the decision already counted rather than a new one.
 type mandateDecision struct {
-	At       time.Time       `json:"at"`
-	Amount   int64           `json:"amount"`
-	Before   mandateTotals   `json:"before"`
-	Evidence json.RawMessage `json:"evidence"`
+	At             time.Time
+	Amount         int64
+	Before         mandateTotals
+	EvidenceDigest string
 }
 
 // mandateTotals are a mandate's running totals at a decision: overall, and within the
 // policy's period that holds the decision's time.
 type mandateTotals struct {
-	Spent           int64 `json:"spent"`
-	Purchases       int64 `json:"purchases"`
-	PeriodSpent     int64 `json:"period_spent"`
-	PeriodPurchases int64 `json:"period_purchases"`
+	Spent, Purchases, PeriodSpent, PeriodPurchases int64
 }
 
 // context is the policy's view of the totals at time at.
 func (t mandateTotals) context(at time.Time) policy.Context {
 	return policy.Context{Spent: t.Spent, Purchases: t.Purchases, PeriodSpent: t.PeriodSpent,
 		PeriodPurchases: t.PeriodPurchases, Time: at}
-}
-
-func (r *mandateRecord) encode() ([]byte, error) { return intentd.MarshalJSON(r) }
-
-func decodeMandateRecord(data []byte) (*mandateRecord, error) {
-	var r mandateRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("mandate record: %w", err)
-	}
-	if r.V != mandateRecordVersion {
-		return nil, fmt.Errorf("mandate record %s: version %d, want %d", r.ID, r.V, mandateRecordVersion)
-	}
-	return &r, nil
 }
 
 // clone is a copy whose purchases a step may change while the original stands.
@@ -128,10 +113,13 @@ func (r *mandateRecord) totals(p *policy.Policy, at time.Time) mandateTotals {
 }
 
 // mandateParts are what a mandate's authored JSON says that a purchase needs: its
-// attrs, decoded and as JSON.
+// attrs, decoded and as JSON, and the digest a receipt binds it by.
 type mandateParts struct {
-	attrs    policy.Attrs
-	rawAttrs json.RawMessage // nil when the mandate has none
+	attrs policy.Attrs
+	// rawAttrs are the attrs as the mandate holds them, in JCS, as every member of a
+	// canonical object is; nil when the mandate has none.
+	rawAttrs json.RawMessage
+	digest   string
 }
 
 // parts decodes the mandate of the record's authored JSON.
@@ -153,6 +141,9 @@ func (r *mandateRecord) parts() (mandateParts, error) {
 	parts := mandateParts{attrs: policy.Attrs{}, rawAttrs: m.Attrs}
 	if md.Attrs != nil {
 		parts.attrs = *md.Attrs
+	}
+	if parts.digest, err = crypto.Digest(r.Authored); err != nil {
+		return mandateParts{}, fmt.Errorf("mandate %s: digest: %w", r.ID, err)
 	}
 	return parts, nil
 }
@@ -198,16 +189,24 @@ func (r *mandateRecord) status(p *policy.Policy, a policy.Attrs, now time.Time) 
 }
 
 // purchaseIntent is the canonical JSON of the intent of a purchase under the mandate:
-// the mandate's policy and attrs under the purchase's id.
+// the mandate's policy and attrs under the purchase's id. It is written as JCS writes
+// it, the members in the order of their names (attrs, id, policy_id) and the attrs as
+// the canonical mandate holds them; the ids are a UUID and a Base58 digest, which JCS
+// writes as they are.
 func (r *mandateRecord) purchaseIntent(parts mandateParts, intentID string) ([]byte, error) {
-	in := struct {
-		ID       string          `json:"id"`
-		PolicyID string          `json:"policy_id"`
-		Attrs    json.RawMessage `json:"attrs,omitempty"`
-	}{intentID, r.PolicyID, parts.rawAttrs}
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
+	if _, ok := intentd.CanonicalIntentID(intentID); !ok || !intentd.ValidPolicyID(r.PolicyID) {
+		return nil, fmt.Errorf("purchase intent %q of policy %q: not a UUID and a policy id", intentID, r.PolicyID)
 	}
-	return crypto.Canonicalize(raw)
+	b := make([]byte, 0, len(parts.rawAttrs)+len(intentID)+len(r.PolicyID)+40)
+	b = append(b, '{')
+	if parts.rawAttrs != nil {
+		b = append(b, `"attrs":`...)
+		b = append(b, parts.rawAttrs...)
+		b = append(b, ',')
+	}
+	b = append(b, `"id":"`...)
+	b = append(b, intentID...)
+	b = append(b, `","policy_id":"`...)
+	b = append(b, r.PolicyID...)
+	return append(b, `"}`...), nil
 }

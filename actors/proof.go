@@ -44,6 +44,7 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 		Outcome:  string(in.Outcome),
 		IssuedAt: in.At,
 	}
+	r.EvidenceDigest = in.EvidenceDigest
 	for _, d := range []struct {
 		name string
 		json []byte
@@ -53,6 +54,9 @@ func newReceipt(in ProofInput) (crypto.Receipt, error) {
 		{"proposal", proposal, &r.ProposalDigest},
 		{"evidence", in.Evidence, &r.EvidenceDigest},
 	} {
+		if *d.to != "" {
+			continue // made already
+		}
 		if *d.to, err = crypto.Digest(d.json); err != nil {
 			return crypto.Receipt{}, fmt.Errorf("digest of the %s: %w", d.name, err)
 		}

@@ -208,7 +208,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
 			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
 			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(), Agent: snap.Agent,
-			Mandate: o.mandate,
+			Mandate: o.mandate, EvidenceDigest: o.evidenceDigest,
 		})
 		if err == nil && !json.Valid(receipt) {
 			// The snapshot embeds the receipt as it is: one that is not JSON would make
@@ -284,6 +284,7 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	}
 	var failures []policy.Failure
 	var bound *crypto.ReceiptMandate
+	var evDigest string
 	if snap.Mandate != "" {
 		v, err := e.mandateVerdict(ctx, snap, p, attrs, recorded, evJSON, commit)
 		if err != nil {
@@ -300,11 +301,11 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, evidence: evJSON,
 				reason: "the purchase's amount could not be had: " + v.amountErr.Error()}, false
 		}
-		evJSON, failures, bound = v.evidence, v.failures, v.binding(snap.Mandate)
+		failures, bound, evDigest = v.failures, v.binding(snap.Mandate), v.evDigest
 	} else {
 		failures = p.Evaluate(attrs, recorded)
 	}
-	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures, mandate: bound}
+	o = outcome{state: intentd.StateSuccess, evidence: evJSON, failures: failures, mandate: bound, evidenceDigest: evDigest}
 	if len(failures) > 0 {
 		o.state = intentd.StateFailure
 		o.kind, o.missing = intentd.ClassifyFailures(failures)

@@ -27,7 +27,11 @@ type ProofInput struct {
 	Proposal intentd.Proposal
 	// Evidence is the JSON of the evidence the policy was evaluated on.
 	Evidence json.RawMessage
-	Outcome  intentd.State
+	// EvidenceDigest, when not empty, is crypto.Digest of Evidence, made already: a
+	// purchase's mandate digests the evidence it decides on, and the receipt binds the
+	// same digest.
+	EvidenceDigest string
+	Outcome        intentd.State
 	// Failures are the evaluation's, with their MissingEvidence: a receipt states the
 	// failure's kind from them, so they must come from Evaluate, not from a snapshot,
 	// whose JSON does not keep that field.

@@ -57,8 +57,9 @@ func (s *Store) Mandate(ctx context.Context, id string) (record []byte, rev uint
 // returns the new record's sequence, its next revision. A record at another revision,
 // or none (a mandate not stored; no record is at revision 0, and a write fenced on 0
 // would create one), refuses it with intentd.ErrStale and nothing is written: the
-// writer reads the mandate again and decides on what another writer made of it.
-func (s *Store) UpdateMandate(ctx context.Context, id string, record []byte, rev uint64) (next uint64, err error) {
+// writer reads the mandate again and decides on what another writer made of it. Every
+// write the stream acknowledges is stored, so sync changes nothing here.
+func (s *Store) UpdateMandate(ctx context.Context, id string, record []byte, rev uint64, _ bool) (next uint64, err error) {
 	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return 0, err

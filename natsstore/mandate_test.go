@@ -35,7 +35,7 @@ func TestUnansweredMandateWritesLandOnce(t *testing.T) {
 			t.Fatalf("read %s: %v", id, err)
 		}
 		for j := 1; j <= updates; j++ {
-			if rev, err = s.UpdateMandate(ctx, id, fmt.Append(nil, j), rev); err != nil {
+			if rev, err = s.UpdateMandate(ctx, id, fmt.Append(nil, j), rev, true); err != nil {
 				t.Fatalf("update %d of %s: %v", j, id, err)
 			}
 		}
@@ -94,7 +94,7 @@ func TestMandatesLeaveTheRest(t *testing.T) {
 		if err := b.CreateMandate(ctx, id, []byte("r")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.UpdateMandate(ctx, id, []byte("r2"), mustRev(t, b, id)); err != nil {
+		if _, err := b.UpdateMandate(ctx, id, []byte("r2"), mustRev(t, b, id), true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -58,7 +58,7 @@ func TestStorageFull(t *testing.T) {
 		"policy":   func() error { _, err := s.PutPolicy(ctx, "Q", []byte{2}, nil); return err },
 		"unpolicy": func() error { return s.DeletePolicy(ctx, "R") },
 		"mandate":  func() error { return s.CreateMandate(ctx, "M2", []byte("m")) },
-		"update":   func() error { _, err := s.UpdateMandate(ctx, "M", []byte("m2"), 1); return err },
+		"update":   func() error { _, err := s.UpdateMandate(ctx, "M", []byte("m2"), 1, true); return err },
 	} {
 		if err := write(); !errors.Is(err, intentd.ErrStorageFull) {
 			t.Errorf("%s while full = %v, want ErrStorageFull", name, err)

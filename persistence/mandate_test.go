@@ -33,7 +33,7 @@ func TestMandateCorrupt(t *testing.T) {
 				t.Errorf("Mandate: %v, want an error saying the record is corrupt", err)
 			}
 			for _, rev := range []uint64{0, 1} {
-				if _, err := s.UpdateMandate(ctx, id, []byte("x"), rev); err == nil || !strings.Contains(err.Error(), "corrupt") {
+				if _, err := s.UpdateMandate(ctx, id, []byte("x"), rev, true); err == nil || !strings.Contains(err.Error(), "corrupt") {
 					t.Errorf("UpdateMandate from %d: %v, want an error saying the record is corrupt", rev, err)
 				}
 			}
@@ -58,7 +58,7 @@ func TestMandateKeyLeavesEventSeq(t *testing.T) {
 	if err := s.CreateMandate(ctx, "seq", []byte{0, 0, 0, 0, 0, 0, 0, 0}); err != nil {
 		t.Fatalf("CreateMandate(seq): %v", err)
 	}
-	if _, err := s.UpdateMandate(ctx, "seq", []byte{0, 0, 0, 0, 0, 0, 0, 0}, 1); err != nil {
+	if _, err := s.UpdateMandate(ctx, "seq", []byte{0, 0, 0, 0, 0, 0, 0, 0}, 1, true); err != nil {
 		t.Fatalf("UpdateMandate(seq): %v", err)
 	}
 	if err := s.Close(); err != nil {

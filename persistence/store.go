@@ -97,6 +97,8 @@ type Store struct {
 	// mandates claims the ids of the mandates being written, so that the compare of a
 	// write's revision and the write are one step (mandate.go).
 	mandates idClaims
+	// mandateRevs are the mandates' revisions, once read or written (mandate.go).
+	mandateRevs mandateRevs
 	// writers counts the synced commits in progress; see syncCrowd.
 	writers *atomic.Int64
 	// ids answers, for most creates, that the id is new without reading the store.
@@ -452,6 +454,18 @@ func (s *Store) commit(b *pebble.Batch) error {
 	}
 	s.noteDurable(n)
 	return nil
+}
+
+// commitUnsynced writes a batch without an fsync of its own: the write-ahead log takes
+// it in order, before every later batch, so the store's next synced batch makes it
+// durable too. It carries no write number, which the mark counts among the durable
+// ones, takes no nonces along, which wait for a synced batch, and is not counted among
+// the synced writers that syncCrowd waits for.
+func (s *Store) commitUnsynced(b *pebble.Batch) error {
+	if s.refusing() {
+		return s.Writable()
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 // Close stops the committer after the writes already queued and closes the database.

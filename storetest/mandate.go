@@ -83,7 +83,7 @@ func testMandates(t *testing.T, open func(*testing.T) Store) {
 				t.Errorf("mandate %s after a reopen: revision %d, want %d", id, rev, revs[id])
 			}
 		}
-		next, err := ms.UpdateMandate(ctx, "m1", []byte("after a reopen"), revs["m1"])
+		next, err := ms.UpdateMandate(ctx, "m1", []byte("after a reopen"), revs["m1"], true)
 		if err != nil || next <= revs["m1"] {
 			t.Fatalf("UpdateMandate after a reopen = %d, %v; want a revision above %d", next, err, revs["m1"])
 		}
@@ -100,7 +100,7 @@ func testMandates(t *testing.T, open func(*testing.T) Store) {
 		if _, _, err := ms.Mandate(ctx, "m1"); !errors.Is(err, intentd.ErrStoreClosed) {
 			t.Errorf("Mandate after Close: %v, want ErrStoreClosed", err)
 		}
-		if _, err := ms.UpdateMandate(ctx, "m1", nil, 1); !errors.Is(err, intentd.ErrStoreClosed) {
+		if _, err := ms.UpdateMandate(ctx, "m1", nil, 1, true); !errors.Is(err, intentd.ErrStoreClosed) {
 			t.Errorf("UpdateMandate after Close: %v, want ErrStoreClosed", err)
 		}
 	})
@@ -110,7 +110,7 @@ func testMandates(t *testing.T, open func(*testing.T) Store) {
 // mandates that are not stored, keeping stored and revs as the store should hold them.
 func testMandateUpdates(t *testing.T, ms intentd.MandateStore, stored map[string][]byte, revs map[string]uint64) {
 	old := revs["m1"]
-	next, err := ms.UpdateMandate(ctx, "m1", []byte(`{"spent":5}`), old)
+	next, err := ms.UpdateMandate(ctx, "m1", []byte(`{"spent":5}`), old, true)
 	if err != nil || next <= old {
 		t.Fatalf("UpdateMandate from the current revision = %d, %v; want a revision above %d", next, err, old)
 	}
@@ -131,7 +131,7 @@ func testMandateUpdates(t *testing.T, ms intentd.MandateStore, stored map[string
 		{"of a mandate not stored, from revision 0", "nope", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ms.UpdateMandate(ctx, tc.id, []byte("stale"), tc.rev)
+			_, err := ms.UpdateMandate(ctx, tc.id, []byte("stale"), tc.rev, true)
 			if !errors.Is(err, intentd.ErrStale) {
 				t.Fatalf("UpdateMandate(%s, %d): %v, want ErrStale", tc.id, tc.rev, err)
 			}
@@ -166,7 +166,7 @@ func testMandateRace(t *testing.T, ms intentd.MandateStore) {
 				return
 			}
 			<-start
-			revs[i], errs[i] = ms.UpdateMandate(ctx, "raced", fmt.Appendf(nil, "writer %d", i), rev)
+			revs[i], errs[i] = ms.UpdateMandate(ctx, "raced", fmt.Appendf(nil, "writer %d", i), rev, true)
 		})
 	}
 	read.Wait()
