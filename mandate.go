@@ -141,11 +141,11 @@ type MandateStore interface {
 	// UpdateMandate replaces the record of revision rev and returns the new revision:
 	// ErrStale, with nothing written, when the record is at another revision, or when
 	// no mandate of that id is stored (no record is at revision 0). With sync, the
-	// record is durable when the call returns; without, no later than the store's next
-	// synced write of any kind (on Pebble one write-ahead log holds every write in
-	// order), which a caller makes before it acts on the record: a purchase's intent is
-	// written, synced, after each update of its mandate. Reads see the record at once
-	// either way.
+	// record is durable when the call returns; without, no later than the next outcome
+	// the store makes durable (Finish), and within about a second when none comes: a
+	// purchase's decision is followed by its intent's outcome, which cannot be durable
+	// without it, so the decision costs no write of its own. Reads see the record at
+	// once either way.
 	UpdateMandate(ctx context.Context, id string, record []byte, rev uint64, sync bool) (uint64, error)
 }
 

@@ -266,7 +266,9 @@ func (a *intentActor) propose(m propose) reply {
 	next.State = intentd.StateProcessing
 	next.Proposal = &m.proposal
 	next.Agent = m.agent
-	next.attrs = attrs
+	if attrs != nil {
+		next.attrs = attrs
+	}
 	next.Request = m.request
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()

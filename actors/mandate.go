@@ -236,6 +236,9 @@ func (e *Engine) createPurchase(ctx context.Context, rec *mandateRecord, parts m
 		CreatedAt: now,
 		ExpiresAt: now.Add(e.cfg.IntentTTL),
 		Mandate:   rec.ID,
+		// Proving reads the attrs the mandate's actor decoded, rather than decode
+		// them again from the intent: they are the same.
+		attrs: &parts.attrs,
 	}
 	if err := snap.setAuthored(canon, crypto.Authorship{}); err != nil {
 		return intentd.Internal("encode purchase intent: %w", err)

@@ -314,13 +314,14 @@ func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
 		return false, nil, err
 	}
 	digest := parts.digest
-	evDigest, err := crypto.Digest(m.evJSON)
+	evSum, err := crypto.DigestSum(m.evJSON)
 	if err != nil {
 		return false, nil, intentd.Internal("digest of the evidence: %w", err)
 	}
+	evDigest := crypto.EncodeBase58(evSum[:])
 	if pu != nil && pu.Success != nil {
 		s := pu.Success
-		if s.EvidenceDigest == evDigest {
+		if s.EvidenceSum == evSum {
 			return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, digest: digest, evDigest: evDigest}, nil
 		}
 		release(r, m.intentID)
@@ -343,7 +344,7 @@ func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
 	}
 	v.amount = amount
 	pu = r.purchase(m.intentID)
-	pu.Success = &mandateDecision{At: at, Amount: amount, Before: before, EvidenceDigest: evDigest}
+	pu.Success = &mandateDecision{At: at, Amount: amount, Before: before, EvidenceSum: evSum}
 	r.Spent += amount
 	r.Count++
 	return true, v, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -27,7 +28,7 @@ const (
 	revAt       protowire.Number = 1 // varint
 	revAuthored protowire.Number = 2 // bytes
 
-	purIntent  protowire.Number = 1 // bytes
+	purIntent  protowire.Number = 1 // bytes: the intent's id, the 16 bytes of its UUID
 	purTakenAt protowire.Number = 2 // varint
 	purSuccess protowire.Number = 3 // message: the decision's fields below
 
@@ -37,7 +38,7 @@ const (
 	decPurchases       protowire.Number = 4 // varint
 	decPeriodSpent     protowire.Number = 5 // varint
 	decPeriodPurchases protowire.Number = 6 // varint
-	decEvidence        protowire.Number = 7 // bytes: the Base58 digest of the evidence decided on
+	decEvidence        protowire.Number = 7 // bytes: the SHA-256 of the evidence decided on, in JCS
 )
 
 // encode writes the record.
@@ -83,8 +84,12 @@ func (r *mandateRecord) encode() ([]byte, error) {
 
 // append writes the purchase's message.
 func (p *mandatePurchase) append(m []byte) ([]byte, error) {
-	m = appendBytes(m, purIntent, p.IntentID)
-	m, err := appendTime(m, purTakenAt, p.TakenAt)
+	id, err := uuid.Parse(p.IntentID)
+	if err != nil {
+		return nil, fmt.Errorf("purchase %q: %w", p.IntentID, err)
+	}
+	m = appendBytes(m, purIntent, id[:])
+	m, err = appendTime(m, purTakenAt, p.TakenAt)
 	if err != nil || p.Success == nil {
 		return m, err
 	}
@@ -100,7 +105,7 @@ func (p *mandatePurchase) append(m []byte) ([]byte, error) {
 		{decPeriodSpent, s.Before.PeriodSpent}, {decPeriodPurchases, s.Before.PeriodPurchases}} {
 		d = appendVarint(d, f.num, uint64(f.v))
 	}
-	d = appendBytes(d, decEvidence, s.EvidenceDigest)
+	d = appendBytes(d, decEvidence, s.EvidenceSum[:])
 	m = protowire.AppendTag(m, purSuccess, protowire.BytesType)
 	return protowire.AppendBytes(m, d), nil
 }
@@ -196,7 +201,11 @@ func decodePurchase(data []byte) (mandatePurchase, error) {
 		data = rest
 		switch f.num {
 		case purIntent:
-			p.IntentID = string(f.v)
+			id, err := uuid.FromBytes(f.v)
+			if err != nil {
+				return p, fmt.Errorf("intent: %w", err)
+			}
+			p.IntentID = id.String()
 		case purTakenAt:
 			p.TakenAt = wireTime(f.u)
 		case purSuccess:
@@ -234,7 +243,10 @@ func decodeDecision(data []byte) (*mandateDecision, error) {
 		case decPeriodPurchases:
 			d.Before.PeriodPurchases = int64(f.u)
 		case decEvidence:
-			d.EvidenceDigest = string(f.v)
+			if len(f.v) != len(d.EvidenceSum) {
+				return nil, fmt.Errorf("evidence digest of %d bytes", len(f.v))
+			}
+			copy(d.EvidenceSum[:], f.v)
 		}
 	}
 	return d, nil

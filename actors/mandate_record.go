@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -61,10 +62,12 @@ type mandatePurchase struct {
 // time, and the digest of the evidence, so that a purchase proved again after a crash,
 // on the same evidence, ends with the decision already counted rather than a new one.
 type mandateDecision struct {
-	At             time.Time
-	Amount         int64
-	Before         mandateTotals
-	EvidenceDigest string
+	At     time.Time
+	Amount int64
+	Before mandateTotals
+	// EvidenceSum is the SHA-256 of the evidence's JCS, whose Base58 is the receipt's
+	// evidence_digest.
+	EvidenceSum [sha256.Size]byte
 }
 
 // mandateTotals are a mandate's running totals at a decision: overall, and within the

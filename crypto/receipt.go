@@ -98,12 +98,21 @@ type signedReceiptWire struct {
 // A number beyond ±(2^53-1) is refused: JCS would round it, and two texts that say
 // different things would share a digest.
 func Digest(jsonText []byte) (string, error) {
-	canon, err := canonicalIntent(jsonText)
+	sum, err := DigestSum(jsonText)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(canon)
 	return EncodeBase58(sum[:]), nil
+}
+
+// DigestSum is Digest before its Base58: the SHA-256 of the JCS bytes, for a caller
+// that keeps digests in 32 bytes rather than their 44 characters.
+func DigestSum(jsonText []byte) ([sha256.Size]byte, error) {
+	canon, err := canonicalIntent(jsonText)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(canon), nil
 }
 
 // canonicalReceipt returns the bytes a receipt's signature covers.

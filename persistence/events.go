@@ -125,10 +125,15 @@ func (s *Store) commitGroup(group []*finishReq) {
 	// before their references are released: DeletePolicy waits for finishMu, so that a
 	// delete after an outcome it read never counts that outcome's reference.
 	s.finishMu.Lock()
+	var mandates map[string]waitingMandate
 	if err == nil {
+		// The mandates' records written without sync go with the outcomes: a
+		// purchase's decision is on disk no later than its outcome.
+		mandates = s.mandateRevs.take(b)
 		err = s.commit(b)
 	}
 	if err != nil {
+		s.mandateRevs.putBack(mandates, s.flushMandates)
 		s.finishMu.Unlock()
 		// Nothing of the group is written and the sequence does not advance, so ids
 		// stay gapless; each caller learns its write failed.

@@ -1,11 +1,15 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
 
 	"github.com/intentd/intentd"
 )
@@ -35,10 +39,10 @@ func (s *Store) CreateMandate(_ context.Context, id string, record []byte) error
 	} else if ok {
 		return intentd.ErrExists
 	}
-	if err := s.putMandate(k, 1, record, true); err != nil {
+	if err := s.putMandate(k, 1, record); err != nil {
 		return err
 	}
-	s.noteMandateRev(id, 1)
+	s.mandateRevs.note(id, 1)
 	return nil
 }
 
@@ -48,33 +52,39 @@ func (s *Store) Mandate(_ context.Context, id string) (record []byte, rev uint64
 	if err := s.closed(); err != nil {
 		return nil, 0, err
 	}
-	v, err := s.get(key(prefixMandate, id))
-	if err != nil {
-		return nil, 0, err
+	v, ok := s.mandateRevs.waited(id)
+	if !ok {
+		var err error
+		if v, err = s.get(key(prefixMandate, id)); err != nil {
+			return nil, 0, err
+		}
 	}
-	return decodeMandate(id, v)
+	return decodeMandate(id, bytes.Clone(v))
 }
 
-// UpdateMandate replaces the record of revision rev and returns the next revision, in
-// a synced batch with sync, and otherwise in one the write-ahead log takes in order
-// before the store's next synced batch, which makes both durable: a purchase's
-// decision costs no fsync of its own, and its intent's outcome, written synced after
-// it, cannot be on disk without it. The revision is compared and the record written
-// under the mandate's claim, so a writer that read an older revision, or none (a
-// mandate not stored; no record is at revision 0), is refused with intentd.ErrStale
-// and nothing is written: it reads the mandate again and decides on what another
-// writer made of it. The revision is kept in memory once read or written: this store
-// is its database's only writer, and a decision does not read the whole record back
-// to compare a number.
+// UpdateMandate replaces the record of revision rev and returns the next revision. The
+// revision is compared and the record taken under the mandate's claim, so a writer
+// that read an older revision, or none (a mandate not stored; no record is at revision
+// 0), is refused with intentd.ErrStale and nothing is written: it reads the mandate
+// again and decides on what another writer made of it. The revision is kept in memory
+// once read or written: this store is its database's only writer, and a decision does
+// not read the whole record back to compare a number.
+//
+// With sync the record is written in a synced batch of its own. Without, it waits in
+// memory, where Mandate reads it, for the next batch of outcomes (commitGroup), which
+// takes it along, or a second at most: a purchase's decision costs no write of its
+// own, and its intent's outcome, which follows it, cannot be on disk without it.
 func (s *Store) UpdateMandate(_ context.Context, id string, record []byte, rev uint64, sync bool) (uint64, error) {
 	if err := s.closed(); err != nil {
 		return 0, err
 	}
+	if s.refusing() {
+		return 0, s.Writable()
+	}
 	defer s.mandates.claim(id)()
-	k := key(prefixMandate, id)
-	cur, ok := s.mandateRev(id)
+	cur, ok := s.mandateRevs.rev(id)
 	if !ok {
-		v, err := s.get(k)
+		v, err := s.get(key(prefixMandate, id))
 		if errors.Is(err, intentd.ErrNotFound) {
 			return 0, fmt.Errorf("update mandate %s, which is not stored: %w", id, intentd.ErrStale)
 		}
@@ -88,57 +98,191 @@ func (s *Store) UpdateMandate(_ context.Context, id string, record []byte, rev u
 	if cur != rev {
 		return 0, fmt.Errorf("update mandate %s from revision %d, which is at %d: %w", id, rev, cur, intentd.ErrStale)
 	}
-	if err := s.putMandate(k, rev+1, record, sync); err != nil {
-		s.forgetMandateRev(id) // what the database holds is not known
+	if !sync {
+		s.mandateRevs.wait(id, record, rev+1, s.flushMandates)
+		return rev + 1, nil
+	}
+	v := mandateValue(rev+1, record)
+	// The batches of outcomes take waiting records along under finishMu: held here, no
+	// older record of this mandate is in a batch committed after this one.
+	s.finishMu.Lock()
+	defer s.finishMu.Unlock()
+	s.mandateRevs.drop(id)
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(key(prefixMandate, id), v, nil)
+	if err := s.commit(b); err != nil {
+		s.mandateRevs.forget(id) // what the database holds is not known
 		return 0, err
 	}
-	s.noteMandateRev(id, rev+1)
+	s.mandateRevs.note(id, rev+1)
 	return rev + 1, nil
 }
 
-// putMandate writes a mandate's value, its revision then its record, through commit,
-// which refuses it while the disk is full and, with sync, makes it durable before it
-// returns.
-func (s *Store) putMandate(k []byte, rev uint64, record []byte, sync bool) error {
+// mandateValue is a mandate's value: its revision, then its record.
+func mandateValue(rev uint64, record []byte) []byte {
 	v := make([]byte, 0, mandateRevAt+len(record))
 	v = binary.BigEndian.AppendUint64(v, rev)
-	v = append(v, record...)
+	return append(v, record...)
+}
+
+// putMandate writes a mandate's value in a synced batch, which commit refuses while
+// the disk is full.
+func (s *Store) putMandate(k []byte, rev uint64, record []byte) error {
 	b := s.db.NewBatch()
 	defer b.Close()
-	_ = b.Set(k, v, nil)
-	if !sync {
-		return s.commitUnsynced(b)
-	}
+	_ = b.Set(k, mandateValue(rev, record), nil)
 	return s.commit(b)
 }
 
-// mandateRevs are the revisions of the mandates this store read or wrote, under the
-// lock, which each id's claim orders with the writes of that id.
+// mandateRevs are the revisions of the mandates this store read or wrote, and the
+// records written without sync that no batch has taken yet.
 type mandateRevs struct {
-	mu   sync.Mutex
-	revs map[string]uint64
+	mu      sync.Mutex
+	revs    map[string]uint64
+	waiting map[string]waitingMandate
+	flush   *time.Timer
+	closed  bool
 }
 
-func (s *Store) mandateRev(id string) (uint64, bool) {
-	s.mandateRevs.mu.Lock()
-	defer s.mandateRevs.mu.Unlock()
-	rev, ok := s.mandateRevs.revs[id]
+func (m *mandateRevs) rev(id string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rev, ok := m.revs[id]
 	return rev, ok
 }
 
-func (s *Store) noteMandateRev(id string, rev uint64) {
-	s.mandateRevs.mu.Lock()
-	defer s.mandateRevs.mu.Unlock()
-	if s.mandateRevs.revs == nil {
-		s.mandateRevs.revs = make(map[string]uint64)
+func (m *mandateRevs) note(id string, rev uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.revs == nil {
+		m.revs = make(map[string]uint64)
 	}
-	s.mandateRevs.revs[id] = rev
+	m.revs[id] = rev
 }
 
-func (s *Store) forgetMandateRev(id string) {
-	s.mandateRevs.mu.Lock()
-	defer s.mandateRevs.mu.Unlock()
-	delete(s.mandateRevs.revs, id)
+func (m *mandateRevs) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.revs, id)
+}
+
+// waitingMandate is a record written without sync, at its revision. The record is the
+// caller's, which does not change it: its value is made when a batch takes it, once,
+// rather than for each record a newer one replaces before that.
+type waitingMandate struct {
+	record []byte
+	rev    uint64
+}
+
+// wait keeps a record written without sync until a batch takes it, and starts the
+// timer that writes it when no batch of outcomes comes.
+func (m *mandateRevs) wait(id string, record []byte, rev uint64, flush func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.revs == nil {
+		m.revs = make(map[string]uint64)
+	}
+	if m.waiting == nil {
+		m.waiting = make(map[string]waitingMandate)
+	}
+	m.revs[id], m.waiting[id] = rev, waitingMandate{record, rev}
+	if m.flush == nil && !m.closed {
+		m.flush = time.AfterFunc(flushAfter, flush)
+	}
+}
+
+// waited is the value of a record waiting for a batch, if any.
+func (m *mandateRevs) waited(id string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.waiting[id]
+	if !ok {
+		return nil, false
+	}
+	return mandateValue(w.rev, w.record), true
+}
+
+// drop forgets a waiting record that a newer one replaces.
+func (m *mandateRevs) drop(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.waiting, id)
+}
+
+// take moves every waiting record into b, and returns them, to be put back should the
+// batch fail. The caller holds finishMu: the records of one mandate reach the
+// database in the order they were written.
+func (m *mandateRevs) take(b *pebble.Batch) map[string]waitingMandate {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	taken := m.waiting
+	m.waiting = make(map[string]waitingMandate)
+	for id, w := range taken {
+		_ = b.Set(key(prefixMandate, id), mandateValue(w.rev, w.record), nil)
+	}
+	return taken
+}
+
+// putBack returns to waiting the records of a batch that failed, but those a newer
+// record replaced meanwhile.
+func (m *mandateRevs) putBack(taken map[string]waitingMandate, flush func()) {
+	if len(taken) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.waiting == nil {
+		m.waiting = make(map[string]waitingMandate)
+	}
+	for id, w := range taken {
+		if _, newer := m.waiting[id]; !newer {
+			m.waiting[id] = w
+		}
+	}
+	if m.flush == nil && !m.closed {
+		m.flush = time.AfterFunc(flushAfter, flush)
+	}
+}
+
+// flushMandates writes the records no batch of outcomes took along within flushAfter.
+func (s *Store) flushMandates() {
+	s.finishMu.Lock()
+	defer s.finishMu.Unlock()
+	m := &s.mandateRevs
+	m.mu.Lock()
+	m.flush = nil
+	m.mu.Unlock()
+	s.writeWaitingMandates()
+}
+
+// writeWaitingMandates writes the waiting records in a synced batch; finishMu is held.
+func (s *Store) writeWaitingMandates() {
+	b := s.db.NewBatch()
+	defer b.Close()
+	taken := s.mandateRevs.take(b)
+	if len(taken) == 0 {
+		return
+	}
+	if err := s.commit(b); err != nil {
+		s.log.Warn("write mandates", "error", err)
+		s.mandateRevs.putBack(taken, s.flushMandates)
+	}
+}
+
+// closeMandates writes the waiting records before the database closes.
+func (s *Store) closeMandates() {
+	m := &s.mandateRevs
+	m.mu.Lock()
+	m.closed = true
+	if m.flush != nil {
+		m.flush.Stop()
+		m.flush = nil
+	}
+	m.mu.Unlock()
+	s.finishMu.Lock()
+	defer s.finishMu.Unlock()
+	s.writeWaitingMandates()
 }
 
 // decodeMandate reads a mandate's value (putMandate). One too short to hold a revision,

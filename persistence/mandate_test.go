@@ -1,13 +1,16 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/storetest"
 )
 
 // TestMandateCorrupt reads mandate values that no write makes, too short for a revision
@@ -69,5 +72,49 @@ func TestMandateKeyLeavesEventSeq(t *testing.T) {
 	mustCreate(t, s, "i2", "P", "o")
 	if next, err := finish(s, "i2", "P", []byte("d")); err != nil || next <= first {
 		t.Fatalf("event after the mandate and a reopen = %d, %v; want one after %d", next, err, first)
+	}
+}
+
+// TestMandateUnsyncedWrites: a record written without sync is read at once; it goes
+// to disk with the next outcome, and survives a crash after that outcome; and, when no
+// outcome comes, within flushAfter on its own.
+func TestMandateUnsyncedWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := crashableFS(t)
+	opts := Options{FS: FS{fs: mem}}
+	s, err := Open("data", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutPolicy(ctx, "P", []byte("bytecode"), []byte("source")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateMandate(ctx, "m", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.UpdateMandate(ctx, "m", []byte("decided"), 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, r, err := s.Mandate(ctx, "m"); err != nil || string(got) != "decided" || r != rev {
+		t.Fatalf("read before any outcome: %q at %d (%v), want %q at %d", got, r, err, "decided", rev)
+	}
+	if _, err := storetest.BeginAndFinish(ctx, s, "i", "P", []byte("done"), time.Now().Add(time.Hour), storetest.Event("i")); err != nil {
+		t.Fatal(err)
+	}
+	s = crash(t, s, mem, opts)
+	if got, r, err := s.Mandate(ctx, "m"); err != nil || string(got) != "decided" || r != rev {
+		t.Fatalf("after an outcome and a crash: %q at %d (%v), want %q at %d", got, r, err, "decided", rev)
+	}
+
+	rev, err = s.UpdateMandate(ctx, "m", []byte("alone"), rev, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(flushAfter + 500*time.Millisecond)
+	s = crash(t, s, mem, opts)
+	defer s.Close()
+	if got, r, err := s.Mandate(ctx, "m"); err != nil || string(got) != "alone" || r != rev {
+		t.Fatalf("written alone, then a crash: %q at %d (%v), want %q at %d", got, r, err, "alone", rev)
 	}
 }

@@ -97,7 +97,8 @@ type Store struct {
 	// mandates claims the ids of the mandates being written, so that the compare of a
 	// write's revision and the write are one step (mandate.go).
 	mandates idClaims
-	// mandateRevs are the mandates' revisions, once read or written (mandate.go).
+	// mandateRevs are the mandates' revisions, once read or written, and their records
+	// waiting for a batch (mandate.go).
 	mandateRevs mandateRevs
 	// writers counts the synced commits in progress; see syncCrowd.
 	writers *atomic.Int64
@@ -456,18 +457,6 @@ func (s *Store) commit(b *pebble.Batch) error {
 	return nil
 }
 
-// commitUnsynced writes a batch without an fsync of its own: the write-ahead log takes
-// it in order, before every later batch, so the store's next synced batch makes it
-// durable too. It carries no write number, which the mark counts among the durable
-// ones, takes no nonces along, which wait for a synced batch, and is not counted among
-// the synced writers that syncCrowd waits for.
-func (s *Store) commitUnsynced(b *pebble.Batch) error {
-	if s.refusing() {
-		return s.Writable()
-	}
-	return b.Commit(pebble.NoSync)
-}
-
 // Close stops the committer after the writes already queued and closes the database.
 func (s *Store) Close() error {
 	var err error
@@ -479,6 +468,7 @@ func (s *Store) Close() error {
 		<-s.idsLoaded
 		<-s.refsLoaded
 		s.closeNonces()
+		s.closeMandates()
 		err = s.closeDB()
 	})
 	return err

@@ -118,6 +118,20 @@ func testMandateUpdates(t *testing.T, ms intentd.MandateStore, stored map[string
 		t.Fatalf("revision %d read back, %d written", rev, next)
 	}
 	stored["m1"], revs["m1"] = []byte(`{"spent":5}`), next
+	// Without sync a record is read at once, and is on disk by the next outcome or the
+	// store's close (the reopen below reads it).
+	unsynced, err := ms.UpdateMandate(ctx, "m1", []byte(`{"spent":7}`), next, false)
+	if err != nil || unsynced <= next {
+		t.Fatalf("UpdateMandate without sync = %d, %v; want a revision above %d", unsynced, err, next)
+	}
+	if rev := mustReadMandate(t, ms, "m1", []byte(`{"spent":7}`)); rev != unsynced {
+		t.Fatalf("revision %d read back, %d written without sync", rev, unsynced)
+	}
+	if _, err := ms.UpdateMandate(ctx, "m1", []byte("stale"), next, false); !errors.Is(err, intentd.ErrStale) {
+		t.Fatalf("UpdateMandate without sync from the revision before it: %v, want ErrStale", err)
+	}
+	old, next = next, unsynced
+	stored["m1"], revs["m1"] = []byte(`{"spent":7}`), next
 	// Revisions are per mandate in their meaning only: a store may number them from
 	// one counter (a stream's sequence), so another mandate's revision is not m1's.
 	for _, tc := range []struct {
