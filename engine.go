@@ -101,7 +101,7 @@ type Submission struct {
 // NewSubmission makes the submission of a decoded intent: raw is the intent's JSON as
 // received, which is canonicalized. An attribute JCS cannot write exactly is refused.
 func NewSubmission(in Intent, raw []byte, a crypto.Authorship) (Submission, error) {
-	if err := checkExactInts(in); err != nil {
+	if err := checkExactInts(in.Attrs, "intent", CodeInvalidIntent); err != nil {
 		return Submission{}, err
 	}
 	canon, err := crypto.Canonicalize(raw)
@@ -181,19 +181,19 @@ type Observer struct {
 // the one checked; such intents are refused.
 const maxExactInt = 1<<53 - 1
 
-func checkExactInts(in Intent) error {
-	if in.Attrs == nil {
+func checkExactInts(attrs *policy.Attrs, what, code string) error {
+	if attrs == nil {
 		return nil
 	}
-	for name, v := range *in.Attrs {
+	for name, v := range *attrs {
 		ints := v.Ints()
 		if v.Type() == policy.TypeInt {
 			ints = []int64{v.Int()}
 		}
 		for _, n := range ints {
 			if n > maxExactInt || n < -maxExactInt {
-				return Errorf(KindUnprocessable, CodeInvalidIntent,
-					"intent.attrs.fields.%s: %d is beyond ±(2^53-1), which JCS (RFC 8785) cannot sign exactly", name, n)
+				return Errorf(KindUnprocessable, code,
+					"%s.attrs.fields.%s: %d is beyond ±(2^53-1), which JCS (RFC 8785) cannot sign exactly", what, name, n)
 			}
 		}
 	}

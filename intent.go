@@ -247,28 +247,36 @@ func DecodeIntent(raw []byte) (Intent, error) {
 		return nil
 	})
 	if err != nil {
-		return Intent{}, intentError(err)
+		return Intent{}, objectError(err, "intent", CodeInvalidIntent)
 	}
+	return decodeIntentParts("intent", CodeInvalidIntent, id, policyID, rawAttrs)
+}
+
+// decodeIntentParts reads the members an intent and a mandate (what, refused with code)
+// share: an id that is a UUID, a policy id that is a Base58 SHA-256 digest, and
+// optional attrs, never null.
+func decodeIntentParts(what, code string, id, policyID, rawAttrs jsontext.Value) (Intent, error) {
 	var in Intent
-	if in.ID, err = stringField(id, "id"); err != nil {
+	var err error
+	if in.ID, err = stringField(id, what, code, "id"); err != nil {
 		return Intent{}, err
 	}
 	if _, ok := CanonicalIntentID(in.ID); !ok {
-		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.id: %q is not a UUID (want the 36-character hyphenated form)", in.ID)
+		return Intent{}, Errorf(KindUnprocessable, code, "%s.id: %q is not a UUID (want the 36-character hyphenated form)", what, in.ID)
 	}
-	if in.PolicyID, err = stringField(policyID, "policy_id"); err != nil {
+	if in.PolicyID, err = stringField(policyID, what, code, "policy_id"); err != nil {
 		return Intent{}, err
 	}
 	if !ValidPolicyID(in.PolicyID) {
-		return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.policy_id: %q is not a Base58 SHA-256 digest", in.PolicyID)
+		return Intent{}, Errorf(KindUnprocessable, code, "%s.policy_id: %q is not a Base58 SHA-256 digest", what, in.PolicyID)
 	}
 	if rawAttrs != nil {
 		if rawAttrs.Kind() == 'n' {
-			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.attrs: must be omitted, not null")
+			return Intent{}, Errorf(KindUnprocessable, code, "%s.attrs: must be omitted, not null", what)
 		}
 		attrs, err := policy.DecodeAttrs(rawAttrs)
 		if err != nil {
-			return Intent{}, Errorf(KindUnprocessable, CodeInvalidIntent, "intent.attrs.%v", err)
+			return Intent{}, Errorf(KindUnprocessable, code, "%s.attrs.%v", what, err)
 		}
 		in.Attrs = &attrs
 	}
@@ -280,33 +288,35 @@ func DecodeIntent(raw []byte) (Intent, error) {
 // bound is that of the other objects of a request body (see the http package).
 const maxIntentMembers = 16
 
-// intentError words a refusal of the reader for the client.
-func intentError(err error) error {
+// objectError words a refusal of the reader of object what (an intent, a mandate, a
+// revocation) for the client, with code.
+func objectError(err error, what, code string) error {
 	var e *strictjson.Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	switch {
 	case e.Fault == strictjson.NotObject:
-		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: must be a JSON object")
+		return Errorf(KindUnprocessable, code, "%s: must be a JSON object", what)
 	case e.Fault == strictjson.Trailing:
-		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: invalid JSON: unexpected data after the object")
+		return Errorf(KindUnprocessable, code, "%s: invalid JSON: unexpected data after the object", what)
 	case e.NotJSON():
-		return Errorf(KindUnprocessable, CodeInvalidIntent, "intent: invalid JSON: %s", e.Detail)
+		return Errorf(KindUnprocessable, code, "%s: invalid JSON: %s", what, e.Detail)
 	}
-	return Errorf(KindUnprocessable, CodeInvalidIntent, "%s: %s", e.Path, e.Reason())
+	return Errorf(KindUnprocessable, code, "%s: %s", e.Path, e.Reason())
 }
 
-func stringField(raw jsontext.Value, name string) (string, error) {
+// stringField reads member name of object what as a string, refused with code.
+func stringField(raw jsontext.Value, what, code, name string) (string, error) {
 	if raw == nil {
-		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: missing", name)
+		return "", Errorf(KindUnprocessable, code, "%s.%s: missing", what, name)
 	}
 	if raw.Kind() != '"' {
-		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: must be a string", name)
+		return "", Errorf(KindUnprocessable, code, "%s.%s: must be a string", what, name)
 	}
 	s, err := jsontext.AppendUnquote(nil, raw)
 	if err != nil {
-		return "", Errorf(KindUnprocessable, CodeInvalidIntent, "intent.%s: must be a string", name)
+		return "", Errorf(KindUnprocessable, code, "%s.%s: must be a string", what, name)
 	}
 	return string(s), nil
 }

@@ -208,36 +208,14 @@ func DecodeMandate(raw []byte) (Mandate, error) {
 		return nil
 	})
 	if err != nil {
-		return Mandate{}, recode(intentError(err), "intent", "mandate", CodeInvalidMandate)
+		return Mandate{}, objectError(err, "mandate", CodeInvalidMandate)
 	}
-	var md Mandate
-	str := func(raw jsontext.Value, name string) (string, error) {
-		s, err := stringField(raw, name)
-		return s, recode(err, "intent", "mandate", CodeInvalidMandate)
-	}
-	if md.ID, err = str(id, "id"); err != nil {
+	in, err := decodeIntentParts("mandate", CodeInvalidMandate, id, policyID, rawAttrs)
+	if err != nil {
 		return Mandate{}, err
 	}
-	if _, ok := CanonicalIntentID(md.ID); !ok {
-		return Mandate{}, Errorf(KindUnprocessable, CodeInvalidMandate, "mandate.id: %q is not a UUID (want the 36-character hyphenated form)", md.ID)
-	}
-	if md.PolicyID, err = str(policyID, "policy_id"); err != nil {
-		return Mandate{}, err
-	}
-	if !ValidPolicyID(md.PolicyID) {
-		return Mandate{}, Errorf(KindUnprocessable, CodeInvalidMandate, "mandate.policy_id: %q is not a Base58 SHA-256 digest", md.PolicyID)
-	}
-	if rawAttrs != nil {
-		if rawAttrs.Kind() == 'n' {
-			return Mandate{}, Errorf(KindUnprocessable, CodeInvalidMandate, "mandate.attrs: must be omitted, not null")
-		}
-		attrs, err := policy.DecodeAttrs(rawAttrs)
-		if err != nil {
-			return Mandate{}, Errorf(KindUnprocessable, CodeInvalidMandate, "mandate.attrs.%v", err)
-		}
-		md.Attrs = &attrs
-	}
-	at, err := str(expires, "expires_at")
+	md := Mandate{ID: in.ID, PolicyID: in.PolicyID, Attrs: in.Attrs}
+	at, err := stringField(expires, "mandate", CodeInvalidMandate, "expires_at")
 	if err != nil {
 		return Mandate{}, err
 	}
@@ -250,8 +228,8 @@ func DecodeMandate(raw []byte) (Mandate, error) {
 // NewMandateSubmission makes the submission of a decoded mandate: raw is the mandate's
 // JSON as received, which is canonicalized.
 func NewMandateSubmission(md Mandate, raw []byte, a crypto.Authorship) (MandateSubmission, error) {
-	if err := checkExactInts(Intent{Attrs: md.Attrs}); err != nil {
-		return MandateSubmission{}, recode(err, "intent", "mandate", CodeInvalidMandate)
+	if err := checkExactInts(md.Attrs, "mandate", CodeInvalidMandate); err != nil {
+		return MandateSubmission{}, err
 	}
 	canon, err := crypto.Canonicalize(raw)
 	if err != nil {
@@ -273,11 +251,11 @@ func DecodeRevocation(raw []byte, id string) ([]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, recode(intentError(err), "intent", "revocation", CodeInvalidRevocation)
+		return nil, objectError(err, "revocation", CodeInvalidRevocation)
 	}
-	got, err := stringField(mid, "mandate_id")
+	got, err := stringField(mid, "revocation", CodeInvalidRevocation, "mandate_id")
 	if err != nil {
-		return nil, recode(err, "intent", "revocation", CodeInvalidRevocation)
+		return nil, err
 	}
 	if want, ok := CanonicalIntentID(id); !ok || !eqFoldID(got, want) {
 		return nil, Errorf(KindUnprocessable, CodeInvalidRevocation, "revocation.mandate_id: %q is not the mandate of the path, %s", got, id)
@@ -293,20 +271,6 @@ func DecodeRevocation(raw []byte, id string) ([]byte, error) {
 func eqFoldID(got, want string) bool {
 	c, ok := CanonicalIntentID(got)
 	return ok && c == want
-}
-
-// recode rewords an error of the intent's readers for another object: the code and
-// the object's name in its message.
-func recode(err error, from, to, code string) error {
-	e, ok := err.(*Error)
-	if !ok || e == nil {
-		return err
-	}
-	msg := e.Message
-	if len(msg) >= len(from) && msg[:len(from)] == from {
-		msg = to + msg[len(from):]
-	}
-	return &Error{Kind: e.Kind, Code: code, Message: msg, Err: e.Err}
 }
 
 // SameAuthor reports whether two authorships are by the same author: both unsigned,

@@ -74,7 +74,7 @@ func benchProposals(b *testing.B, callers int, signed bool, delegated string) {
 	}
 	srv := NewServer(e, Options{})
 	body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
-	reqs := make([]*http.Request, b.N)
+	reqs := make([][]*http.Request, b.N)
 	now := time.Now()
 	for i := range reqs {
 		id := uuid.NewString()
@@ -98,11 +98,18 @@ func benchProposals(b *testing.B, callers int, signed bool, delegated string) {
 				b.Fatal(err)
 			}
 		}
-		reqs[i] = r
+		reqs[i] = []*http.Request{r}
 	}
-	// The store holds no outcome yet, so the first b.N events of the stream
-	// are the proposals'. They are read as they come, as a subscriber
-	// would, so that the reader does not fall behind and is not cut off.
+	driveDecisions(b, e, srv, callers, reqs, nil)
+}
+
+// driveDecisions sends each request of reqs (each element one decision's requests, in
+// order) from callers concurrent callers and stops the timer when b.N outcomes have
+// been published, each checked by check when it is given; it reports the process's
+// CPU per decision. The store holds no outcome yet, so the first b.N events of the
+// stream are the decisions'. They are read as they come, as a subscriber would, so
+// that the reader does not fall behind and is not cut off.
+func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error) {
 	sub, err := e.Subscribe(context.Background(), 0, intentd.Filter{})
 	if err != nil {
 		b.Fatal(err)
@@ -113,7 +120,11 @@ func benchProposals(b *testing.B, callers int, signed bool, delegated string) {
 	cpu := benchcpu.Now()
 	go func() {
 		for range b.N {
-			if _, err := sub.Next(context.Background()); err != nil {
+			ev, err := sub.Next(context.Background())
+			if err == nil && check != nil {
+				err = check(ev)
+			}
+			if err != nil {
 				decided <- err
 				return
 			}
@@ -125,11 +136,13 @@ func benchProposals(b *testing.B, callers int, signed bool, delegated string) {
 	for range callers {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-				rec := httptest.NewRecorder()
-				srv.ServeHTTP(rec, reqs[i])
-				if rec.Code != http.StatusOK {
-					b.Errorf("POST %s: %d %s", reqs[i].URL.Path, rec.Code, rec.Body)
-					return
+				for _, r := range reqs[i] {
+					rec := httptest.NewRecorder()
+					srv.ServeHTTP(rec, r)
+					if rec.Code != http.StatusOK {
+						b.Errorf("POST %s: %d %s", r.URL.Path, rec.Code, rec.Body)
+						return
+					}
 				}
 			}
 		})

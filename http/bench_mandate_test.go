@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
-	"github.com/intentd/intentd/internal/benchcpu"
 )
 
 // benchMandatePolicy is the demo policy's t-shirt under a mandate: its constraints, an
@@ -103,52 +100,12 @@ func benchPurchases(b *testing.B, callers int, purchase bool) {
 		}
 		reqs[i] = []*http.Request{jsonRequest("/mandates/"+mandate+"/purchases", fmt.Sprintf(`{"intent_id":%q,"solution":%q}`, id, solution))}
 	}
-	sub, err := e.Subscribe(context.Background(), 0, intentd.Filter{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Close()
-	decided := make(chan error, 1)
-	b.ResetTimer()
-	cpu := benchcpu.Now()
-	go func() {
-		for range b.N {
-			ev, err := sub.Next(context.Background())
-			if err == nil && ev.Type != intentd.StateSuccess {
-				err = fmt.Errorf("intent %s: %s", ev.IntentID, ev.Data)
-			}
-			if err != nil {
-				decided <- err
-				return
-			}
+	driveDecisions(b, e, srv, callers, reqs, func(ev intentd.Event) error {
+		if ev.Type != intentd.StateSuccess {
+			return fmt.Errorf("intent %s: %s", ev.IntentID, ev.Data)
 		}
-		decided <- nil
-	}()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-				for _, r := range reqs[i] {
-					rec := httptest.NewRecorder()
-					srv.ServeHTTP(rec, r)
-					if rec.Code != http.StatusOK {
-						b.Errorf("POST %s: %d %s", r.URL.Path, rec.Code, rec.Body)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if b.Failed() {
-		return
-	}
-	if err := <-decided; err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	benchcpu.ReportMicros(b, cpu, "op")
+		return nil
+	})
 }
 
 // jsonRequest is a POST of body to path.

@@ -186,17 +186,8 @@ func DecodeAuthoredIntent(body []byte) (in intentd.Intent, raw json.RawMessage, 
 			return in, nil, auth, superseded("intent.template_id", supersededTemplateID)
 		}
 	}
-	auth, err = crypto.DecodeAuthorship(rawAuth)
-	if err != nil {
-		var fe *crypto.FieldError
-		if errors.As(err, &fe) {
-			where := "authorship"
-			if fe.Field != "" {
-				where += "." + fe.Field
-			}
-			return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", where, fe.Reason)
-		}
-		return in, nil, auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
+	if auth, err = decodeAuthorship(rawAuth); err != nil {
+		return in, nil, auth, err
 	}
 	if inErr != nil {
 		return in, nil, auth, inErr
@@ -263,4 +254,22 @@ func clip(s string) string {
 		return s
 	}
 	return s[:max] + "..."
+}
+
+// decodeAuthorship decodes the authorship member of a body, refused as
+// malformed_authorship with the path of the value at fault.
+func decodeAuthorship(raw []byte) (crypto.Authorship, error) {
+	auth, err := crypto.DecodeAuthorship(raw)
+	if err == nil {
+		return auth, nil
+	}
+	var fe *crypto.FieldError
+	if errors.As(err, &fe) {
+		where := "authorship"
+		if fe.Field != "" {
+			where += "." + fe.Field
+		}
+		return auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", where, fe.Reason)
+	}
+	return auth, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
 }

@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -179,17 +178,9 @@ func authoredBody(body []byte, name, code string) (json.RawMessage, crypto.Autho
 	case rawAuth == nil:
 		return nil, crypto.Authorship{}, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: missing")
 	}
-	auth, err := crypto.DecodeAuthorship(rawAuth)
+	auth, err := decodeAuthorship(rawAuth)
 	if err != nil {
-		var fe *crypto.FieldError
-		if errors.As(err, &fe) {
-			where := "authorship"
-			if fe.Field != "" {
-				where += "." + fe.Field
-			}
-			return nil, crypto.Authorship{}, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "%s: %s", where, fe.Reason)
-		}
-		return nil, crypto.Authorship{}, intentd.Errorf(intentd.KindUnprocessable, CodeMalformedAuthorship, "authorship: %v", err)
+		return nil, crypto.Authorship{}, err
 	}
 	return json.RawMessage(obj), auth, nil
 }

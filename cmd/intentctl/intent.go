@@ -46,10 +46,8 @@ func (c *cli) intent(args []string) error {
 	if err := want(pos, 0, "only flags"); err != nil {
 		return err
 	}
-	if *id == "" {
-		*id = uuid.NewString()
-	} else if _, ok := intentd.CanonicalIntentID(*id); !ok {
-		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
+	if *id, err = idOrFresh(*id, "id"); err != nil {
+		return err
 	}
 	// The keys are read first: a key file that is wrong is found before the server is
 	// asked anything.
@@ -307,4 +305,16 @@ func (f *signFlags) load() ([]signer, error) {
 		}
 	}
 	return signers, nil
+}
+
+// idOrFresh is the id the flag named gave, checked to be a UUID, or a fresh random one
+// when it gave none.
+func idOrFresh(id, flag string) (string, error) {
+	if id == "" {
+		return uuid.NewString(), nil
+	}
+	if _, ok := intentd.CanonicalIntentID(id); !ok {
+		return "", usagef("--%s %q: want a UUID (36 characters, hyphenated)", flag, id)
+	}
+	return id, nil
 }

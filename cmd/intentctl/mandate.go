@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/policy"
@@ -63,10 +61,8 @@ func (c *cli) mandateCreate(args []string) error {
 	if err := want(pos, 0, "only flags"); err != nil {
 		return err
 	}
-	if *id == "" {
-		*id = uuid.NewString()
-	} else if _, ok := intentd.CanonicalIntentID(*id); !ok {
-		return usagef("--id %q: want a UUID (36 characters, hyphenated)", *id)
+	if *id, err = idOrFresh(*id, "id"); err != nil {
+		return err
 	}
 	until, err := parseExpiry(*expires, time.Now())
 	if err != nil {
@@ -162,10 +158,8 @@ func (c *cli) mandatePurchase(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *intentID == "" {
-		*intentID = uuid.NewString()
-	} else if _, ok := intentd.CanonicalIntentID(*intentID); !ok {
-		return usagef("--intent-id %q: want a UUID (36 characters, hyphenated)", *intentID)
+	if *intentID, err = idOrFresh(*intentID, "intent-id"); err != nil {
+		return err
 	}
 	if err := agent.apply(c); err != nil {
 		return err

@@ -2,15 +2,9 @@ package main_test
 
 import (
 	"crypto/ed25519"
-	"math/rand/v2"
-	"net/http"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // TestClusterMandateCrash makes purchases of one mandate from eight clients through the
@@ -39,33 +33,15 @@ func TestClusterMandateCrash(t *testing.T) {
 			}
 		}
 	}
-	var mu sync.Mutex
-	answered := map[string]int{}
-	var wg sync.WaitGroup
-	for c := range 8 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 11))
-			for range 15 {
-				id := uuid.NewString()
-				code := purchaseUntilAnswered(next, mandateID, id)
-				mu.Lock()
-				answered[id] = code
-				mu.Unlock()
-				time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond)
-			}
-		})
-	}
+	ps := startPurchasers(8, 15, next, mandateID)
 	time.Sleep(400 * time.Millisecond)
-	mu.Lock()
-	before := len(answered)
-	mu.Unlock()
 	down.Store(1)
 	nodes[1].kill()
-	t.Logf("killed member 1 with %d purchases answered", before)
+	t.Logf("killed member 1 with %d purchases answered", ps.count())
 	time.Sleep(time.Second)
 	nodes[1].start()
 	down.Store(-1)
-	wg.Wait()
+	answered := ps.wait()
 	waitMembers(t, nodes, 3)
 
 	successes := checkCrashPurchases(t, nodes[2].url, answered)
@@ -74,37 +50,12 @@ func TestClusterMandateCrash(t *testing.T) {
 		Purchases int64 `json:"purchases"`
 	}
 	getJSON(t, nodes[0].url+"/mandates/"+mandateID+"/status", &st)
-	accepted := 0
-	for _, code := range answered {
-		if code == http.StatusOK {
-			accepted++
-		}
-	}
-	t.Logf("%d purchases accepted, %d succeeded; the mandate spent %d in %d", accepted, len(successes), st.Spent, st.Purchases)
+	t.Logf("%d purchases accepted, %d succeeded; the mandate spent %d in %d", accepted(answered), len(successes), st.Spent, st.Purchases)
 	if st.Spent != int64(len(successes))*crashTeePrice || st.Purchases != int64(len(successes)) || st.Spent > crashBudget {
 		t.Fatalf("mandate status spent %d in %d purchases; %d purchases succeeded (budget %d)", st.Spent, st.Purchases, len(successes), crashBudget)
 	}
-	if want := min(accepted, crashBudget/crashTeePrice); len(successes) != want {
-		t.Errorf("%d successes of %d purchases accepted, want %d", len(successes), accepted, want)
+	if want := min(accepted(answered), crashBudget/crashTeePrice); len(successes) != want {
+		t.Errorf("%d successes of %d purchases accepted, want %d", len(successes), accepted(answered), want)
 	}
-	var decidedAfter []int64
-	for _, id := range successes {
-		var bundle struct {
-			Receipt struct {
-				Receipt struct {
-					Mandate struct {
-						Purchases int64 `json:"purchases"`
-					} `json:"mandate"`
-				} `json:"receipt"`
-			} `json:"receipt"`
-		}
-		getJSON(t, nodes[0].url+"/intents/"+id+"/proof", &bundle)
-		decidedAfter = append(decidedAfter, bundle.Receipt.Receipt.Mandate.Purchases)
-	}
-	slices.Sort(decidedAfter)
-	for i, n := range decidedAfter {
-		if n != int64(i) {
-			t.Fatalf("the successes were decided after %v purchases, want 0 to %d each once", decidedAfter, len(decidedAfter)-1)
-		}
-	}
+	checkDecidedApart(t, nodes[0].url, successes)
 }

@@ -80,36 +80,17 @@ func mandateCrash(t *testing.T, bin string, storeArgs []string) {
 	// A hundred and sixty purchases from eight clients, each a few tens of
 	// milliseconds after the last, for a budget of forty: the kills fall while
 	// purchases are taken and decided.
-	var mu sync.Mutex
-	answered := map[string]int{} // intent id -> the purchase's final HTTP status
-	var wg sync.WaitGroup
-	for c := range 8 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 9))
-			for range 20 {
-				id := uuid.NewString()
-				code := purchaseUntilAnswered(current, mandateID, id)
-				mu.Lock()
-				answered[id] = code
-				mu.Unlock()
-				time.Sleep(time.Duration(10+rng.IntN(50)) * time.Millisecond)
-			}
-		})
-	}
+	ps := startPurchasers(8, 20, current, mandateID)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for range 3 {
 		time.Sleep(time.Duration(100+rng.IntN(200)) * time.Millisecond)
-		mu.Lock()
-		n := len(answered)
-		mu.Unlock()
-		t.Logf("killed with %d purchases answered", n)
+		t.Logf("killed with %d purchases answered", ps.count())
 		srv.kill()
 		urlMu.Lock()
 		srv.start()
 		urlMu.Unlock()
 	}
-	wg.Wait()
-
+	answered := ps.wait()
 	successes := checkCrashPurchases(t, srv.url, answered)
 	var st struct {
 		Spent     int64    `json:"spent"`
@@ -120,17 +101,17 @@ func mandateCrash(t *testing.T, bin string, storeArgs []string) {
 	if st.Spent != int64(len(successes))*crashTeePrice || st.Purchases != int64(len(successes)) || st.Spent > crashBudget {
 		t.Fatalf("mandate status spent %d in %d purchases; %d purchases succeeded (budget %d)", st.Spent, st.Purchases, len(successes), crashBudget)
 	}
-	accepted := 0
-	for _, code := range answered {
-		if code == http.StatusOK {
-			accepted++
-		}
+	if want := min(accepted(answered), crashBudget/crashTeePrice); len(successes) != want {
+		t.Errorf("%d successes of %d purchases accepted, want %d: every purchase but those past the budget succeeds", len(successes), accepted(answered), want)
 	}
-	if want := min(accepted, crashBudget/crashTeePrice); len(successes) != want {
-		t.Errorf("%d successes of %d purchases accepted, want %d: every purchase but those past the budget succeeds", len(successes), accepted, want)
-	}
-	// Each success was decided against the totals the ones before it left: its
-	// receipt binds how many succeeded before it, and no two say the same.
+	checkDecidedApart(t, srv.url, successes)
+}
+
+// checkDecidedApart checks that each success was decided against the totals the ones
+// before it left: its receipt binds how many succeeded before it, and what they spent,
+// and no two say the same.
+func checkDecidedApart(t *testing.T, url string, successes []string) {
+	t.Helper()
 	var before []int64
 	for _, id := range successes {
 		var bundle struct {
@@ -143,7 +124,7 @@ func mandateCrash(t *testing.T, bin string, storeArgs []string) {
 				} `json:"receipt"`
 			} `json:"receipt"`
 		}
-		getJSON(t, srv.url+"/intents/"+id+"/proof", &bundle)
+		getJSON(t, url+"/intents/"+id+"/proof", &bundle)
 		m := bundle.Receipt.Receipt.Mandate
 		if m.Spent != m.Purchases*crashTeePrice {
 			t.Errorf("success %s was decided against spent %d after %d purchases", id, m.Spent, m.Purchases)
@@ -156,6 +137,57 @@ func mandateCrash(t *testing.T, bin string, storeArgs []string) {
 			t.Fatalf("the successes were decided after %v purchases, want 0 to %d each once", before, len(before)-1)
 		}
 	}
+}
+
+// purchasers are clients making purchases under one mandate at once, each a few tens
+// of milliseconds after its last, each sent again until answered.
+type purchasers struct {
+	mu       sync.Mutex
+	answered map[string]int // intent id -> the purchase's final HTTP status
+	wg       sync.WaitGroup
+}
+
+// startPurchasers starts clients clients of each purchases, sent to url().
+func startPurchasers(clients, each int, url func() string, mandateID string) *purchasers {
+	ps := &purchasers{answered: map[string]int{}}
+	for c := range clients {
+		ps.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(c), 9))
+			for range each {
+				id := uuid.NewString()
+				code := purchaseUntilAnswered(url, mandateID, id)
+				ps.mu.Lock()
+				ps.answered[id] = code
+				ps.mu.Unlock()
+				time.Sleep(time.Duration(10+rng.IntN(50)) * time.Millisecond)
+			}
+		})
+	}
+	return ps
+}
+
+// count is how many purchases were answered so far.
+func (ps *purchasers) count() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.answered)
+}
+
+// wait waits for every client and returns the answers.
+func (ps *purchasers) wait() map[string]int {
+	ps.wg.Wait()
+	return ps.answered
+}
+
+// accepted is how many purchases were answered 200.
+func accepted(answered map[string]int) int {
+	n := 0
+	for _, code := range answered {
+		if code == http.StatusOK {
+			n++
+		}
+	}
+	return n
 }
 
 // createCrashMandate stores a signed mandate of the crash policy for size M and the
