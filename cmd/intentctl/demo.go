@@ -144,6 +144,11 @@ func (c *cli) demo(args []string) error {
 		}
 		say("%d. Proposed %s for it.", n+1, dc.Solution)
 		say("   Expected: %s (%s).", dc.Expect, dc.why)
+		if i < len(rep.Intents)-1 {
+			// The next proposal waits for this one's decision, so that the outcomes
+			// come in the order the demo tells them, whatever the server's load.
+			c.demoSettle(sctx, api, dc.ID)
+		}
 	}
 
 	say("8. Waiting for both outcomes (%s)...", map[bool]string{true: "event stream", false: "status polling"}[stream != nil])
@@ -247,6 +252,23 @@ func (c *cli) demoPropose(api *client.Client, id, solution string) error {
 		case <-c.ctx.Done():
 			return c.ctx.Err()
 		case <-time.After(delay):
+		}
+	}
+}
+
+// demoSettle waits, quietly, until intent id is decided or ctx ends; whatever the
+// wait finds, demoAwait reports.
+func (c *cli) demoSettle(ctx context.Context, api *client.Client, id string) {
+	for ctx.Err() == nil {
+		cctx, cancel := c.call()
+		st, err := api.Status(cctx, id)
+		cancel()
+		if err != nil || st.State.Terminal() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
