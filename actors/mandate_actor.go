@@ -64,9 +64,12 @@ type verdict struct {
 	before    mandateTotals
 	at        time.Time
 	amount    int64
-	amountErr error  // the amount could not be had: no decision
-	digest    string // the digest of the authored mandate
-	evDigest  string // the digest of the evidence decided on
+	amountErr error // the amount could not be had: no decision
+	// evidenceChanged: the purchase was counted as a success on other evidence than
+	// this proof's (decide): no decision, and the success stays counted.
+	evidenceChanged bool
+	digest          string // the digest of the authored mandate
+	evDigest        string // the digest of the evidence decided on
 }
 
 // taken is what a purchase needs of its mandate, once taken, to create its intent.
@@ -300,8 +303,12 @@ func (a *mandateActor) partsOf(r *mandateRecord) (mandateParts, error) {
 
 // decide decides a purchase against the totals, and adds a success to them. A purchase
 // decided before on the same evidence (a proof cut short by a crash, run again) gets
-// its recorded decision; on other evidence (the source changed meanwhile), its earlier
-// success is taken back and it is decided again, in the same step.
+// its recorded decision. On other evidence (the source changed before the proof was
+// made again) it gets none: the success stays counted and the verdict says the
+// evidence changed, for the purchase to end in a failure of kind proof. Taking the
+// success back instead could count nothing for a purchase that another member, still
+// proving it on the first evidence, ends in success: a budget may be spent on a
+// purchase that failed, never overspent.
 func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
 	changed := false
 	pu := r.purchase(m.intentID)
@@ -321,11 +328,10 @@ func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
 	evDigest := crypto.EncodeBase58(evSum[:])
 	if pu != nil && pu.Success != nil {
 		s := pu.Success
-		if s.EvidenceSum == evSum {
-			return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, digest: digest, evDigest: evDigest}, nil
+		if s.EvidenceSum != evSum {
+			return false, &verdict{evidenceChanged: true}, nil
 		}
-		release(r, m.intentID)
-		changed = true
+		return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, digest: digest, evDigest: evDigest}, nil
 	}
 	at := a.e.cfg.Now()
 	before := r.totals(m.p, at)

@@ -338,3 +338,59 @@ func (c *testClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// TestMandateDecidedAgain asks the mandate's actor to decide a purchase it counted a
+// success already, as a proof run again after a crash does: on the same evidence it
+// gets the decision recorded, counted once; on other evidence it gets no decision,
+// and the success stays counted.
+func TestMandateDecidedAgain(t *testing.T) {
+	h := newMandateHarness(t, stores[0].backend, nil)
+	id := h.create(limits{3000, 5000, 10, 10}, h.key, time.Now().Add(time.Hour))
+	byState, _ := h.purchaseAll(id, 1, "M-2498")
+	if len(byState[intentd.StateSuccess]) != 1 {
+		t.Fatalf("the purchase: %v", byState)
+	}
+	intentID := byState[intentd.StateSuccess][0]
+	p, err := h.e.Policy(context.Background(), h.policyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := h.status(intentID)
+	for _, tc := range []struct {
+		name     string
+		evidence string
+		changed  bool
+	}{
+		{"the same evidence", string(st.Evidence), false},
+		{"other evidence", `{"price_cents":1000,"size":"M"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := decodeEvidence([]byte(tc.evidence))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs, _ := snapAttrs(mustSnapshot(t, h.harness, intentID))
+			v, err := h.e.mandateCall(context.Background(), id, mDecide{intentID: intentID, p: p, attrs: attrs, evidence: ev, evJSON: json.RawMessage(tc.evidence)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := v.(*verdict)
+			if got.evidenceChanged != tc.changed || !tc.changed && (got.amount != 2498 || got.before.Purchases != 0 || len(got.failures) != 0) {
+				t.Fatalf("verdict %+v, want evidenceChanged %v", got, tc.changed)
+			}
+			if ms := h.mandateStatus(id); ms.Spent != 2498 || ms.Purchases != 1 || len(ms.Intents) != 1 {
+				t.Fatalf("status %+v: the success is not counted once", ms)
+			}
+		})
+	}
+}
+
+// mustSnapshot reads an intent's snapshot from the store.
+func mustSnapshot(t *testing.T, h *harness, id string) *snapshot {
+	t.Helper()
+	s, err := h.e.loadSnapshot(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

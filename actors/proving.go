@@ -297,6 +297,10 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 			}
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the purchase's mandate could not be asked"}, false
 		}
+		if v.evidenceChanged {
+			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON,
+				reason: "the evidence changed after the purchase was counted as a success; it stays counted, and the purchase is not made"}, false
+		}
 		if v.amountErr != nil {
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, evidence: evJSON,
 				reason: "the purchase's amount could not be had: " + v.amountErr.Error()}, false
