@@ -170,6 +170,9 @@ const (
 	// CodeRevocationForbidden: the revocation is not signed by the mandate's author
 	// (403).
 	CodeRevocationForbidden = "revocation_forbidden"
+	// CodeMandatePurchase: a proposal sent to a purchase's intent, which takes its
+	// proposal through its mandate's purchases alone (409).
+	CodeMandatePurchase = "mandate_purchase"
 )
 
 // CodeForMandateState is the code of a refused purchase of a mandate in state s.

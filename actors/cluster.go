@@ -244,7 +244,7 @@ func command(id string, msg any) (clusterpb.Command, error) {
 			ExpiresAtUnixNano: m.snap.ExpiresAt.UnixNano()}, nil
 	case propose:
 		return &clusterpb.Propose{RequestId: rid, IntentId: id, Solution: m.proposal.Solution,
-			Agent: clusterpb.FromAgentSignature(m.agent)}, nil
+			Agent: clusterpb.FromAgentSignature(m.agent), Purchase: m.purchase}, nil
 	case expire:
 		return &clusterpb.Expire{RequestId: rid, IntentId: id}, nil
 	case resume:
@@ -264,7 +264,7 @@ func message(cmd clusterpb.Command) (any, error) {
 		snap.Request = c.RequestId
 		return create{snap: snap}, nil
 	case *clusterpb.Propose:
-		return propose{proposal: intentd.Proposal{Solution: c.Solution}, agent: c.GetAgent().Domain(), request: c.RequestId}, nil
+		return propose{proposal: intentd.Proposal{Solution: c.Solution}, agent: c.GetAgent().Domain(), request: c.RequestId, purchase: c.Purchase}, nil
 	case *clusterpb.Expire:
 		return expire{}, nil
 	case *clusterpb.Resume:

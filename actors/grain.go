@@ -188,7 +188,8 @@ func (e *Engine) checkPurchaseCreate(id, mandateID string, canon []byte, a crypt
 		return err
 	}
 	if st := rec.state(p, parts.attrs, e.cfg.Now()); st != intentd.MandateActive && rec.purchase(id) == nil {
-		return bad("mandate %s is %s: it takes no purchase", mandateID, st)
+		// The mandate stopped between the sender's take and this create.
+		return intentd.Errorf(intentd.KindConflict, intentd.CodeForMandateState(st), "mandate %s is %s: it takes no purchase", mandateID, st)
 	}
 	want, err := rec.purchaseIntent(parts, id)
 	if err != nil {

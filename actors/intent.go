@@ -97,6 +97,7 @@ type (
 		agent    *intentd.AgentSignature // the agent's signature of the proposal, nil for none
 		request  string                  // the cluster request's id; "" for one made on this member
 		reread   bool                    // the intent was read again after a stale write
+		purchase bool                    // a purchase's proposal, made after its mandate took it (mandate.go)
 	}
 	expire struct{}
 	resume struct{}
@@ -239,6 +240,12 @@ func (e *Engine) storeCreate(id string, snap *snapshot, stored func() (*snapshot
 func (a *intentActor) propose(m propose) reply {
 	if a.snap == nil {
 		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
+	}
+	if a.snap.Mandate != "" && !m.purchase {
+		// Its mandate's checks (revoked, expired, exhausted; the agent's signature of
+		// the purchase) are made by a purchase alone.
+		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeMandatePurchase,
+			"intent %s is a purchase under mandate %s: it takes its proposal through POST /mandates/%s/purchases", a.id, a.snap.Mandate, a.snap.Mandate)}
 	}
 	if a.snap.State == intentd.StateOpen && !a.e.cfg.Now().Before(a.snap.ExpiresAt) {
 		if r := a.expire(); r.err != nil {

@@ -190,7 +190,7 @@ func (e *Engine) Purchase(ctx context.Context, rawID string, pu intentd.Purchase
 	if err := e.createPurchase(ctx, t.rec, t.parts, intentID); err != nil {
 		return err
 	}
-	_, err = e.registry.call(ctx, intentID, propose{proposal: proposal, agent: by})
+	_, err = e.registry.call(ctx, intentID, propose{proposal: proposal, agent: by, purchase: true})
 	if intentd.ErrorCode(err) == intentd.CodeProposalExists {
 		// A try again of a purchase taken before: it stands if it is this one.
 		if s, lerr := e.loadSnapshot(ctx, intentID); lerr == nil && s.Proposal != nil && *s.Proposal == proposal {
@@ -313,9 +313,23 @@ func (e *Engine) mandateVerdict(ctx context.Context, snap *snapshot, p *policy.P
 	return v, nil
 }
 
-// releasePurchase takes back the success of a purchase whose receipt failed.
-func (e *Engine) releasePurchase(snap *snapshot) {
-	if _, err := e.mandateCall(e.ctx, snap.Mandate, mRelease{intentID: snap.ID}); err != nil {
+// releasePurchase takes back the success of a purchase whose receipt failed, before
+// its failure is written: until the release is written it is tried again, as an
+// outcome is delivered. It reports false when the engine closes first: the outcome is
+// then abandoned, and the purchase proved again on the next start.
+func (e *Engine) releasePurchase(snap *snapshot) bool {
+	backoff := 10 * time.Millisecond
+	for {
+		_, err := e.mandateCall(e.ctx, snap.Mandate, mRelease{intentID: snap.ID})
+		if err == nil {
+			return true
+		}
 		e.log.Error("release a purchase whose proof failed", "mandate_id", snap.Mandate, "intent_id", snap.ID, "err", err)
+		select {
+		case <-e.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
 	}
 }

@@ -160,8 +160,8 @@ const maxStaleSteps = 64
 
 // run runs a batch's steps on a copy of the record, read first when the actor holds
 // none, writes the copy when a step changed it, fenced on the revision read, and
-// answers each request. A step refused keeps its refusal; when the write fails, every
-// step that was to be committed by it is answered with the failure. A panic answers
+// answers each request. When the write fails, every step is answered with the
+// failure. A panic answers
 // every request of the batch before it goes on to the supervisor.
 func (a *mandateActor) run(batch []pendingStep) {
 	answered := false
@@ -225,14 +225,10 @@ func (a *mandateActor) runSteps(batch []pendingStep) []reply {
 			continue
 		}
 		if err != nil {
-			a.rec = nil // what the store holds is not known: read it again
-			failed := storeFailed("write mandate: %w", err)
-			for i := range replies {
-				if changed[i] {
-					replies[i] = reply{err: failed}
-				}
-			}
-			return replies
+			// What the store holds is not known: read it again. Every step's answer
+			// goes, the refusals too: they rest on the steps before them, unwritten.
+			a.rec = nil
+			return all(storeFailed("write mandate: %w", err))
 		}
 		a.rec, a.rev = next, rev
 		return replies
@@ -280,6 +276,10 @@ func (a *mandateActor) take(r *mandateRecord, m mTake) (bool, any, error) {
 		return false, nil, err
 	}
 	if st := r.state(p, parts.attrs, m.at); st != intentd.MandateActive {
+		// A purchase taken before, whose answer was lost, is sent again: it stands.
+		if s, err := a.e.loadSnapshot(a.e.ctx, m.intentID); err == nil && s.Mandate == r.ID {
+			return false, &taken{rec: r, parts: parts}, nil
+		}
 		return false, nil, intentd.Errorf(intentd.KindConflict, intentd.CodeForMandateState(st),
 			"mandate %s is %s: it takes no purchase", r.ID, st)
 	}

@@ -256,11 +256,26 @@ func TestMandateStates(t *testing.T) {
 			if err := h.revoke(id, other); intentd.ErrorCode(err) != intentd.CodeRevocationForbidden {
 				t.Fatalf("revocation by another key: %v, want %s", err, intentd.CodeRevocationForbidden)
 			}
+			// A purchase taken before the revocation, sent again after it (its answer
+			// lost), stands; its intent takes no proposal but through the mandate.
+			before := intentd.Purchase{IntentID: uuid.NewString(), Solution: "block:M-2498"}
+			if err := h.e.Purchase(context.Background(), id, before, nil); err != nil {
+				t.Fatalf("purchase before the revocation: %v", err)
+			}
+			err := proposeTo(h.harness, before.IntentID, "M-2498")
+			wantCode(t, err, intentd.KindConflict, intentd.CodeMandatePurchase)
 			if err := h.revoke(id, h.key); err != nil {
 				t.Fatalf("revoke: %v", err)
 			}
 			if err := h.revoke(id, h.key); err != nil {
 				t.Fatalf("revoke again: %v", err)
+			}
+			if err := h.e.Purchase(context.Background(), id, before, nil); err != nil {
+				t.Fatalf("the purchase before the revocation, sent again after it: %v", err)
+			}
+			close(h.ext.release)
+			if st := h.waitTerminal(before.IntentID); st.State != intentd.StateSuccess {
+				t.Fatalf("the purchase taken before the revocation ended %s, want success", st.State)
 			}
 			h.wantRefused(id, intentd.MandateRevoked)
 		})

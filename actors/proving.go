@@ -220,8 +220,8 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 				return outcome{}, true
 			}
 			e.log.Error("proof failed", "intent_id", snap.ID, "err", err)
-			if o.mandate != nil && o.state == intentd.StateSuccess {
-				e.releasePurchase(snap) // a failure of kind proof costs the mandate nothing
+			if o.mandate != nil && o.state == intentd.StateSuccess && !e.releasePurchase(snap) {
+				return outcome{}, true // a failure of kind proof costs the mandate nothing
 			}
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, evidence: evJSON, failures: failures,
 				missing: o.missing, reason: "the proof could not be made"}, false
@@ -292,8 +292,8 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 				return outcome{}, true
 			}
 			e.log.Error("decide under mandate", "mandate_id", snap.Mandate, "intent_id", snap.ID, "err", err)
-			if commit {
-				e.releasePurchase(snap) // the step may have counted it before its answer was lost
+			if commit && !e.releasePurchase(snap) { // the step may have counted it before its answer was lost
+				return outcome{}, true
 			}
 			return outcome{state: intentd.StateFailure, kind: intentd.FailureProof, reason: "the purchase's mandate could not be asked"}, false
 		}

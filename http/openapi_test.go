@@ -91,6 +91,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeMandateNotFound, intentd.CodeMandateExists, intentd.CodeInvalidMandate, intentd.CodeInvalidPurchase,
 		intentd.CodeInvalidRevocation, intentd.CodeMandateRevoked, intentd.CodeMandateExpired, intentd.CodeMandateExhausted,
 		intentd.CodeRevocationForbidden,
+		intentd.CodeMandatePurchase,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

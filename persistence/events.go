@@ -142,6 +142,7 @@ func (s *Store) commitGroup(group []*finishReq) {
 		}
 		return
 	}
+	s.mandateRevs.committed(mandates)
 	s.seq = seq
 	s.durableSeq.Store(seq)
 	s.releaseRefs(group)

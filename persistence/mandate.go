@@ -104,18 +104,18 @@ func (s *Store) UpdateMandate(_ context.Context, id string, record []byte, rev u
 	}
 	v := mandateValue(rev+1, record)
 	// The batches of outcomes take waiting records along under finishMu: held here, no
-	// older record of this mandate is in a batch committed after this one.
+	// older record of this mandate is in a batch committed after this one. A waiting
+	// record goes only once this one, which replaces it, is written: should the write
+	// fail, the one acknowledged before it is still to be written.
 	s.finishMu.Lock()
 	defer s.finishMu.Unlock()
-	s.mandateRevs.drop(id)
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(key(prefixMandate, id), v, nil)
 	if err := s.commit(b); err != nil {
-		s.mandateRevs.forget(id) // what the database holds is not known
 		return 0, err
 	}
-	s.mandateRevs.note(id, rev+1)
+	s.mandateRevs.written(id, rev+1)
 	return rev + 1, nil
 }
 
@@ -136,13 +136,15 @@ func (s *Store) putMandate(k []byte, rev uint64, record []byte) error {
 }
 
 // mandateRevs are the revisions of the mandates this store read or wrote, and the
-// records written without sync that no batch has taken yet.
+// records written without sync that are not yet durable: waiting for a batch, or in one
+// being committed, which the database shows only once it is.
 type mandateRevs struct {
-	mu      sync.Mutex
-	revs    map[string]uint64
-	waiting map[string]waitingMandate
-	flush   *time.Timer
-	closed  bool
+	mu         sync.Mutex
+	revs       map[string]uint64
+	waiting    map[string]waitingMandate
+	committing map[string]waitingMandate
+	flush      *time.Timer
+	closed     bool
 }
 
 func (m *mandateRevs) rev(id string) (uint64, bool) {
@@ -161,10 +163,21 @@ func (m *mandateRevs) note(id string, rev uint64) {
 	m.revs[id] = rev
 }
 
-func (m *mandateRevs) forget(id string) {
+// written notes a record written synced at rev: the waiting and committing ones it
+// replaces are no longer to be read or written.
+func (m *mandateRevs) written(id string, rev uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.revs, id)
+	if m.revs == nil {
+		m.revs = make(map[string]uint64)
+	}
+	m.revs[id] = rev
+	if w, ok := m.waiting[id]; ok && w.rev <= rev {
+		delete(m.waiting, id)
+	}
+	if w, ok := m.committing[id]; ok && w.rev <= rev {
+		delete(m.committing, id)
+	}
 }
 
 // waitingMandate is a record written without sync, at its revision. The record is the
@@ -198,16 +211,11 @@ func (m *mandateRevs) waited(id string) ([]byte, bool) {
 	defer m.mu.Unlock()
 	w, ok := m.waiting[id]
 	if !ok {
-		return nil, false
+		if w, ok = m.committing[id]; !ok {
+			return nil, false
+		}
 	}
 	return mandateValue(w.rev, w.record), true
-}
-
-// drop forgets a waiting record that a newer one replaces.
-func (m *mandateRevs) drop(id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.waiting, id)
 }
 
 // take moves every waiting record into b, and returns them, to be put back should the
@@ -218,10 +226,25 @@ func (m *mandateRevs) take(b *pebble.Batch) map[string]waitingMandate {
 	defer m.mu.Unlock()
 	taken := m.waiting
 	m.waiting = make(map[string]waitingMandate)
+	if m.committing == nil {
+		m.committing = make(map[string]waitingMandate)
+	}
 	for id, w := range taken {
 		_ = b.Set(key(prefixMandate, id), mandateValue(w.rev, w.record), nil)
+		m.committing[id] = w
 	}
 	return taken
+}
+
+// committed forgets the records of a batch that is written: the database shows them.
+func (m *mandateRevs) committed(taken map[string]waitingMandate) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, w := range taken {
+		if c, ok := m.committing[id]; ok && c.rev == w.rev {
+			delete(m.committing, id)
+		}
+	}
 }
 
 // putBack returns to waiting the records of a batch that failed, but those a newer
@@ -236,7 +259,10 @@ func (m *mandateRevs) putBack(taken map[string]waitingMandate, flush func()) {
 		m.waiting = make(map[string]waitingMandate)
 	}
 	for id, w := range taken {
-		if _, newer := m.waiting[id]; !newer {
+		if c, ok := m.committing[id]; ok && c.rev == w.rev {
+			delete(m.committing, id)
+		}
+		if cur, newer := m.waiting[id]; !newer || cur.rev < w.rev {
 			m.waiting[id] = w
 		}
 	}
@@ -267,7 +293,9 @@ func (s *Store) writeWaitingMandates() {
 	if err := s.commit(b); err != nil {
 		s.log.Warn("write mandates", "error", err)
 		s.mandateRevs.putBack(taken, s.flushMandates)
+		return
 	}
+	s.mandateRevs.committed(taken)
 }
 
 // closeMandates writes the waiting records before the database closes.

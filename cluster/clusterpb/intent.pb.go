@@ -313,7 +313,11 @@ type Propose struct {
 	Solution  string                 `protobuf:"bytes,3,opt,name=solution,proto3" json:"solution,omitempty"`
 	// agent is the agent's signature of the proposal's request, verified and its nonce
 	// spent by the member the request reached; absent for an unsigned proposal.
-	Agent         *AgentSignature `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent *AgentSignature `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	// purchase marks the proposal of a purchase under its intent's mandate, sent by the
+	// member the purchase reached after the mandate took it: an intent that is a
+	// mandate's purchase takes no other proposal.
+	Purchase      bool `protobuf:"varint,5,opt,name=purchase,proto3" json:"purchase,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +378,13 @@ func (x *Propose) GetAgent() *AgentSignature {
 		return x.Agent
 	}
 	return nil
+}
+
+func (x *Propose) GetPurchase() bool {
+	if x != nil {
+		return x.Purchase
+	}
+	return false
 }
 
 // AgentSignature mirrors intentd.AgentSignature.
@@ -1257,13 +1268,14 @@ const file_intent_proto_rawDesc = "" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1b\n" +
 	"\tpolicy_id\x18\x03 \x01(\tR\bpolicyId\x12\x1a\n" +
 	"\bsnapshot\x18\x04 \x01(\fR\bsnapshot\x12/\n" +
-	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\"\x9b\x01\n" +
+	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\"\xb7\x01\n" +
 	"\aPropose\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1a\n" +
 	"\bsolution\x18\x03 \x01(\tR\bsolution\x128\n" +
-	"\x05agent\x18\x04 \x01(\v2\".intentd.cluster.v1.AgentSignatureR\x05agent\"\xe8\x01\n" +
+	"\x05agent\x18\x04 \x01(\v2\".intentd.cluster.v1.AgentSignatureR\x05agent\x12\x1a\n" +
+	"\bpurchase\x18\x05 \x01(\bR\bpurchase\"\xe8\x01\n" +
 	"\x0eAgentSignature\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x14\n" +
