@@ -265,8 +265,10 @@ func (e *Engine) RevokeMandate(ctx context.Context, rawID string, r intentd.Revo
 	if err := json.Unmarshal(rec.Authored, &am); err != nil {
 		return intentd.Internal("read mandate: %w", fmt.Errorf("%s: %w", rec.ID, err))
 	}
+	// An unsigned mandate takes an unsigned revocation, whatever the server now allows:
+	// a revocation only takes authority away.
 	opts := e.cfg.Verify
-	opts.AllowUnsigned = opts.AllowUnsigned && am.Authorship.Unsigned()
+	opts.AllowUnsigned = am.Authorship.Unsigned()
 	if err := crypto.VerifyCanonical(r.Canonical, r.Authorship, opts); err != nil {
 		if errors.Is(err, crypto.ErrUnsignedNotPermitted) {
 			return intentd.Errorf(intentd.KindForbidden, intentd.CodeRevocationForbidden,
