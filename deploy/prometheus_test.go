@@ -106,7 +106,15 @@ func metricCodes(t *testing.T) map[string]bool {
 // code and route labels against those the metrics count: Prometheus takes a misspelt
 // name or value as a series that is not there yet, and the alert never fires.
 func TestRulesNameRealSeries(t *testing.T) {
-	rules := readFile(t, rulesFile)
+	if found := checkSeries(t, rulesFile, readFile(t, rulesFile)); found < 10 {
+		t.Errorf("found %d intentd series in %s; the rules were not read", found, rulesFile)
+	}
+}
+
+// checkSeries checks every intentd series that text (of file) selects, as
+// TestRulesNameRealSeries says, and returns how many it found.
+func checkSeries(t *testing.T, file, text string) int {
+	t.Helper()
 	documented := documentedMetrics(t)
 	src := sourceText(t)
 	codes := metricCodes(t)
@@ -115,7 +123,7 @@ func TestRulesNameRealSeries(t *testing.T) {
 	selector := regexp.MustCompile(`\b(intentd_[a-z_]+)(\{[^}]*\})?`)
 	matcher := regexp.MustCompile(`(\w+)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
 	found := 0
-	for _, m := range selector.FindAllStringSubmatch(rules, -1) {
+	for _, m := range selector.FindAllStringSubmatch(text, -1) {
 		found++
 		name := m[1]
 		labels, ok := documented[name]
@@ -132,30 +140,28 @@ func TestRulesNameRealSeries(t *testing.T) {
 			}
 		}
 		if !ok {
-			t.Errorf("%s uses %s, which is not in docs/operating.md's metrics table", rulesFile, m[1])
+			t.Errorf("%s uses %s, which is not in docs/operating.md's metrics table", file, m[1])
 			continue
 		}
 		if !strings.Contains(src, `"`+name+`"`) {
-			t.Errorf("%s uses %s, which docs/operating.md lists but no Go file of the module names", rulesFile, name)
+			t.Errorf("%s uses %s, which docs/operating.md lists but no Go file of the module names", file, name)
 		}
 		for _, lm := range matcher.FindAllStringSubmatch(m[2], -1) {
 			label, value := lm[1], lm[2]
 			if label != "job" && label != "instance" && !contains(labels, label) {
-				t.Errorf("%s selects %s by %s, a label it does not have (docs/operating.md gives %v)", rulesFile, name, label, labels)
+				t.Errorf("%s selects %s by %s, a label it does not have (docs/operating.md gives %v)", file, name, label, labels)
 			}
 			for _, v := range strings.Split(value, "|") {
 				switch {
 				case label == "code" && !codes[v]:
-					t.Errorf("%s selects %s{code=%q}: the metrics count no such code (http's errorCodes)", rulesFile, name, v)
+					t.Errorf("%s selects %s{code=%q}: the metrics count no such code (http's errorCodes)", file, name, v)
 				case label == "route" && !strings.Contains(routes, `"`+v+`"`):
-					t.Errorf("%s selects %s{route=%q}: http/routes.go has no such route", rulesFile, name, v)
+					t.Errorf("%s selects %s{route=%q}: http/routes.go has no such route", file, name, v)
 				}
 			}
 		}
 	}
-	if found < 10 {
-		t.Errorf("found %d intentd series in %s; the rules were not read", found, rulesFile)
-	}
+	return found
 }
 
 func contains(list []string, s string) bool {
