@@ -214,8 +214,20 @@ func (s serverLogger) Fatalf(format string, v ...any) {
 	s.l.Error(fmt.Sprintf(format, v...), "component", "nats")
 }
 func (s serverLogger) Errorf(format string, v ...any) {
+	if strings.HasPrefix(format, routeDialError) {
+		// A peer not up yet: every start of a cluster's servers meets it, and an
+		// alert on errors would page someone for each. A peer that stays down is
+		// reported again, and the store's own health says what it costs.
+		s.l.Warn(fmt.Sprintf(format, v...), "component", "nats")
+		return
+	}
 	s.l.Error(fmt.Sprintf(format, v...), "component", "nats")
 }
+
+// routeDialError begins the message the NATS server logs when a route to a peer of its
+// cluster cannot be dialled.
+const routeDialError = "Error trying to connect to route"
+
 func (s serverLogger) Debugf(format string, v ...any) {
 	s.l.Debug(fmt.Sprintf(format, v...), "component", "nats")
 }
