@@ -88,18 +88,25 @@ func (e *Engine) readMandate(ctx context.Context, rawID string) (*mandateRecord,
 	if !ok {
 		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeMandateNotFound, "mandate %q not found: not a UUID", rawID)
 	}
-	data, _, err := e.mandateStore.Mandate(ctx, id)
+	rec, _, err := e.loadMandate(ctx, id)
+	return rec, err
+}
+
+// loadMandate reads and decodes the record of mandate id, a canonical id, and its
+// revision, with the service's errors.
+func (e *Engine) loadMandate(ctx context.Context, id string) (*mandateRecord, uint64, error) {
+	data, rev, err := e.mandateStore.Mandate(ctx, id)
 	if errors.Is(err, intentd.ErrNotFound) {
-		return nil, mandateNotFound(id)
+		return nil, 0, mandateNotFound(id)
 	}
 	if err != nil {
-		return nil, storeFailed("read mandate: %w", err)
+		return nil, 0, storeFailed("read mandate: %w", err)
 	}
 	rec, err := decodeMandateRecord(data)
 	if err != nil {
-		return nil, intentd.Internal("decode mandate: %w", err)
+		return nil, 0, intentd.Internal("decode mandate: %w", err)
 	}
-	return rec, nil
+	return rec, rev, nil
 }
 
 // GetMandate returns a stored mandate with its authorship.
@@ -308,10 +315,8 @@ func (e *Engine) mandateVerdict(ctx context.Context, snap *snapshot, p *policy.P
 	if err != nil {
 		return nil, intentd.Internal("digest of the mandate: %w", err)
 	}
-	at := e.cfg.Now()
-	before := rec.totals(p, at)
-	v := &verdict{before: before, at: at, digest: digest, failures: p.EvaluateIn(attrs, ev, before.context(at))}
-	v.amount, _, v.amountErr = p.Amount(attrs, ev)
+	v := rec.evaluate(p, attrs, ev, e.cfg.Now())
+	v.digest = digest
 	return v, nil
 }
 

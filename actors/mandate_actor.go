@@ -238,16 +238,9 @@ func (a *mandateActor) runSteps(batch []pendingStep) []reply {
 
 // load reads the record from the store.
 func (a *mandateActor) load() error {
-	data, rev, err := a.e.mandateStore.Mandate(a.e.ctx, a.id)
-	if errors.Is(err, intentd.ErrNotFound) {
-		return mandateNotFound(a.id)
-	}
+	rec, rev, err := a.e.loadMandate(a.e.ctx, a.id)
 	if err != nil {
-		return storeFailed("read mandate: %w", err)
-	}
-	rec, err := decodeMandateRecord(data)
-	if err != nil {
-		return intentd.Internal("decode mandate: %w", err)
+		return err
 	}
 	a.rec, a.rev = rec, rev
 	return nil
@@ -333,27 +326,37 @@ func (a *mandateActor) decide(r *mandateRecord, m mDecide) (bool, any, error) {
 		}
 		return false, &verdict{before: s.Before, at: s.At, amount: s.Amount, digest: digest, evDigest: evDigest}, nil
 	}
-	at := a.e.cfg.Now()
-	before := r.totals(m.p, at)
-	v := &verdict{before: before, at: at, digest: digest, evDigest: evDigest}
-	v.failures = m.p.EvaluateIn(m.attrs, m.evidence, before.context(at))
-	amount, _, err := m.p.Amount(m.attrs, m.evidence)
-	if len(v.failures) > 0 {
+	v := r.evaluate(m.p, m.attrs, m.evidence, a.e.cfg.Now())
+	v.digest, v.evDigest = digest, evDigest
+	if len(v.failures) > 0 || v.amountErr != nil {
 		return changed, v, nil
 	}
+	pu = r.purchase(m.intentID)
+	pu.Success = &mandateDecision{At: v.at, Amount: v.amount, Before: v.before, EvidenceSum: evSum}
+	r.Spent += v.amount
+	r.Count++
+	return true, v, nil
+}
+
+// evaluate decides a purchase on evidence ev against the record's totals at time at,
+// counting nothing: the one evaluation of a purchase's decision and of its preview, so
+// that a preview cannot decide otherwise. The amount is had on a success only: a
+// failure adds nothing, whatever its amount would have been.
+func (r *mandateRecord) evaluate(p *policy.Policy, attrs policy.Attrs, ev map[string]any, at time.Time) *verdict {
+	before := r.totals(p, at)
+	v := &verdict{before: before, at: at, failures: p.EvaluateIn(attrs, ev, before.context(at))}
+	if len(v.failures) > 0 {
+		return v
+	}
+	amount, _, err := p.Amount(attrs, ev)
 	if err == nil && amount > math.MaxInt64-r.Spent {
 		err = fmt.Errorf("the mandate's total %d and this purchase's %d overflow", r.Spent, amount)
 	}
+	v.amount, v.amountErr = amount, err
 	if err != nil {
-		v.amountErr = err
-		return changed, v, nil
+		v.amount = 0
 	}
-	v.amount = amount
-	pu = r.purchase(m.intentID)
-	pu.Success = &mandateDecision{At: at, Amount: amount, Before: before, EvidenceSum: evSum}
-	r.Spent += amount
-	r.Count++
-	return true, v, nil
+	return v
 }
 
 // release takes back a purchase's success.

@@ -42,7 +42,7 @@ func (s *Store) CreateMandate(_ context.Context, id string, record []byte) error
 	if err := s.putMandate(k, 1, record); err != nil {
 		return err
 	}
-	s.mandateRevs.note(id, 1)
+	s.mandateRevs.written(id, 1)
 	return nil
 }
 
@@ -102,17 +102,13 @@ func (s *Store) UpdateMandate(_ context.Context, id string, record []byte, rev u
 		s.mandateRevs.wait(id, record, rev+1, s.flushMandates)
 		return rev + 1, nil
 	}
-	v := mandateValue(rev+1, record)
 	// The batches of outcomes take waiting records along under finishMu: held here, no
 	// older record of this mandate is in a batch committed after this one. A waiting
 	// record goes only once this one, which replaces it, is written: should the write
 	// fail, the one acknowledged before it is still to be written.
 	s.finishMu.Lock()
 	defer s.finishMu.Unlock()
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Set(key(prefixMandate, id), v, nil)
-	if err := s.commit(b); err != nil {
+	if err := s.putMandate(key(prefixMandate, id), rev+1, record); err != nil {
 		return 0, err
 	}
 	s.mandateRevs.written(id, rev+1)
@@ -152,15 +148,6 @@ func (m *mandateRevs) rev(id string) (uint64, bool) {
 	defer m.mu.Unlock()
 	rev, ok := m.revs[id]
 	return rev, ok
-}
-
-func (m *mandateRevs) note(id string, rev uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.revs == nil {
-		m.revs = make(map[string]uint64)
-	}
-	m.revs[id] = rev
 }
 
 // written notes a record written synced at rev: the waiting and committing ones it
