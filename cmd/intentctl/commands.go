@@ -46,16 +46,20 @@ func (c *cli) policy(args []string) error {
 		c.enter(args[0])
 	}
 	fs := c.flags("policy")
+	threshold := policyTestFlags(fs, args)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("want push FILE, get ID, delete ID or check FILE")
+		return usagef("want push FILE, get ID, delete ID, check FILE or test DIR")
 	}
 	sub, arg := pos[0], pos[1]
-	if sub == "check" {
+	switch sub {
+	case "check":
 		return c.policyCheck(arg)
+	case "test":
+		return c.policyTest(arg, *threshold)
 	}
 	api, err := c.api()
 	if err != nil {
@@ -94,7 +98,7 @@ func (c *cli) policy(args []string) error {
 		fmt.Fprintf(c.stdout, "deleted %s\n", arg)
 		return nil
 	}
-	return usagef("unknown policy command %q (want push, get, delete or check)", sub)
+	return usagef("unknown policy command %q (want push, get, delete, check or test)", sub)
 }
 
 // policyCheck compiles a policy here, storing nothing, and prints its id or its errors

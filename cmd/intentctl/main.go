@@ -135,7 +135,7 @@ func init() {
 	commands = []command{
 		{"keygen", "[-o FILE] [--passkey [--rp-id ID] [--origin URL]]", "make a key pair: Ed25519, or a software P-256 passkey", (*cli).keygen},
 		{"info", "", "show the server's version, settings and receipt key", (*cli).info},
-		{"policy", "push FILE | get ID | delete ID | check FILE", "store, read, delete or locally check a policy", (*cli).policy},
+		{"policy", "push FILE | get ID | delete ID | check FILE | test DIR", "store, read, delete or locally check or test a policy", (*cli).policy},
 		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
 		{"preview", "ID SOLUTION", "what a proposal of SOLUTION would decide, spending nothing", (*cli).preview},
 		{"propose", "ID SOLUTION [--agent-key FILE [--agent-tag TAG]]", "propose a solution for an open intent; signed as the agent of FILE", (*cli).propose},
