@@ -24,7 +24,8 @@
 //	0  done
 //	1  refused: by the server (an error answer), or by a local check (a policy that
 //	   does not compile, a key or token file that cannot be used); demo: an outcome
-//	   other than the one expected
+//	   other than the one expected; policy test: a case failed, a policy could not
+//	   be tested, or a coverage is below --threshold
 //	2  usage: a wrong flag, argument or attribute value
 //	3  the server cannot be reached (or did not answer in --timeout)
 //	4  a proof failed verification; log watch: the log showed a fork (two histories)

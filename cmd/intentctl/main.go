@@ -163,7 +163,8 @@ The server is %s unless --server or INTENTCTL_SERVER (or INTENTD_SERVER) says ot
 "intentctl COMMAND -h" lists a command's flags. To see it all work: intentctl demo.
 Walk-through: docs/cli.md.
 
-Exit codes: 0 done; 1 refused (by the server, or by a local check; demo: not as expected); 2 usage;
+Exit codes: 0 done; 1 refused (by the server, or by a local check; demo: not as expected;
+policy test: a case failed or a coverage is below --threshold); 2 usage;
 3 server unreachable; 4 verification failed (log watch: a fork); 5 watch --until-terminal: not all succeeded.
 `, defaultServer)
 }
