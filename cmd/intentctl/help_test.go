@@ -41,14 +41,7 @@ func TestSubcommandHelp(t *testing.T) {
 			if r.code != exitOK {
 				t.Fatalf("exit %d, want 0; stderr %q", r.code, r.stderr)
 			}
-			rest := r.stdout
-			for _, w := range tt.want {
-				i := strings.Index(rest, w)
-				if i < 0 {
-					t.Fatalf("output lacks %q (in order):\n%s", w, r.stdout)
-				}
-				rest = rest[i+len(w):]
-			}
+			wantInOrder(t, r.stdout, tt.want)
 		})
 	}
 }

@@ -72,6 +72,19 @@ type result struct {
 	stdout, stderr string
 }
 
+// wantInOrder fails t unless out holds each of want, in that order.
+func wantInOrder(t testing.TB, out string, want []string) {
+	t.Helper()
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("output lacks %q (in order):\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+}
+
 func runCLI(t testing.TB, server string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer

@@ -179,7 +179,8 @@ func readTestsFile(path string) ([]byte, error) {
 type testSummary struct {
 	policies, untested, broken int
 	cases, passed              int
-	seen, outcomes             int
+	// total is the coverage of every constraint of the policies tested.
+	total policytest.Coverage
 	// below are the policies whose coverage is below the threshold.
 	below []string
 }
@@ -199,8 +200,7 @@ func summarise(all []*testedPolicy, threshold float64) testSummary {
 		r := tp.report
 		s.cases += len(r.Results)
 		s.passed += r.Passed()
-		s.seen += r.Coverage.Seen()
-		s.outcomes += r.Coverage.Outcomes()
+		s.total = append(s.total, r.Coverage...)
 		if !r.Coverage.Reaches(threshold) {
 			s.below = append(s.below, fmt.Sprintf("%s (%s)", tp.File, percent(r.Coverage.Percent())))
 		}
@@ -213,7 +213,7 @@ func (s testSummary) line() string {
 	line := fmt.Sprintf("%d %s tested, %d %s: %d passed, %d failed",
 		s.policies, plural(s.policies, "policy", "policies"), s.cases, plural(s.cases, "case", "cases"), s.passed, s.cases-s.passed)
 	if s.policies > 0 {
-		line += fmt.Sprintf("; coverage %s (%d of %d constraint outcomes)", percent(coverage(s.seen, s.outcomes)), s.seen, s.outcomes)
+		line += fmt.Sprintf("; coverage %s (%d of %d constraint outcomes)", percent(s.total.Percent()), s.total.Seen(), s.total.Outcomes())
 	}
 	if s.broken > 0 {
 		line += fmt.Sprintf("; %d could not be tested", s.broken)
@@ -237,13 +237,6 @@ func (s testSummary) failure(threshold float64) string {
 		why = append(why, fmt.Sprintf("coverage below --threshold %g %%: %s", threshold, strings.Join(s.below, ", ")))
 	}
 	return strings.Join(why, "; ")
-}
-
-func coverage(seen, outcomes int) float64 {
-	if outcomes == 0 {
-		return 100
-	}
-	return 100 * float64(seen) / float64(outcomes)
 }
 
 // percent writes a percentage with one decimal, cut rather than rounded, so that a
@@ -403,7 +396,7 @@ func jsonReport(all []*testedPolicy, s testSummary, threshold float64) jsonTestR
 	out := jsonTestReport{
 		Policies: make([]jsonTestedPolicy, 0, len(all)),
 		Cases:    s.cases, Passed: s.passed, Failed: s.cases - s.passed,
-		Coverage:  jsonCoverageTotal{Seen: s.seen, Outcomes: s.outcomes, Percent: coverage(s.seen, s.outcomes)},
+		Coverage:  coverageTotal(s.total),
 		Threshold: threshold,
 		OK:        s.failure(threshold) == "",
 	}
@@ -413,7 +406,7 @@ func jsonReport(all []*testedPolicy, s testSummary, threshold float64) jsonTestR
 			for i := range r.Results {
 				jp.Cases = append(jp.Cases, jsonCaseOf(&r.Results[i]))
 			}
-			cov := &jsonCoverage{jsonCoverageTotal: jsonCoverageTotal{Seen: r.Coverage.Seen(), Outcomes: r.Coverage.Outcomes(), Percent: r.Coverage.Percent()}}
+			cov := &jsonCoverage{jsonCoverageTotal: coverageTotal(r.Coverage)}
 			for _, k := range r.Coverage {
 				cov.Constraints = append(cov.Constraints, jsonConstraint{Index: k.Index, Text: k.Text, Optional: k.Optional, Passing: k.Passing, Failing: k.Failing})
 			}
@@ -422,6 +415,10 @@ func jsonReport(all []*testedPolicy, s testSummary, threshold float64) jsonTestR
 		out.Policies = append(out.Policies, jp)
 	}
 	return out
+}
+
+func coverageTotal(c policytest.Coverage) jsonCoverageTotal {
+	return jsonCoverageTotal{Seen: c.Seen(), Outcomes: c.Outcomes(), Percent: c.Percent()}
 }
 
 func jsonCaseOf(res *policytest.Result) jsonCase {

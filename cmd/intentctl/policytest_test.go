@@ -132,14 +132,7 @@ func TestPolicyTestOutcomes(t *testing.T) {
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", r.code, tt.code, r.stderr, r.stdout)
 			}
-			rest := r.stdout
-			for _, w := range tt.stdout {
-				i := strings.Index(rest, w)
-				if i < 0 {
-					t.Fatalf("output lacks %q (in order):\n%s", w, r.stdout)
-				}
-				rest = rest[i+len(w):]
-			}
+			wantInOrder(t, r.stdout, tt.stdout)
 			if !strings.Contains(r.stderr, tt.stderr) || tt.code == exitOK && r.stderr != "" {
 				t.Errorf("stderr %q, want %q", r.stderr, tt.stderr)
 			}
