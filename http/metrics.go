@@ -262,6 +262,7 @@ var errorCodes = map[string]bool{
 	intentd.CodeMandateNotFound: true, intentd.CodeMandateExists: true, intentd.CodeInvalidMandate: true,
 	intentd.CodeInvalidPurchase: true, intentd.CodeInvalidRevocation: true, intentd.CodeMandateRevoked: true,
 	intentd.CodeMandateExpired: true, intentd.CodeMandateExhausted: true, intentd.CodeRevocationForbidden: true, intentd.CodeMandatePurchase: true,
+	intentd.CodeAnalysisUnavailable: true, intentd.CodeAnalysisBusy: true, intentd.CodePolicyUnanalysable: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
 	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,

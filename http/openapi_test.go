@@ -92,6 +92,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeInvalidRevocation, intentd.CodeMandateRevoked, intentd.CodeMandateExpired, intentd.CodeMandateExhausted,
 		intentd.CodeRevocationForbidden,
 		intentd.CodeMandatePurchase,
+		intentd.CodeAnalysisUnavailable, intentd.CodeAnalysisBusy, intentd.CodePolicyUnanalysable,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

@@ -30,6 +30,7 @@ var routes = []route{
 	{"GET", "/info", RoleRead, (*Server).handleInfo},
 	{"GET", "/metrics", RoleMetrics, (*Server).handleMetrics},
 	{"POST", "/policies", RoleAdmin, (*Server).handlePostPolicy},
+	{"POST", "/policy-analysis", RoleAdmin, (*Server).handlePostPolicyAnalysis},
 	{"GET", "/policies/:id", RoleRead, (*Server).handleGetPolicy},
 	{"DELETE", "/policies/:id", RoleAdmin, (*Server).handleDeletePolicy},
 	{"POST", "/intents", RoleSubmit, (*Server).handlePostIntent},

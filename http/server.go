@@ -60,6 +60,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Info is what GET /info reports beside the interface version and the limits.
 	Info intentd.Info
+	// Analyzer analyses policies for POST /policy-analysis; nil answers that route
+	// 503 analysis_unavailable.
+	Analyzer intentd.PolicyAnalyzer
 	// Limits bound what a request may carry beyond its body size; zero fields take
 	// their defaults.
 	Limits Limits

@@ -14,6 +14,7 @@ import (
 	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/policy/smt"
 	"github.com/intentd/intentd/proof"
 )
 
@@ -47,17 +48,21 @@ func (c *cli) policy(args []string) error {
 	}
 	fs := c.flags("policy")
 	threshold := policyTestFlags(fs, args)
+	solver := analysisFlags(fs, args)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
+	if len(pos) == 3 && pos[0] == "diff" {
+		return c.policyDiff(pos[1], pos[2], *solver)
+	}
 	if len(pos) != 2 {
-		return usagef("want push FILE, get ID, delete ID, check FILE or test DIR")
+		return usagef("want push FILE, get ID, delete ID, check FILE, test DIR or diff OLD NEW")
 	}
 	sub, arg := pos[0], pos[1]
 	switch sub {
 	case "check":
-		return c.policyCheck(arg)
+		return c.policyCheck(arg, *solver)
 	case "test":
 		return c.policyTest(arg, *threshold)
 	}
@@ -98,12 +103,14 @@ func (c *cli) policy(args []string) error {
 		fmt.Fprintf(c.stdout, "deleted %s\n", arg)
 		return nil
 	}
-	return usagef("unknown policy command %q (want push, get, delete, check or test)", sub)
+	return usagef("unknown policy command %q (want push, get, delete, check, test or diff)", sub)
 }
 
 // policyCheck compiles a policy here, storing nothing, and prints its id or its errors
-// with a caret under each spot.
-func (c *cli) policyCheck(file string) error {
+// with a caret under each spot; then the analysis of a policy that compiles, which
+// needs a solver here: without one, the text says so and the command succeeds (the
+// policy compiles), and --json, which promises the analysis, fails.
+func (c *cli) policyCheck(file, solver string) error {
 	src, err := readSource(file)
 	if err != nil {
 		return err
@@ -120,14 +127,26 @@ func (c *cli) policyCheck(file string) error {
 		}
 		return &exitError{exitRefused, fmt.Errorf("%s does not compile: %v", file, err)}
 	}
+	a, aerr := c.analyse(p, solver)
 	if c.g.json {
+		if aerr != nil {
+			return noSolver(aerr)
+		}
 		params := make([]map[string]any, 0)
 		for _, prm := range p.Parameters() {
 			params = append(params, map[string]any{"name": prm.Name, "type": prm.Type.String(), "optional": prm.Optional})
 		}
-		return c.printJSON(map[string]any{"id": p.ID(), "name": p.Name(), "parameters": params, "constraints": p.NumConstraints()})
+		return c.printJSON(checkReport{ID: p.ID(), Name: p.Name(), Parameters: params, Constraints: p.NumConstraints(), Analysis: a})
 	}
 	fmt.Fprintln(c.stdout, p.ID())
+	switch {
+	case errors.Is(aerr, smt.ErrNotFound), errors.Is(aerr, policy.ErrUnsupported):
+		fmt.Fprintf(c.stderr, "intentctl policy check: %v\n", noSolver(aerr))
+	case aerr != nil:
+		return aerr
+	default:
+		c.printAnalysis(p, a)
+	}
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"policy", "push", "-h"}, []string{"Usage: intentctl policy push FILE\n", "store it"}},
 		{[]string{"policy", "get", "-h"}, []string{"Usage: intentctl policy get ID\n", "pretty-printed"}},
 		{[]string{"policy", "delete", "--help"}, []string{"Usage: intentctl policy delete ID\n"}},
-		{[]string{"policy", "check", "-h"}, []string{"Usage: intentctl policy check FILE\n", "storing nothing"}},
+		{[]string{"policy", "check", "-h"}, []string{"Usage: intentctl policy check FILE [--solver cvc5|z3|PATH]\n", "storing nothing", "-solver"}},
 		{[]string{"policy", "-h"}, []string{"Usage: intentctl policy push FILE | get ID"}},
 		{[]string{"log", "watch", "-h"}, []string{"Usage: intentctl log watch [--state FILE] [--key BASE58] [--interval D]", "-interval duration", "-key string"}},
 		{[]string{"log", "get", "-h"}, []string{"Usage: intentctl log get N [--key BASE58]\n", "-key string"}},

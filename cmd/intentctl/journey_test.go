@@ -133,8 +133,8 @@ func (j *journey) keySteps() []journeyStep {
 // policySteps are the steps of the policy, checked here and stored.
 func (j *journey) policySteps() []journeyStep {
 	return []journeyStep{
-		{"policy check", static("policy", "check", j.file("tshirt.policy")), 0, `^[1-9A-HJ-NP-Za-km-z]{43,44}\n$`, "", func(t *testing.T, r result) {
-			j.policyID = strings.TrimSpace(r.stdout)
+		{"policy check", static("policy", "check", j.file("tshirt.policy")), 0, `^[1-9A-HJ-NP-Za-km-z]{43,44}\n`, "", func(t *testing.T, r result) {
+			j.policyID, _, _ = strings.Cut(r.stdout, "\n")
 		}, true},
 		{"policy check shows a caret", static("policy", "check", j.file("broken.policy")), 1, "^$", `(?s)evidence\.size == ;\n\s*\^.*does not compile`, nil, true},
 		{"policy push", static("policy", "push", j.file("tshirt.policy")), 0, "", "", func(t *testing.T, r result) {

@@ -108,7 +108,8 @@ var subcommands = map[string]command{
 	"policy push":   {name: "policy push", args: "FILE", help: "compile FILE (- reads standard input) on the server and store it; print its id"},
 	"policy get":    {name: "policy get", args: "ID", help: "print the stored policy, pretty-printed"},
 	"policy delete": {name: "policy delete", args: "ID", help: "delete a policy that no open or processing intent names"},
-	"policy check":  {name: "policy check", args: "FILE", help: "compile FILE (- reads standard input) here, storing nothing: print its id, or its errors with a caret under each"},
+	"policy check":  {name: "policy check", args: "FILE [--solver cvc5|z3|PATH]", help: "compile FILE (- reads standard input) here, storing nothing: print its id, or its errors with a caret under each; then its analysis with an SMT solver: whether anything passes it, and each constraint that never holds, always holds, is implied by others or never decides anything, with an example (exit 0 whatever it finds)"},
+	"policy diff":   {name: "policy diff", args: "OLD NEW [--solver cvc5|z3|PATH]", help: "compare two versions of a policy with an SMT solver: whether they accept the same intents and evidence, and an example of what each accepts that the other refuses (exit 0 whatever it finds)"},
 	"log watch": {name: "log watch", args: "[--state FILE] [--key BASE58] [--interval D] [--grace D] [--once]",
 		help: "follow the transparency log's checkpoints, check each is consistent with the last one seen (kept in the state file), and report a fork with exit 4"},
 	"agent keygen": {name: "agent keygen", args: "[-o FILE]", help: "make an agent's Ed25519 key pair: FILE (default intentctl-agent.key) signs proposals with --agent-key, FILE.pub goes in the intent's agents parameter"},
@@ -135,7 +136,7 @@ func init() {
 	commands = []command{
 		{"keygen", "[-o FILE] [--passkey [--rp-id ID] [--origin URL]]", "make a key pair: Ed25519, or a software P-256 passkey", (*cli).keygen},
 		{"info", "", "show the server's version, settings and receipt key", (*cli).info},
-		{"policy", "push FILE | get ID | delete ID | check FILE | test DIR", "store, read, delete or locally check or test a policy", (*cli).policy},
+		{"policy", "push FILE | get ID | delete ID | check FILE | test DIR | diff OLD NEW", "store, read, delete, or here check, test or compare policies", (*cli).policy},
 		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
 		{"preview", "ID SOLUTION", "what a proposal of SOLUTION would decide, spending nothing", (*cli).preview},
 		{"propose", "ID SOLUTION [--agent-key FILE [--agent-tag TAG]]", "propose a solution for an open intent; signed as the agent of FILE", (*cli).propose},

@@ -146,7 +146,7 @@ func TestPolicyTestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"policy", "test", filepath.Join(t.TempDir(), "absent")}, "no such file or directory"},
-		{[]string{"policy", "test"}, "want push FILE, get ID, delete ID, check FILE or test DIR"},
+		{[]string{"policy", "test"}, "want push FILE, get ID, delete ID, check FILE, test DIR or diff OLD NEW"},
 		{[]string{"policy", "push", "examples/tshirt.policy", "--threshold", "5"}, "flag provided but not defined: -threshold"},
 	}
 	for _, tt := range tests {

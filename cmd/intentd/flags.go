@@ -87,6 +87,9 @@ type APIConfig struct {
 	CORSOrigins []string
 	// UI serves the browser console under /ui/.
 	UI bool
+	// SMTSolver is the solver of the policy analysis: a name or path, "" to look for
+	// cvc5 then z3, "none" for no analysis.
+	SMTSolver string
 	// ShutdownTimeout bounds how long a shutdown waits for requests in flight.
 	ShutdownTimeout time.Duration
 	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
@@ -200,6 +203,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Nats.EmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
 	c.clusterFlags(fs)
 	fs.BoolVar(&c.API.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
+	fs.StringVar(&c.API.SMTSolver, "smt-solver", "", "the SMT solver of POST /policy-analysis: cvc5 or z3, a name on PATH or a path; empty: cvc5, else z3, else no analysis; none: no analysis")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
 	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
 	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")

@@ -45,6 +45,9 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.Cluster.Name}
 		opts.ClusterMembers = m.engine.ClusterMembers
 	}
+	if opts.Analyzer == nil {
+		opts.Analyzer = m.analyzer(c.API.SMTSolver)
+	}
 	var served intentd.Engine = m.engine
 	if m.tlog != nil {
 		m.runTlog()
