@@ -170,11 +170,9 @@ func Analyze(ctx context.Context, p *Policy, s Solver, opt AnalyzeOptions) (*Ana
 // either, and saying so of each would hide the first).
 func (q *questions) never(a *Analysis, pt *policyTerms, i int, prefixSat bool) (bool, error) {
 	p := pt.p
-	holds := func(w *Witness) bool {
-		ok, failed, err := w.Run(p)
-		return err == nil && ok && !slices.Contains(failed, i)
-	}
-	alone, err := q.ask(pt, []string{pt.reached[i]}, []int{i}, holds)
+	alone, err := q.ask(pt, []string{pt.reached[i]}, []int{i}, func(w *Witness) bool {
+		return w.reaches(p, i) && w.holdsAll(p, []int{i})
+	})
 	if err != nil {
 		return false, err
 	}
@@ -185,8 +183,7 @@ func (q *questions) never(a *Analysis, pt *policyTerms, i int, prefixSat bool) (
 	case "unsat":
 		others := without(len(p.cons), i)
 		blocking, err := q.ask(pt, []string{pt.reached[i], not(pt.holds[i])}, others, func(w *Witness) bool {
-			ok, failed, err := w.Run(p)
-			return err == nil && ok && slices.Equal(failed, []int{i})
+			return w.reaches(p, i) && w.failsOnly(p, i)
 		})
 		if err != nil {
 			return false, err
@@ -198,7 +195,9 @@ func (q *questions) never(a *Analysis, pt *policyTerms, i int, prefixSat bool) (
 	if !prefixSat {
 		return false, nil
 	}
-	prefix, err := q.ask(pt, []string{pt.reached[i]}, upTo(i+1), nil)
+	prefix, err := q.ask(pt, []string{pt.reached[i]}, upTo(i+1), func(w *Witness) bool {
+		return w.reaches(p, i) && w.holdsAll(p, upTo(i+1))
+	})
 	if err != nil {
 		return false, err
 	}
@@ -220,8 +219,7 @@ func (q *questions) never(a *Analysis, pt *policyTerms, i int, prefixSat bool) (
 func (q *questions) always(a *Analysis, pt *policyTerms, i int) (bool, error) {
 	p := pt.p
 	ans, err := q.ask(pt, []string{pt.evaluated[i], not(pt.holds[i])}, nil, func(w *Witness) bool {
-		ok, failed, err := w.Run(p)
-		return err == nil && ok && slices.Contains(failed, i)
+		return w.complete(p) && w.reaches(p, i) && w.fails(p, i)
 	})
 	if err != nil {
 		return false, err
@@ -234,8 +232,7 @@ func (q *questions) always(a *Analysis, pt *policyTerms, i int) (bool, error) {
 		return false, nil
 	}
 	example, err := q.ask(pt, []string{pt.evaluated[i]}, []int{i}, func(w *Witness) bool {
-		ok, failed, err := w.Run(p)
-		return err == nil && ok && !slices.Contains(failed, i)
+		return w.complete(p) && w.reaches(p, i) && w.holdsAll(p, []int{i})
 	})
 	if err != nil {
 		return false, err
@@ -251,8 +248,7 @@ func (q *questions) implied(a *Analysis, pt *policyTerms, i int) error {
 	p := pt.p
 	others := without(len(p.cons), i)
 	ans, err := q.ask(pt, []string{pt.evaluated[i], not(pt.holds[i])}, others, func(w *Witness) bool {
-		ok, failed, err := w.Run(p)
-		return err == nil && ok && slices.Equal(failed, []int{i})
+		return w.complete(p) && w.reaches(p, i) && w.failsOnly(p, i)
 	})
 	if err != nil {
 		return err
@@ -268,7 +264,9 @@ func (q *questions) implied(a *Analysis, pt *policyTerms, i int) error {
 	case "sat":
 		return nil
 	}
-	example, err := q.ask(pt, []string{pt.evaluated[i]}, upTo(len(p.cons)), func(w *Witness) bool { return w.passes(p) })
+	example, err := q.ask(pt, []string{pt.evaluated[i]}, upTo(len(p.cons)), func(w *Witness) bool {
+		return w.complete(p) && w.reaches(p, i) && w.passes(p)
+	})
 	if err != nil {
 		return err
 	}
@@ -364,6 +362,11 @@ type questions struct {
 	terms []string
 	// facts are what the VM taught the solver about lower and upper.
 	facts []string
+	// seen are the witnesses the solver gave so far, for later questions that one
+	// of them answers (cached: the questions are of one policy, whose runs they
+	// remember); at most maxSeen.
+	seen   []*Witness
+	cached bool
 }
 
 func startQuestions(ctx context.Context, s Solver, e *encoder, opt AnalyzeOptions, ps ...*Policy) (*questions, error) {
@@ -371,20 +374,16 @@ func startQuestions(ctx context.Context, s Solver, e *encoder, opt AnalyzeOption
 	if err != nil {
 		return nil, err
 	}
-	q := &questions{s: sess, e: e, ps: ps, terms: e.modelTerms()}
+	q := &questions{s: sess, e: e, ps: ps, terms: e.modelTerms(), cached: len(ps) == 1}
 	limit := opt.CheckTimeout
 	if limit <= 0 {
 		limit = DefaultCheckTimeout
 	}
-	ms := strconv.FormatInt(max(limit.Milliseconds(), 1), 10)
-	q.hint = limit / 8
-	q.limit = "(set-option :timeout " + ms + ")"
-	if s.Dialect() == DialectCVC5 {
-		q.limit = "(set-option :tlimit-per " + ms + ")"
-	}
+	q.hint = limit / 4
+	q.limit = q.limitCmd(limit)
 	cmds := []string{"(set-option :print-success true)", "(set-option :produce-models true)", "(set-option :produce-unsat-cores true)"}
 	if s.Dialect() == DialectCVC5 {
-		cmds = append(cmds, "(set-option :incremental true)", "(set-option :strings-exp true)", "(set-option :minimal-unsat-cores true)")
+		cmds = append(cmds, "(set-option :incremental true)", "(set-option :strings-exp true)")
 	} else {
 		cmds = append(cmds, "(set-option :smt.core.minimize true)")
 	}
@@ -401,6 +400,17 @@ func startQuestions(ctx context.Context, s Solver, e *encoder, opt AnalyzeOption
 }
 
 func (q *questions) close() { q.s.Close() }
+
+// maxSeen bounds the witnesses kept for later questions: each is run against every
+// question that follows.
+const maxSeen = 64
+
+// keep remembers a witness for later questions.
+func (q *questions) keep(w *Witness) {
+	if q.cached && len(q.seen) < maxSeen {
+		q.seen = append(q.seen, w)
+	}
+}
 
 // do sends a command that must answer want.
 func (q *questions) do(cmd, want string) error {
@@ -423,11 +433,19 @@ type answer struct {
 }
 
 // ask asks whether the terms and the holding of the named constraints can all be
-// true. On sat the witness is read and run by confirm (nil takes it as it is): a
-// witness the VM does not confirm is sent back with what lower and upper really do
-// with its strings, up to maxRefine times, and is otherwise unknown. On unsat the
-// core lists the named constraints the solver needed.
+// true; confirm says the same of a witness, on the VM. A witness an earlier question
+// found that confirm accepts answers at once, without the solver. Otherwise, on sat the
+// witness is read and run by confirm: one the VM does not confirm is sent back with
+// what lower and upper really do with its strings, up to maxRefine times, and is
+// otherwise unknown. On unsat the core lists the named constraints the solver needed.
 func (q *questions) ask(pt *policyTerms, terms []string, named []int, confirm func(*Witness) bool) (answer, error) {
+	if q.cached {
+		for _, w := range q.seen {
+			if confirm(w) {
+				return answer{status: "sat", w: w}, nil
+			}
+		}
+	}
 	if err := q.do("(push 1)", "success"); err != nil {
 		return answer{}, err
 	}
@@ -460,7 +478,12 @@ func (q *questions) ask(pt *policyTerms, terms []string, named []int, confirm fu
 			if len(named) == 0 {
 				return answer{status: "unsat"}, nil
 			}
-			return q.core()
+			ans, err := q.core()
+			if err != nil {
+				return answer{}, err
+			}
+			ans.core, err = q.minimize(pt, terms, ans.core)
+			return ans, err
 		case "unknown":
 			return answer{status: "unknown", reason: q.why()}, nil
 		case "sat":
@@ -475,7 +498,8 @@ func (q *questions) ask(pt *policyTerms, terms []string, named []int, confirm fu
 		if err != nil {
 			return answer{status: "unknown", reason: "the solver's model is no intent and evidence: " + err.Error()}, nil
 		}
-		if confirm == nil || confirm(w) {
+		q.keep(w)
+		if confirm(w) {
 			return answer{status: "sat", w: w}, nil
 		}
 		learnt, err := q.learn(model)
@@ -488,31 +512,48 @@ func (q *questions) ask(pt *policyTerms, terms []string, named []int, confirm fu
 	}
 }
 
-// askCaseMapped asks the question first with lower and upper read as cvc5's
-// str.to_lower and str.to_upper, which map ASCII letters as Go does and leave other
-// characters alone: a witness found so, once the VM confirms it, is a witness, where
-// the uninterpreted functions alone would have the solver guess one case mapping
-// after another. ok is false when none is found so (one may need a character beyond
-// ASCII), and the question is then asked in full.
+// askCaseMapped asks the question first with lower and upper read as functions the
+// solver knows: first as leaving a string as it is (right for strings without
+// capitals, and cheap), then, with cvc5, as its str.to_lower and str.to_upper, which map
+// ASCII letters as Go does and leave other characters alone. A witness found so, once
+// the VM confirms it, is a witness, where the uninterpreted functions alone would have
+// the solver guess one case mapping after another. ok is false when none is found so
+// (one may need a character beyond ASCII), and the question is then asked in full.
 func (q *questions) askCaseMapped(confirm func(*Witness) bool) (answer, bool, error) {
-	if len(q.e.ufs) == 0 || q.e.d != DialectCVC5 {
+	if len(q.e.ufs) == 0 {
 		return answer{}, false, nil
 	}
+	hints := []func(u ufApp) string{func(u ufApp) string { return u.arg }}
+	if q.e.d == DialectCVC5 {
+		hints = append(hints, func(u ufApp) string {
+			if u.fn == fnUpper {
+				return "(str.to_upper " + u.arg + ")"
+			}
+			return "(str.to_lower " + u.arg + ")"
+		})
+	}
+	for _, hint := range hints {
+		ans, ok, err := q.askHinted(confirm, hint)
+		if err != nil || ok {
+			return ans, ok, err
+		}
+	}
+	return answer{}, false, nil
+}
+
+// askHinted asks the question with each application of lower and upper equal to its
+// hint, in a short time: a hint, not the question.
+func (q *questions) askHinted(confirm func(*Witness) bool, hint func(ufApp) string) (answer, bool, error) {
 	if err := q.do("(push 1)", "success"); err != nil {
 		return answer{}, false, err
 	}
 	defer q.s.Do("(pop 1)")
 	for _, u := range q.e.ufs {
-		fn := "str.to_lower"
-		if u.fn == fnUpper {
-			fn = "str.to_upper"
-		}
-		if err := q.do("(assert (= "+u.val+" ("+fn+" "+u.arg+")))", "success"); err != nil {
+		if err := q.do("(assert (= "+u.val+" "+hint(u)+"))", "success"); err != nil {
 			return answer{}, false, err
 		}
 	}
-	// A hint, not the question: it gets a short time, and the question the rest.
-	if err := q.do("(set-option :tlimit-per "+strconv.FormatInt(max(q.hint.Milliseconds(), 1), 10)+")", "success"); err != nil {
+	if err := q.do(q.limitCmd(q.hint), "success"); err != nil {
 		return answer{}, false, err
 	}
 	got, err := q.s.Do("(check-sat)")
@@ -527,10 +568,23 @@ func (q *questions) askCaseMapped(confirm func(*Witness) bool) (answer, bool, er
 		return answer{}, false, err
 	}
 	w, err := q.e.witness(model, q.ps)
-	if err != nil || confirm != nil && !confirm(w) {
+	if err != nil {
+		return answer{}, false, nil
+	}
+	q.keep(w)
+	if !confirm(w) {
 		return answer{}, false, nil
 	}
 	return answer{status: "sat", w: w}, true, nil
+}
+
+// limitCmd is the command that gives each question d.
+func (q *questions) limitCmd(d time.Duration) string {
+	ms := strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	if q.e.d == DialectCVC5 {
+		return "(set-option :tlimit-per " + ms + ")"
+	}
+	return "(set-option :timeout " + ms + ")"
 }
 
 // core reads the unsat core: the names k<index> of the constraints it holds.
@@ -551,6 +605,39 @@ func (q *questions) core() (answer, error) {
 	}
 	slices.Sort(core)
 	return answer{status: "unsat", core: core}, nil
+}
+
+// minimize drops from an unsat core each constraint without which the rest is still
+// unsat, one question each: the solver's own cores hold more than they need, and its
+// minimal ones cost more than this. It leaves the question's scope holding the terms
+// and the core it returns.
+func (q *questions) minimize(pt *policyTerms, terms []string, core []int) ([]int, error) {
+	for i := 0; i < len(core) && len(core) > 1; {
+		trial := slices.Delete(slices.Clone(core), i, i+1)
+		cmds := []string{"(pop 1)", "(push 1)"}
+		cmds = append(cmds, q.facts...)
+		for _, t := range terms {
+			cmds = append(cmds, "(assert "+t+")")
+		}
+		for _, k := range trial {
+			cmds = append(cmds, "(assert "+pt.holds[k]+")")
+		}
+		for _, c := range cmds {
+			if err := q.do(c, "success"); err != nil {
+				return nil, err
+			}
+		}
+		got, err := q.s.Do("(check-sat)")
+		if err != nil {
+			return nil, err
+		}
+		if got == "unsat" {
+			core = trial
+		} else {
+			i++
+		}
+	}
+	return core, nil
 }
 
 // why asks the solver why it answered unknown.

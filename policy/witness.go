@@ -19,6 +19,77 @@ type Witness struct {
 	// Context is the decision's context, for a policy that reads mandate.*,
 	// purchase.amount or decision.time; nil otherwise.
 	Context *WitnessContext `json:"context,omitempty"`
+
+	// memo is the analysis's record of runs of this witness, which it keeps to answer
+	// later questions without the solver; Run itself always runs.
+	memo map[*Policy]runResult
+}
+
+// runResult is one run of a witness.
+type runResult struct {
+	accepted bool
+	failed   []int
+	err      error
+}
+
+// run is Run, remembered: the analysis runs a witness it holds against every later
+// question, and never changes it.
+func (w *Witness) run(p *Policy) runResult {
+	if r, ok := w.memo[p]; ok {
+		return r
+	}
+	var r runResult
+	r.accepted, r.failed, r.err = w.Run(p)
+	if w.memo == nil {
+		w.memo = map[*Policy]runResult{}
+	}
+	w.memo[p] = r
+	return r
+}
+
+// fails reports whether p accepts the witness's intent and constraint i fails on it.
+func (w *Witness) fails(p *Policy, i int) bool {
+	r := w.run(p)
+	return r.err == nil && r.accepted && slices.Contains(r.failed, i)
+}
+
+// holdsAll reports whether p accepts the witness's intent and every constraint of ks
+// holds on it.
+func (w *Witness) holdsAll(p *Policy, ks []int) bool {
+	r := w.run(p)
+	if r.err != nil || !r.accepted {
+		return false
+	}
+	for _, k := range ks {
+		if slices.Contains(r.failed, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// failsOnly reports whether p accepts the witness's intent and constraint i alone
+// fails on it.
+func (w *Witness) failsOnly(p *Policy, i int) bool {
+	r := w.run(p)
+	return r.err == nil && r.accepted && slices.Equal(r.failed, []int{i})
+}
+
+// reaches reports whether constraint i of p is evaluated on the witness rather than
+// skipped: the optional parameters an optional: constraint reads are given.
+func (w *Witness) reaches(p *Policy, i int) bool {
+	return !p.Skipped(i, w.Attrs)
+}
+
+// complete reports whether the witness has every value p reads: each evidence field,
+// of its type (a witness holds only such), and the decision time if p reads it.
+func (w *Witness) complete(p *Policy) bool {
+	for _, f := range p.evidence {
+		if _, ok := w.Evidence[f.Name]; !ok {
+			return false
+		}
+	}
+	return p.reads&DecisionTime == 0 || w.Context != nil && w.Context.Time != nil
 }
 
 // WitnessContext is the part of a Context a witness fixes: the mandate's totals before
@@ -69,8 +140,8 @@ func (w *Witness) Run(p *Policy) (accepted bool, failed []int, err error) {
 
 // passes reports whether p accepts the witness's intent and every constraint holds.
 func (w *Witness) passes(p *Policy) bool {
-	ok, failed, err := w.Run(p)
-	return err == nil && ok && len(failed) == 0
+	r := w.run(p)
+	return r.err == nil && r.accepted && len(r.failed) == 0
 }
 
 // witness reads a model: the values of every present parameter and evidence field, of
