@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -550,7 +551,7 @@ func TestTLSClientCertificates(t *testing.T) {
 
 // TestTLSClientCertificatesAlone checks a server with a client CA and no tokens: a
 // caller needs a certificate, the health checks nothing, and GET /info says that
-// callers are authenticated.
+// callers are authenticated; a client CA read again reaches the connections made.
 func TestTLSClientCertificatesAlone(t *testing.T) {
 	t.Parallel()
 	ts := newTLSSetup(t)
@@ -579,6 +580,27 @@ func TestTLSClientCertificatesAlone(t *testing.T) {
 				t.Fatalf("message %q, want it to hold %q", msg, tc.msg)
 			}
 		}
+	}
+
+	// The client CA replaced by another: the next request on the connection already
+	// made, whose certificate was accepted, is refused.
+	ca, err := os.ReadFile(ts.other.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ts.ca.file, ca, 0o644)
+	s.m.Reload()
+	reused := false
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+	}), "GET", s.url+"/info", nil)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !reused || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /info after the client CA was replaced: %d on a reused connection %v, want 401 on the connection already made", resp.StatusCode, reused)
 	}
 }
 
