@@ -435,11 +435,62 @@ func TestTLSReloadSignal(t *testing.T) {
 // process of its own to send it signals.
 func intentdBinary(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "intentd")
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return buildCommand(t, ".", "intentd")
+}
+
+// buildCommand builds the command of the package in dir into a folder of the test's.
+func buildCommand(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", path, dir).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dir, err, out)
 	}
 	return path
+}
+
+// TestTLSIntentctl runs intentctl, built as users run it, against intentd over TLS:
+// --ca trusts the server's CA, --cert and --cert-key present a client certificate, and
+// the demo (policies, intents, the event stream over HTTP/2, proofs) runs through.
+func TestTLSIntentctl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds intentctl and runs it as a process (-short)")
+	}
+	t.Parallel()
+	ts := newTLSSetup(t)
+	all := ts.ca.pair(t, leaf{cn: "ops", ous: []string{"admin", "submit", "propose", "read", "metrics"}})
+	s := startServerClient(t, t.TempDir(), ts.client(all), ts.args("--tls-client-ca", ts.ca.file))
+	certPEM, keyPEM := ts.ca.issue(t, leaf{cn: "cli", ous: []string{"admin", "submit", "propose", "read"}})
+	certFile, keyFile := filepath.Join(ts.dir, "cli.pem"), filepath.Join(ts.dir, "cli.key")
+	writeFile(t, certFile, certPEM, 0o644)
+	writeFile(t, keyFile, keyPEM, 0o600)
+	intentctl := buildCommand(t, "../intentctl", "intentctl")
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		output string
+	}{
+		{"info", []string{"--ca", ts.ca.file, "--cert", certFile, "--cert-key", keyFile, "info"}, 0, "api version"},
+		{"demo", []string{"--ca", ts.ca.file, "--cert", certFile, "--cert-key", keyFile, "demo"}, 0, "two proofs verified"},
+		{"no certificate", []string{"--ca", ts.ca.file, "info"}, 1, "a client certificate signed by the CA this server trusts for callers is required"},
+		{"no CA", []string{"info"}, 3, "certificate signed by unknown authority"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(intentctl, append([]string{"--server", s.url}, tc.args...)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.output) {
+				t.Fatalf("intentctl %q: exit %d\n%s\nwant exit %d and %q", tc.args, code, out, tc.code, tc.output)
+			}
+		})
+	}
 }
 
 // waitServed waits until the server presents the certificate named cn.
