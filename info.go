@@ -21,7 +21,8 @@ type Info struct {
 	MaxPolicySourceBytes int `json:"max_policy_source_bytes"`
 	// MaxPreviewsPerIntent is how many previews one intent may have; 0: no bound.
 	MaxPreviewsPerIntent int `json:"max_previews_per_intent"`
-	// AuthRequired says whether requests need a bearer token (all but the health checks).
+	// AuthRequired says whether requests need a caller's credentials, a bearer token or
+	// a client certificate (all but the health checks).
 	AuthRequired bool `json:"auth_required"`
 	// PublicKey (Base58 of 32 bytes) and KeyID are the Ed25519 key receipts are signed
 	// with: what a verifier pins to check proofs (docs/proofs.md). Empty without one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -33,9 +35,17 @@ const maxClientBody = 16 << 20
 //
 // A Client is safe for concurrent use once its fields are set.
 type Client struct {
-	// HTTPClient sends the requests; http.DefaultClient when nil. Its Timeout applies
-	// to event streams too, so leave it 0 and bound calls with their context instead.
+	// HTTPClient sends the requests; when nil, http.DefaultClient, or a client of its
+	// own when TLSConfig is set. Its Timeout applies to event streams too, so leave it
+	// 0 and bound calls with their context instead.
 	HTTPClient *http.Client
+	// TLSConfig, when set and HTTPClient is nil, is the TLS configuration of the
+	// client's connections to an https:// server: RootCAs to trust a server whose
+	// certificate a private CA signs, Certificates to present a client certificate
+	// (NewTLSConfig reads both from PEM files). The client then sends through a
+	// transport of its own, made at the first request with http.DefaultTransport's
+	// settings, HTTP/2 included.
+	TLSConfig *tls.Config
 	// Token, when set, is sent as "Authorization: Bearer <token>".
 	Token string
 	// UserAgent, when set, is sent as the User-Agent header.
@@ -54,6 +64,16 @@ type Client struct {
 	AgentWindow time.Duration
 
 	base *url.URL
+	// own holds the clients made for TLSConfig. A pointer, shared by copies of the
+	// Client, so that a copy (with another agent key, say) is still a plain value.
+	own *tlsClients
+}
+
+// tlsClients are the http.Clients made for each TLSConfig a Client was given, so that
+// its requests share one transport and its connections.
+type tlsClients struct {
+	mu      sync.Mutex
+	clients map[*tls.Config]*http.Client
 }
 
 // NewClient returns a client of the server at baseURL, such as
@@ -79,7 +99,7 @@ func NewClient(baseURL string) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	return &Client{base: u}, nil
+	return &Client{base: u, own: &tlsClients{}}, nil
 }
 
 // BaseURL returns the server's URL as NewClient read it.
@@ -374,9 +394,37 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 			return nil, err
 		}
 	}
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	return c.HTTP().Do(req)
+}
+
+// HTTP is the http.Client the client sends its requests through: HTTPClient, the
+// client made for TLSConfig, or http.DefaultClient. A caller that fetches what no method
+// covers (the transparency log's tiles) uses it to reach the server as the client does.
+func (c *Client) HTTP() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
 	}
-	return hc.Do(req)
+	if c.TLSConfig == nil {
+		return http.DefaultClient
+	}
+	own := c.own
+	if own == nil {
+		own = &tlsClients{} // a Client not made by NewClient: nothing is shared
+	}
+	own.mu.Lock()
+	defer own.mu.Unlock()
+	if hc := own.clients[c.TLSConfig]; hc != nil {
+		return hc
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = c.TLSConfig.Clone()
+	// A transport given a TLS configuration of its own speaks HTTP/1.1 only unless
+	// told to try HTTP/2.
+	t.ForceAttemptHTTP2 = true
+	hc := &http.Client{Transport: t}
+	if own.clients == nil {
+		own.clients = map[*tls.Config]*http.Client{}
+	}
+	own.clients[c.TLSConfig] = hc
+	return hc
 }

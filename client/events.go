@@ -142,11 +142,7 @@ func (s *EventStream) connect() error {
 	if s.c.UserAgent != "" {
 		req.Header.Set("User-Agent", s.c.UserAgent)
 	}
-	hc := s.c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := s.c.HTTP().Do(req)
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,8 @@ func (t *Tokens) Len() int { return len(t.entries) }
 type caller struct {
 	name  string
 	roles []Role
+	// cert says the caller was authenticated by a client certificate, not a token.
+	cert bool
 }
 
 // authenticate finds the token of an Authorization header. Every stored hash is
@@ -191,26 +193,57 @@ func (t *Tokens) authenticate(header string) (caller, bool) {
 	return caller{name: name, roles: e.roles}, true
 }
 
-// authorize checks a request's token against the role of its route rt. Routes that
-// need no role (the health checks) and servers without tokens let every request
-// through. A request that matches no route (rt nil) needs a valid token but no role,
-// so that the routes of a server cannot be listed by probing without one.
+// authorize checks a request's caller against the role of its route rt. Routes that
+// need no role (the health checks) and servers that authenticate no caller (neither
+// tokens nor a client CA) let every request through. A request that matches no route
+// (rt nil) needs a caller but no role, so that the routes of a server cannot be listed
+// by probing without one.
 func (s *Server) authorize(r *http.Request, rt *route) (caller, error) {
-	if s.opts.Tokens == nil || (rt != nil && rt.role == "") {
+	if !s.authRequired || (rt != nil && rt.role == "") {
 		return caller{}, nil
 	}
-	c, ok := s.opts.Tokens.authenticate(r.Header.Get("Authorization"))
-	if !ok {
-		msg := "a bearer token is required (Authorization: Bearer <token>)"
-		if r.Header.Get("Authorization") != "" {
-			msg = "the bearer token is not valid"
-		}
-		return caller{}, intentd.Errorf(intentd.KindUnauthorized, CodeUnauthorized, "%s", msg)
+	c, err := s.authenticate(r)
+	if err != nil {
+		return caller{}, err
 	}
 	if rt != nil && !slices.Contains(c.roles, rt.role) {
-		return c, intentd.Errorf(intentd.KindForbidden, CodeForbidden, "%s %s needs the role %s, which this token does not have", r.Method, rt.pattern, rt.role)
+		what := "this token"
+		if c.cert {
+			what = "this client certificate (its roles are its subject's OU values)"
+		}
+		return c, intentd.Errorf(intentd.KindForbidden, CodeForbidden, "%s %s needs the role %s, which %s does not have", r.Method, rt.pattern, rt.role, what)
 	}
 	return c, nil
+}
+
+// authenticate finds a request's caller: the token of its Authorization header when it
+// carries one, else the client certificate its connection presented, when the server
+// takes client certificates (clientcert.go).
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	header := r.Header.Get("Authorization")
+	certs := s.opts.TLS != nil && s.opts.TLS.ClientCertificates()
+	if header == "" && certs && presentsCertificate(r) {
+		return s.certCaller(r)
+	}
+	if s.opts.Tokens != nil {
+		if c, ok := s.opts.Tokens.authenticate(header); ok {
+			return c, nil
+		}
+	}
+	var msg string
+	switch {
+	case s.opts.Tokens == nil && header != "":
+		msg = "this server takes no bearer token: present a client certificate signed by the CA it trusts for callers"
+	case s.opts.Tokens == nil:
+		msg = "a client certificate signed by the CA this server trusts for callers is required"
+	case header != "":
+		msg = "the bearer token is not valid"
+	case certs:
+		msg = "a bearer token (Authorization: Bearer <token>) or a client certificate is required"
+	default:
+		msg = "a bearer token is required (Authorization: Bearer <token>)"
+	}
+	return caller{}, intentd.Errorf(intentd.KindUnauthorized, CodeUnauthorized, "%s", msg)
 }
 
 // challenge is the WWW-Authenticate header of a 401 or 403 (RFC 6750, section 3).

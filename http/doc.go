@@ -15,8 +15,9 @@
 //
 // The routes are one table (routes.go: method, pattern, role, handler), registered with
 // httprouter in a loop; each route's chain (the CORS headers of an allowed origin, its
-// bearer token checked against its role when the server has Tokens, then counted in
-// Metrics and logged, without its body, query or headers) is built once, at
+// caller, by bearer token or client certificate, checked against its role when the
+// server authenticates callers, then counted in Metrics and logged, without its body,
+// query or headers) is built once, at
 // registration, with its pattern known. Requests that match no route go through the
 // same chain under the pattern "unmatched". Each pattern also has an OPTIONS route that
 // answers the CORS preflights of the origins in Options.CORSOrigins, without a token,
@@ -24,6 +25,11 @@
 // bound what an intent's attrs, a solution and a policy source may carry, before the
 // engine is asked. GET /openapi.json serves the OpenAPI 3.1 document embedded from
 // openapi.json; /healthz, /readyz and /metrics are for operators.
+//
+// With Options.TLS, Serve serves TLS, HTTP/2 and HTTP/1.1, from certificate files read
+// again on reload (tls.go); with a client CA in it, a client certificate authenticates
+// its caller beside the tokens, with the roles its subject's OU values name, checked
+// once per connection at its first request that needs a caller (clientcert.go).
 //
 // With Options.Console, the browser console (package console, docs/console.md) is served
 // under /ui/, beside the routes rather than in their table: its files are no part of the

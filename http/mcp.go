@@ -18,35 +18,49 @@ import (
 const mcpMaxWait = 60 * time.Second
 
 // newMCPHandler is the MCP endpoint over the server's engine (docs/agents.md). The
-// route's chain has checked the token and the read role already; with tokens, the
-// SDK's bearer middleware then hands the token's roles to the tools, each of which
-// checks its own (propose for preview_solution, propose_solution and purchase).
-// Tokens carry no expiry here, hence AllowMissingExpiration.
+// route's chain has authenticated the caller, by token or client certificate, and
+// checked the read role already; when callers are authenticated, the SDK's bearer
+// middleware then hands the caller's roles to the tools, each of which checks its own
+// (propose for preview_solution, propose_solution and purchase). Credentials carry no
+// expiry here, hence AllowMissingExpiration.
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcpserver.New(mcpBackend{mcpserver.LocalFromInfo(s.engine, s.opts.Info), s}, mcpserver.Options{
 		Version:      APIVersion,
 		Logger:       s.log.With("component", "mcp"),
-		RequireRoles: s.opts.Tokens != nil,
+		RequireRoles: s.authRequired,
 		MaxWait:      mcpMaxWait,
 	})
 	h := srv.HTTPHandler(s.opts.MaxBodyBytes)
-	if s.opts.Tokens == nil {
+	if !s.authRequired {
 		return h
 	}
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		c, ok := s.opts.Tokens.authenticate("Bearer " + token)
-		if !ok {
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		ri, ok := r.Context().Value(requestInfoKey{}).(*requestInfo)
+		if !ok || ri.caller.name == "" {
 			return nil, auth.ErrInvalidToken
 		}
+		c := ri.caller
 		scopes := make([]string, len(c.roles))
 		for i, r := range c.roles {
 			scopes[i] = string(r)
 		}
-		// UserID makes the SDK refuse a session's requests from another token.
-		return &auth.TokenInfo{Scopes: scopes, UserID: c.name}, nil
+		// UserID makes the SDK refuse a session's requests from another caller; a
+		// token's name and a certificate's live apart.
+		user := "token:" + c.name
+		if c.cert {
+			user = c.name
+		}
+		return &auth.TokenInfo{Scopes: scopes, UserID: user}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
+
+// certBearer stands in the Authorization header of an MCP request whose caller a client
+// certificate authenticated: the SDK's middleware, which hands the caller's roles to
+// the tools, reads a bearer token before anything else. Its verifier takes the caller
+// the chain found and never reads the value; a caller who sends this value as a
+// token is refused by the chain first, as any unknown token is.
+const certBearer = "Bearer client-certificate"
 
 // mcpBackend is the tools' backend over the server's engine, except that get_proof
 // gets the bundle GET /intents/{id}/proof answers: the engine's bundle lacks the log
@@ -76,6 +90,10 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if ri, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok && ri.caller.cert {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", certBearer)
+	}
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpMaxWait + s.opts.WriteTimeout))
 	s.mcp.ServeHTTP(w, r)
 }

@@ -279,9 +279,11 @@ func errorCodeLabel(code string) string {
 }
 
 // requestInfo is what the handlers tell the request log and the metrics of a request
-// beyond its status: the error code of an error answer.
+// beyond its status: the error code of an error answer. The chain also records there
+// the caller it authenticated, for the handlers that hand it on (/mcp).
 type requestInfo struct {
-	code string
+	code   string
+	caller caller
 }
 
 type requestInfoKey struct{}

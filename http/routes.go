@@ -107,12 +107,12 @@ func (s *Server) newRouter() *httprouter.Router {
 		p := preflights[pattern]
 		answer := s.chain(&route{method: http.MethodOptions, pattern: pattern}, true,
 			func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
-				methods, origin := p.methods(s.cors, req.Header.Get("Origin"), s.opts.Tokens != nil)
+				methods, origin := p.methods(s.cors, req.Header.Get("Origin"), s.authRequired)
 				p.answer(w, methods, origin)
 			})
 		r.Handle(http.MethodOptions, pattern, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
 			if isPreflight(req) && !emptyParam(ps) {
-				if methods, _ := p.methods(s.cors, req.Header.Get("Origin"), s.opts.Tokens != nil); methods != "" {
+				if methods, _ := p.methods(s.cors, req.Header.Get("Origin"), s.authRequired); methods != "" {
 					answer(w, req, ps)
 					return
 				}
@@ -151,7 +151,7 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 		okLevel = min(level, slog.LevelDebug)
 	}
 	// A request no route serves needs a token, as authorize has it.
-	needsToken := s.opts.Tokens != nil && (rt == nil || rt.role != "")
+	needsToken := s.authRequired && (rt == nil || rt.role != "")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		start := time.Now()
 		ri := &requestInfo{}
@@ -175,6 +175,7 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 			rec.Header().Set("WWW-Authenticate", challenge(intentd.ErrorCode(err), r.Header.Get("Authorization") != ""))
 			Error(rec, r, s.log, err)
 		} else {
+			ri.caller = c
 			s.call(h, rec, r, ps)
 		}
 

@@ -67,8 +67,13 @@ type Options struct {
 	// their defaults.
 	Limits Limits
 	// Tokens, when set, are the bearer tokens every request but the health checks
-	// must carry, with the role its route needs; nil: no caller authentication.
+	// must carry, with the role its route needs; nil: no token is taken.
 	Tokens *Tokens
+	// TLS, when set, makes Serve serve TLS (HTTP/2 and HTTP/1.1) with its material of
+	// the moment; nil: plain HTTP. When it names a client CA, a client certificate
+	// that chains to it authenticates its caller, beside Tokens (clientcert.go), and
+	// every request but the health checks needs a caller even without Tokens.
+	TLS *TLS
 	// Metrics are served by GET /metrics; nil: a new set.
 	Metrics *Metrics
 	// Ready is closed once the service may take traffic (store open, start-up
@@ -150,12 +155,16 @@ type Server struct {
 	// openStreams counts the event streams being served; it sets how long each waits
 	// between writes.
 	openStreams atomic.Int64
+	// authRequired says that requests but the health checks need a caller: a token or
+	// a client certificate.
+	authRequired bool
 }
 
 // NewServer returns a server over e.
 func NewServer(e intentd.Engine, opts Options) *Server {
 	opts.setDefaults()
 	s := &Server{engine: e, opts: opts, log: opts.Logger, metrics: opts.Metrics}
+	s.authRequired = opts.Tokens != nil || (opts.TLS != nil && opts.TLS.ClientCertificates())
 	if es, ok := e.(EngineStats); ok {
 		s.metrics.watchEngine(es)
 	}
@@ -178,6 +187,12 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if opts.TLS != nil {
+		s.srv.TLSConfig = opts.TLS.config()
+		if opts.TLS.ClientCertificates() {
+			s.srv.ConnContext = connContext
+		}
+	}
 	return s
 }
 
@@ -188,7 +203,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Serve accepts connections on ln until Shutdown; it returns http.ErrServerClosed then.
+// With Options.TLS it serves TLS, offering HTTP/2 and HTTP/1.1.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.srv.TLSConfig != nil {
+		// ServeTLS, not a TLS listener given to Serve: it sets up HTTP/2 on the
+		// connections whose client chose h2.
+		return s.srv.ServeTLS(ln, "", "")
+	}
 	return s.srv.Serve(ln)
 }
 
@@ -240,7 +261,7 @@ func (s *Server) newInfo() intentd.Info {
 	info.MaxSolutionBytes = l.MaxSolutionBytes
 	info.MaxAttrs, info.MaxSetElements, info.MaxStringBytes = l.MaxAttrs, l.MaxSetElements, l.MaxStringBytes
 	info.MaxPolicySourceBytes = l.MaxPolicySourceBytes
-	info.AuthRequired = s.opts.Tokens != nil
+	info.AuthRequired = s.authRequired
 	return info
 }
 

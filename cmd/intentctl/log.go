@@ -138,7 +138,7 @@ func (c *cli) target(keyText string) (*logTarget, error) {
 	if err != nil {
 		return nil, usagef("--server: %v", err)
 	}
-	f, err := tclient.NewHTTPFetcher(u, nil)
+	f, err := tclient.NewHTTPFetcher(u, api.HTTP())
 	if err != nil {
 		return nil, err
 	}

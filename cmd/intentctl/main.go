@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,6 +57,9 @@ type globals struct {
 	tokenFile string
 	timeout   time.Duration
 	json      bool
+	// ca, cert and certKey are the TLS files of an https:// server: the CA bundle to
+	// trust, and a client certificate and its key.
+	ca, cert, certKey string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -63,6 +68,9 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.tokenFile, "token-file", g.tokenFile, "file holding the bearer token on one line, mode 0600 or 0400 (env INTENTCTL_TOKEN_FILE)")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request (not of watch's stream)")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of text")
+	fs.StringVar(&g.ca, "ca", g.ca, "PEM file of the CAs to trust for an https:// server, in place of the system's (env INTENTCTL_CA)")
+	fs.StringVar(&g.cert, "cert", g.cert, "PEM file of a client certificate to present to an https:// server that takes them, with --cert-key (env INTENTCTL_CERT)")
+	fs.StringVar(&g.certKey, "cert-key", g.certKey, "PEM file of the key of --cert, mode 0600 or 0400 (env INTENTCTL_CERT_KEY)")
 }
 
 // cli is one run: its outputs, flags and, once needed, its client.
@@ -155,7 +163,7 @@ func init() {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token-file FILE | --token T] [--timeout D] [--json] COMMAND [ARGS]\n       intentctl --version\n\nCommands:\n")
+	fmt.Fprintf(w, "Usage: intentctl [--server URL] [--token-file FILE | --token T] [--ca FILE] [--cert FILE --cert-key FILE] [--timeout D] [--json] COMMAND [ARGS]\n       intentctl --version\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.help)
 	}
@@ -178,6 +186,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			c.g.server = v
 		}
 	}
+	c.g.ca, _ = lookupEnv("INTENTCTL_CA")
+	c.g.cert, _ = lookupEnv("INTENTCTL_CERT")
+	c.g.certKey, _ = lookupEnv("INTENTCTL_CERT_KEY")
 	c.envToken, _ = lookupEnv("INTENTCTL_TOKEN")
 	c.envTokenFile, _ = lookupEnv("INTENTCTL_TOKEN_FILE")
 
@@ -328,6 +339,9 @@ func (c *cli) api() (*client.Client, error) {
 	if cl.Token, err = c.bearer(); err != nil {
 		return nil, err
 	}
+	if cl.TLSConfig, err = c.tlsConfig(cl); err != nil {
+		return nil, err
+	}
 	cl.UserAgent = "intentctl"
 	c.client = cl
 	return cl, nil
@@ -346,6 +360,28 @@ func (c *cli) bearer() (string, error) {
 		return "", usagef("--token and --token-file (or INTENTCTL_TOKEN and INTENTCTL_TOKEN_FILE): give one of them")
 	}
 	return secretfile.Resolve("token", token, file)
+}
+
+// tlsConfig is the TLS configuration that --ca, --cert and --cert-key give, or nil
+// when none is given. They are for an https:// server: given for an http:// one, they
+// are a usage error rather than ignored, since a caller who names a CA means the
+// connection to be checked.
+func (c *cli) tlsConfig(cl *client.Client) (*tls.Config, error) {
+	g := c.g
+	if g.ca == "" && g.cert == "" && g.certKey == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(cl.BaseURL(), "https://") {
+		return nil, usagef("--ca, --cert and --cert-key are for an https:// server, and --server is %s", cl.BaseURL())
+	}
+	if (g.cert == "") != (g.certKey == "") {
+		return nil, usagef("--cert and --cert-key go together: give both, or neither")
+	}
+	tc, err := client.NewTLSConfig(g.ca, g.cert, g.certKey)
+	if err != nil {
+		return nil, fmt.Errorf("TLS files: %w", err)
+	}
+	return tc, nil
 }
 
 // call is the context of one request: the run's, within --timeout.

@@ -32,6 +32,22 @@ func startServer(t *testing.T) string {
 // the event stream's subscribers; tune sets the server's other options.
 func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int, tune ...func(*intenthttp.Options)) string {
 	t.Helper()
+	e, opts := newTestEngine(t, ex, maxSubscribers)
+	for _, f := range tune {
+		f(&opts)
+	}
+	ts := httptest.NewServer(intenthttp.NewServer(e, opts))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts.URL
+}
+
+// newTestEngine opens an engine on a data folder of the test's, signing receipts, and
+// returns it with the server options that name its key; the test's end closes both.
+func newTestEngine(t *testing.T, ex evidence.Extractor, maxSubscribers int) (*actors.Engine, intenthttp.Options) {
+	t.Helper()
 	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,21 +65,15 @@ func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int, tu
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-e.Ready()
-	opts := intenthttp.Options{Info: intentd.Info{
-		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
-	}}
-	for _, f := range tune {
-		f(&opts)
-	}
-	ts := httptest.NewServer(intenthttp.NewServer(e, opts))
+	// Registered first, so run after the server's own clean-up.
 	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
 		e.Close()
 		store.Close()
 	})
-	return ts.URL
+	<-e.Ready()
+	return e, intenthttp.Options{Info: intentd.Info{
+		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
+	}}
 }
 
 // result is one run of the CLI.

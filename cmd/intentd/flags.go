@@ -94,6 +94,8 @@ type APIConfig struct {
 	ShutdownTimeout time.Duration
 	// ShutdownDelay is how long GET /readyz answers 503 before the listener closes.
 	ShutdownDelay time.Duration
+	// TLS are the PEM files of the API's TLS; no certificate: plain HTTP.
+	TLS intenthttp.TLSFiles
 }
 
 // EvidenceConfig chooses the extractors (docs/evidence.md).
@@ -202,6 +204,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.Nats.Embed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it; it admits only intentd, with the NKey made in --data/nats/intentd.nk")
 	fs.StringVar(&c.Nats.EmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
 	c.clusterFlags(fs)
+	c.tlsFlags(fs)
 	fs.BoolVar(&c.API.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.API.SMTSolver, "smt-solver", "", "the SMT solver of POST /policy-analysis: cvc5 or z3, a name on PATH or a path; empty: cvc5, else z3, else no analysis; none: no analysis")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
@@ -371,6 +374,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.API.Limits.MaxPolicySourceBytes, policy.MaxSourceBytes)
 	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
+		return err
+	}
+	if err := c.validateTLS(); err != nil {
 		return err
 	}
 	for i, o := range c.API.CORSOrigins {

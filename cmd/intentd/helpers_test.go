@@ -46,6 +46,9 @@ type testServer struct {
 	// token is sent by do unless a request names its own Authorization; set when the
 	// server has --tokens, to helperToken.
 	token string
+	// client sends do's requests and opens openStream's streams; http.DefaultClient
+	// when nil. A server with TLS needs one that trusts its CA.
+	client *http.Client
 }
 
 // serverSetup adjusts a Main before Run.
@@ -59,6 +62,13 @@ func startServer(t *testing.T, args []string, setups ...serverSetup) *testServer
 }
 
 func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetup) *testServer {
+	t.Helper()
+	return startServerClient(t, dir, nil, args, setups...)
+}
+
+// startServerClient is startServerIn with the client the test talks to the server
+// through (nil: http.DefaultClient).
+func startServerClient(t *testing.T, dir string, client *http.Client, args []string, setups ...serverSetup) *testServer {
 	t.Helper()
 	logs := &syncbuf.Buffer{}
 	m := NewMain()
@@ -77,7 +87,7 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 		t.Fatalf("Run: %v\n%s", err, logs)
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
-	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs}
+	s := &testServer{t: t, m: m, url: m.URL(), key: key, logs: logs, client: client}
 	apiCheck.watch(t, s.url)
 	if m.Config.API.Tokens != "" {
 		s.token = helperToken
@@ -86,6 +96,9 @@ func startServerIn(t *testing.T, dir string, args []string, setups ...serverSetu
 		// A connection the client's pool dialled but never used is new to the server,
 		// and a shutdown waits up to 5s for its first request.
 		http.DefaultClient.CloseIdleConnections()
+		if client != nil {
+			client.CloseIdleConnections()
+		}
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -182,7 +195,7 @@ func (s *testServer) do(method, path, contentType string, body []byte, header ..
 		}
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -192,6 +205,14 @@ func (s *testServer) do(method, path, contentType string, body []byte, header ..
 		s.t.Fatalf("%s %s: reading the body: %v", method, path, err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// httpClient is the client the test talks to the server through.
+func (s *testServer) httpClient() *http.Client {
+	if s.client != nil {
+		return s.client
+	}
+	return http.DefaultClient
 }
 
 func (s *testServer) putPolicy(source string) string {
@@ -307,7 +328,7 @@ type sseStream struct {
 // unless the answer is a 200 event stream.
 func (s *testServer) openStream(ctx context.Context, query string, header ...string) *sseStream {
 	s.t.Helper()
-	st, err := openStream(ctx, s.url, query, header...)
+	st, err := openStreamWith(ctx, s.httpClient(), s.url, query, header...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -316,6 +337,11 @@ func (s *testServer) openStream(ctx context.Context, query string, header ...str
 }
 
 func openStream(ctx context.Context, base, query string, header ...string) (*sseStream, error) {
+	return openStreamWith(ctx, http.DefaultClient, base, query, header...)
+}
+
+// openStreamWith is openStream through the client hc.
+func openStreamWith(ctx context.Context, hc *http.Client, base, query string, header ...string) (*sseStream, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/events"+query, nil)
 	if err != nil {
 		return nil, err
@@ -324,7 +350,7 @@ func openStream(ctx context.Context, base, query string, header ...string) (*sse
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

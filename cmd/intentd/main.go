@@ -113,6 +113,13 @@ type Main struct {
 	// watch that stopTLSWatch ends and waits for.
 	clusterTLSConfig *clustertls.Config
 	stopTLSWatch     func()
+	// apiTLS is the HTTP API's TLS material (--tls-*), read again on SIGHUP and by a
+	// watch that stopAPITLSWatch ends and waits for; nil: plain HTTP.
+	apiTLS          *intenthttp.TLS
+	stopAPITLSWatch func()
+	// tlsWatchEvery is how often the TLS files are looked at; tlsWatchInterval when 0.
+	// Tests shorten it.
+	tlsWatchEvery time.Duration
 	// digest changes with every write to the store, whichever it is: for the tests
 	// that check a refused request stored nothing.
 	digest  func() ([32]byte, error)
@@ -192,10 +199,10 @@ func (m *Main) Run(ctx context.Context) error {
 }
 
 // readInputs reads what the start needs from outside before it writes anything: the
-// token file, the evidence settings, and whether the port is free. A port taken is
-// found before the data folder and the signing key are made, so that a start that
-// cannot serve leaves nothing behind; the listener itself is opened once recovery is
-// over, so that no client waits on a service not yet ready.
+// token file, the evidence settings, the API's TLS files, and whether the port is free.
+// A port taken is found before the data folder and the signing key are made, so that a
+// start that cannot serve leaves nothing behind; the listener itself is opened once
+// recovery is over, so that no client waits on a service not yet ready.
 func (m *Main) readInputs() (*intenthttp.Tokens, evidence.Extractor, error) {
 	var tokens *intenthttp.Tokens
 	if f := m.Config.API.Tokens; f != "" {
@@ -206,6 +213,9 @@ func (m *Main) readInputs() (*intenthttp.Tokens, evidence.Extractor, error) {
 	}
 	extractor, err := m.extractor()
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.loadTLS(); err != nil {
 		return nil, nil, err
 	}
 	probe, err := net.Listen("tcp", m.Config.Listen)
@@ -308,20 +318,25 @@ func loopback(addr net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// URL is the base URL the server answers on, or "" before Run.
+// URL is the base URL the server answers on, https:// with TLS, or "" before Run.
 func (m *Main) URL() string {
 	if m.ln == nil {
 		return ""
 	}
-	return "http://" + m.ln.Addr().String()
+	scheme := "http://"
+	if m.apiTLS != nil {
+		scheme = "https://"
+	}
+	return scheme + m.ln.Addr().String()
 }
 
 // Done is closed when serving stops, after Close or on a listener failure.
 func (m *Main) Done() <-chan struct{} { return m.served }
 
-// Reload reads the catalog file and the members' TLS files again (SIGHUP). A bad file
-// is logged and what was in use kept.
+// Reload reads the catalog file, the API's TLS files and the members' TLS files again
+// (SIGHUP). A bad file is logged and what was in use kept.
 func (m *Main) Reload() {
+	m.reloadTLS()
 	if tc := m.clusterTLSConfig; tc != nil {
 		if err := tc.Reload(); err != nil {
 			m.logger.Error("cluster TLS reload failed; the certificate in use stays", "err", err)
@@ -396,6 +411,9 @@ func (m *Main) Close() error {
 	}
 	if m.stopTLSWatch != nil {
 		m.stopTLSWatch()
+	}
+	if m.stopAPITLSWatch != nil {
+		m.stopAPITLSWatch()
 	}
 	if m.natsSrv != nil {
 		m.natsSrv.Shutdown()

@@ -20,6 +20,7 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	opts.MaxBodyBytes = c.API.MaxBody
 	opts.Limits = c.API.Limits
 	opts.Tokens = tokens
+	opts.TLS = m.apiTLS
 	opts.CORSOrigins = c.API.CORSOrigins
 	opts.LogRequests = c.Log.Requests
 	opts.Console = c.API.UI
@@ -79,12 +80,17 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 // and prints the banner.
 func (m *Main) announce(tokens *intenthttp.Tokens) {
 	c := m.Config
-	m.logger.Info("listening", "url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.Verify.AllowUnsigned, "auth_required", tokens != nil)
+	clientCerts := c.API.TLS.ClientCA != ""
+	attrs := []any{"url", m.URL(), "data", c.DataDir, "unsigned_permitted", c.Verify.AllowUnsigned, "auth_required", tokens != nil || clientCerts}
+	if m.apiTLS != nil {
+		attrs = append(attrs, "tls_cert", c.API.TLS.Cert, "tls_not_after", m.apiTLS.NotAfter(), "client_certificates", clientCerts)
+	}
+	m.logger.Info("listening", attrs...)
 	for _, name := range m.cmdlineSecrets {
 		m.logger.Warn("a secret given on the command line is shown to every user of this host (ps, /proc/PID/cmdline); give it by file or by environment instead",
 			"flag", "--"+name, "file_flag", "--"+name+"-file", "env", envName(name))
 	}
-	if tokens == nil && !loopback(m.ln.Addr()) {
+	if tokens == nil && !clientCerts && !loopback(m.ln.Addr()) {
 		m.logger.Warn("no caller authentication (--tokens) while listening beyond the loopback interface: anyone who reaches this address can store policies and intents",
 			"listen", c.Listen)
 	}
