@@ -390,11 +390,9 @@ func startQuestions(ctx context.Context, s Solver, e *encoder, opt AnalyzeOption
 	cmds = append(cmds, q.limit)
 	cmds = append(cmds, "(set-logic ALL)")
 	cmds = append(cmds, strings.Split(strings.TrimSuffix(e.out.String(), "\n"), "\n")...)
-	for _, c := range cmds {
-		if err := q.do(c, "success"); err != nil {
-			q.close()
-			return nil, err
-		}
+	if err := q.doAll(cmds); err != nil {
+		q.close()
+		return nil, err
 	}
 	return q, nil
 }
@@ -410,6 +408,20 @@ func (q *questions) keep(w *Witness) {
 	if q.cached && len(q.seen) < maxSeen {
 		q.seen = append(q.seen, w)
 	}
+}
+
+// doAll sends commands that must each answer success.
+func (q *questions) doAll(cmds []string) error {
+	got, err := q.s.DoAll(cmds)
+	if err != nil {
+		return err
+	}
+	for i, g := range got {
+		if g != "success" {
+			return fmt.Errorf("policy: the solver answered %q to %.80s, want success", g, cmds[i])
+		}
+	}
+	return nil
 }
 
 // do sends a command that must answer want.
@@ -446,25 +458,17 @@ func (q *questions) ask(pt *policyTerms, terms []string, named []int, confirm fu
 			}
 		}
 	}
-	if err := q.do("(push 1)", "success"); err != nil {
+	cmds := append([]string{"(push 1)"}, q.facts...)
+	for _, t := range terms {
+		cmds = append(cmds, "(assert "+t+")")
+	}
+	for _, k := range named {
+		cmds = append(cmds, "(assert (! "+pt.holds[k]+" :named k"+strconv.Itoa(k)+"))")
+	}
+	if err := q.doAll(cmds); err != nil {
 		return answer{}, err
 	}
 	defer q.s.Do("(pop 1)")
-	for _, f := range q.facts {
-		if err := q.do(f, "success"); err != nil {
-			return answer{}, err
-		}
-	}
-	for _, t := range terms {
-		if err := q.do("(assert "+t+")", "success"); err != nil {
-			return answer{}, err
-		}
-	}
-	for _, k := range named {
-		if err := q.do("(assert (! "+pt.holds[k]+" :named k"+strconv.Itoa(k)+"))", "success"); err != nil {
-			return answer{}, err
-		}
-	}
 	if ans, ok, err := q.askCaseMapped(confirm); err != nil || ok {
 		return ans, err
 	}
@@ -544,18 +548,14 @@ func (q *questions) askCaseMapped(confirm func(*Witness) bool) (answer, bool, er
 // askHinted asks the question with each application of lower and upper equal to its
 // hint, in a short time: a hint, not the question.
 func (q *questions) askHinted(confirm func(*Witness) bool, hint func(ufApp) string) (answer, bool, error) {
-	if err := q.do("(push 1)", "success"); err != nil {
+	cmds := []string{"(push 1)"}
+	for _, u := range q.e.ufs {
+		cmds = append(cmds, "(assert (= "+u.val+" "+hint(u)+"))")
+	}
+	if err := q.doAll(append(cmds, q.limitCmd(q.hint))); err != nil {
 		return answer{}, false, err
 	}
 	defer q.s.Do("(pop 1)")
-	for _, u := range q.e.ufs {
-		if err := q.do("(assert (= "+u.val+" "+hint(u)+"))", "success"); err != nil {
-			return answer{}, false, err
-		}
-	}
-	if err := q.do(q.limitCmd(q.hint), "success"); err != nil {
-		return answer{}, false, err
-	}
 	got, err := q.s.Do("(check-sat)")
 	if err == nil {
 		err = q.do(q.limit, "success")
@@ -622,10 +622,8 @@ func (q *questions) minimize(pt *policyTerms, terms []string, core []int) ([]int
 		for _, k := range trial {
 			cmds = append(cmds, "(assert "+pt.holds[k]+")")
 		}
-		for _, c := range cmds {
-			if err := q.do(c, "success"); err != nil {
-				return nil, err
-			}
+		if err := q.doAll(cmds); err != nil {
+			return nil, err
 		}
 		got, err := q.s.Do("(check-sat)")
 		if err != nil {

@@ -46,6 +46,10 @@ type SolverSession interface {
 	// "unknown", or the s-expression of get-value or get-unsat-core. An answer
 	// (error "...") is returned as an error.
 	Do(cmd string) (string, error)
+	// DoAll sends commands together and returns their answers in order: one write and
+	// one read for a run of commands whose answers need not be seen one by one. An
+	// answer (error "...") fails the whole, once every answer is read.
+	DoAll(cmds []string) ([]string, error)
 	// Close stops the process.
 	Close() error
 }

@@ -123,6 +123,32 @@ func (s *session) Do(cmd string) (string, error) {
 	return got, nil
 }
 
+// DoAll sends the commands in one write and reads their answers.
+func (s *session) DoAll(cmds []string) ([]string, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	if _, err := io.WriteString(s.in, strings.Join(cmds, "\n")+"\n"); err != nil {
+		return nil, s.fail(err)
+	}
+	answers := make([]string, len(cmds))
+	var refused error
+	for i := range cmds {
+		got, err := readAnswer(s.out)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		if strings.HasPrefix(got, "(error ") && refused == nil {
+			refused = fmt.Errorf("smt: the solver refused %.120s: %s", cmds[i], got)
+		}
+		answers[i] = got
+	}
+	return answers, refused
+}
+
 // fail records why the session cannot go on: the context's end, if that is what
 // stopped the process.
 func (s *session) fail(err error) error {

@@ -73,6 +73,20 @@ func TestSession(t *testing.T) {
 					t.Fatalf("%s: got %q, %v; want %q", c.cmd, got, err, c.want)
 				}
 			}
+			got, err := sess.DoAll([]string{"(push 1)", "(assert (> x 42))", "(check-sat)", "(pop 1)", "(check-sat)"})
+			if err != nil || strings.Join(got, " ") != "success success unsat success sat" {
+				t.Fatalf("DoAll: got %q, %v", got, err)
+			}
+			// cvc5 ends after a command it refuses, z3 goes on: either way the
+			// refusal is the answer, and the session is not used again after it.
+			other, err := s.Start(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if _, err := other.DoAll([]string{"(set-option :print-success true)", "(declare-const y Int)", "(assert (= y \"a\"))"}); err == nil || !strings.Contains(err.Error(), "refused (assert (= y") {
+				t.Fatalf("DoAll with a refused command: got %v, want the refusal", err)
+			}
 			if _, err := sess.Do("(assert (= x \"a\"))"); err == nil || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("got %v, want the solver's refusal", err)
 			}
