@@ -65,6 +65,7 @@ func TestAnalyzeAgainstSearch(t *testing.T) {
 		n /= 10
 	}
 	var sat, unsat, unknown, z3checked int
+	start := time.Now()
 	for seed := range n {
 		sets := seed%2 == 1
 		src := newAgen(uint64(seed), sets).source()
@@ -98,7 +99,7 @@ func TestAnalyzeAgainstSearch(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d policies: %d satisfiable, %d not, %d unknown; %d also decided by z3", n, sat, unsat, unknown, z3checked)
+	t.Logf("%d policies: %d satisfiable, %d not, %d unknown; %d also decided by z3; %v a policy", n, sat, unsat, unknown, z3checked, time.Since(start)/time.Duration(n))
 	if unknown > n/20 {
 		t.Errorf("%d of %d policies undecided", unknown, n)
 	}
