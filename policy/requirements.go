@@ -34,7 +34,7 @@ func (p *Policy) residuals(a Attrs) []Residual {
 	out := make([]Residual, len(p.cons))
 	for k := range p.cons {
 		c := &p.cons[k]
-		r := Residual{Index: k, PrettyExpr: c.pretty}
+		r := Residual{Index: k, PrettyExpr: c.pretty, Optional: c.optional}
 		if c.optional && anyAbsent(params, c.optSlots) {
 			r.State, r.InSchema = ResidualHolds, true
 			r.Reason = p.optionalReason(params, c.optSlots)

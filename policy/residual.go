@@ -28,6 +28,9 @@ type Residual struct {
 	// Index is the constraint's number, from 0; PrettyExpr its canonical text.
 	Index      int    `json:"index"`
 	PrettyExpr string `json:"pretty_expr"`
+	// Optional says the constraint is marked optional:, and holds when an optional
+	// parameter it reads is absent.
+	Optional bool `json:"optional,omitempty"`
 	// State says whether the constraint holds or fails whatever the evidence, or is
 	// open.
 	State ResidualState `json:"state"`

@@ -50,6 +50,9 @@ func TestRequirementsGolden(t *testing.T) {
 			req := p.Requirements(a)
 			var b bytes.Buffer
 			for _, r := range req.Constraints {
+				if r.Optional {
+					b.WriteString("optional: ")
+				}
 				b.WriteString(r.PrettyExpr + "\n  " + string(r.State))
 				if r.Residual != "" {
 					b.WriteString(": " + r.Residual)
