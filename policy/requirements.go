@@ -54,7 +54,7 @@ func (p *Policy) residuals(a Attrs) []Residual {
 			r.State, r.open = ResidualOpen, pt.canTrue
 			if !pt.canTrue {
 				r.State = ResidualFails
-				r.Reason = "whatever the evidence: " + p.blockReason(params, a, pt.blockTrue)
+				r.Reason = p.blockReason(params, a, pt.blockTrue)
 			}
 		}
 		out[k] = r
