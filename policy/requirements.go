@@ -30,7 +30,7 @@ func (p *Policy) Requirements(a Attrs) Requirements {
 func (p *Policy) residuals(a Attrs) []Residual {
 	params := make([]Value, len(p.params))
 	p.loadParams(params, a)
-	pe := &partial{p: p, params: params}
+	pe := &partial{p: p, params: params, budget: MaxResidualLiteralBytes}
 	out := make([]Residual, len(p.cons))
 	for k := range p.cons {
 		c := &p.cons[k]

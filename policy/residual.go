@@ -37,7 +37,8 @@ type Residual struct {
 	// Residual is the constraint with the parameters put in and folded, in the
 	// language's canonical text: an expression over evidence.* and the context values
 	// (mandate.*, purchase.amount, decision.time). It names a parameter only where its
-	// value cannot be written as a literal: an absent one, or an empty set. Empty when
+	// value is not written as a literal: an absent one, an empty set, or a value past
+	// the budget of MaxResidualLiteralBytes. Empty when
 	// the constraint holds or fails whatever the evidence, and given for a failing one
 	// whose way of failing still depends on the evidence.
 	Residual string `json:"residual,omitempty"`
@@ -86,6 +87,8 @@ type part struct {
 type partial struct {
 	p      *Policy
 	params []Value
+	// budget is what is left of MaxResidualLiteralBytes.
+	budget int
 }
 
 func constPart(src expr, v Value) part {
@@ -94,6 +97,32 @@ func constPart(src expr, v Value) part {
 		x = cloneLeaf(src)
 	}
 	return part{k: partConst, x: x, v: v, src: src}
+}
+
+// MaxResidualLiteralBytes bounds the text of the strings and sets that partial
+// evaluation writes into the residuals of one intent as literals. A parameter is
+// written as its value wherever a constraint reads it, and a policy may read one
+// parameter thousands of times: without a bound, an intent of a thousand-element set
+// would answer gigabytes. Past it, a value stays as the expression that computes it
+// (parameters.brands), which evaluates alike.
+const MaxResidualLiteralBytes = 64 << 10
+
+// valuePart is the constant v of node src, computed from the parameters: written as a
+// literal while the literals' budget lasts, as fallback (which evaluates to v) after.
+func (pe *partial) valuePart(src expr, v Value, fallback expr) part {
+	if v.t == TypeString || v.t.isSet() {
+		n := len(appendValue(nil, v, 0))
+		if n > pe.budget {
+			return part{k: partConst, x: fallback, v: v, src: src}
+		}
+		pe.budget -= n
+	}
+	out := constPart(src, v)
+	if _, kept := out.x.(*ref); kept {
+		// No literal writes it (an empty set): the fallback does.
+		out.x = fallback
+	}
+	return out
 }
 
 // literal is v as a literal node, or nil when the language has no literal for it (an
@@ -176,7 +205,7 @@ func (pe *partial) eval(e expr) part {
 		if !v.t.isValue() {
 			return part{k: partFault, x: cloneLeaf(e), src: e}
 		}
-		return constPart(e, v)
+		return pe.valuePart(e, v, cloneLeaf(e))
 	case *ctxRef:
 		return openPart(e, cloneLeaf(e))
 	case *unary:
@@ -189,7 +218,7 @@ func (pe *partial) eval(e expr) part {
 			return pe.or(e, pe.eval(e.x), func() part { return pe.eval(e.y) })
 		}
 		ps := []part{pe.eval(e.x), pe.eval(e.y)}
-		out := strict(e, ps, func(vs []Value) (Value, fault) { return apply2(opCode[e.op], vs[0], vs[1]) },
+		out := pe.strict(e, ps, func(vs []Value) (Value, fault) { return apply2(opCode[e.op], vs[0], vs[1]) },
 			func(xs []expr) expr {
 				return &binaryExpr{exprNode: exprNode{pos: e.pos, typ: e.typ}, op: e.op, x: xs[0], y: xs[1], opPos: e.opPos}
 			})
@@ -210,7 +239,7 @@ func (pe *partial) eval(e expr) part {
 		for i, a := range e.args {
 			ps[i] = pe.eval(a)
 		}
-		return strict(e, ps, func(vs []Value) (Value, fault) {
+		return pe.strict(e, ps, func(vs []Value) (Value, fault) {
 			if len(vs) == 1 {
 				return apply1(fnCode[e.fn], vs[0])
 			}
@@ -268,7 +297,7 @@ func negate(src *unary, x expr) expr {
 // it applies: a constant when every operand is one, a fault when the first operand that
 // is not a constant is one, dead when an operand the evidence reaches faults whatever it
 // is.
-func strict(src expr, ps []part, apply func([]Value) (Value, fault), rebuild func([]expr) expr) part {
+func (pe *partial) strict(src expr, ps []part, apply func([]Value) (Value, fault), rebuild func([]expr) expr) part {
 	xs := make([]expr, len(ps))
 	for i := range ps {
 		xs[i] = ps[i].x
@@ -297,7 +326,7 @@ func strict(src expr, ps []part, apply func([]Value) (Value, fault), rebuild fun
 	if f != faultNone {
 		return part{k: partFault, x: rebuild(xs), src: src}
 	}
-	return constPart(src, v)
+	return pe.valuePart(src, v, rebuild(xs))
 }
 
 // and folds l and r as the machine runs them: l first, r only when l is true, and a
@@ -407,7 +436,7 @@ func (pe *partial) chain(e *chain) part {
 		// The link is no node of the policy's tree: its text is made here, for a reason
 		// that quotes it.
 		lsrc.text = exprString(lsrc)
-		return strict(lsrc, ps[i:i+2], func(vs []Value) (Value, fault) { return apply2(opCode[o], vs[0], vs[1]) },
+		return pe.strict(lsrc, ps[i:i+2], func(vs []Value) (Value, fault) { return apply2(opCode[o], vs[0], vs[1]) },
 			func(xs []expr) expr { return &binaryExpr{exprNode: exprNode{typ: TypeBool}, op: o, x: xs[0], y: xs[1]} })
 	}
 	var acc *part

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -315,4 +316,46 @@ func instance(t *testing.T, ev map[string]any) any {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// TestResidualLiteralBudget: a parameter read many times is written as its value until
+// the literals' budget is spent, and stays named after, so that the requirements of an
+// intent with a large set stay within the budget beside the policy's own text, and
+// still agree with the policy.
+func TestResidualLiteralBudget(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("name big\nparameters { s: set<string> }\nevidence { x: string }\nrequires {\n")
+	for range 40 {
+		src.WriteString("  evidence.x in parameters.s or evidence.x == \"a\";\n")
+	}
+	src.WriteString("}\n")
+	p := mustCompile(t, src.String())
+	elems := make([]string, 1000)
+	for i := range elems {
+		elems[i] = fmt.Sprintf("element-%04d", i)
+	}
+	a := Attrs{"s": StringSetValue(elems...)}
+	req := p.Requirements(a)
+	total, named := 0, 0
+	for _, r := range req.Constraints {
+		total += len(r.Residual)
+		if strings.Contains(r.Residual, "parameters.s") {
+			named++
+		}
+	}
+	if total > MaxResidualLiteralBytes+len(p.Pretty()) || named == 0 || named == len(req.Constraints) {
+		t.Fatalf("residuals of %d bytes, %d of %d naming the parameter", total, named, len(req.Constraints))
+	}
+	checkParsesBack(t, p, req.Constraints)
+	for _, ev := range []map[string]any{{"x": "element-0999"}, {"x": "a"}, {"x": "b"}, {}} {
+		fails := map[int]bool{}
+		for _, f := range p.Evaluate(a, ev) {
+			fails[f.Index] = true
+		}
+		for _, r := range req.Constraints {
+			if holds, _ := evalResidual(p, a, ev, Context{}, r.x); holds == fails[r.Index] {
+				t.Fatalf("constraint %d on %v: residual %.80s holds %v", r.Index, ev, r.Residual, holds)
+			}
+		}
+	}
 }
