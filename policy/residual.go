@@ -432,7 +432,7 @@ func (pe *partial) chain(e *chain) part {
 	}
 	link := func(i int) part {
 		o := e.ops[i]
-		lsrc := &binaryExpr{exprNode: exprNode{pos: e.pos, typ: TypeBool, paren: true}, op: o, x: e.xs[i], y: e.xs[i+1], opPos: e.opPos[i]}
+		lsrc := &binaryExpr{exprNode: exprNode{pos: e.pos, typ: TypeBool, paren: true}, op: o, x: e.xs[i], y: e.xs[i+1]}
 		// The link is no node of the policy's tree: its text is made here, for a reason
 		// that quotes it.
 		lsrc.text = exprString(lsrc)
@@ -485,7 +485,6 @@ func (pe *partial) chain(e *chain) part {
 			for i := kept[j]; i <= kept[k]; i++ {
 				c.xs = append(c.xs, ps[i].x)
 				c.ops = append(c.ops, e.ops[i])
-				c.opPos = append(c.opPos, e.opPos[i])
 			}
 			c.xs = append(c.xs, ps[kept[k]+1].x)
 			term = c

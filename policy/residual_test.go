@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -159,9 +160,18 @@ func TestResidualProperties(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, src)
 		}
+		// A policy read back from its bytecode, as a server that did not compile it
+		// has it, has no positions in its tree: its requirements are the same.
+		d, err := Decode(p.Bytecode())
+		if err != nil {
+			t.Fatal(err)
+		}
 		for range 8 {
 			a, _ := g.inputs()
 			req := p.Requirements(a)
+			if dr := d.Requirements(a); !reflect.DeepEqual(publicResiduals(dr), publicResiduals(req)) || !bytes.Equal(dr.Schema, req.Schema) {
+				t.Fatalf("seed %d: the decoded policy's requirements differ:\n%+v\n%+v", seed, dr.Constraints, req.Constraints)
+			}
 			checkParsesBack(t, p, req.Constraints)
 			schemas := constraintSchemas(t, p, req.Constraints)
 			for _, res := range req.Constraints {
@@ -209,6 +219,15 @@ func TestResidualProperties(t *testing.T) {
 	if counts[ResidualHolds] == 0 || counts[ResidualFails] == 0 || counts[ResidualOpen] == 0 || captured == 0 {
 		t.Fatalf("the generated cases leave a state out: %v, %d captured", counts, captured)
 	}
+}
+
+// publicResiduals are the residuals without their trees.
+func publicResiduals(r Requirements) []Residual {
+	out := slices.Clone(r.Constraints)
+	for i := range out {
+		out[i].x = nil
+	}
+	return out
 }
 
 // evalResidual evaluates a residual on the evidence and the context as a constraint
