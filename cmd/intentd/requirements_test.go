@@ -105,3 +105,37 @@ func compileSchema(t *testing.T, schema []byte) *jsonschema.Schema {
 	}
 	return sch
 }
+
+// TestRequirementsRoles checks that reading the requirements needs the read role, as
+// reading the status does: no token is a 401, a token of another role a 403.
+func TestRequirementsRoles(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"--tokens", writeTokens(t)})
+	id := s.submit()
+	path := "/intents/" + id + "/requirements"
+	for _, tc := range []struct {
+		name, token string
+		status      int
+		code        string
+	}{
+		{"no token", "", http.StatusUnauthorized, "unauthorized"},
+		{"the metrics role", metricsToken, http.StatusForbidden, "forbidden"},
+		{"the read role", readToken, http.StatusOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := ""
+			if tc.token != "" {
+				auth = "Bearer " + tc.token
+			}
+			r := s.do("GET", path, "", nil, "Authorization", auth)
+			if r.status != tc.status {
+				t.Fatalf("GET %s with %s: %s, want %d", path, tc.name, r, tc.status)
+			}
+			if tc.code != "" {
+				if code, _ := r.errorBody(t); code != tc.code {
+					t.Fatalf("GET %s with %s: code %s, want %s", path, tc.name, code, tc.code)
+				}
+			}
+		})
+	}
+}
