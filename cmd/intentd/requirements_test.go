@@ -17,7 +17,8 @@ import (
 // policy, on Pebble and on an embedded NATS: its body is the golden one (the intent's
 // id aside), an unknown intent is a 404 as its status is, and the evidence of a
 // solution that the decision then passes is valid under the schema, while the
-// evidence of one that breaks a constraint the schema captures is not.
+// evidence of one that breaks a constraint the schema captures is not; a decided intent
+// whose policy was deleted since is a 404 policy_not_found.
 func TestRequirements(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -81,6 +82,24 @@ func TestRequirements(t *testing.T) {
 				if err := schema.Validate(inst); (err == nil) != (c.outcome == "success") {
 					t.Errorf("evidence %s of a %s: the schema says %v", ev, c.outcome, err)
 				}
+			}
+
+			// A decided intent whose policy was deleted since has no requirements to
+			// tell, and says why.
+			demo := s.policy
+			s.policy = s.putPolicy(strings.Replace(demoPolicy, "name tshirt_purchase_v1", "name tshirt_purchase_gone", 1))
+			gone := s.submit()
+			if r := s.propose(gone, solutionPasses); r.status != http.StatusOK {
+				t.Fatalf("proposal: %s", r)
+			}
+			s.waitStatus(gone, "success")
+			if r := s.do("DELETE", "/policies/"+s.policy, "", nil); r.status != http.StatusOK {
+				t.Fatalf("DELETE the policy: %s", r)
+			}
+			s.policy = demo
+			r = s.do("GET", "/intents/"+gone+"/requirements", "", nil)
+			if code, _ := r.errorBody(t); r.status != http.StatusNotFound || code != "policy_not_found" {
+				t.Errorf("GET the requirements of an intent whose policy was deleted: %s, want 404 policy_not_found", r)
 			}
 		})
 	}
