@@ -318,6 +318,19 @@ func (c *Client) Timeline(ctx context.Context, id string) (*intentd.Timeline, er
 	return &t, nil
 }
 
+// Requirements calls GET /intents/{id}/requirements, an extension of the API: what the
+// evidence about a solution must satisfy, the intent's policy partially evaluated on
+// its parameters, each constraint holding, failing, or left as a residual over the
+// evidence, and a JSON Schema of the evidence. Codes of its 404s: intent_not_found, and
+// policy_not_found when the policy of a decided intent was deleted since.
+func (c *Client) Requirements(ctx context.Context, id string) (*intentd.Requirements, error) {
+	var r intentd.Requirements
+	if err := c.getJSON(ctx, "/intents/"+url.PathEscape(id)+"/requirements", &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Proof calls GET /intents/{id}/proof and returns the bundle's JSON as the server sent
 // it, ready for proof.Verify or for a file. Codes of its 404s: intent_not_found,
 // proof_not_ready (ask again once the intent is decided), no_proof (there will be none).

@@ -21,6 +21,7 @@ import (
 	"github.com/intentd/intentd/evidence"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/persistence"
+	"github.com/intentd/intentd/policy"
 	"github.com/intentd/intentd/proof"
 )
 
@@ -358,6 +359,50 @@ func TestClientTimeline(t *testing.T) {
 			}
 			if tt.decided && (tl.ProposedAt.Before(tl.CreatedAt) || tl.FinishedAt.Before(tl.ProposedAt)) {
 				t.Errorf("timeline out of order: %+v", tl)
+			}
+		})
+	}
+}
+
+// TestClientRequirements reads the requirements of an intent, open and decided (they
+// depend on its parameters, not its state), and the 404s of an unknown intent and of
+// one whose policy was deleted after its outcome.
+func TestClientRequirements(t *testing.T) {
+	f := newClientFixture(t)
+	ctx := t.Context()
+	open := f.submit(t, 2500)
+	decided := f.submit(t, 900)
+	if err := f.c.Propose(ctx, decided, navyM); err != nil {
+		t.Fatal(err)
+	}
+	f.decided(t, decided)
+
+	tests := []struct {
+		name, id, code, budget string
+	}{
+		{"open", open, "", "evidence.price_cents <= 2500"},
+		{"decided", decided, "", "evidence.price_cents <= 900"},
+		{"unknown", uuid.NewString(), intentd.CodeIntentNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := f.c.Requirements(ctx, tt.id)
+			if tt.code != "" {
+				if intentd.ErrorCode(err) != tt.code || intentd.ErrorKind(err) != intentd.KindNotFound {
+					t.Fatalf("Requirements(%s) = %+v, %v; want a 404 %s", tt.id, req, err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.IntentID != tt.id || req.PolicyID != f.policy || len(req.Constraints) != 2 || len(req.Schema) == 0 {
+				t.Fatalf("Requirements = %+v", req)
+			}
+			for i, want := range []string{`evidence.size == "M"`, tt.budget} {
+				if c := req.Constraints[i]; c.State != policy.ResidualOpen || c.Residual != want || !c.InSchema {
+					t.Errorf("constraint %d = %+v, want open, %s, in the schema", i, c, want)
+				}
 			}
 		})
 	}

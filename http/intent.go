@@ -58,6 +58,18 @@ func (s *Server) handleGetStatus(w http.ResponseWriter, r *http.Request, ps http
 	writeJSON(w, http.StatusOK, st)
 }
 
+// handleGetRequirements answers what the evidence about a solution must satisfy for
+// the intent: its policy partially evaluated on its parameters. It is a read like the
+// status, of what GET /intents/{id} and GET /policies/{id} read.
+func (s *Server) handleGetRequirements(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	req, err := intentd.IntentRequirements(r.Context(), s.engine, ps.ByName("id"))
+	if err != nil {
+		Error(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, req)
+}
+
 // handleGetTimeline answers the times of an intent, an extension of the API: the
 // status and the event bodies are fixed by the spec and carry none, and an agent
 // needs the deadline, a person the story. An engine that keeps no times answers 404

@@ -37,6 +37,7 @@ var routes = []route{
 	{"GET", "/intents/:id", RoleRead, (*Server).handleGetIntent},
 	{"GET", "/intents/:id/status", RoleRead, (*Server).handleGetStatus},
 	{"GET", "/intents/:id/timeline", RoleRead, (*Server).handleGetTimeline},
+	{"GET", "/intents/:id/requirements", RoleRead, (*Server).handleGetRequirements},
 	{"POST", "/intents/:id/proposal", RolePropose, (*Server).handlePostProposal},
 	{"POST", "/intents/:id/preview", RolePropose, (*Server).handlePostPreview},
 	{"GET", "/intents/:id/proof", RoleRead, (*Server).handleGetProof},

@@ -22,6 +22,9 @@ type Backend interface {
 	Policy(ctx context.Context, id string) (string, error)
 	// Status returns an intent's status.
 	Status(ctx context.Context, id string) (*client.IntentStatus, error)
+	// Requirements returns what the evidence about a solution must satisfy for an
+	// intent: its policy partially evaluated on its parameters.
+	Requirements(ctx context.Context, id string) (*intentd.Requirements, error)
 	// Deadline returns when an open intent expires; false when the backend cannot
 	// tell.
 	Deadline(ctx context.Context, id string) (time.Time, bool, error)
@@ -90,6 +93,10 @@ func (l *local) Status(ctx context.Context, id string) (*client.IntentStatus, er
 		return nil, err
 	}
 	return reread[client.IntentStatus](st)
+}
+
+func (l *local) Requirements(ctx context.Context, id string) (*intentd.Requirements, error) {
+	return intentd.IntentRequirements(ctx, l.e, id)
 }
 
 func (l *local) Deadline(ctx context.Context, id string) (time.Time, bool, error) {

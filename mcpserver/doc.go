@@ -1,7 +1,9 @@
 // Package mcpserver serves intentd to AI agents over the Model Context Protocol, on
 // the official Go SDK. Its tools are what an agent shopping for a person needs to
 // spend an intent's one proposal well: get_intent (what the person asked for and the
-// policy that decides), preview_solution (what a proposal of a candidate would
+// policy that decides), get_requirements (what a solution's evidence must satisfy,
+// the policy with the intent's parameters put in), preview_solution (what a proposal
+// of a candidate would
 // decide, with nothing spent), propose_solution (the one proposal), await_outcome (the
 // decision, waited for) and get_proof (the proof bundle, checked here under the
 // server's key). Under a mandate, a person's one signed authorization for many

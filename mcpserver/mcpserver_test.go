@@ -256,7 +256,7 @@ func TestTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"await_outcome", "get_intent", "get_mandate", "get_proof", "preview_solution", "propose_solution", "purchase"}; !slices.Equal(names, want) {
+	if want := []string{"await_outcome", "get_intent", "get_mandate", "get_proof", "get_requirements", "preview_solution", "propose_solution", "purchase"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %q, want %q", names, want)
 	}
 	for _, tool := range res.Tools {

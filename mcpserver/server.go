@@ -88,7 +88,8 @@ func New(b Backend, opts Options) *Server {
 // instructions are given to the client at initialization, for the model's context.
 const instructions = "intentd holds intents: a person's signed request (buy a navy t-shirt, size M, under $30) that names a " +
 	"policy, a list of constraints on evidence about a solution. Each intent takes exactly ONE proposal, which is final. " +
-	"Call get_intent first to learn the attrs and what evidence the policy reads; call preview_solution on each " +
+	"Call get_intent first to learn the attrs and what evidence the policy reads, and get_requirements for what that " +
+	"evidence must satisfy with the attrs put in; call preview_solution on each " +
 	"candidate, as often as needed within its limit, since previews spend nothing; then call propose_solution once, " +
 	"with a candidate whose preview succeeded; then await_outcome, and get_proof for the signed receipt. " +
 	"Under a mandate (one signed authorization for many purchases under a budget) there is no intent to read first: " +
@@ -288,6 +289,7 @@ func (s *Server) addTools() {
 			"processing; no_proof when none will come (expired, or no evidence could be had).",
 		Annotations: readOnly,
 	}, guarded(s, roleRead, s.getProof))
+	s.addRequirementsTool(readOnly)
 	s.addMandateTools(readOnly)
 }
 

@@ -16,7 +16,8 @@ import (
 const tsSDKVersion = "1.32.2"
 
 // tsFlow is an agent written against the official TypeScript SDK: it lists the tools,
-// runs the flow of TestFlow over the streamable HTTP transport and reads a mandate,
+// runs the flow of TestFlow over the streamable HTTP transport, reads the intent's
+// requirements and a mandate,
 // printing one JSON object of what it saw.
 const tsFlow = `
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -38,6 +39,8 @@ for (const solution of candidates) {
 out.proposed = (await client.callTool({ name: "propose_solution", arguments: { intent_id: intentId, solution: passing } })).structuredContent.status;
 out.outcome = (await client.callTool({ name: "await_outcome", arguments: { intent_id: intentId, timeout_seconds: 10 } })).structuredContent.status;
 out.verified = (await client.callTool({ name: "get_proof", arguments: { intent_id: intentId } })).structuredContent.verified;
+const req = (await client.callTool({ name: "get_requirements", arguments: { intent_id: intentId } })).structuredContent;
+out.requirements = { residual: req.constraints[1].residual, size: req.schema.properties.size.const };
 const second = await client.callTool({ name: "propose_solution", arguments: { intent_id: intentId, solution: passing } });
 out.second = second.isError ? JSON.parse(second.content[0].text).code : "accepted";
 const mandate = (await client.callTool({ name: "get_mandate", arguments: { mandate_id: mandateId } })).structuredContent;
@@ -48,8 +51,8 @@ await client.close();
 
 // TestTypeScriptClient runs an agent on the official TypeScript SDK, which this project
 // did not write, against intentd's /mcp: the tools listed, previews of three
-// candidates, the proposal of the passing one, its outcome and its proof, and a
-// mandate read. The SDK is installed from the npm registry into a temporary folder.
+// candidates, the proposal of the passing one, its outcome, its proof and its
+// requirements, and a mandate read. The SDK is installed from the npm registry into a temporary folder.
 func TestTypeScriptClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: it installs the TypeScript SDK from the npm registry")
@@ -91,7 +94,11 @@ func TestTypeScriptClient(t *testing.T) {
 		Outcome  string            `json:"outcome"`
 		Verified bool              `json:"verified"`
 		Second   string            `json:"second"`
-		Mandate  struct {
+		Req      struct {
+			Residual string `json:"residual"`
+			Size     string `json:"size"`
+		} `json:"requirements"`
+		Mandate struct {
 			Status         string `json:"status"`
 			RemainingCents int    `json:"remaining_cents"`
 			BudgetCents    int    `json:"budget_cents"`
@@ -100,9 +107,10 @@ func TestTypeScriptClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the TypeScript agent printed %s: %v", out, err)
 	}
-	if strings.Join(got.Tools, ",") != "await_outcome,get_intent,get_mandate,get_proof,preview_solution,propose_solution,purchase" ||
+	if strings.Join(got.Tools, ",") != "await_outcome,get_intent,get_mandate,get_proof,get_requirements,preview_solution,propose_solution,purchase" ||
 		got.Previews[passing] != "success" || got.Previews[overBudget] != "failure" || got.Previews[wrongColor] != "failure" ||
 		got.Proposed != "processing" || got.Outcome != "success" || !got.Verified || got.Second != "proposal_exists" ||
+		got.Req.Residual != `evidence.size == "M"` || got.Req.Size != "M" ||
 		got.Mandate.Status != "active" || got.Mandate.RemainingCents != budget || got.Mandate.BudgetCents != budget {
 		t.Fatalf("the TypeScript agent saw %s", out)
 	}

@@ -161,3 +161,28 @@ func BenchmarkCompileLongSum(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRequirements is the requirements of the language's example for the intent
+// of its documentation: what GET /intents/{id}/requirements computes per call, the
+// residuals, their texts and the schema.
+func BenchmarkRequirements(b *testing.B) {
+	p := mustCompile(b, example)
+	a := mustAttrs(b, exampleAttrs)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := p.Requirements(a); len(r.Constraints) != 8 {
+			b.Fatal(r)
+		}
+	}
+}
+
+// BenchmarkRequirements25 is the requirements of the 25 constraints of the evaluation
+// benchmarks.
+func BenchmarkRequirements25(b *testing.B) {
+	p := mustCompile(b, bench25)
+	a := mustAttrs(b, bench25Attrs)
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Requirements(a)
+	}
+}

@@ -18,6 +18,9 @@
 //	vm.go        the stack machine that decides each constraint
 //	explain.go   the reason of a failure, from the tree, with the machine's operations
 //	printer.go   the canonical text
+//	residual.go  the constraints partially evaluated on an intent's parameters, with
+//	             the machine's operations; requirements.go puts them together with
+//	             their reasons, schema.go writes the evidence's JSON Schema
 //	value.go     attribute values and their wire form; evidence.go, evidence values
 //
 // The syntax tree holds only the canonical form, and Decode accepts only bytecode

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -76,7 +77,34 @@ func FuzzCompile(f *testing.F) {
 		if !reflect.DeepEqual(p.EvaluateIn(nil, nil, c), d.EvaluateIn(nil, nil, c)) {
 			t.Fatal("decoded policy evaluates differently in a context")
 		}
+		residualsAgree(t, p, c)
 	})
+}
+
+// residualsAgree checks the requirements of an intent without attrs against the
+// policy on no evidence: what holds or fails whatever the evidence does so on this one,
+// and each residual holds, or fails with the same missing evidence, when the
+// constraint does; every residual parses back.
+func residualsAgree(t *testing.T, p *Policy, c Context) {
+	t.Helper()
+	req := p.Requirements(nil)
+	failed := map[int]Failure{}
+	for _, f := range p.EvaluateIn(nil, nil, c) {
+		failed[f.Index] = f
+	}
+	for _, r := range req.Constraints {
+		f, fails := failed[r.Index]
+		if r.State == ResidualHolds && fails || r.State == ResidualFails && !fails {
+			t.Fatalf("constraint %d %s is %s, but fails is %v: %s", r.Index, r.PrettyExpr, r.State, fails, f.Reason)
+		}
+		if r.x == nil {
+			continue
+		}
+		if holds, missing := evalResidual(p, nil, nil, c, r.x); holds == fails || !slices.Equal(missing, f.MissingEvidence) {
+			t.Fatalf("constraint %d %s: residual %s holds %v (missing %v)", r.Index, r.PrettyExpr, r.Residual, holds, missing)
+		}
+	}
+	checkParsesBack(t, p, req.Constraints)
 }
 
 // FuzzDecode: Decode never panics; what it accepts is exactly what the compiler

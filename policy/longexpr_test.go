@@ -42,13 +42,24 @@ func TestLongExpressionCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// The same sum over the evidence leaves a residual as long as itself.
+	q, err := Compile(strings.Replace(src, "requires { 1", "requires { evidence.a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open Requirements
+	folded := allocated(func() { p.Requirements(nil) })
+	residual := allocated(func() { open = q.Requirements(nil) })
+	if r := open.Constraints[0]; r.State != ResidualOpen || len(r.Residual) != len(r.PrettyExpr) {
+		t.Fatalf("the sum over the evidence is %s, with a residual of %d bytes", r.State, len(r.Residual))
+	}
 	// About a kilobyte a term (its tokens, its node, its instructions, its place in the
 	// text); a copy of the text per node would be 15 KB a term on average here.
 	most := uint64(n) * 4096
 	for _, c := range []struct {
 		what  string
 		bytes uint64
-	}{{"Compile", compiled}, {"Decode", decoded}} {
+	}{{"Compile", compiled}, {"Decode", decoded}, {"Requirements, folded", folded}, {"Requirements, open", residual}} {
 		t.Logf("%s of a sum of %d terms (%d bytes of source) allocated %d KiB", c.what, n, len(src), c.bytes>>10)
 		if c.bytes > most {
 			t.Errorf("%s of a sum of %d terms allocated %d MiB, want at most %d MiB", c.what, n, c.bytes>>20, most>>20)

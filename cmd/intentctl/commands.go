@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -220,7 +221,45 @@ func (c *cli) status(args []string) error {
 		st.IntentID = pos[0]
 	}
 	printOutcome(c.stdout, "", st)
+	if st.State != intentd.StateOpen {
+		return nil
+	}
+	// An open intent waits for a solution: what its evidence must satisfy is what
+	// whoever looks for one needs next.
+	req, err := api.Requirements(ctx, st.IntentID)
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		// A server from before the route: the status is all there is.
+		return nil
+	}
+	if err != nil {
+		return c.reach(err)
+	}
+	printRequirements(c.stdout, req)
 	return nil
+}
+
+// printRequirements writes what the evidence of an open intent must satisfy: the
+// residual of each constraint the evidence decides, and each constraint that no
+// evidence can make hold, with its reason. Constraints that hold whatever the evidence
+// are left out.
+func printRequirements(w io.Writer, req *intentd.Requirements) {
+	header := false
+	for _, r := range req.Constraints {
+		if r.State != policy.ResidualOpen {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "    the evidence must satisfy:")
+			header = true
+		}
+		fmt.Fprintf(w, "      %s\n", r.Residual)
+	}
+	for _, r := range req.Constraints {
+		if r.State == policy.ResidualFails {
+			fmt.Fprintf(w, "    constraint %d fails whatever the evidence  %s\n      %s\n", r.Index, r.PrettyExpr, r.Reason)
+		}
+	}
 }
 
 // printOutcome writes a status or an event as readable lines: the first says who and

@@ -193,7 +193,9 @@ func (j *journey) intentSteps() []journeyStep {
 // outcomeSteps are the steps of proposals and their outcomes, followed on the stream.
 func (j *journey) outcomeSteps() []journeyStep {
 	return []journeyStep{
-		{"status open", func() []string { return []string{"status", j.ids["ed25519"]} }, 0, j.ids["ed25519"] + " open", "", nil, false},
+		{"status open", func() []string { return []string{"status", j.ids["ed25519"]} }, 0,
+			`^` + j.ids["ed25519"] + ` open\n    the evidence must satisfy:\n      evidence.category in \{"polo", "t-shirt"\}\n      evidence.size == "M"\n      evidence.color in \{"navy", "white"\}\n`, "", nil, false},
+		{"status open as JSON", func() []string { return []string{"status", "--json", j.ids["ed25519"]} }, 0, `^\{\n  "status": "open"\n\}\n$`, "", nil, false},
 		{"proof not ready", func() []string { return []string{"proof", j.ids["ed25519"]} }, 1, "", "proof_not_ready", nil, false},
 		{"propose", func() []string { return []string{"propose", j.ids["ed25519"], solutionPasses} }, 0, "processing", "", nil, false},
 		{"propose the others", func() []string {

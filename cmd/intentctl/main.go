@@ -148,7 +148,7 @@ func init() {
 		{"intent", "new --policy ID [--attr NAME=VALUE ...] [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]", "build, sign and submit an intent", (*cli).intent},
 		{"preview", "ID SOLUTION", "what a proposal of SOLUTION would decide, spending nothing", (*cli).preview},
 		{"propose", "ID SOLUTION [--agent-key FILE [--agent-tag TAG]]", "propose a solution for an open intent; signed as the agent of FILE", (*cli).propose},
-		{"status", "ID", "show an intent's status", (*cli).status},
+		{"status", "ID", "show an intent's status, and what its evidence must satisfy while it is open", (*cli).status},
 		{"get", "ID", "print an intent as stored, with its authorship", (*cli).get},
 		{"proof", "ID [-o FILE]", "fetch the proof bundle of a decided intent", (*cli).proof},
 		{"verify", "FILE [--key BASE58]", "check a proof bundle offline", (*cli).verify},

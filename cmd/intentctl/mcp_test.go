@@ -68,7 +68,7 @@ func TestMCP(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"await_outcome", "get_intent", "get_mandate", "get_proof", "preview_solution", "propose_solution", "purchase"}; !slices.Equal(names, want) {
+	if want := []string{"await_outcome", "get_intent", "get_mandate", "get_proof", "get_requirements", "preview_solution", "propose_solution", "purchase"}; !slices.Equal(names, want) {
 		t.Fatalf("intentctl mcp lists %q, want %q", names, want)
 	}
 	call := func(tool string, args map[string]any) (map[string]any, string) {

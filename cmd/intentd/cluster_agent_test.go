@@ -54,6 +54,7 @@ func checkAgents(t *testing.T, r *rig) {
 	// for it goes over the cluster to its owner.
 	owner := r.owner(t, id)
 	a, b := r.nodes[(owner+1)%3], r.nodes[(owner+2)%3]
+	checkRequirements(t, a, id)
 	now := time.Now()
 	byOther := signFor(t, a, id, agentSolution, other, now, now.Add(4*time.Minute))
 	changed := signFor(t, a, id, agentSolution, agent, now, now.Add(4*time.Minute))
@@ -223,5 +224,29 @@ func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	if err := json.Unmarshal(getBody(t, url), v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// checkRequirements reads the requirements of intent id, of the delegated policy, from
+// node n, which need not own it: they are the intent's parameters put into its
+// policy, read from the store the members share.
+func checkRequirements(t *testing.T, n *crashServer, id string) {
+	t.Helper()
+	resp, err := client.Get(n.url + "/intents/" + id + "/requirements")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var req struct {
+		IntentID    string `json:"intent_id"`
+		Constraints []struct {
+			Residual string `json:"residual"`
+		} `json:"constraints"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET requirements from %s: %d %v", n.url, resp.StatusCode, err)
+	}
+	if want := `evidence.color in {"navy", "white"}`; req.IntentID != id || len(req.Constraints) < 3 || req.Constraints[2].Residual != want {
+		t.Fatalf("requirements from %s: %+v, want constraint 2 to be %s", n.url, req, want)
 	}
 }

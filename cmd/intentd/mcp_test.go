@@ -105,8 +105,8 @@ func mcpBatch(n int, intent string, last ...string) []byte {
 // document: a batch of 64 messages is answered whole and one of 65 refused whole, none
 // of its calls made, as is the request of 6,000 get_intent calls that the bound was
 // made for; with --max-body 16384 an answer holds at most 64 KiB, the calls past it
-// answered with the JSON-RPC error -32050, and a body past --max-body is the 413 of
-// every route.
+// answered with the JSON-RPC error -32050 (get_requirements' answers as get_intent's),
+// and a body past --max-body is the 413 of every route.
 func TestMCPBounds(t *testing.T) {
 	t.Parallel()
 	type rpcAnswer struct {
@@ -172,6 +172,32 @@ func TestMCPBounds(t *testing.T) {
 			}
 		})
 	}
+	t.Run("get_requirements past the answer's bound", func(t *testing.T) {
+		id := small.submit()
+		calls := make([]string, 64)
+		for i := range calls {
+			calls[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_requirements","arguments":{"intent_id":%q}}}`, i+1, id)
+		}
+		r := small.do("POST", "/mcp", "application/json", []byte("["+strings.Join(calls, ",")+"]"), "Accept", "application/json, text/event-stream")
+		var answers []rpcAnswer
+		if err := json.Unmarshal(r.body, &answers); err != nil || r.status != http.StatusOK || len(answers) != len(calls) {
+			t.Fatalf("POST /mcp with %d get_requirements calls: %.300s", len(calls), r)
+		}
+		answered, refused := 0, 0
+		for _, a := range answers {
+			switch {
+			case a.Result != nil && !a.Result.IsError:
+				answered++
+			case a.Error != nil && a.Error.Code == -32050:
+				refused++
+			default:
+				t.Fatalf("an answer of the batch: %+v %+v", a.Result, a.Error)
+			}
+		}
+		if answered == 0 || refused == 0 || len(r.body) > 64<<10 {
+			t.Fatalf("%d answered, %d refused in %d bytes; want both, within 64 KiB", answered, refused, len(r.body))
+		}
+	})
 	t.Run("body past --max-body", func(t *testing.T) {
 		r := small.do("POST", "/mcp", "application/json", mcpBatch(64, strings.Repeat("x", 300)), "Accept", "application/json, text/event-stream")
 		if code, msg := r.errorBody(t); r.status != http.StatusRequestEntityTooLarge || code != "body_too_large" || !strings.Contains(msg, "16384") {
