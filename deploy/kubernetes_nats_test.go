@@ -13,6 +13,7 @@ import (
 	"github.com/intentd/intentd/cluster/clustertls"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // checkNATS reads the NATS servers' configuration with nats-server's own parser, as
@@ -35,45 +36,12 @@ func checkNATS(t *testing.T, m *manifests, s *appsv1.StatefulSet, secrets map[st
 		t.Fatalf("ConfigMap %s has no %s", vol.ConfigMap.Name, key)
 	}
 
-	// The pod's files, under a folder of the test's own.
-	root := t.TempDir()
 	var hosts []string
 	for i := 0; i < int(*s.Spec.Replicas); i++ {
 		hosts = append(hosts, fmt.Sprintf("%s-%d.%s", s.Name, i, s.Spec.ServiceName))
 	}
-	files := map[string][]byte{}
-	ca, err := clustertls.NewCA("nats test", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, certKey, err := ca.Issue("nats", hosts, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	confFile := podFiles(t, spec, c, conf, hosts, secrets)
 	doc := strings.ReplaceAll(readFile(t, "../docs/deploying.md"), "\\\n", " ")
-	for _, f := range regexp.MustCompile(`(cert_file|key_file|ca_file): (\S+)`).FindAllStringSubmatch(conf, -1) {
-		fv, rel := mountOf(spec, c, f[2])
-		if fv == nil || fv.Secret == nil || !secretHas(fv.Secret, rel, secrets) {
-			t.Errorf("%s %s: no key docs/deploying.md puts in a Secret the pod mounts", f[1], f[2])
-		}
-		files[f[2]] = map[string][]byte{"cert_file": cert, "key_file": certKey, "ca_file": ca.CertPEM()}[f[1]]
-	}
-	for _, mount := range c.VolumeMounts {
-		conf = strings.ReplaceAll(conf, mount.MountPath, filepath.Join(root, mount.MountPath))
-	}
-	for name, b := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	confFile := filepath.Join(root, "nats.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	vars := podVars(c, s, 0, m.namespace)
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -116,4 +84,46 @@ func checkNATS(t *testing.T, m *manifests, s *appsv1.StatefulSet, secrets map[st
 			t.Errorf("docs/deploying.md's intentctl certs for NATS does not name %s, a host the routes and intentd dial", h)
 		}
 	}
+}
+
+// podFiles writes the NATS configuration conf of container c under a folder of the
+// test's own, with the files it names where the pod mounts them (a certificate made
+// for hosts, its key and its CA), having checked that each is a key docs/deploying.md
+// puts in a Secret the pod mounts; it returns the configuration's path.
+func podFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container, conf string, hosts []string, secrets map[string][]string) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string][]byte{}
+	ca, err := clustertls.NewCA("nats test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, certKey, err := ca.Issue("nats", hosts, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range regexp.MustCompile(`(cert_file|key_file|ca_file): (\S+)`).FindAllStringSubmatch(conf, -1) {
+		fv, rel := mountOf(spec, c, f[2])
+		if fv == nil || fv.Secret == nil || !secretHas(fv.Secret, rel, secrets) {
+			t.Errorf("%s %s: no key docs/deploying.md puts in a Secret the pod mounts", f[1], f[2])
+		}
+		files[f[2]] = map[string][]byte{"cert_file": cert, "key_file": certKey, "ca_file": ca.CertPEM()}[f[1]]
+	}
+	for _, mount := range c.VolumeMounts {
+		conf = strings.ReplaceAll(conf, mount.MountPath, filepath.Join(root, mount.MountPath))
+	}
+	for name, b := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confFile := filepath.Join(root, "nats.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return confFile
 }
