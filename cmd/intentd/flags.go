@@ -116,9 +116,13 @@ type NATSConfig struct {
 
 // ClusterConfig makes this node a member of a cluster.
 type ClusterConfig struct {
-	// Bind, when set, turns cluster mode on: the HOST:PORT the other members reach this
-	// node's actors at. It needs a NATS store.
+	// Bind, when set, turns cluster mode on: the HOST:PORT this node listens on for the
+	// other members, and where they reach it unless Advertise is set. It needs a NATS
+	// store.
 	Bind string
+	// Advertise is the HOST:PORT the other members reach this node at, when it is not
+	// Bind: a name the node's certificate carries while it binds an address.
+	Advertise string
 	// Name keeps clusters apart on one NATS.
 	Name string
 	// TLS are the PEM files of the members' mutual TLS: this member's certificate and
