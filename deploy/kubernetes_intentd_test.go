@@ -186,22 +186,29 @@ func checkIntentdProbes(t *testing.T, c corev1.Container, args []string, help []
 	}
 }
 
-// checkMembers: each member binds and is reached at its name under the headless
-// Service, a name its certificate can carry (a pod's address changes when it moves),
-// on the port the Service and the container publish.
+// checkMembers: each member listens on its pod's address and is reached at its name
+// under the headless Service, a name its certificate can carry (a pod's address
+// changes when it moves), on the port the Service and the container publish.
 func checkMembers(t *testing.T, m *manifests, s *appsv1.StatefulSet, c corev1.Container, args []string) {
-	bind := argValue(args, "cluster-bind")
-	host, port, err := net.SplitHostPort(bind)
+	refs := fieldRefs(c)
+	bind, advertise := argValue(args, "cluster-bind"), argValue(args, "cluster-advertise")
+	bindHost, bindPort, err := net.SplitHostPort(bind)
 	if err != nil {
 		t.Fatalf("--cluster-bind=%s: %v", bind, err)
 	}
-	refs := fieldRefs(c)
+	host, port, err := net.SplitHostPort(advertise)
+	if err != nil {
+		t.Fatalf("--cluster-advertise=%s: %v", advertise, err)
+	}
+	if bindHost != "$(POD_IP)" || refs["POD_IP"] != "status.podIP" || bindPort != port {
+		t.Errorf("--cluster-bind=%s (POD_IP from %q); want $(POD_IP):%s, the pod's address, from status.podIP", bind, refs["POD_IP"], port)
+	}
 	if want := "$(POD_NAME)." + s.Spec.ServiceName + ".$(POD_NAMESPACE).svc.cluster.local"; host != want || refs["POD_NAME"] != "metadata.name" || refs["POD_NAMESPACE"] != "metadata.namespace" {
-		t.Errorf("--cluster-bind host %s (POD_NAME from %q, POD_NAMESPACE from %q); want %s, from the pod's name and namespace", host, refs["POD_NAME"], refs["POD_NAMESPACE"], want)
+		t.Errorf("--cluster-advertise host %s (POD_NAME from %q, POD_NAMESPACE from %q); want %s, from the pod's name and namespace", host, refs["POD_NAME"], refs["POD_NAMESPACE"], want)
 	}
 	pod := &s.Spec.Template
 	if n, ok := containerPort(pod, "members"); !ok || fmt.Sprint(n) != port {
-		t.Errorf("--cluster-bind port %s; want the container's port members (%d)", port, n)
+		t.Errorf("--cluster-advertise port %s; want the container's port members (%d)", port, n)
 	}
 	svc := m.services[s.Spec.ServiceName]
 	if svc == nil || len(svc.Spec.Ports) != 1 || fmt.Sprint(svc.Spec.Ports[0].Port) != port {
