@@ -115,6 +115,18 @@ fuzz: ## a short run of every fuzz target (FUZZTIME=10s each)
 crash: ## the crash test at full size: intentd killed with SIGKILL 25 times under load
 	$(GO) test -race -count=1 -run '^TestCrashRecovery$$' -v ./cmd/intentd -crash.kills=25
 
+# The image builder: podman, or docker where podman is missing.
+IMAGE_BUILDER ?= $(shell command -v podman || command -v docker)
+IMAGE         ?= localhost/intentd:dev
+IMAGE_FROM    ?= host
+
+.PHONY: image
+image: ## the container image IMAGE (localhost/intentd:dev): a static intentd built here, FROM scratch (IMAGE_FROM=source builds it in the Go image)
+	@[ -n "$(IMAGE_BUILDER)" ] || { echo "neither podman nor docker is installed: apt-get install podman" >&2; exit 1; }
+	@if [ "$(IMAGE_FROM)" = host ]; then GO=$(GO) VERSION=$(VERSION) scripts/image-rootfs.sh $(BIN)/image; fi
+	$(IMAGE_BUILDER) build $(if $(findstring podman,$(IMAGE_BUILDER)),--format docker) --target $(IMAGE_FROM) \
+		$(if $(VERSION),--build-arg VERSION=$(VERSION)) -t $(IMAGE) -f Containerfile .
+
 .PHONY: clean
 clean: ## remove bin/
 	rm -rf $(BIN)

@@ -31,9 +31,17 @@ import (
 type ClusterConfig struct {
 	// Name keeps clusters apart on one NATS.
 	Name string
-	// Host and Port are where the other members reach this member's actors.
+	// Host and Port are where this member listens for the other members, and where they
+	// reach it unless Advertise says otherwise.
 	Host string
 	Port int
+	// Advertise, HOST:PORT, is where the other members reach this member when that is
+	// not Host:Port: a name its certificate carries while it listens on an address that
+	// changes (a Kubernetes pod's DNS name, on the pod's address), since the members
+	// dial, and check the certificate against, the address a member advertises. Empty:
+	// Host:Port, resolved (a name given as Host is advertised as the address it
+	// resolved to).
+	Advertise string
 	// Provider tells the members of the cluster (natsprovider on the store's NATS).
 	Provider cluster.ClusterProvider
 	// Credentials, when set, secure the remoting port both ways, for the listener and
@@ -104,6 +112,9 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	// front, 16 MiB a peer that stayed held after the peer went quiet; the queue grows
 	// by doubling when a burst needs it.
 	ropts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueue)}
+	if c.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(c.Advertise))
+	}
 	if c.Credentials != nil {
 		ropts = append(ropts,
 			remote.WithServerOptions(grpc.Creds(c.Credentials)),

@@ -4,8 +4,11 @@ package actors
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,7 +29,13 @@ import (
 // clusterTLS makes a CA in dir and the TLS material of a member it signs.
 func clusterTLS(t *testing.T, ca *clustertls.CA, dir, name string) *clustertls.Config {
 	t.Helper()
-	cert, key, err := ca.Issue(name, []string{"127.0.0.1"}, time.Hour)
+	return memberTLS(t, ca, dir, name, "127.0.0.1")
+}
+
+// memberTLS is clusterTLS for a member whose certificate names hosts.
+func memberTLS(t *testing.T, ca *clustertls.CA, dir, name string, hosts ...string) *clustertls.Config {
+	t.Helper()
+	cert, key, err := ca.Issue(name, hosts, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +163,39 @@ func TestClusterRefusesOutsiders(t *testing.T) {
 			t.Fatalf("the forged intent: %v, want not found", err)
 		}
 	})
+}
+
+// TestClusterAdvertisedName starts a member that listens on an address and advertises
+// a name, as a Kubernetes pod does (its DNS name, on the pod's address), with a
+// certificate that carries the name alone. The other member sees it by the name, dials
+// it there, and its TLS check of the name passes: the creates and proposals it sends
+// to the intents the named member owns are answered, and every intent is decided.
+func TestClusterAdvertisedName(t *testing.T) {
+	ca := newTestCA(t, "cluster")
+	dir := t.TempDir()
+	var named string
+	first := true
+	hs := clusterUnder(t, ca, 2, func(c *Config) {
+		if first {
+			first = false
+			named = net.JoinHostPort("localhost", strconv.Itoa(c.Cluster.Port))
+			c.Cluster.Advertise = named
+			c.Cluster.Credentials = memberTLS(t, ca, dir, "named", "localhost").Credentials()
+		}
+	})
+	if members := hs[1].e.ClusterMembers(); !slices.Contains(members, named) {
+		t.Fatalf("the other member sees %v; want %s, the advertised name", members, named)
+	}
+	ids := make([]string, 8)
+	for i := range ids {
+		ids[i] = hs[1].submit("M", 2500)
+	}
+	for _, id := range ids {
+		if err := proposeTo(hs[1], id, "M-cheap"); err != nil {
+			t.Fatalf("proposal through the other member: %v", err)
+		}
+	}
+	for _, id := range ids {
+		hs[0].waitState(id, intentd.StateSuccess)
+	}
 }

@@ -45,7 +45,8 @@ func clusterAddr(s string) (string, int, error) {
 
 // clusterFlags registers the flags of cluster mode.
 func (c *Config) clusterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Cluster.Bind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at; set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.Cluster.Bind, "cluster-bind", "", "HOST:PORT the other members of a cluster reach this node's actors at (it listens there); set, it turns cluster mode on (needs a NATS store)")
+	fs.StringVar(&c.Cluster.Advertise, "cluster-advertise", "", "HOST:PORT the other members reach this node at when it is not --cluster-bind's: a name its certificate carries (a pod's DNS name) while --cluster-bind is an address that changes or 0.0.0.0; empty: --cluster-bind")
 	fs.StringVar(&c.Cluster.Name, "cluster-name", "intentd", "name of the cluster, so that clusters on one NATS stay apart")
 	fs.StringVar(&c.Cluster.TLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
 	fs.StringVar(&c.Cluster.TLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
@@ -61,14 +62,26 @@ func (c *Config) validateCluster() error {
 	tls := c.Cluster.TLS
 	given := tls.Cert != "" || tls.Key != "" || tls.CA != ""
 	if c.Cluster.Bind == "" {
-		if given || c.Cluster.Insecure {
-			return errors.New("--cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca and --cluster-insecure are for a cluster member: give --cluster-bind too")
+		if given || c.Cluster.Insecure || c.Cluster.Advertise != "" {
+			return errors.New("--cluster-advertise, --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca and --cluster-insecure are for a cluster member: give --cluster-bind too")
 		}
 		return nil
 	}
 	host, _, err := clusterAddr(c.Cluster.Bind)
 	if err != nil {
 		return fmt.Errorf("--cluster-bind: %w", err)
+	}
+	if err := c.validateAdvertise(host); err != nil {
+		return err
+	}
+	reached := "--cluster-bind " + c.Cluster.Bind
+	if c.Cluster.Advertise != "" {
+		// The members dial the advertised host: a loopback bind advertised beyond it
+		// is reached beyond loopback.
+		advertised, _, _ := clusterAddr(c.Cluster.Advertise)
+		if !loopbackHost(advertised) && loopbackHost(host) {
+			host, reached = advertised, "--cluster-advertise "+c.Cluster.Advertise
+		}
 	}
 	switch {
 	case c.Cluster.MaxGrains < 0:
@@ -78,7 +91,28 @@ func (c *Config) validateCluster() error {
 	case given && c.Cluster.Insecure:
 		return errors.New("--cluster-insecure and --cluster-tls-*: give one of them")
 	case !given && !c.Cluster.Insecure && !loopbackHost(host):
-		return fmt.Errorf("--cluster-bind %s is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (intentctl certs makes them), or --cluster-insecure to run without", c.Cluster.Bind)
+		return fmt.Errorf("%s is beyond loopback, where anyone who reaches the port would act as a member: give --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (intentctl certs makes them), or --cluster-insecure to run without", reached)
+	}
+	return nil
+}
+
+// validateAdvertise checks --cluster-advertise against the host --cluster-bind
+// listens on: the other members must be able to dial what this node advertises, which
+// an address of every interface (0.0.0.0, ::) is not.
+func (c *Config) validateAdvertise(bindHost string) error {
+	ip := net.ParseIP(bindHost)
+	if c.Cluster.Advertise == "" {
+		if ip != nil && ip.IsUnspecified() {
+			return fmt.Errorf("--cluster-bind %s listens on every interface, an address no member can dial: give --cluster-advertise HOST:PORT, where the others reach this node", c.Cluster.Bind)
+		}
+		return nil
+	}
+	host, _, err := clusterAddr(c.Cluster.Advertise)
+	if err != nil {
+		return fmt.Errorf("--cluster-advertise: %w", err)
+	}
+	if a := net.ParseIP(host); a != nil && a.IsUnspecified() {
+		return fmt.Errorf("--cluster-advertise %s: want an address or name the other members can dial, not every interface", c.Cluster.Advertise)
 	}
 	return nil
 }
@@ -137,7 +171,7 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &actors.ClusterConfig{Name: c.Cluster.Name, Host: host, Port: port, Provider: prov, MaxGrains: c.Cluster.MaxGrains}
+	cc := &actors.ClusterConfig{Name: c.Cluster.Name, Host: host, Port: port, Advertise: c.Cluster.Advertise, Provider: prov, MaxGrains: c.Cluster.MaxGrains}
 	if c.Cluster.MaxGrains == 0 {
 		cc.MaxGrains = -1 // the flag's 0 is no bound; the engine's is its default
 	}

@@ -40,6 +40,15 @@ func TestClusterFlags(t *testing.T) {
 		{"TLS without a cluster", args(nats, tls), nil, "give --cluster-bind too"},
 		{"a negative bound of grains", args(nats, []string{"--cluster-bind", "127.0.0.1:7300", "--cluster-max-grains", "-1"}), nil, "--cluster-max-grains -1"},
 		{"insecure without a cluster", args(nats, []string{"--cluster-insecure"}), nil, "give --cluster-bind too"},
+		{"advertised name, bound address", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-advertise", "intentd-0.intentd-members.ns.svc.cluster.local:7300"}, tls), nil, ""},
+		{"advertised, every interface bound", args(nats, []string{"--cluster-bind", "0.0.0.0:7300", "--cluster-advertise", "node1.internal:7300"}, tls), nil, ""},
+		{"every interface, not advertised", args(nats, []string{"--cluster-bind", "0.0.0.0:7300"}, tls), nil, "give --cluster-advertise"},
+		{"IPv6 every interface, not advertised", args(nats, []string{"--cluster-bind", "[::]:7300"}, tls), nil, "give --cluster-advertise"},
+		{"advertised every interface", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-advertise", "0.0.0.0:7300"}, tls), nil, "not every interface"},
+		{"advertised without a port", args(nats, []string{"--cluster-bind", "10.0.0.1:7300", "--cluster-advertise", "node1.internal"}, tls), nil, "--cluster-advertise"},
+		{"advertised from the environment", args(nats, []string{"--cluster-bind", "10.0.0.1:7300"}, tls), map[string]string{"INTENTD_CLUSTER_ADVERTISE": "node1.internal"}, "--cluster-advertise"},
+		{"advertised without a cluster", args(nats, []string{"--cluster-advertise", "node1.internal:7300"}), nil, "give --cluster-bind too"},
+		{"loopback bound, advertised beyond it without TLS", args(nats, []string{"--cluster-bind", "127.0.0.1:7300", "--cluster-advertise", "node1.internal:7300"}), nil, "--cluster-advertise node1.internal:7300 is beyond loopback"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

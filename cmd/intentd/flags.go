@@ -121,9 +121,13 @@ type NATSConfig struct {
 
 // ClusterConfig makes this node a member of a cluster.
 type ClusterConfig struct {
-	// Bind, when set, turns cluster mode on: the HOST:PORT the other members reach this
-	// node's actors at. It needs a NATS store.
+	// Bind, when set, turns cluster mode on: the HOST:PORT this node listens on for the
+	// other members, and where they reach it unless Advertise is set. It needs a NATS
+	// store.
 	Bind string
+	// Advertise is the HOST:PORT the other members reach this node at, when it is not
+	// Bind: a name the node's certificate carries while it binds an address.
+	Advertise string
 	// Name keeps clusters apart on one NATS.
 	Name string
 	// TLS are the PEM files of the members' mutual TLS: this member's certificate and
@@ -239,12 +243,20 @@ func (m *Main) ParseFlags(args []string) error {
 	// Registered after the environment is read: INTENTD_VERSION, which a deployment
 	// may well set for its own use, must not turn a start into a print of the version.
 	showVersion := fs.Bool("version", false, "print the version and the revision intentd was built from, and exit")
+	// Likewise INTENTD_HEALTHCHECK: a variable must never turn a server into a check.
+	healthcheck := fs.Bool("healthcheck", false, "GET /healthz of the server that --listen (or INTENTD_LISTEN) starts, on the loopback interface when it listens on all, and exit 0 if it answers 200, else 1; starts nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *showVersion {
 		fmt.Fprintln(m.Stdout, "intentd", buildinfo.Read())
 		return flag.ErrHelp // answered, as -h is: exit 0
+	}
+	if *healthcheck {
+		if err := m.healthcheck(); err != nil {
+			return err
+		}
+		return flag.ErrHelp // answered: exit 0
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every setting is a flag; see -h)", fs.Arg(0))

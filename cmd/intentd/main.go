@@ -42,6 +42,9 @@ func main() {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "intentd:", err)
+		if errors.Is(err, errUnhealthy) {
+			os.Exit(1) // --healthcheck: the server did not answer 200
+		}
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
