@@ -38,7 +38,7 @@ const DefaultCheckTimeout = 2 * time.Second
 
 // maxRefine is how many times a witness that lower or upper made wrong is sent back
 // to the solver with the case mapping of its strings learnt.
-const maxRefine = 16
+const maxRefine = 4
 
 // The kinds of a Finding.
 const (
