@@ -20,14 +20,7 @@ type analysisResponse struct {
 // handlePostPolicyAnalysis compiles a policy source (text/plain), stores nothing, and
 // answers its analysis: whether anything passes it and what each constraint can do.
 func (s *Server) handlePostPolicyAnalysis(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if err := requireContentType(r, "text/plain"); err != nil {
-		Error(w, r, s.log, err)
-		return
-	}
-	body, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err == nil {
-		err = s.opts.Limits.CheckPolicySource(body)
-	}
+	body, err := s.readPolicySource(w, r)
 	if err != nil {
 		Error(w, r, s.log, err)
 		return

@@ -12,14 +12,7 @@ import (
 // handlePostPolicy compiles and stores a policy source (text/plain) and answers its id
 // as a JSON string. A compile error is a 400 listing every error with line and column.
 func (s *Server) handlePostPolicy(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if err := requireContentType(r, "text/plain"); err != nil {
-		Error(w, r, s.log, err)
-		return
-	}
-	body, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err == nil {
-		err = s.opts.Limits.CheckPolicySource(body)
-	}
+	body, err := s.readPolicySource(w, r)
 	if err != nil {
 		Error(w, r, s.log, err)
 		return
@@ -30,6 +23,19 @@ func (s *Server) handlePostPolicy(w http.ResponseWriter, r *http.Request, _ http
 		return
 	}
 	writeJSON(w, http.StatusOK, id)
+}
+
+// readPolicySource reads a policy source: a text/plain body within the body limit and
+// the policy source limit.
+func (s *Server) readPolicySource(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := requireContentType(r, "text/plain"); err != nil {
+		return nil, err
+	}
+	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	return body, s.opts.Limits.CheckPolicySource(body)
 }
 
 // handleGetPolicy answers the canonical pretty form of a policy as text/plain. An id

@@ -254,44 +254,30 @@ func (e *encoder) strTerm(s string) string {
 	return b.String()
 }
 
-func and(terms ...string) string {
-	var keep []string
-	for _, t := range terms {
-		switch t {
-		case "true":
-		case "false":
-			return "false"
-		default:
-			keep = append(keep, t)
-		}
-	}
-	switch len(keep) {
-	case 0:
-		return "true"
-	case 1:
-		return keep[0]
-	}
-	return "(and " + strings.Join(keep, " ") + ")"
-}
+func and(terms ...string) string { return junction("and", "true", "false", terms) }
 
-func or(terms ...string) string {
+func or(terms ...string) string { return junction("or", "false", "true", terms) }
+
+// junction is (op terms...) with the terms equal to unit left out, zero if one is
+// zero, and the one term left as itself: the terms the encoding writes stay small.
+func junction(op, unit, zero string, terms []string) string {
 	var keep []string
 	for _, t := range terms {
 		switch t {
-		case "false":
-		case "true":
-			return "true"
+		case unit:
+		case zero:
+			return zero
 		default:
 			keep = append(keep, t)
 		}
 	}
 	switch len(keep) {
 	case 0:
-		return "false"
+		return unit
 	case 1:
 		return keep[0]
 	}
-	return "(or " + strings.Join(keep, " ") + ")"
+	return "(" + op + " " + strings.Join(keep, " ") + ")"
 }
 
 func not(t string) string {
