@@ -381,15 +381,7 @@ func startQuestions(ctx context.Context, s Solver, e *encoder, opt AnalyzeOption
 	}
 	q.hint = limit / 4
 	q.limit = q.limitCmd(limit)
-	cmds := []string{"(set-option :print-success true)", "(set-option :produce-models true)", "(set-option :produce-unsat-cores true)"}
-	if s.Dialect() == DialectCVC5 {
-		cmds = append(cmds, "(set-option :incremental true)", "(set-option :strings-exp true)")
-	} else {
-		cmds = append(cmds, "(set-option :smt.core.minimize true)")
-	}
-	cmds = append(cmds, q.limit)
-	cmds = append(cmds, "(set-logic ALL)")
-	cmds = append(cmds, strings.Split(strings.TrimSuffix(e.out.String(), "\n"), "\n")...)
+	cmds := append([]string{q.limit}, strings.Split(strings.TrimSuffix(e.out.String(), "\n"), "\n")...)
 	if err := q.doAll(cmds); err != nil {
 		q.close()
 		return nil, err

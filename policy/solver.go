@@ -33,14 +33,16 @@ func (d Dialect) String() string {
 type Solver interface {
 	// Dialect says which solver it is, and so which encoding it takes.
 	Dialect() Dialect
-	// Start begins a session: one solver process, which takes commands in turn until
-	// Close. ctx bounds the whole session: when it ends, the process is stopped and
-	// Do fails.
+	// Start begins a session: a solver process that takes commands in turn until
+	// Close, set up for the analysis: :print-success on, so that every command has
+	// exactly one answer; models and unsat cores on; the logic ALL (with cvc5, its
+	// extended string functions too). What the session declares and asserts is its
+	// own: no later session sees it. ctx bounds the whole session: when it ends, the
+	// process is stopped and Do fails.
 	Start(ctx context.Context) (SolverSession, error)
 }
 
-// SolverSession is one solver process in SMT-LIB's interactive mode with
-// :print-success on, so that every command has exactly one answer.
+// SolverSession is a session with a solver process in SMT-LIB's interactive mode.
 type SolverSession interface {
 	// Do sends one command and returns its answer: "success", "sat", "unsat",
 	// "unknown", or the s-expression of get-value or get-unsat-core. An answer

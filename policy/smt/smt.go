@@ -27,6 +27,8 @@ var ErrNotFound = errors.New("smt: no SMT solver found: install cvc5 (apt-get in
 type Solver struct {
 	path    string
 	dialect policy.Dialect
+	mu      sync.Mutex
+	idle    []*proc
 }
 
 // Find looks up a solver: name is a program name or path whose base name starts with
@@ -71,13 +73,79 @@ func (s *Solver) Path() string { return s.path }
 // Dialect is which solver it is.
 func (s *Solver) Dialect() policy.Dialect { return s.dialect }
 
-// Start starts the solver. The process ends with Close or with ctx.
+// maxIdle is how many solver processes a Solver keeps for the next sessions: starting
+// one costs 20 ms (cvc5) to 60 ms (z3), more than a small policy's questions.
+const maxIdle = 2
+
+// Start begins a session on a solver process kept from an earlier session, reset, or
+// on a new one. The session ends with Close, or with ctx, which stops its process.
 func (s *Solver) Start(ctx context.Context) (policy.SolverSession, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("smt: %w", err)
+	}
+	p := s.takeIdle()
+	if p == nil {
+		var err error
+		if p, err = s.start(); err != nil {
+			return nil, err
+		}
+	}
+	// A session is a scope of its own, which Close drops with all it declared and
+	// asserted, so that the process can serve the next one.
+	if got, err := p.do("(push 1)"); err != nil || got != "success" {
+		p.kill()
+		return nil, fmt.Errorf("smt: %s answered %q, %v to (push 1)", s.path, got, err)
+	}
+	return s.session(ctx, p), nil
+}
+
+// setup is what every process is told once: one answer a command, models, unsat
+// cores, the logic. Options must come before the logic, and cannot change after it.
+func (s *Solver) setup() []string {
+	cmds := []string{"(set-option :print-success true)", "(set-option :produce-models true)", "(set-option :produce-unsat-cores true)"}
+	if s.dialect == policy.DialectCVC5 {
+		cmds = append(cmds, "(set-option :incremental true)", "(set-option :strings-exp true)")
+	}
+	return append(cmds, "(set-logic ALL)")
+}
+
+func (s *Solver) takeIdle() *proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.idle) == 0 {
+		return nil
+	}
+	p := s.idle[len(s.idle)-1]
+	s.idle = s.idle[:len(s.idle)-1]
+	return p
+}
+
+// putIdle keeps p for a later session, or stops it when enough are kept.
+func (s *Solver) putIdle(p *proc) {
+	s.mu.Lock()
+	if len(s.idle) < maxIdle {
+		s.idle = append(s.idle, p)
+		p = nil
+	}
+	s.mu.Unlock()
+	if p != nil {
+		p.kill()
+	}
+}
+
+func (s *Solver) session(ctx context.Context, p *proc) *session {
+	sess := &session{s: s, p: p, ctx: ctx}
+	sess.stop = context.AfterFunc(ctx, p.kill)
+	return sess
+}
+
+// start starts a solver process.
+func (s *Solver) start() (*proc, error) {
 	args := []string{"-in", "-smt2"}
 	if s.dialect == policy.DialectCVC5 {
 		args = []string{"--lang=smt2", "--incremental"}
 	}
-	cmd := exec.CommandContext(ctx, s.path, args...)
+	cmd := exec.Command(s.path, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("smt: %w", err)
@@ -86,23 +154,75 @@ func (s *Solver) Start(ctx context.Context) (policy.SolverSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smt: %w", err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	p := &proc{cmd: cmd, in: stdin, out: bufio.NewReader(stdout), stderr: &limitedWriter{n: 4096}}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("smt: starting %s: %w", s.path, err)
 	}
-	return &session{cmd: cmd, in: stdin, out: bufio.NewReader(stdout), stderr: &stderr, ctx: ctx}, nil
+	for _, c := range s.setup() {
+		if got, err := p.do(c); err != nil || got != "success" {
+			p.kill()
+			if msg := strings.TrimSpace(p.stderr.String()); msg != "" && err != nil {
+				err = fmt.Errorf("%w: %s", err, msg)
+			}
+			return nil, fmt.Errorf("smt: %s answered %q, %v to %s", s.path, got, err, c)
+		}
+	}
+	return p, nil
 }
 
-// session is one solver process.
-type session struct {
+// proc is one solver process.
+type proc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *strings.Builder
-	ctx    context.Context
+	stderr *limitedWriter
 	once   sync.Once
-	err    error
+}
+
+// do writes one command and reads its answer.
+func (p *proc) do(cmd string) (string, error) {
+	if _, err := io.WriteString(p.in, cmd+"\n"); err != nil {
+		return "", err
+	}
+	return readAnswer(p.out)
+}
+
+// kill stops the process and waits for it.
+func (p *proc) kill() {
+	p.once.Do(func() {
+		p.in.Close()
+		if p.cmd.Process != nil {
+			p.cmd.Process.Kill()
+		}
+		p.cmd.Wait()
+	})
+}
+
+// session is one session on a solver process.
+type session struct {
+	s    *Solver
+	p    *proc
+	ctx  context.Context
+	stop func() bool // stops the watch of ctx; false once ctx has stopped the process
+	err  error
+	// refused: the solver refused a command, after which cvc5 ends and z3 is in a
+	// state no later session should inherit.
+	refused bool
+	closed  bool
+	// depth is how many scopes the session pushed and has not popped: Close pops them
+	// with its own.
+	depth int
+}
+
+// count follows the scopes a command opens or closes.
+func (s *session) count(cmd string) {
+	switch {
+	case strings.HasPrefix(cmd, "(push 1)"):
+		s.depth++
+	case strings.HasPrefix(cmd, "(pop 1)"):
+		s.depth--
+	}
 }
 
 // Do sends one command and reads its answer.
@@ -110,14 +230,13 @@ func (s *session) Do(cmd string) (string, error) {
 	if s.err != nil {
 		return "", s.err
 	}
-	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
-		return "", s.fail(err)
-	}
-	got, err := readAnswer(s.out)
+	s.count(cmd)
+	got, err := s.p.do(cmd)
 	if err != nil {
 		return "", s.fail(err)
 	}
 	if strings.HasPrefix(got, "(error ") {
+		s.refused = true
 		return "", fmt.Errorf("smt: the solver refused %.120s: %s", cmd, got)
 	}
 	return got, nil
@@ -131,17 +250,21 @@ func (s *session) DoAll(cmds []string) ([]string, error) {
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	if _, err := io.WriteString(s.in, strings.Join(cmds, "\n")+"\n"); err != nil {
+	for _, c := range cmds {
+		s.count(c)
+	}
+	if _, err := io.WriteString(s.p.in, strings.Join(cmds, "\n")+"\n"); err != nil {
 		return nil, s.fail(err)
 	}
 	answers := make([]string, len(cmds))
 	var refused error
 	for i := range cmds {
-		got, err := readAnswer(s.out)
+		got, err := readAnswer(s.p.out)
 		if err != nil {
 			return nil, s.fail(err)
 		}
 		if strings.HasPrefix(got, "(error ") && refused == nil {
+			s.refused = true
 			refused = fmt.Errorf("smt: the solver refused %.120s: %s", cmds[i], got)
 		}
 		answers[i] = got
@@ -154,22 +277,27 @@ func (s *session) DoAll(cmds []string) ([]string, error) {
 func (s *session) fail(err error) error {
 	if ctxErr := s.ctx.Err(); ctxErr != nil {
 		err = ctxErr
-	} else if msg := strings.TrimSpace(s.stderr.String()); msg != "" {
+	} else if msg := strings.TrimSpace(s.p.stderr.String()); msg != "" {
 		err = fmt.Errorf("%w: %s", err, msg)
 	}
 	s.err = fmt.Errorf("smt: %w", err)
 	return s.err
 }
 
-// Close ends the process.
+// Close ends the session: its process is kept for a later session when the session
+// ended well, and stopped otherwise.
 func (s *session) Close() error {
-	s.once.Do(func() {
-		s.in.Close()
-		if s.cmd.Process != nil {
-			s.cmd.Process.Kill()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.stop() && s.err == nil && !s.refused && s.depth >= 0 {
+		if got, err := s.p.do(fmt.Sprintf("(pop %d)", s.depth+1)); err == nil && got == "success" {
+			s.s.putIdle(s.p)
+			return nil
 		}
-		s.cmd.Wait()
-	})
+	}
+	s.p.kill()
 	return nil
 }
 
@@ -231,15 +359,25 @@ func readAnswer(r *bufio.Reader) (string, error) {
 	}
 }
 
-// limitedWriter keeps the first n bytes written to it.
+// limitedWriter keeps the first n bytes written to it. The process's output is
+// copied into it on a goroutine of its own while a session may read it.
 type limitedWriter struct {
-	w *strings.Builder
-	n int
+	mu sync.Mutex
+	b  strings.Builder
+	n  int
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {
-	if rest := l.n - l.w.Len(); rest > 0 {
-		l.w.Write(p[:min(len(p), rest)])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rest := l.n - l.b.Len(); rest > 0 {
+		l.b.Write(p[:min(len(p), rest)])
 	}
 	return len(p), nil
+}
+
+func (l *limitedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

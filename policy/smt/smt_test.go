@@ -59,9 +59,6 @@ func TestSession(t *testing.T) {
 			}
 			defer sess.Close()
 			for _, c := range []struct{ cmd, want string }{
-				{"(set-option :print-success true)", "success"},
-				{"(set-option :produce-models true)", "success"},
-				{"(set-logic ALL)", "success"},
 				{"(declare-const x Int)", "success"},
 				{"(assert (> x 41))", "success"},
 				{"(assert (< x 43))", "success"},
@@ -84,7 +81,7 @@ func TestSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
-			if _, err := other.DoAll([]string{"(set-option :print-success true)", "(declare-const y Int)", "(assert (= y \"a\"))"}); err == nil || !strings.Contains(err.Error(), "refused (assert (= y") {
+			if _, err := other.DoAll([]string{"(declare-const y Int)", "(assert (= y \"a\"))"}); err == nil || !strings.Contains(err.Error(), "refused (assert (= y") {
 				t.Fatalf("DoAll with a refused command: got %v, want the refusal", err)
 			}
 			if _, err := sess.Do("(assert (= x \"a\"))"); err == nil || !strings.Contains(err.Error(), "refused") {
@@ -115,5 +112,45 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := Find("cvc5-not-installed"); err == nil {
 		t.Fatal("found a program that is not there")
+	}
+}
+
+// TestSessionsReuse: a session that ended well leaves its process to the next, its
+// scopes dropped (one left open by the session too): nothing of the first session is
+// seen by the second. One that a command was refused
+// in, or whose context ended, does not.
+func TestSessionsReuse(t *testing.T) {
+	for _, name := range []string{"cvc5", "z3"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Find(name)
+			if err != nil {
+				t.Skipf("%v (apt-get install %s)", err, name)
+			}
+			begin := func() *session {
+				sess, err := s.Start(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, cmd := range []string{"(push 1)", "(declare-const x Int)"} {
+					if got, err := sess.Do(cmd); err != nil || got != "success" {
+						t.Fatalf("%s: %q, %v (a declaration of the last session seen?)", cmd, got, err)
+					}
+				}
+				return sess.(*session)
+			}
+			first := begin()
+			first.Close()
+			second := begin()
+			if second.p != first.p {
+				t.Fatal("the second session started a process of its own")
+			}
+			second.Do("(assert (= x \"a\"))")
+			second.Close()
+			third := begin()
+			if third.p == first.p {
+				t.Fatal("a process a command was refused in was kept")
+			}
+			third.Close()
+		})
 	}
 }
