@@ -111,11 +111,11 @@ type Provider struct {
 	// acknowledgement and its record, as a heartbeat the scheduler left waiting would.
 	acking func()
 
-	mu      sync.Mutex
-	members cluster.Members // the last topology handed to protoactor
+	mu       sync.Mutex
+	members  cluster.Members // the last topology handed to protoactor
 	outcasts map[string]bool // the peers refused for their protocol versions, logged once
-	leaving bool            // Shutdown deletes the key; its deletion is no fence
-	made    time.Time       // when the bucket this member registered in was made (server's clock)
+	leaving  bool            // Shutdown deletes the key; its deletion is no fence
+	made     time.Time       // when the bucket this member registered in was made (server's clock)
 
 	// acks is what the bucket has taken of this member's renewals: the heartbeat
 	// records it, the watch's judge compares it with what the watch brings.
