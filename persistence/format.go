@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/intentd/intentd"
@@ -50,7 +51,7 @@ func (s *Store) checkFormat(existed bool) (formatCheck, error) {
 	where := "open store in " + s.dir
 	v, err := s.get([]byte(keyFormat))
 	switch {
-	case err == intentd.ErrNotFound:
+	case errors.Is(err, intentd.ErrNotFound):
 		return s.unrecordedFormat(existed)
 	case err != nil:
 		return formatCheck{}, fmt.Errorf("%s: read the data format record: %w", where, err)
@@ -96,14 +97,14 @@ func (s *Store) hasRefKeys() (bool, error) {
 		found = true
 		return errStopScan
 	})
-	if err == errStopScan {
+	if errors.Is(err, errStopScan) {
 		err = nil
 	}
 	return found, err
 }
 
 // errStopScan ends a scan that found what it looked for.
-var errStopScan = fmt.Errorf("stop the scan")
+var errStopScan = errors.New("stop the scan")
 
 // recordFormat writes this build's format record, once the migrations ran, and logs
 // the formats of a store migrated.

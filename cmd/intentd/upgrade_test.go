@@ -72,7 +72,10 @@ func buildPrevious(t *testing.T) string {
 		}
 		defer exec.Command("git", "-C", repo, "worktree", "remove", "--force", src).Run()
 		previous.bin = filepath.Join(dir, "intentd-"+previousRelease)
-		build := exec.Command("go", "build", "-o", previous.bin, "./cmd/intentd")
+		// The build names itself for its commit, so that GET /info tells the members of
+		// the two releases apart whether or not the toolchain records the revision.
+		build := exec.Command("go", "build", "-o", previous.bin,
+			"-ldflags", "-X github.com/intentd/intentd/internal/buildinfo.version="+previousRelease, "./cmd/intentd")
 		build.Dir = src
 		if out, err := build.CombinedOutput(); err != nil {
 			previous.err = fmt.Errorf("go build of %s: %v\n%s", previousRelease, err, out)
@@ -93,14 +96,14 @@ var previous struct {
 	err       error
 }
 
-// revision is the revision GET /info says the node at url was built from.
-func revision(t *testing.T, url string) string {
+// version is the version GET /info says the node at url runs.
+func version(t *testing.T, url string) string {
 	t.Helper()
 	var info struct {
-		Revision string `json:"revision"`
+		Version string `json:"version"`
 	}
 	getJSON(t, url+"/info", &info)
-	return info.Revision
+	return info.Version
 }
 
 // TestRollingUpgrade runs a cluster of three members of the previous release on one
@@ -114,9 +117,10 @@ func TestRollingUpgrade(t *testing.T) {
 	upgradeGate(t)
 	prev, next := buildPrevious(t), buildIntentd(t)
 	r := startRigWith(t, prev)
-	old := revision(t, r.nodes[0].url)
-	if !strings.HasPrefix(old, previousRelease) {
-		t.Fatalf("the members started run revision %q, want %s", old, previousRelease)
+	for k, n := range r.nodes {
+		if v := version(t, n.url); v != previousRelease {
+			t.Fatalf("node %d runs version %q, want the previous release, %s", k, v, previousRelease)
+		}
 	}
 	l := &loadRun{t: t, r: r, up: []bool{true, true, true},
 		urls: []string{r.nodes[0].url, r.nodes[1].url, r.nodes[2].url}, proposed: map[string]bool{}}
@@ -136,15 +140,15 @@ func TestRollingUpgrade(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		l.replace(k, next)
 		if k < len(r.nodes)-1 {
-			decided = append(decided, l.acrossVersions(old)...)
+			decided = append(decided, l.acrossVersions()...)
 		}
 	}
 	time.Sleep(2 * time.Second)
 	stop.Store(true)
 	workers.Wait()
 	for k, n := range r.nodes {
-		if rev := revision(t, n.url); strings.HasPrefix(rev, previousRelease) {
-			t.Errorf("node %d still runs %s after the upgrade", k, rev)
+		if v := version(t, n.url); v == previousRelease {
+			t.Errorf("node %d still runs %s after the upgrade", k, v)
 		}
 	}
 
@@ -179,11 +183,11 @@ func (l *loadRun) replace(k int, bin string) {
 // acrossVersions submits intents through each member and proposes to them through each
 // member of the other version, and waits for their success: the members of the two
 // versions route commands to each other. It returns the intents.
-func (l *loadRun) acrossVersions(old string) []string {
+func (l *loadRun) acrossVersions() []string {
 	t, r := l.t, l.r
 	var olds, news []*crashServer
 	for _, n := range r.nodes {
-		if strings.HasPrefix(revision(t, n.url), old) {
+		if version(t, n.url) == previousRelease {
 			olds = append(olds, n)
 		} else {
 			news = append(news, n)
