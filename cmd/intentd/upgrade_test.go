@@ -15,10 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/cockroachdb/pebble"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/internal/storeformat"
+	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/proof"
 )
@@ -364,4 +370,67 @@ func deletePolicy(t *testing.T, url, id string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestPeerOfAnotherProtocol: a member whose record names only a version of the cluster
+// protocol this build does not speak, as a later release's might, is refused by a
+// running node: logged once, counted in intentd_cluster_peers_refused_total, and left
+// out of the members GET /info lists.
+func TestPeerOfAnotherProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts intentd and a NATS server")
+	}
+	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
+		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
+	}
+	srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	n := &crashServer{t: t, bin: buildIntentd(t), data: filepath.Join(t.TempDir(), "data"),
+		args: []string{"--store", srv.URL(), "--cluster-bind", "127.0.0.1:" + freePort(t)}}
+	n.start()
+	t.Cleanup(n.stop)
+	waitMembers(t, []*crashServer{n}, 1)
+
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, "intentd_members_intentd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A later release's record: the member, and version 99 as field 1000.
+	rec, err := proto.Marshal(&cluster.Member{Id: "later", Host: "127.0.0.1", Port: 7999, Kinds: []string{"intent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = protowire.AppendVarint(protowire.AppendTag(rec, 1000, protowire.VarintType), 99)
+	for range 3 { // renewals, each read again
+		if _, err := kv.Put(ctx, "later", rec); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); metric(t, n.url, "intentd_cluster_peers_refused_total") != 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("intentd_cluster_peers_refused_total = %v, want 1", metric(t, n.url, "intentd_cluster_peers_refused_total"))
+		}
+	}
+	refusals := 0
+	for _, w := range n.warnings() {
+		if strings.Contains(w, "cluster member refused") && strings.Contains(w, `"refused":"later"`) {
+			refusals++
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("%d log lines refuse the member, want 1: %v", refusals, n.warnings())
+	}
+	waitMembers(t, []*crashServer{n}, 1)
 }
