@@ -44,6 +44,10 @@ test: ## vet, every test with the race detector, the end-to-end suite again on N
 chaos: ## the fault-injection suite (minutes): a three-node cluster on three NATS servers, under load, through kills, pauses and stalls; CHAOS_ROUNDS rounds of each (3)
 	INTENTD_CHAOS=1 INTENTD_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-3} $(GO) test -count=1 -v -timeout 60m -run '^(TestChaos|TestClusterKillsUnderLoad)$$' ./cmd/intentd/
 
+.PHONY: upgrade-test
+upgrade-test: ## the upgrade tests (minutes): the previous release built from git history, a three-node cluster of it replaced one node at a time under load, and its Pebble folder opened by this build
+	INTENTD_UPGRADE_TEST=1 $(GO) test -count=1 -v -timeout 30m -run '^(TestRollingUpgrade|TestUpgradePebbleFolder)$$' ./cmd/intentd/
+
 .PHONY: test-nats
 test-nats: ## the end-to-end suite on NATS: INTENTD_TEST_STORE=nats (embedded) or nats://HOST:PORT
 	INTENTD_TEST_STORE=$${INTENTD_TEST_STORE:-nats} $(GO) test -race -count=1 ./cmd/intentd/

@@ -68,23 +68,9 @@ func (s *Store) mark(ctx context.Context, key string, made time.Time, replicas i
 	} else if ok {
 		return nil
 	}
-	kv, err := retryTries(ctx, func(try context.Context) (jetstream.KeyValue, error) { return s.js.KeyValue(try, s.marksBucket()) })
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = retryTries(ctx, func(try context.Context) (jetstream.KeyValue, error) {
-			return s.js.CreateKeyValue(try, jetstream.KeyValueConfig{
-				Bucket:      s.marksBucket(),
-				Description: "intentd: the streams and buckets this store made, so that one deleted is not made again empty",
-				History:     1,
-				Storage:     jetstream.FileStorage,
-				Replicas:    replicas,
-			})
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) { // made by another node meanwhile
-			kv, err = s.js.KeyValue(ctx, s.marksBucket())
-		}
-	}
+	kv, err := s.marksKV(ctx, replicas)
 	if err != nil {
-		return fmt.Errorf("nats store: bucket %s: %w", s.marksBucket(), err)
+		return err
 	}
 	text, _ := made.MarshalText()
 	_, err = retryTries(ctx, func(try context.Context) (uint64, error) { return kv.Create(try, key, text) })

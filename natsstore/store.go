@@ -232,6 +232,9 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 	if err := s.mark(ctx, markStream, info.Created, info.Config.Replicas); err != nil {
 		return err
 	}
+	if err := s.checkFormat(ctx, info.State.Msgs > 0, info.Config.Replicas); err != nil {
+		return err
+	}
 	s.health.add(watched{stream: s.name, what: "stream " + s.name, created: info.Created, replicas: info.Config.Replicas,
 		diff: func(got jetstream.StreamConfig) string { return layoutDiff(got, want) }})
 	if err := s.follow(ctx); err != nil {

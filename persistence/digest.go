@@ -18,7 +18,8 @@ import (
 // log's entry bundles (log.go): the log writes them on a timer of its own, from
 // events already stored, so that a request's answer and the bundles' next write are
 // not in step, and a digest that counted them would change under a request that
-// stored nothing.
+// stored nothing. And so is the data format record (format.go), which names the build
+// that wrote it: two stores of the same records, made by two builds, have one digest.
 //
 // It is for tests and audits, which need to know that a request left the store exactly
 // as it was: it reads the whole store, so it costs as much as the store is large and
@@ -43,7 +44,7 @@ func (s *Store) Digest() ([32]byte, error) {
 		h.Write(b)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		if k := it.Key(); len(k) > 0 && (k[0] == prefixWrite || k[0] == prefixLogBundle) {
+		if k := it.Key(); len(k) > 0 && (k[0] == prefixWrite || k[0] == prefixLogBundle) || string(k) == keyFormat {
 			continue
 		}
 		v, err := it.ValueAndErr()

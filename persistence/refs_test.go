@@ -42,8 +42,10 @@ func earlierLayout(t *testing.T) FS {
 			t.Fatal(err)
 		}
 	}
-	// The earlier layout, as its CreateIntent and BeginProcessing wrote it.
+	// The earlier layout, as its CreateIntent and BeginProcessing wrote it, without
+	// the format record its versions did not write.
 	b := s.db.NewBatch()
+	b.Delete([]byte(keyFormat), nil)
 	for _, in := range []struct{ id, policy string }{{"open-p", "P"}, {"proc-p", "P"}, {"open-q", "Q"}} {
 		b.Set(key(prefixIntent, in.id), []byte("s"), nil)
 		b.Set(key(prefixRef, in.policy, in.id), nil, nil)

@@ -286,8 +286,9 @@ func newStore(db *pebble.DB, unwatch io.Closer, writers *atomic.Int64, fs vfs.FS
 }
 
 // load reads what the store starts from: the event sequence, the policies' ids and the
-// mark, checked against the database; then the free space, when free reads it, and the
-// scan of the references, which may move them first.
+// mark, checked against the database, after the data format (format.go); then the free
+// space, when free reads it, the scan of the references, which may move them first, and
+// the format record, written once the migrations ran.
 func (s *Store) load(opts Options, existed bool, replayed []string, free func() (uint64, error)) (refScan, error) {
 	seq, err := s.startSeq()
 	if err == nil {
@@ -298,6 +299,12 @@ func (s *Store) load(opts Options, existed bool, replayed []string, free func() 
 	}
 	s.seq = seq
 	s.durableSeq.Store(seq)
+	// The format is checked before anything is written, the mark included: a store
+	// this build cannot read is left as it was.
+	format, err := s.checkFormat(existed)
+	if err != nil {
+		return refScan{}, err
+	}
 	if !s.noMark {
 		if err := s.checkMark(opts.AcceptDataLoss, existed, replayed); err != nil {
 			return refScan{}, err
@@ -309,7 +316,16 @@ func (s *Store) load(opts Options, existed bool, replayed []string, free func() 
 	if free != nil {
 		s.checkDisk(free)
 	}
-	return s.openRefs()
+	refs, err := s.openRefs()
+	if err != nil {
+		return refScan{}, err
+	}
+	if err := s.recordFormat(format); err != nil {
+		refs.expiry.Close()
+		refs.processing.Close()
+		return refScan{}, err
+	}
+	return refs, nil
 }
 
 // run starts the store's goroutines: the mark's writer, the watch of the free space

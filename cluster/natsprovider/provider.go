@@ -73,6 +73,13 @@ type Config struct {
 	// fenced, with the reason (which wraps ErrFenced). Shutdown waits for it to
 	// return, so it must not wait for Shutdown itself.
 	OnFenced func(reason error)
+	// Protocols are the versions of the cluster protocol this member says it speaks;
+	// empty means Protocols, what this build speaks. Tests set others.
+	Protocols []uint32
+	// OnRefused, when set, is called once for each peer refused because it speaks no
+	// version of the cluster protocol this member speaks (protocol.go), with the
+	// versions it speaks: the node counts them in a metric.
+	OnRefused func(member string, speaks []uint32)
 }
 
 // Provider is a cluster.ClusterProvider on a JetStream key-value bucket. One Provider
@@ -104,10 +111,11 @@ type Provider struct {
 	// acknowledgement and its record, as a heartbeat the scheduler left waiting would.
 	acking func()
 
-	mu      sync.Mutex
-	members cluster.Members // the last topology handed to protoactor
-	leaving bool            // Shutdown deletes the key; its deletion is no fence
-	made    time.Time       // when the bucket this member registered in was made (server's clock)
+	mu       sync.Mutex
+	members  cluster.Members // the last topology handed to protoactor
+	outcasts map[string]bool // the peers refused for their protocol versions, logged once
+	leaving  bool            // Shutdown deletes the key; its deletion is no fence
+	made     time.Time       // when the bucket this member registered in was made (server's clock)
 
 	// acks is what the bucket has taken of this member's renewals: the heartbeat
 	// records it, the watch's judge compares it with what the watch brings.
@@ -161,6 +169,7 @@ func (p *Provider) startMember(clusterName string, m *cluster.Member, update fun
 	if err != nil {
 		return fmt.Errorf("natsprovider: encode member: %w", err)
 	}
+	value = withProtocols(value, p.speaks())
 	if err := p.open(clusterName, m.Id, update); err != nil {
 		return err
 	}

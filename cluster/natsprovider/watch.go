@@ -117,7 +117,9 @@ func (f *follower) handle(e jetstream.KeyValueEntry) {
 	f.act(f.j.entry(f.p.entryOf(e)))
 }
 
-// entryOf is what the judge uses of an entry of the watch.
+// entryOf is what the judge uses of an entry of the watch. A peer that speaks no version
+// of the cluster protocol this member speaks is left out of it, as a key that holds no
+// member is: protoactor never hears of it, and routes nothing to it.
 func (p *Provider) entryOf(e jetstream.KeyValueEntry) entry {
 	out := entry{key: e.Key(), deleted: e.Operation() != jetstream.KeyValuePut, rev: e.Revision(), created: e.Created()}
 	if out.deleted {
@@ -126,6 +128,15 @@ func (p *Provider) entryOf(e jetstream.KeyValueEntry) entry {
 	var m cluster.Member
 	if err := proto.Unmarshal(e.Value(), &m); err != nil || m.Id != out.key {
 		p.log.Warn("ignoring a member key that does not hold its member", "key", out.key, "error", err)
+		return out
+	}
+	speaks, err := protocolsOf(m.ProtoReflect().GetUnknown())
+	if err != nil {
+		p.log.Warn("ignoring a member key whose protocol versions cannot be read", "key", out.key, "error", err)
+		return out
+	}
+	if out.key != p.id && common(p.speaks(), speaks) == 0 {
+		p.refuse(out.key, m.Address(), speaks)
 		return out
 	}
 	out.member = &m

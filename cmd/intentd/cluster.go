@@ -226,6 +226,7 @@ func (m *Main) newProvider() (cluster.ClusterProvider, error) {
 			m.logger.Error("this node was dropped from the cluster: it serves no intent grain until it is a member again", "err", reason)
 			once.Do(func() { close(fenced) })
 		},
+		OnRefused: func(string, []uint32) { m.peersRefused.Add(1) },
 	})
 	if err != nil {
 		return nil, err

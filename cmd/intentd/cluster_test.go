@@ -316,7 +316,11 @@ func startRig(t *testing.T) *rig {
 	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
 		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
 	}
-	bin := buildIntentd(t)
+	return startRigWith(t, buildIntentd(t))
+}
+
+// startRigWith is startRig with the nodes running bin, a build of intentd.
+func startRigWith(t *testing.T, bin string) *rig {
 	r := &rig{t: t, members: startNATSCluster(t, 3)}
 	urls := make([]string, len(r.members))
 	for i, m := range r.members {

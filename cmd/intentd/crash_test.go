@@ -66,6 +66,10 @@ type crashServer struct {
 
 	warnMu sync.Mutex
 	warns  []string // the last warnings and errors it logged and what else it printed, for a test that fails
+	// keepMsgs, set before a start, keeps the message of every record it logs in msgs,
+	// for a test that looks for a line at any level.
+	keepMsgs bool
+	msgs     []string
 }
 
 // warnings returns the last warnings and errors the server logged, newest last.
@@ -137,6 +141,11 @@ func (s *crashServer) startOnce() bool {
 			if rec.Msg == "listening" {
 				found <- rec.URL
 			}
+			if s.keepMsgs {
+				s.warnMu.Lock()
+				s.msgs = append(s.msgs, rec.Msg)
+				s.warnMu.Unlock()
+			}
 			if strings.HasPrefix(rec.Msg, "this node was dropped from the cluster: stopping") {
 				fenced.Store(true)
 			}
@@ -172,6 +181,19 @@ func (s *crashServer) startOnce() bool {
 	}
 	s.t.Fatal("intentd did not become ready")
 	return false
+}
+
+// messages are the messages of the records logged since keepMsgs was set.
+func (s *crashServer) messages() []string {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	return slices.Clone(s.msgs)
+}
+
+// stop stops intentd as a supervisor does, with SIGTERM, and waits until it has.
+func (s *crashServer) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
 }
 
 func (s *crashServer) kill() {

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/tlog"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -112,6 +114,9 @@ type Main struct {
 	// cluster (newProvider makes one per incarnation).
 	fencedMu sync.Mutex
 	fenced   chan struct{}
+	// peersRefused counts the cluster peers this node refused because they speak no
+	// version of the cluster protocol it speaks, over every incarnation.
+	peersRefused atomic.Uint64
 	// clusterTLSConfig is the members' TLS material, read again on SIGHUP and by a
 	// watch that stopTLSWatch ends and waits for.
 	clusterTLSConfig *clustertls.Config
@@ -241,6 +246,15 @@ func (m *Main) newMetrics() (*intenthttp.Metrics, error) {
 	if m.nats != nil {
 		if err := metrics.Registry().Register(m.nats.Collector()); err != nil {
 			return nil, fmt.Errorf("register the store's follower metric: %w", err)
+		}
+	}
+	if m.Config.Cluster.Bind != "" {
+		refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "intentd_cluster_peers_refused_total",
+			Help: "In a cluster, the members this node refused because they speak no version of the cluster protocol it speaks (each logged once): no intent is routed to them.",
+		}, func() float64 { return float64(m.peersRefused.Load()) })
+		if err := metrics.Registry().Register(refused); err != nil {
+			return nil, fmt.Errorf("register the cluster's refused peers metric: %w", err)
 		}
 	}
 	return metrics, nil
