@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intentd/intentd"
 )
@@ -97,6 +99,13 @@ type Options struct {
 	// Console serves the browser console under /ui/ (docs/console.md); false: no /ui/
 	// route, and those paths are answered as any path no route serves.
 	Console bool
+	// TracerProvider makes a span of every request (trace.go); nil: otel's global
+	// provider, which does nothing unless the program installed one.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the trace context a caller sends (traceparent), which a
+	// request's span continues; nil: otel's global propagator, which reads none unless
+	// the program installed one.
+	Propagator propagation.TextMapPropagator
 }
 
 func (o *Options) setDefaults() {
@@ -158,12 +167,15 @@ type Server struct {
 	// authRequired says that requests but the health checks need a caller: a token or
 	// a client certificate.
 	authRequired bool
+	// tracing makes the requests' spans.
+	tracing requestTracing
 }
 
 // NewServer returns a server over e.
 func NewServer(e intentd.Engine, opts Options) *Server {
 	opts.setDefaults()
 	s := &Server{engine: e, opts: opts, log: opts.Logger, metrics: opts.Metrics}
+	s.tracing = newRequestTracing(opts)
 	s.authRequired = opts.Tokens != nil || (opts.TLS != nil && opts.TLS.ClientCertificates())
 	if es, ok := e.(EngineStats); ok {
 		s.metrics.watchEngine(es)
