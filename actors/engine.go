@@ -87,8 +87,8 @@ type Config struct {
 	// Cluster, when set, makes the engine a member of a cluster (cluster.go); its store
 	// must be one that every member shares.
 	Cluster *ClusterConfig
-	// TracerProvider makes the spans of the engine's steps (trace.go); nil: otel's
-	// global provider, which does nothing unless the program installed one.
+	// TracerProvider makes the spans of the engine's steps (trace.go); nil: no spans,
+	// at the cost of a nil check a step.
 	TracerProvider trace.TracerProvider
 }
 
@@ -151,7 +151,7 @@ type Engine struct {
 	store  intentd.Store
 	obs    intentd.Observer
 	log    *slog.Logger
-	tracer trace.Tracer
+	tracer trace.Tracer // nil: traces off
 	system *actor.ActorSystem
 	// member is this node's current incarnation as a member of the cluster (rejoin.go),
 	// nil outside cluster mode and while a fenced member rejoins. Past maxGrains active
@@ -507,7 +507,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 		if done, err := e.registry.createIdle(ctx, id, func() error {
 			// Written without an actor, under a span of its own as an actor's create
 			// would be; on the engine's context, as an actor writes, not the caller's.
-			sctx, span := e.span(withParent(e.ctx, trace.SpanContextFromContext(ctx)), spanCreate, id)
+			sctx, span := e.span(withParent(e.ctx, spanOf(ctx)), spanCreate, id)
 			written, err := e.storeCreate(sctx, id, snap, func() (*snapshot, error) {
 				s, err := e.loadSnapshot(e.ctx, id)
 				if intentd.ErrorKind(err) == intentd.KindNotFound {

@@ -125,7 +125,7 @@ type intentActor struct {
 func (a *intentActor) Receive(ctx actor.Context) {
 	defer guard(ctx, a.e.log.Error)
 	msg := ctx.Message()
-	var parent trace.SpanContext
+	var parent *trace.SpanContext
 	if req, ok := msg.(*request); ok {
 		msg, parent = req.msg, req.trace
 	}
@@ -330,7 +330,7 @@ func (a *intentActor) propose(ctx context.Context, m propose) reply {
 	a.snap = next
 	a.e.obs.Transition(intentd.StateProcessing, "")
 	a.proving = true
-	a.e.startProving(trace.SpanContextFromContext(ctx), next.clone(), true)
+	a.e.startProving(spanOf(ctx), next.clone(), true)
 	return reply{}
 }
 
@@ -350,7 +350,7 @@ func (a *intentActor) resume(ctx context.Context) reply {
 	}
 	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true
-		a.e.startProving(trace.SpanContextFromContext(ctx), a.snap.clone(), false)
+		a.e.startProving(spanOf(ctx), a.snap.clone(), false)
 	}
 	return reply{}
 }

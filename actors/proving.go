@@ -140,7 +140,7 @@ func (e *Engine) ProvingStats() (intentd.LimiterStats, error) {
 // startProving hands a processing intent to a proving worker, through the limiter.
 // The proof's span is a child of parent, the span of the message that started it, and
 // begins when a worker takes the job, so that its time is the proof's, not the queue's.
-func (e *Engine) startProving(parent trace.SpanContext, snap *snapshot, reserved bool) {
+func (e *Engine) startProving(parent *trace.SpanContext, snap *snapshot, reserved bool) {
 	if !e.track() {
 		return // closing: the proposal is proved again on the next start
 	}

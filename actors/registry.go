@@ -91,7 +91,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 		if err != nil {
 			return nil, err
 		}
-		req := &request{msg: msg, reply: make(chan reply, 1), trace: trace.SpanContextFromContext(ctx)}
+		req := &request{msg: msg, reply: make(chan reply, 1), trace: spanOf(ctx)}
 		r.e.system.Root.Send(pid, req)
 		timeout := time.NewTimer(callTimeout)
 		var rep reply
@@ -148,8 +148,8 @@ type request struct {
 	msg   any
 	reply chan reply // buffered: the actor never waits for its caller
 	// trace is the caller's span, which the actor's span of the message continues;
-	// invalid when the caller does not trace.
-	trace trace.SpanContext
+	// nil when the caller does not trace.
+	trace *trace.SpanContext
 }
 
 // answer gives the request its answer, unless it has one already: guard answers after

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -51,19 +50,28 @@ var traceContext propagation.TraceContext
 // traceparent is the W3C header that carries a span's context.
 const traceparent = "traceparent"
 
-// newTracer is the engine's tracer: of the provider given, or else of otel's global
-// provider, which does nothing unless the program installed one.
+// noSpan is the span of every step when traces are off: OpenTelemetry's no-op span,
+// made once.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// newTracer is the engine's tracer of the provider given; nil without one: traces are
+// off. A no-op provider (otel's global one while none is installed) would still cost
+// each step a span value and a context, about 27 allocations and 2.4 KB a decided
+// proposal (docs/benchmarks.md, "Traces"), so without a provider no tracer is called.
 func newTracer(p trace.TracerProvider) trace.Tracer {
 	if p == nil {
-		p = otel.GetTracerProvider()
+		return nil
 	}
 	return p.Tracer(tracerName)
 }
 
 // span starts a span of one step of intent id's life under the span ctx carries.
-// Attributes are set only on a span that records, so that with tracing off a step
-// costs the no-op tracer's call and nothing more.
+// Attributes are set only on a span that records. Without a tracer it returns ctx and
+// the no-op span: a step costs a nil check.
 func (e *Engine) span(ctx context.Context, name, id string) (context.Context, trace.Span) {
+	if e.tracer == nil {
+		return ctx, noSpan
+	}
 	ctx, s := e.tracer.Start(ctx, name)
 	if s.IsRecording() {
 		s.SetAttributes(attrIntentID.String(id))
@@ -134,14 +142,29 @@ func endStoreSpan(s trace.Span, err error) {
 	s.End()
 }
 
+// spanOf is the context of the span ctx carries, nil when there is none: what an
+// actor's message or a proof keeps of its caller's span. A pointer rather than the
+// value, so that without traces a message carries 8 bytes, not 48.
+func spanOf(ctx context.Context) *trace.SpanContext {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	// A copy made here, not &sc: taking sc's address would move it to the heap on
+	// every call, the untraced ones too.
+	p := new(trace.SpanContext)
+	*p = sc
+	return p
+}
+
 // withParent is ctx under the span whose context parent is: the span of the caller
-// that sent an actor its message. An invalid parent (a caller that does not trace)
-// leaves ctx as it is.
-func withParent(ctx context.Context, parent trace.SpanContext) context.Context {
-	if !parent.IsValid() {
+// that sent an actor its message. No parent (a caller that does not trace) leaves ctx
+// as it is.
+func withParent(ctx context.Context, parent *trace.SpanContext) context.Context {
+	if parent == nil {
 		return ctx
 	}
-	return trace.ContextWithSpanContext(ctx, parent)
+	return trace.ContextWithSpanContext(ctx, *parent)
 }
 
 // traceparentOf is the W3C traceparent of the span ctx carries, "" when there is none
@@ -195,6 +218,9 @@ var (
 // commandSpan starts the span of one end of a command (clientKind: the sender's,
 // serverKind: the owner's).
 func (e *Engine) commandSpan(ctx context.Context, name string, cmd clusterpb.Command, kind []trace.SpanStartOption) (context.Context, trace.Span) {
+	if e.tracer == nil {
+		return ctx, noSpan
+	}
 	ctx, s := e.tracer.Start(ctx, name, kind...)
 	if s.IsRecording() {
 		s.SetAttributes(attrIntentID.String(cmd.GetIntentId()), attrCommand.String(string(cmd.ProtoReflect().Descriptor().Name())))

@@ -99,12 +99,11 @@ type Options struct {
 	// Console serves the browser console under /ui/ (docs/console.md); false: no /ui/
 	// route, and those paths are answered as any path no route serves.
 	Console bool
-	// TracerProvider makes a span of every request (trace.go); nil: otel's global
-	// provider, which does nothing unless the program installed one.
+	// TracerProvider makes a span of every request (trace.go); nil: no spans, and no
+	// cost to a request beyond a nil check.
 	TracerProvider trace.TracerProvider
-	// Propagator reads the trace context a caller sends (traceparent), which a
-	// request's span continues; nil: otel's global propagator, which reads none unless
-	// the program installed one.
+	// Propagator reads the trace context a caller sends (propagation.TraceContext for
+	// W3C's traceparent), which a request's span continues; nil: none is read.
 	Propagator propagation.TextMapPropagator
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -28,24 +27,29 @@ const (
 // as it is costs the no-op tracer no allocation.
 var serverKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
-// requestTracing is how the chain traces requests: the tracer, and the propagator that
-// reads a caller's traceparent.
+// requestTracing is how the chain traces requests: the tracer, nil when traces are
+// off, and the propagator that reads a caller's traceparent.
 type requestTracing struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 }
 
-// newRequestTracing takes the provider and propagator of opts, or otel's global ones,
-// which do nothing unless the program installed its own.
+// noSpan is the span of every request when traces are off: OpenTelemetry's no-op span,
+// made once.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// newRequestTracing takes the provider and propagator of opts. Without a provider no
+// tracer is called at all: even a no-op one would cost each request a span value and
+// a context. Without a propagator a caller's traceparent is not read.
 func newRequestTracing(opts Options) requestTracing {
-	tp, prop := opts.TracerProvider, opts.Propagator
-	if tp == nil {
-		tp = otel.GetTracerProvider()
+	if opts.TracerProvider == nil {
+		return requestTracing{}
 	}
+	prop := opts.Propagator
 	if prop == nil {
-		prop = otel.GetTextMapPropagator()
+		prop = propagation.NewCompositeTextMapPropagator()
 	}
-	return requestTracing{tracer: tp.Tracer(tracerName), propagator: prop}
+	return requestTracing{tracer: opts.TracerProvider.Tracer(tracerName), propagator: prop}
 }
 
 // spanName is the name of the spans of a route: its method and pattern, never the
@@ -62,6 +66,9 @@ func spanName(rt *route) string {
 // carries a traceparent the propagator reads. name is spanName's, "" for a request no
 // route serves; pattern is the route label.
 func (t requestTracing) start(r *http.Request, name, pattern string) (context.Context, trace.Span) {
+	if t.tracer == nil {
+		return r.Context(), noSpan
+	}
 	ctx := t.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	method := methodLabel(r.Method)
 	if name == "" {
