@@ -295,8 +295,17 @@ func message(cmd clusterpb.Command) (any, error) {
 // run again.
 func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
 	start := time.Now()
+	send, _ := commandSpans(cmd)
+	ctx, span := e.commandSpan(ctx, send, cmd, clientKind)
+	clusterpb.SetTraceContext(cmd, traceparentOf(ctx))
 	res, err := e.clusterTries(ctx, id, cmd)
 	e.obs.RemoteCall(time.Since(start), err)
+	if err == nil {
+		if r, ok := res.(*clusterpb.ErrorReply); ok {
+			err = r.Err()
+		}
+	}
+	endSpan(span, err)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures an Engine. Open takes it as it is: start from DefaultConfig, the one
@@ -86,6 +87,9 @@ type Config struct {
 	// Cluster, when set, makes the engine a member of a cluster (cluster.go); its store
 	// must be one that every member shares.
 	Cluster *ClusterConfig
+	// TracerProvider makes the spans of the engine's steps (trace.go); nil: no spans,
+	// at the cost of a nil check a step.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultConfig is the configuration of an engine with every default: what intentd runs
@@ -147,6 +151,7 @@ type Engine struct {
 	store  intentd.Store
 	obs    intentd.Observer
 	log    *slog.Logger
+	tracer trace.Tracer // nil: traces off
 	system *actor.ActorSystem
 	// member is this node's current incarnation as a member of the cluster (rejoin.go),
 	// nil outside cluster mode and while a fenced member rejoins. Past maxGrains active
@@ -236,6 +241,7 @@ func Open(cfg Config) (*Engine, error) {
 		store:      cfg.Store,
 		obs:        observer(cfg.Observer),
 		log:        cfg.Logger,
+		tracer:     newTracer(cfg.TracerProvider),
 		policies:   make(map[string]*policy.Policy),
 		previewed:  make(map[string]int),
 		ready:      make(chan struct{}),
@@ -499,7 +505,10 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	}
 	if e.cfg.Cluster == nil {
 		if done, err := e.registry.createIdle(ctx, id, func() error {
-			written, err := e.storeCreate(id, snap, func() (*snapshot, error) {
+			// Written without an actor, under a span of its own as an actor's create
+			// would be; on the engine's context, as an actor writes, not the caller's.
+			sctx, span := e.span(withParent(e.ctx, spanOf(ctx)), spanCreate, id)
+			written, err := e.storeCreate(sctx, id, snap, func() (*snapshot, error) {
 				s, err := e.loadSnapshot(e.ctx, id)
 				if intentd.ErrorKind(err) == intentd.KindNotFound {
 					return nil, nil
@@ -509,6 +518,7 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 			if written {
 				e.recent.put(snap)
 			}
+			endSpan(span, err)
 			return err
 		}); done {
 			return err

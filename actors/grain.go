@@ -96,8 +96,13 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 		err = g.check(cmd, msg)
 	}
 	if err == nil {
-		ctx, cancel := context.WithTimeout(g.e.ctx, callTimeout)
+		// The owner's span of the command is a child of the sender's, whose context
+		// came with the command: the two members' spans make one trace.
+		ctx, cancel := context.WithTimeout(fromTraceparent(g.e.ctx, cmd.GetTraceContext()), callTimeout)
+		_, receive := commandSpans(cmd)
+		ctx, span := g.e.commandSpan(ctx, receive, cmd, serverKind)
 		_, err = g.e.registry.localCall(ctx, cmd.GetIntentId(), msg)
+		endSpan(span, err)
 		cancel()
 	}
 	if err != nil {

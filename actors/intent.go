@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
@@ -123,8 +125,9 @@ type intentActor struct {
 func (a *intentActor) Receive(ctx actor.Context) {
 	defer guard(ctx, a.e.log.Error)
 	msg := ctx.Message()
+	var parent *trace.SpanContext
 	if req, ok := msg.(*request); ok {
-		msg = req.msg
+		msg, parent = req.msg, req.trace
 	}
 	switch msg.(type) {
 	case *actor.Started:
@@ -143,18 +146,44 @@ func (a *intentActor) Receive(ctx actor.Context) {
 			}
 		}
 	}
+	var name string
+	switch msg.(type) {
+	case create:
+		name = spanCreate
+	case propose:
+		name = spanPropose
+	case expire:
+		name = spanExpire
+	case resume:
+		name = spanResume
+	case proved:
+		name = spanFinish
+	default:
+		return
+	}
+	// The span of the message is a child of its caller's: the HTTP request, the
+	// command from another member, or the proof whose outcome this is.
+	sctx, span := a.e.span(withParent(a.e.ctx, parent), name, a.id)
+	var rep reply
 	switch msg := msg.(type) {
 	case create:
-		answer(ctx, a.create(msg))
+		rep = a.create(sctx, msg)
 	case propose:
-		answer(ctx, a.propose(msg))
+		rep = a.propose(sctx, msg)
 	case expire:
-		answer(ctx, a.expire())
+		rep = a.expire(sctx)
 	case resume:
-		answer(ctx, a.resume())
+		rep = a.resume(sctx)
 	case proved:
-		answer(ctx, a.finish(msg.outcome))
+		rep = a.finish(sctx, msg.outcome)
 	}
+	if span.IsRecording() {
+		if s, ok := rep.value.(*snapshot); ok {
+			span.SetAttributes(attrState.String(string(s.State)))
+		}
+	}
+	endSpan(span, rep.err)
+	answer(ctx, rep)
 }
 
 // load reads the intent's snapshot; nil when it is not stored. When the store cannot
@@ -185,14 +214,14 @@ func (a *intentActor) load() error {
 	return nil
 }
 
-func (a *intentActor) create(m create) reply {
+func (a *intentActor) create(ctx context.Context, m create) reply {
 	if a.snap != nil && m.snap.Request != "" && a.snap.Request == m.snap.Request {
 		return reply{} // this request's own create, written by a try before
 	}
 	if a.snap != nil {
 		return reply{err: intentd.Errorf(intentd.KindConflict, intentd.CodeIntentExists, "intent %s already exists", a.id)}
 	}
-	written, err := a.e.storeCreate(a.id, m.snap, func() (*snapshot, error) {
+	written, err := a.e.storeCreate(ctx, a.id, m.snap, func() (*snapshot, error) {
 		err := a.load() // what is there; the next message reads again if this read fails
 		return a.snap, err
 	})
@@ -207,12 +236,14 @@ func (a *intentActor) create(m create) reply {
 // missing, stored reads what the store holds under the id: a retried cluster request
 // finds its own create there, and a taken id is reported as taken rather than blamed
 // on the policy.
-func (e *Engine) storeCreate(id string, snap *snapshot, stored func() (*snapshot, error)) (written bool, err error) {
+func (e *Engine) storeCreate(ctx context.Context, id string, snap *snapshot, stored func() (*snapshot, error)) (written bool, err error) {
 	data, err := snap.encode()
 	if err != nil {
 		return false, intentd.Internal("encode snapshot: %w", err)
 	}
-	err = e.store.CreateIntent(e.ctx, id, snap.PolicyID, data, snap.ExpiresAt)
+	sctx, span := e.span(ctx, spanStoreCreate, id)
+	err = e.store.CreateIntent(sctx, id, snap.PolicyID, data, snap.ExpiresAt)
+	endStoreSpan(span, err)
 	switch {
 	case errors.Is(err, intentd.ErrExists):
 		there, _ := stored()
@@ -237,7 +268,7 @@ func (e *Engine) storeCreate(id string, snap *snapshot, stored func() (*snapshot
 	return true, nil
 }
 
-func (a *intentActor) propose(m propose) reply {
+func (a *intentActor) propose(ctx context.Context, m propose) reply {
 	if a.snap == nil {
 		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
@@ -248,7 +279,7 @@ func (a *intentActor) propose(m propose) reply {
 			"intent %s is a purchase under mandate %s: it takes its proposal through POST /mandates/%s/purchases", a.id, a.snap.Mandate, a.snap.Mandate)}
 	}
 	if a.snap.State == intentd.StateOpen && !a.e.cfg.Now().Before(a.snap.ExpiresAt) {
-		if r := a.expire(); r.err != nil {
+		if r := a.expire(ctx); r.err != nil {
 			return r
 		}
 	}
@@ -280,7 +311,9 @@ func (a *intentActor) propose(m propose) reply {
 	next.ProposedAt = a.e.cfg.Now()
 	data, err := next.encode()
 	if err == nil {
-		err = a.e.store.BeginProcessing(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt)
+		sctx, span := a.e.span(ctx, spanStoreProcessing, a.id)
+		err = a.e.store.BeginProcessing(sctx, a.id, next.PolicyID, data, a.snap.ExpiresAt)
+		endStoreSpan(span, err)
 	}
 	if err != nil {
 		a.e.releaseReservation()
@@ -290,19 +323,19 @@ func (a *intentActor) propose(m propose) reply {
 				return reply{err: err}
 			}
 			m.reread = true
-			return a.propose(m)
+			return a.propose(ctx, m)
 		}
 		return reply{err: storeFailed("store proposal: %w", err)}
 	}
 	a.snap = next
 	a.e.obs.Transition(intentd.StateProcessing, "")
 	a.proving = true
-	a.e.startProving(next.clone(), true)
+	a.e.startProving(spanOf(ctx), next.clone(), true)
 	return reply{}
 }
 
 // resume restarts the proving of a proposal that was interrupted by a stop.
-func (a *intentActor) resume() reply {
+func (a *intentActor) resume(ctx context.Context) reply {
 	// In a cluster every member asks the owners to resume when the members change, so
 	// a proof this actor already runs is not started twice.
 	if a.proving {
@@ -317,26 +350,26 @@ func (a *intentActor) resume() reply {
 	}
 	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true
-		a.e.startProving(a.snap.clone(), false)
+		a.e.startProving(spanOf(ctx), a.snap.clone(), false)
 	}
 	return reply{}
 }
 
 // expire ends an open intent whose deadline has passed; otherwise it changes nothing. It
 // answers the snapshot as it then is.
-func (a *intentActor) expire() reply {
+func (a *intentActor) expire(ctx context.Context) reply {
 	if a.snap == nil {
 		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
 	if a.snap.State != intentd.StateOpen || a.e.cfg.Now().Before(a.snap.ExpiresAt) {
 		return reply{value: a.snap.clone()}
 	}
-	return a.finish(outcome{state: intentd.StateExpired})
+	return a.finish(ctx, outcome{state: intentd.StateExpired})
 }
 
 // finish writes a terminal state and its event in one batch. A result for an intent
 // that is no longer processing (a proof finished twice after a restart) is ignored.
-func (a *intentActor) finish(o outcome) reply {
+func (a *intentActor) finish(ctx context.Context, o outcome) reply {
 	if a.snap == nil {
 		return reply{err: intentd.Errorf(intentd.KindNotFound, intentd.CodeIntentNotFound, "intent %s not found", a.id)}
 	}
@@ -365,7 +398,10 @@ func (a *intentActor) finish(o outcome) reply {
 	if err != nil {
 		return reply{err: intentd.Internal("encode snapshot: %w", err)}
 	}
-	if _, err := a.e.store.Finish(a.e.ctx, a.id, next.PolicyID, data, a.snap.ExpiresAt, event); err != nil {
+	sctx, span := a.e.span(ctx, spanStoreFinish, a.id)
+	_, err = a.e.store.Finish(sctx, a.id, next.PolicyID, data, a.snap.ExpiresAt, event)
+	endStoreSpan(span, err)
+	if err != nil {
 		if errors.Is(err, intentd.ErrStale) {
 			// Another writer finished the intent or moved it on; its record stands, and
 			// this outcome is dropped rather than tried again for ever.

@@ -13,6 +13,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 	"github.com/intentd/intentd/policy"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // limiter counts proving work. Places are reserved before a proposal is written, so a
@@ -137,18 +138,28 @@ func (e *Engine) ProvingStats() (intentd.LimiterStats, error) {
 }
 
 // startProving hands a processing intent to a proving worker, through the limiter.
-func (e *Engine) startProving(snap *snapshot, reserved bool) {
+// The proof's span is a child of parent, the span of the message that started it, and
+// begins when a worker takes the job, so that its time is the proof's, not the queue's.
+func (e *Engine) startProving(parent *trace.SpanContext, snap *snapshot, reserved bool) {
 	if !e.track() {
 		return // closing: the proposal is proved again on the next start
 	}
 	job := func(release func()) {
 		defer e.wg.Done()
-		o, abandoned := e.prove(snap)
+		ctx, span := e.span(withParent(e.ctx, parent), spanProve, snap.ID)
+		defer span.End()
+		o, abandoned := e.prove(ctx, snap)
 		// The place is given back before the outcome is written, so that whoever sees
 		// the outcome finds the place free.
 		release()
+		if span.IsRecording() && !abandoned {
+			span.SetAttributes(attrState.String(string(o.state)))
+			if o.kind != "" {
+				span.SetAttributes(attrFailure.String(string(o.kind)))
+			}
+		}
 		if !abandoned {
-			e.deliver(snap.ID, o)
+			e.deliver(ctx, snap.ID, o)
 		}
 	}
 	e.limiter.run(job, reserved)
@@ -157,10 +168,11 @@ func (e *Engine) startProving(snap *snapshot, reserved bool) {
 // deliver hands an outcome to its intent actor. The actor may have been passivated (it
 // comes back from its snapshot) or restarted after a panic (the message is lost, so it is
 // sent again); if the engine closes first, the proposal is proved again on the next start.
-func (e *Engine) deliver(id string, o outcome) {
+// ctx is the engine's, under the proof's span.
+func (e *Engine) deliver(ctx context.Context, id string, o outcome) {
 	backoff := 10 * time.Millisecond
 	for {
-		_, err := e.registry.call(e.ctx, id, proved{outcome: o})
+		_, err := e.registry.call(ctx, id, proved{outcome: o})
 		if err == nil {
 			return
 		}
@@ -182,7 +194,7 @@ func (e *Engine) deliver(id string, o outcome) {
 // intent stays processing because of a bug. Work cut short by Close is abandoned: the
 // proposal stays processing and is proved again on the next start, rather than failing
 // for a reason that is not its own.
-func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
+func (e *Engine) prove(ctx context.Context, snap *snapshot) (o outcome, abandoned bool) {
 	defer func(start time.Time) {
 		if !abandoned {
 			e.obs.Proving(time.Since(start), o.state, o.kind)
@@ -195,7 +207,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 			abandoned = false
 		}
 	}()
-	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ProvingTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ProvingTimeout)
 	defer cancel()
 
 	o, abandoned = e.decide(ctx, snap, *snap.Proposal, e.closed, true)
@@ -205,7 +217,8 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 	failures := o.failures
 	evJSON := o.evidence
 	if e.cfg.Prover != nil {
-		receipt, err := e.cfg.Prover.Prove(ctx, ProofInput{
+		sctx, span := e.span(ctx, spanSign, snap.ID)
+		receipt, err := e.cfg.Prover.Prove(sctx, ProofInput{
 			IntentID: snap.ID, PolicyID: snap.PolicyID, Authored: snap.Authored, Proposal: *snap.Proposal,
 			Evidence: evJSON, Outcome: o.state, Failures: failures, At: e.cfg.Now(), Agent: snap.Agent,
 			Mandate: o.mandate, EvidenceDigest: o.evidenceDigest,
@@ -215,6 +228,7 @@ func (e *Engine) prove(snap *snapshot) (o outcome, abandoned bool) {
 			// the intent's record unreadable for good.
 			err = fmt.Errorf("the prover answered %d bytes that are not JSON", len(receipt))
 		}
+		endSpan(span, err)
 		if err != nil {
 			if e.closed() {
 				return outcome{}, true
@@ -258,7 +272,9 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 		req.Attributes[f.Name] = evidence.Attribute{Type: f.Type.WireName()}
 	}
 	extractStart := time.Now()
-	ev, err := e.cfg.Extractor.Extract(ctx, req)
+	sctx, span := e.span(ctx, spanExtract, snap.ID)
+	ev, err := e.cfg.Extractor.Extract(sctx, req)
+	endExtractSpan(span, err)
 	e.obs.Extraction(time.Since(extractStart), err)
 	if err != nil {
 		if stopped() {
@@ -282,11 +298,13 @@ func (e *Engine) decide(ctx context.Context, snap *snapshot, prop intentd.Propos
 	if err != nil {
 		return outcome{state: intentd.StateFailure, kind: intentd.FailureExtraction, reason: "the evidence is not a JSON object: " + err.Error()}, false
 	}
+	sctx, span = e.span(ctx, spanEvaluate, snap.ID)
+	defer span.End()
 	var failures []policy.Failure
 	var bound *crypto.ReceiptMandate
 	var evDigest string
 	if snap.Mandate != "" {
-		v, err := e.mandateVerdict(ctx, snap, p, attrs, recorded, evJSON, commit)
+		v, err := e.mandateVerdict(sctx, snap, p, attrs, recorded, evJSON, commit)
 		if err != nil {
 			if stopped() {
 				return outcome{}, true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intentd/intentd"
 )
@@ -90,7 +91,7 @@ func (r *registry) localCall(ctx context.Context, id string, msg any) (any, erro
 		if err != nil {
 			return nil, err
 		}
-		req := &request{msg: msg, reply: make(chan reply, 1)}
+		req := &request{msg: msg, reply: make(chan reply, 1), trace: spanOf(ctx)}
 		r.e.system.Root.Send(pid, req)
 		timeout := time.NewTimer(callTimeout)
 		var rep reply
@@ -146,6 +147,9 @@ func (r *registry) releaseAnswered(id string, pid *actor.PID, rep reply) (dead b
 type request struct {
 	msg   any
 	reply chan reply // buffered: the actor never waits for its caller
+	// trace is the caller's span, which the actor's span of the message continues;
+	// nil when the caller does not trace.
+	trace *trace.SpanContext
 }
 
 // answer gives the request its answer, unless it has one already: guard answers after

@@ -132,15 +132,16 @@ func (s *Server) unmatched(h httprouter.Handle) http.Handler {
 }
 
 // chain wraps the handler of rt (nil: of the requests no route serves; preflight: of
-// the CORS preflights of rt's pattern) in what every request goes through: the CORS
-// headers of its origin, its token checked against the route's role, then the handler,
-// then its count in the metrics and its log line. Everything the labels, the CORS
+// the CORS preflights of rt's pattern) in what every request goes through: its span
+// (trace.go), the CORS headers of its origin, its token checked against the route's
+// role, then the handler, then its count in the metrics and its log line. Everything the labels, the CORS
 // headers and the log level depend on is known here, once, rather than looked up per
 // request. Health checks are logged at debug, since load balancers ask every few
 // seconds; every other request is logged at info when it failed, and when it did not
 // only with Options.LogRequests (at debug otherwise).
 func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httprouter.Handle {
 	pattern, method, idKey, level := unmatchedRoute, "", "", slog.LevelInfo
+	name := spanName(rt)
 	if rt != nil {
 		pattern, method, idKey = rt.pattern, rt.method, idLogKey(rt.pattern)
 		if rt.role == "" && !preflight {
@@ -156,7 +157,7 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		start := time.Now()
 		ri := &requestInfo{}
-		ctx := r.Context()
+		ctx, span := s.tracing.start(r, name, pattern)
 		r = r.WithContext(contextWithInfo(ctx, ri))
 		rec := &statusRecorder{ResponseWriter: w}
 		s.metrics.inFlight.Inc()
@@ -185,6 +186,7 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 			status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
 		}
 		elapsed := time.Since(start)
+		s.tracing.end(span, status, ri.code, idKey, ps.ByName("id"))
 		s.metrics.inFlight.Dec()
 		m := method
 		if rt == nil {

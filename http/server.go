@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intentd/intentd"
 )
@@ -97,6 +99,12 @@ type Options struct {
 	// Console serves the browser console under /ui/ (docs/console.md); false: no /ui/
 	// route, and those paths are answered as any path no route serves.
 	Console bool
+	// TracerProvider makes a span of every request (trace.go); nil: no spans, and no
+	// cost to a request beyond a nil check.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the trace context a caller sends (propagation.TraceContext for
+	// W3C's traceparent), which a request's span continues; nil: none is read.
+	Propagator propagation.TextMapPropagator
 }
 
 func (o *Options) setDefaults() {
@@ -158,12 +166,15 @@ type Server struct {
 	// authRequired says that requests but the health checks need a caller: a token or
 	// a client certificate.
 	authRequired bool
+	// tracing makes the requests' spans.
+	tracing requestTracing
 }
 
 // NewServer returns a server over e.
 func NewServer(e intentd.Engine, opts Options) *Server {
 	opts.setDefaults()
 	s := &Server{engine: e, opts: opts, log: opts.Logger, metrics: opts.Metrics}
+	s.tracing = newRequestTracing(opts)
 	s.authRequired = opts.Tokens != nil || (opts.TLS != nil && opts.TLS.ClientCertificates())
 	if es, ok := e.(EngineStats); ok {
 		s.metrics.watchEngine(es)

@@ -13,12 +13,13 @@ import (
 )
 
 // Command is what every command to an intent grain has: the id of the intent it is for,
-// which the grain checks against its own identity, and the request id it deduplicates
-// retries on.
+// which the grain checks against its own identity, the request id it deduplicates
+// retries on, and the sender's trace context, which the owner's spans continue.
 type Command interface {
 	proto.Message
 	GetRequestId() string
 	GetIntentId() string
+	GetTraceContext() string
 }
 
 // The commands; a new one that lacks a request id does not compile.
@@ -30,6 +31,25 @@ var (
 	_ Command = (*Proved)(nil)
 	_ Command = (*GetStatus)(nil)
 )
+
+// SetTraceContext sets a command's trace_context: the W3C traceparent of the sender's
+// span, which the owner's spans continue.
+func SetTraceContext(cmd Command, traceparent string) {
+	switch c := cmd.(type) {
+	case *CreateIntent:
+		c.TraceContext = traceparent
+	case *Propose:
+		c.TraceContext = traceparent
+	case *Expire:
+		c.TraceContext = traceparent
+	case *Resume:
+		c.TraceContext = traceparent
+	case *Proved:
+		c.TraceContext = traceparent
+	case *GetStatus:
+		c.TraceContext = traceparent
+	}
+}
 
 // NewErrorReply is the reply that carries err across a node. An *intentd.Error keeps its
 // kind, code and message; an internal error, or an error of another type, crosses as the

@@ -141,3 +141,28 @@ func roundTrip[M proto.Message](t *testing.T, m M) M {
 	}
 	return out
 }
+
+// TestSetTraceContext sets the trace context of each command, which crosses the wire
+// with it; a command sent without one has none.
+func TestSetTraceContext(t *testing.T) {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, cmd := range []Command{&CreateIntent{}, &Propose{}, &Expire{}, &Resume{}, &Proved{}, &GetStatus{}} {
+		t.Run(string(cmd.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
+			if cmd.GetTraceContext() != "" {
+				t.Fatalf("a new command has trace context %q", cmd.GetTraceContext())
+			}
+			SetTraceContext(cmd, tp)
+			data, err := proto.Marshal(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cmd.ProtoReflect().New().Interface().(Command)
+			if err := proto.Unmarshal(data, got); err != nil {
+				t.Fatal(err)
+			}
+			if got.GetTraceContext() != tp {
+				t.Fatalf("trace context after the wire = %q, want %q", got.GetTraceContext(), tp)
+			}
+		})
+	}
+}

@@ -235,8 +235,12 @@ type CreateIntent struct {
 	Snapshot []byte `protobuf:"bytes,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// expires_at_unix_nano is the intent's deadline, for the expiry index.
 	ExpiresAtUnixNano int64 `protobuf:"varint,5,opt,name=expires_at_unix_nano,json=expiresAtUnixNano,proto3" json:"expires_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,6,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateIntent) Reset() {
@@ -304,6 +308,13 @@ func (x *CreateIntent) GetExpiresAtUnixNano() int64 {
 	return 0
 }
 
+func (x *CreateIntent) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return ""
+}
+
 // Propose makes the one proposal of an open intent. Reply: Done once the intent is
 // processing on disk, or ErrorReply (busy when the grain's node has no proving slot).
 type Propose struct {
@@ -317,7 +328,11 @@ type Propose struct {
 	// purchase marks the proposal of a purchase under its intent's mandate, sent by the
 	// member the purchase reached after the mandate took it: an intent that is a
 	// mandate's purchase takes no other proposal.
-	Purchase      bool `protobuf:"varint,5,opt,name=purchase,proto3" json:"purchase,omitempty"`
+	Purchase bool `protobuf:"varint,5,opt,name=purchase,proto3" json:"purchase,omitempty"`
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,6,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -385,6 +400,13 @@ func (x *Propose) GetPurchase() bool {
 		return x.Purchase
 	}
 	return false
+}
+
+func (x *Propose) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return ""
 }
 
 // AgentSignature mirrors intentd.AgentSignature.
@@ -544,9 +566,13 @@ func (x *Agent) GetTag() string {
 // Expire ends an open intent whose deadline has passed and changes nothing otherwise.
 // Reply: StatusReply with the intent as it then is, or ErrorReply.
 type Expire struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IntentId  string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,3,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -595,12 +621,23 @@ func (x *Expire) GetIntentId() string {
 	return ""
 }
 
+func (x *Expire) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return ""
+}
+
 // Resume restarts the proving of an intent found processing (after its node stopped).
 // Reply: Done or ErrorReply.
 type Resume struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IntentId  string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,3,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -649,15 +686,26 @@ func (x *Resume) GetIntentId() string {
 	return ""
 }
 
+func (x *Resume) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return ""
+}
+
 // Proved hands the grain the outcome of proving, to be written as the intent's terminal
 // state. Proving may run on another node than the grain's after a move. Reply:
 // StatusReply with the intent as it then is (an outcome for an intent no longer
 // processing is dropped), or ErrorReply.
 type Proved struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
-	Outcome       *Outcome               `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IntentId  string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	Outcome   *Outcome               `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,4,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -713,12 +761,23 @@ func (x *Proved) GetOutcome() *Outcome {
 	return nil
 }
 
+func (x *Proved) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return ""
+}
+
 // GetStatus asks for an intent's status through its grain, which expires an open intent
 // past its deadline first. Reply: StatusReply or ErrorReply.
 type GetStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	IntentId  string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	// trace_context is the sender's span as a W3C traceparent header value
+	// ("00-<trace id>-<span id>-<flags>"), so that the owner's spans join the trace of
+	// the request that sent the command; empty when the sender does not trace.
+	TraceContext  string `protobuf:"bytes,3,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -763,6 +822,13 @@ func (x *GetStatus) GetRequestId() string {
 func (x *GetStatus) GetIntentId() string {
 	if x != nil {
 		return x.IntentId
+	}
+	return ""
+}
+
+func (x *GetStatus) GetTraceContext() string {
+	if x != nil {
+		return x.TraceContext
 	}
 	return ""
 }
@@ -1261,21 +1327,23 @@ var File_intent_proto protoreflect.FileDescriptor
 
 const file_intent_proto_rawDesc = "" +
 	"\n" +
-	"\fintent.proto\x12\x12intentd.cluster.v1\"\xb4\x01\n" +
+	"\fintent.proto\x12\x12intentd.cluster.v1\"\xd9\x01\n" +
 	"\fCreateIntent\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1b\n" +
 	"\tpolicy_id\x18\x03 \x01(\tR\bpolicyId\x12\x1a\n" +
 	"\bsnapshot\x18\x04 \x01(\fR\bsnapshot\x12/\n" +
-	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\"\xb7\x01\n" +
+	"\x14expires_at_unix_nano\x18\x05 \x01(\x03R\x11expiresAtUnixNano\x12#\n" +
+	"\rtrace_context\x18\x06 \x01(\tR\ftraceContext\"\xdc\x01\n" +
 	"\aPropose\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x1a\n" +
 	"\bsolution\x18\x03 \x01(\tR\bsolution\x128\n" +
 	"\x05agent\x18\x04 \x01(\v2\".intentd.cluster.v1.AgentSignatureR\x05agent\x12\x1a\n" +
-	"\bpurchase\x18\x05 \x01(\bR\bpurchase\"\xe8\x01\n" +
+	"\bpurchase\x18\x05 \x01(\bR\bpurchase\x12#\n" +
+	"\rtrace_context\x18\x06 \x01(\tR\ftraceContext\"\xe8\x01\n" +
 	"\x0eAgentSignature\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x14\n" +
@@ -1287,24 +1355,28 @@ const file_intent_proto_rawDesc = "" +
 	"\x04body\x18\b \x01(\fR\x04body\"+\n" +
 	"\x05Agent\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
-	"\x03tag\x18\x02 \x01(\tR\x03tag\"D\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\"i\n" +
 	"\x06Expire\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
-	"\tintent_id\x18\x02 \x01(\tR\bintentId\"D\n" +
+	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12#\n" +
+	"\rtrace_context\x18\x03 \x01(\tR\ftraceContext\"i\n" +
 	"\x06Resume\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
-	"\tintent_id\x18\x02 \x01(\tR\bintentId\"{\n" +
+	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12#\n" +
+	"\rtrace_context\x18\x03 \x01(\tR\ftraceContext\"\xa0\x01\n" +
 	"\x06Proved\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x125\n" +
-	"\aoutcome\x18\x03 \x01(\v2\x1b.intentd.cluster.v1.OutcomeR\aoutcome\"G\n" +
+	"\aoutcome\x18\x03 \x01(\v2\x1b.intentd.cluster.v1.OutcomeR\aoutcome\x12#\n" +
+	"\rtrace_context\x18\x04 \x01(\tR\ftraceContext\"l\n" +
 	"\tGetStatus\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
-	"\tintent_id\x18\x02 \x01(\tR\bintentId\"\xba\x02\n" +
+	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12#\n" +
+	"\rtrace_context\x18\x03 \x01(\tR\ftraceContext\"\xba\x02\n" +
 	"\aOutcome\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.intentd.cluster.v1.StateR\x05state\x12\x1a\n" +
 	"\bevidence\x18\x02 \x01(\fR\bevidence\x12\x16\n" +

@@ -28,6 +28,7 @@ func (m *Main) openEngine(ctx context.Context, key *crypto.SigningKey, extractor
 	}
 	ecfg.Logger = m.logger.With("component", "engine")
 	ecfg.Observer = metrics.Observer()
+	ecfg.TracerProvider, _ = m.tracing()
 	if c.Cluster.Bind != "" {
 		cc, err := m.clusterConfig()
 		if err != nil {

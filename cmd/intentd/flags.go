@@ -63,6 +63,8 @@ type Config struct {
 	RotateSigningKey bool
 	// Pprof is the address of a listener serving net/http/pprof; empty: none.
 	Pprof string
+	// Traces is where spans go; traces are off without an endpoint.
+	Traces TraceConfig
 }
 
 // LogConfig is how the service logs.
@@ -215,6 +217,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
 	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
 	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
+	fs.StringVar(&c.Traces.Endpoint, "otlp-endpoint", "", "base URL of an OpenTelemetry collector's OTLP/HTTP receiver (http://HOST:4318, or https://); spans of requests and of the engine's steps are posted to its /v1/traces (docs/operating.md, Traces); empty: traces off")
+	fs.Float64Var(&c.Traces.Sample, "trace-sample", 1, "share of the traces started here that are recorded, 0 to 1, with --otlp-endpoint; a request with a traceparent header is recorded as its caller decided")
 	fs.IntVar(&c.API.Limits.MaxPolicySourceBytes, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
@@ -386,6 +390,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-policy-source %d: want 1 to %d (the policy language's limit)", c.API.Limits.MaxPolicySourceBytes, policy.MaxSourceBytes)
 	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
+		return err
+	}
+	if err := c.Traces.validate(); err != nil {
 		return err
 	}
 	if err := c.validateTLS(); err != nil {

@@ -22,6 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/cluster/clustertls"
 	"github.com/intentd/intentd/crypto"
@@ -104,6 +107,11 @@ type Main struct {
 
 	// tuneEngine lets tests set engine options that have no flag.
 	tuneEngine func(*actors.Config)
+	// tracerProvider makes the spans of the engine and the HTTP server: the one
+	// openTracing made for --otlp-endpoint, or a test's; nil: otel's global no-op.
+	// traces is the one openTracing made, which Close shuts down.
+	tracerProvider trace.TracerProvider
+	traces         *sdktrace.TracerProvider
 
 	logger  *slog.Logger
 	catalog *evidence.Catalog
@@ -170,6 +178,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	tokens, extractor, err := m.readInputs()
 	if err != nil {
+		return err
+	}
+	if err := m.openTracing(ctx); err != nil {
 		return err
 	}
 	if err := m.openStore(ctx); err != nil {
@@ -435,6 +446,8 @@ func (m *Main) Close() error {
 	if m.natsSrv != nil {
 		m.natsSrv.Shutdown()
 	}
+	// Last, so that the spans of the requests and proofs that ended the stop are sent.
+	m.closeTracing()
 	if m.logger != nil {
 		m.logger.Info("stopped")
 	}

@@ -25,6 +25,7 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	opts.LogRequests = c.Log.Requests
 	opts.Console = c.API.UI
 	opts.Metrics = metrics
+	opts.TracerProvider, opts.Propagator = m.tracing()
 	opts.Ready = m.engine.Ready()
 	if w, ok := m.store.(interface{ Writable() error }); ok {
 		opts.Writable = w.Writable
