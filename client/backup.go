@@ -2,10 +2,15 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 )
+
+// ErrBackupBroken is wrapped by Backup's error when the server began the backup and
+// did not finish it: what was copied is not a whole backup.
+var ErrBackupBroken = errors.New("the server broke the backup off")
 
 // Backup asks the server for an online backup of its store (POST /admin/backup, admin
 // role) and copies it to w as it comes, returning the bytes copied. The backup is a
@@ -23,7 +28,7 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
-		return n, fmt.Errorf("POST /admin/backup: the backup stopped after %d bytes: %w", n, err)
+		return n, fmt.Errorf("POST /admin/backup: %w after %d bytes (its log says why): %w", ErrBackupBroken, n, err)
 	}
 	return n, nil
 }

@@ -47,7 +47,11 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprout
 	w.Header().Set("Content-Disposition", `attachment; filename="`+b.Name()+`"`)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	dw := &deadlineWriter{w: w, rc: http.NewResponseController(w), every: s.opts.WriteTimeout}
+	rc := http.NewResponseController(w)
+	// The status at once: the caller knows the backup began, and a failure from here
+	// on is a broken answer, not a server that never answered.
+	_ = rc.Flush()
+	dw := &deadlineWriter{w: w, rc: rc, every: s.opts.WriteTimeout}
 	n, err := b.WriteTo(dw)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "backup failed while it was sent: the answer is broken off", "err", err, "bytes", n)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/intentd/intentd/client"
 	"github.com/intentd/intentd/internal/backup"
 )
 
@@ -41,6 +42,9 @@ func (c *cli) backup(args []string) error {
 	// does not bound it; an interrupt does, and the server lets go of a caller that
 	// stops reading.
 	n, err := api.Backup(c.ctx, f)
+	if errors.Is(err, client.ErrBackupBroken) {
+		return fmt.Errorf("%w; nothing was kept", err)
+	}
 	if err != nil {
 		return c.reach(err)
 	}
