@@ -120,7 +120,7 @@ type RestoreStats struct {
 }
 
 // restoreWindow is how many publications a restore has in flight.
-const restoreWindow = 256
+const restoreWindow = 1024
 
 // Restore makes the store's stream on the servers of opts from a backup Backup wrote,
 // with every record at the sequence it had, so that event ids stay what they were.
