@@ -48,6 +48,9 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprout
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// The server's WriteTimeout counts from the request, and a checkpoint may have
+	// taken some of it.
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	// The status at once: the caller knows the backup began, and a failure from here
 	// on is a broken answer, not a server that never answered.
 	_ = rc.Flush()

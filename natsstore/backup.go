@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/intentd/intentd/internal/redact"
 )
@@ -119,8 +121,10 @@ type RestoreStats struct {
 	Last    uint64
 }
 
-// restoreWindow is how many publications a restore has in flight.
-const restoreWindow = 1024
+// restoreBatch is how many records a restore writes in one atomic batch: one write,
+// and one sync, of the server's for each (its limit is 1,000 by default), where a write
+// of each record waited for a sync of its own.
+const restoreBatch = 500
 
 // Restore makes the store's stream on the servers of opts from a backup Backup wrote,
 // with every record at the sequence it had, so that event ids stay what they were.
@@ -187,7 +191,7 @@ func Restore(ctx context.Context, opts Options, r io.Reader) (RestoreStats, erro
 		return st, fmt.Errorf("nats store: create stream %s: %w", s.name, err)
 	}
 	s.stream = stream
-	if err := s.restoreRecords(ctx, first, dec, &st); err != nil {
+	if err := s.restoreRecords(ctx, nc, first, dec, &st); err != nil {
 		del, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if derr := js.DeleteStream(del, s.name); derr != nil {
@@ -207,39 +211,53 @@ func Restore(ctx context.Context, opts Options, r io.Reader) (RestoreStats, erro
 // deleted records, purged once the restore is done.
 func (s *Store) gapSubject() string { return s.prefix + ".restore.gap" }
 
-func (s *Store) restoreRecords(ctx context.Context, first backupRecord, dec *backupDecoder, st *RestoreStats) error {
-	type pending struct {
-		ack jetstream.PubAckFuture
-		seq uint64
-	}
-	var inflight []pending
-	drain := func(keep int) error {
-		for len(inflight) > keep {
-			p := inflight[0]
-			inflight = inflight[1:]
-			select {
-			case ack := <-p.ack.Ok():
-				if ack.Sequence != p.seq {
-					return fmt.Errorf("nats store: restore: a record meant for sequence %d was written at %d (is something else writing to stream %s?)", p.seq, ack.Sequence, s.name)
+func (s *Store) restoreRecords(ctx context.Context, nc *nats.Conn, first backupRecord, dec *backupDecoder, st *RestoreStats) error {
+	next := first.seq // the sequence the next record written takes
+	var batch []*nats.Msg
+	// A rollup must be the first record of its subject in a batch (the server's rule):
+	// a second snapshot of an intent begins a new batch.
+	inBatch := map[string]bool{}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		clear(inBatch)
+		id := nuid.Next()
+		for i, m := range batch {
+			if m.Header == nil {
+				m.Header = nats.Header{}
+			}
+			m.Header.Set(hdrBatchID, id)
+			m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+			if i < len(batch)-1 {
+				if err := nc.PublishMsg(m); err != nil {
+					return fmt.Errorf("nats store: restore: write sequence %d: %w", next-uint64(len(batch))+uint64(i), err)
 				}
-			case err := <-p.ack.Err():
-				return fmt.Errorf("nats store: restore: write sequence %d: %w", p.seq, err)
-			case <-ctx.Done():
-				return ctx.Err()
 			}
 		}
+		commit := batch[len(batch)-1]
+		commit.Header.Set(hdrBatchCommit, "1")
+		ack, err := s.js.PublishMsg(ctx, commit)
+		if err != nil {
+			return fmt.Errorf("nats store: restore: write sequences %d to %d: %w", next-uint64(len(batch)), next-1, err)
+		}
+		if ack.Sequence != next-1 {
+			return fmt.Errorf("nats store: restore: the records meant for sequences up to %d were written up to %d (is something else writing to stream %s?)", next-1, ack.Sequence, s.name)
+		}
+		batch = batch[:0]
 		return nil
 	}
-	next := first.seq
-	publish := func(m *nats.Msg) error {
-		ack, err := s.js.PublishMsgAsync(m)
-		if err != nil {
-			return fmt.Errorf("nats store: restore: write sequence %d: %w", next, err)
+	add := func(m *nats.Msg) error {
+		if inBatch[m.Subject] && m.Header.Get(hdrRollup) != "" {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
-		inflight = append(inflight, pending{ack, next})
+		inBatch[m.Subject] = true
+		batch = append(batch, m)
 		next++
-		if len(inflight) >= restoreWindow {
-			return drain(restoreWindow / 2)
+		if len(batch) >= restoreBatch {
+			return flush()
 		}
 		return nil
 	}
@@ -247,7 +265,7 @@ func (s *Store) restoreRecords(ctx context.Context, first backupRecord, dec *bac
 	fill := func(upTo uint64) error {
 		for next < upTo {
 			gaps++
-			if err := publish(&nats.Msg{Subject: s.gapSubject()}); err != nil {
+			if err := add(&nats.Msg{Subject: s.gapSubject()}); err != nil {
 				return err
 			}
 		}
@@ -257,8 +275,7 @@ func (s *Store) restoreRecords(ctx context.Context, first backupRecord, dec *bac
 		if err := fill(rec.seq); err != nil {
 			return err
 		}
-		m := &nats.Msg{Subject: rec.subject, Data: rec.data, Header: restoredHeader(rec.header)}
-		if err := publish(m); err != nil {
+		if err := add(&nats.Msg{Subject: rec.subject, Data: rec.data, Header: restoredHeader(rec.header)}); err != nil {
 			return err
 		}
 		st.Records++
@@ -274,7 +291,7 @@ func (s *Store) restoreRecords(ctx context.Context, first backupRecord, dec *bac
 			return err
 		}
 	}
-	if err := drain(0); err != nil {
+	if err := flush(); err != nil {
 		return err
 	}
 	st.Last = next - 1
@@ -288,7 +305,8 @@ func (s *Store) restoreRecords(ctx context.Context, first backupRecord, dec *bac
 
 // restoredHeader is a record's header as a restore writes it: without the headers of
 // the write that made it (its batch, the sequence it expected, its id for the
-// server's duplicate window), which would refuse or hold the write again.
+// server's duplicate window), which would refuse or hold the write again; the restore
+// writes batches of its own.
 func restoredHeader(h nats.Header) nats.Header {
 	if len(h) == 0 {
 		return nil

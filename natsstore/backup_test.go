@@ -150,6 +150,10 @@ func TestBackupRestore(t *testing.T) {
 	if _, err := storetest.BeginAndFinish(ctx, src, "c", "P", []byte("done c"), deadline, ev); err != nil {
 		t.Fatal(err)
 	}
+	// A spent nonce is a record with a time to live.
+	if err := src.SpendNonce(ctx, "agent", "n1", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
 	st, err := src.Backup(ctx, &buf)
 	if err != nil {
@@ -225,5 +229,38 @@ func TestRestoreCutShort(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	if _, err := js.Stream(ctx, StreamOf("")); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("the stream of a failed restore: %v, want none", err)
+	}
+}
+
+// TestRestoreRollupsOfOneSubject restores a backup that holds two snapshots of one
+// intent, the older read before the newer rolled it up: the server takes a rollup only
+// as the first record of its subject in a batch, and the restore applies it again.
+func TestRestoreRollupsOfOneSubject(t *testing.T) {
+	roll := nats.Header{hdrRollup: {"sub"}}
+	data := encodeRecords(t, 4,
+		backupRecord{seq: 1, subject: "intentd.intent.x", header: roll, data: []byte("open")},
+		backupRecord{seq: 2, subject: "intentd.intent.x", header: roll, data: []byte("processing")},
+		backupRecord{seq: 3, subject: "intentd.intent.y", header: roll, data: []byte("open")},
+	)
+	dst := embed(t)
+	ctx := context.Background()
+	st, err := Restore(ctx, Options{URLs: []string{dst.URL()}}, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 3 || st.Last != 4 {
+		t.Fatalf("restore = %+v, want 3 records up to 4", st)
+	}
+	s := open(t, dst.URL())
+	defer s.Close()
+	if b, err := s.Intent(ctx, "x"); err != nil || string(b) != "processing" {
+		t.Fatalf("intent x = %q, %v", b, err)
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 || info.State.LastSeq != 4 {
+		t.Fatalf("the stream holds %d records up to %d, want 2 up to 4", info.State.Msgs, info.State.LastSeq)
 	}
 }

@@ -355,6 +355,7 @@ func TestRestoreRefuses(t *testing.T) {
 		{"not a backup", write([]byte("this is a text file, and no backup of anything\n")), restoreArgs(dir0), false, "the backup is damaged or not an intentd backup"},
 		{"missing", filepath.Join(t.TempDir(), "none.tar.gz"), restoreArgs(dir0), false, "no such file"},
 		{"the other store", file, []string{other}, false, "the flags name"},
+		{"a log folder that holds something", file, append(restoreArgs(dir0), "--tlog-dir", dir0), false, "the log folder (--tlog-dir)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")

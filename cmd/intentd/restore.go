@@ -72,8 +72,15 @@ func (m *Main) Restore(ctx context.Context, r io.Reader) (string, error) {
 	}
 	external := c.Store != "pebble" && !c.Nats.Embed
 	if !external {
-		if err := emptyTarget(data); err != nil {
+		if err := emptyTarget("the data folder", data); err != nil {
 			return "", err
+		}
+	}
+	if c.Tlog.Dir != "" {
+		// A log kept apart and left as it was would hold the outcomes recorded after the
+		// backup, which the restored store lacks.
+		if err := emptyTarget("the log folder (--tlog-dir)", c.Tlog.Dir); err != nil {
+			return "", fmt.Errorf("%w; the log is rebuilt from the restored store at its first start", err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
@@ -131,8 +138,8 @@ func (m *Main) Restore(ctx context.Context, r io.Reader) (string, error) {
 	return fmt.Sprintf("restored the backup of %s into %s; start intentd with the same flags", h.Created.Format("2006-01-02 15:04:05 UTC"), what), nil
 }
 
-// emptyTarget refuses a data folder that holds anything.
-func emptyTarget(dir string) error {
+// emptyTarget refuses a folder (what) that holds anything.
+func emptyTarget(what, dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -140,7 +147,7 @@ func emptyTarget(dir string) error {
 	case err != nil:
 		return err
 	case len(entries) > 0:
-		return fmt.Errorf("the data folder %s is not empty: a restore goes into a new or empty folder, and never writes over a store (move it away first)", dir)
+		return fmt.Errorf("%s %s is not empty: a restore goes into a new or empty folder, and never writes over a store (move it away first)", what, dir)
 	}
 	return nil
 }
