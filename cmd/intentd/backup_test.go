@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -232,7 +233,7 @@ func TestBackupUnderLoad(t *testing.T) {
 		// restored server's recovery: success either way.
 		r.waitStatus(id, "success")
 	}
-	for _, id := range append(decided[:3], proposed[:min(3, len(proposed))]...) {
+	for _, id := range slices.Concat(decided, proposed) {
 		p := r.do("GET", "/intents/"+id+"/proof", "", nil)
 		if _, err := iproof.Verify(p.body, pub); err != nil {
 			t.Errorf("the proof of %s after the restore: %v\n%s", id, err, p)
