@@ -74,9 +74,9 @@ func restore(t *testing.T, dir, file string, args ...string) (string, int) {
 	return out.String(), code
 }
 
-// load creates and decides intents on s until stop is closed, and reports each intent
-// whose creation, and each whose proposal, was acknowledged, with the time of the
-// acknowledgement. It talks HTTP itself: a test's helpers may not fail it from here.
+// load creates and decides intents on s from workers goroutines until stop is closed,
+// and reports each intent whose creation, and each whose proposal, was acknowledged,
+// with the time of the acknowledgement. It talks HTTP itself: a test's helpers may not fail it from here.
 type load struct {
 	mu       sync.Mutex
 	created  map[string]time.Time
@@ -85,7 +85,7 @@ type load struct {
 	done     chan struct{}
 }
 
-func startLoad(s *testServer, stop <-chan struct{}) *load {
+func startLoad(s *testServer, stop <-chan struct{}, workers int) *load {
 	l := &load{created: map[string]time.Time{}, proposed: map[string]time.Time{}, done: make(chan struct{})}
 	post := func(path string, body []byte) (int, error) {
 		req, _ := http.NewRequest("POST", s.url+path, bytes.NewReader(body))
@@ -100,37 +100,40 @@ func startLoad(s *testServer, stop <-chan struct{}) *load {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	go func() {
-		defer close(l.done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := uuid.NewString()
+				intent := s.intentJSON(id)
+				auth, err := crypto.SignEd25519(s.key, intent)
+				if err != nil {
+					l.fail("sign: %v", err)
+					return
+				}
+				a, _ := json.Marshal(auth)
+				if code, err := post("/intents", fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, intent, a)); err != nil || code != http.StatusOK {
+					l.fail("POST /intents: %d %v", code, err)
+					return
+				}
+				l.note(l.created, id)
+				if i%5 == 4 {
+					continue // left open
+				}
+				if code, err := post("/intents/"+id+"/proposal", []byte(`{"solution":"`+solutionPasses+`"}`)); err != nil || code != http.StatusOK {
+					l.fail("POST proposal: %d %v", code, err)
+					return
+				}
+				l.note(l.proposed, id)
 			}
-			id := uuid.NewString()
-			intent := s.intentJSON(id)
-			auth, err := crypto.SignEd25519(s.key, intent)
-			if err != nil {
-				l.fail("sign: %v", err)
-				return
-			}
-			a, _ := json.Marshal(auth)
-			if code, err := post("/intents", fmt.Appendf(nil, `{"intent":%s,"authorship":%s}`, intent, a)); err != nil || code != http.StatusOK {
-				l.fail("POST /intents: %d %v", code, err)
-				return
-			}
-			l.note(l.created, id)
-			if i%5 == 4 {
-				continue // left open
-			}
-			if code, err := post("/intents/"+id+"/proposal", []byte(`{"solution":"`+solutionPasses+`"}`)); err != nil || code != http.StatusOK {
-				l.fail("POST proposal: %d %v", code, err)
-				return
-			}
-			l.note(l.proposed, id)
-		}
-	}()
+		})
+	}
+	go func() { wg.Wait(); close(l.done) }()
 	return l
 }
 
@@ -188,7 +191,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 
 	stop := make(chan struct{})
-	l := startLoad(s, stop)
+	l := startLoad(s, stop, 4)
 	time.Sleep(300 * time.Millisecond) // the load under way
 	began := time.Now()
 	file := s.takeBackup()
