@@ -128,6 +128,9 @@ const (
 	// NATS: given fewer replicas or another layout). Reads and writes are refused until an
 	// operator puts it back or restarts the service.
 	CodeStoreChanged = "store_changed"
+	// CodeBackupInProgress (503): POST /admin/backup while another backup is being
+	// taken; one at a time keeps a backup from doubling the load it puts on the store.
+	CodeBackupInProgress = "backup_in_progress"
 	// CodeMemberUnavailable: in a cluster, the member that holds the intent did not
 	// answer (it is gone and the cluster has not yet moved its intents, or it is
 	// overloaded). A write may or may not have been made: read the status, then retry.

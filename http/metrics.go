@@ -255,7 +255,7 @@ var errorCodes = map[string]bool{
 	intentd.CodeInvalidID: true, intentd.CodeAttrsMismatch: true, intentd.CodeInvalidProposal: true,
 	intentd.CodeTooManySubscribers: true, intentd.CodeShuttingDown: true, intentd.CodeCanceled: true,
 	intentd.CodeProofNotReady: true, intentd.CodeNoProof: true, intentd.CodeStorageFull: true, intentd.CodeStoreUnavailable: true, intentd.CodeMemberUnavailable: true,
-	intentd.CodeStoreMissing: true, intentd.CodeStoreChanged: true,
+	intentd.CodeStoreMissing: true, intentd.CodeStoreChanged: true, intentd.CodeBackupInProgress: true,
 	intentd.CodePreviewLimit: true, intentd.CodeLogNotFound: true,
 	intentd.CodeAgentSignatureRequired: true, intentd.CodeAgentSignatureInvalid: true,
 	intentd.CodeAgentSignatureReplayed: true, intentd.CodeAgentNotDelegated: true,

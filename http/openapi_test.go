@@ -85,7 +85,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeCapacityExceeded, intentd.CodePolicyInUse, intentd.CodePolicyInvalid, intentd.CodeInvalidIntent,
 		intentd.CodeInvalidID, intentd.CodeAttrsMismatch, intentd.CodeInvalidProposal, intentd.CodeTooManySubscribers,
 		intentd.CodeShuttingDown, intentd.CodeProofNotReady, intentd.CodeNoProof, intentd.CodeStorageFull, intentd.CodeStoreUnavailable,
-		intentd.CodeStoreMissing, intentd.CodeStoreChanged,
+		intentd.CodeStoreMissing, intentd.CodeStoreChanged, intentd.CodeBackupInProgress,
 		intentd.CodePreviewLimit, intentd.CodeMemberUnavailable, intentd.CodeLogNotFound,
 		intentd.CodeAgentSignatureRequired, intentd.CodeAgentSignatureInvalid, intentd.CodeAgentSignatureReplayed, intentd.CodeAgentNotDelegated,
 		intentd.CodeMandateNotFound, intentd.CodeMandateExists, intentd.CodeInvalidMandate, intentd.CodeInvalidPurchase,

@@ -50,6 +50,7 @@ var routes = []route{
 	{"GET", "/log/checkpoint", RoleRead, (*Server).handleLogCheckpoint},
 	{"GET", "/log/tile/*path", RoleRead, (*Server).handleLogTile},
 	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
+	{"POST", "/admin/backup", RoleAdmin, (*Server).handleBackup},
 }
 
 // unmatchedRoute is the route label of every request no route serves: a path that is
@@ -232,6 +233,9 @@ func (s *Server) chain(rt *route, preflight bool, h httprouter.Handle) httproute
 func (s *Server) call(h httprouter.Handle, w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	defer func() {
 		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // a response already begun, ended broken on purpose (backup.go)
+			}
 			s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
 			Error(w, r, s.log, intentd.Errorf(intentd.KindInternal, intentd.CodeInternal, "internal error"))
 		}

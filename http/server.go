@@ -96,6 +96,9 @@ type Options struct {
 	// Log is the transparency log of outcomes, served under /log/ and asked for the
 	// inclusion each proof bundle carries; nil: no log, and /log/ answers 404.
 	Log TransparencyLog
+	// Backup takes an online backup of the store for POST /admin/backup; nil: the route
+	// answers 404.
+	Backup func(ctx context.Context) (Backup, error)
 	// Console serves the browser console under /ui/ (docs/console.md); false: no /ui/
 	// route, and those paths are answered as any path no route serves.
 	Console bool
@@ -168,6 +171,8 @@ type Server struct {
 	authRequired bool
 	// tracing makes the requests' spans.
 	tracing requestTracing
+	// backingUp is set while a backup is taken (backup.go).
+	backingUp atomic.Bool
 }
 
 // NewServer returns a server over e.

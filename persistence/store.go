@@ -123,6 +123,7 @@ type Store struct {
 	// issued is that ceiling, read by the committer without the lock.
 	fs         vfs.FS
 	dir        string
+	inMemory   bool // fs is an in-memory file system: no checkpoint (checkpoint.go)
 	noMark     bool
 	writeNum   atomic.Uint64
 	durable    atomic.Uint64
@@ -184,6 +185,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := newStore(db, unwatch, writers, po.FS, dir, opts)
 	s.reserve = res
+	if s.inMemory = opts.FS.fs != nil; !s.inMemory {
+		removeCheckpoints(dir, opts.Logger)
+	}
 	refs, err := s.load(opts, existed, replayed, free)
 	if err != nil {
 		s.closeDB()

@@ -158,6 +158,7 @@ func init() {
 		{"mcp", "[--agent-key FILE [--agent-tag TAG]]", "serve the agent tools (MCP) on stdin and stdout, over this server; proposals signed as the agent of FILE", (*cli).mcp},
 		{"agent", "keygen [-o FILE] | sign URL BODY", "make an agent's key pair, to sign proposals with; sign a request by hand", (*cli).agent},
 		{"mandate", "create | status ID | purchase ID SOLUTION | revoke ID", "make a standing authorization for many purchases under a budget, read it, purchase under it, revoke it", (*cli).mandate},
+		{"backup", "-o FILE", "save an online backup of the server's store in FILE, checked whole (admin role); intentd restore brings it back", (*cli).backup},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
 }

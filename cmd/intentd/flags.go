@@ -221,7 +221,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Float64Var(&c.Traces.Sample, "trace-sample", 1, "share of the traces started here that are recorded, 0 to 1, with --otlp-endpoint; a request with a traceparent header is recorded as its caller decided")
 	fs.IntVar(&c.API.Limits.MaxPolicySourceBytes, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: intentd [flags]\n       intentd restore [flags] FILE   (a backup taken with intentctl backup, into a new --data or stream; docs/operating.md)\n\nEach flag can also be set by the environment variable INTENTD_<NAME>,\nfor example INTENTD_LISTEN or INTENTD_ALLOW_UNSIGNED; a flag given here wins.\n\n")
 		fs.PrintDefaults()
 	}
 

@@ -41,6 +41,12 @@ func main() {
 	// intentd starts (systemctl reload right after start) must wait for the start.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	if len(os.Args) > 1 && os.Args[1] == "restore" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runRestore(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

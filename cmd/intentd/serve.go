@@ -43,6 +43,7 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 		PublicKey:            crypto.EncodeBase58(key.PublicKey()),
 		KeyID:                key.ID(),
 	}
+	opts.Backup = m.backup
 	if c.Cluster.Bind != "" {
 		opts.Info.Cluster = &intentd.ClusterInfo{Name: c.Cluster.Name}
 		opts.ClusterMembers = m.engine.ClusterMembers
