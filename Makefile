@@ -33,8 +33,10 @@ run: ## run intentd with the embedded defaults (Pebble in ./data, the demo catal
 .PHONY: test
 test: ## vet, every test with the race detector, the end-to-end suite again on NATS, and the cluster member tests (what CI runs)
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 $(PKGS)
-	INTENTD_TEST_STORE=nats $(GO) test -race -count=1 ./cmd/intentd/
+	@# cmd/intentd's end-to-end suite runs for minutes; past go test's default 10m
+	@# a loaded machine failed it whole.
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+	INTENTD_TEST_STORE=nats $(GO) test -race -count=1 -timeout 25m ./cmd/intentd/
 	@# protoactor-go races with itself with several cluster members in one process, so
 	@# the tests of real members are built without the race detector (docs/cluster.md).
 	$(GO) test -count=1 ./cluster/...
