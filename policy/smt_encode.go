@@ -490,28 +490,27 @@ func (pe *polEnc) binary(x *binaryExpr) (v, ok string) {
 	return pe.node("Bool", pe.compare(x.op, xv, yv)), pe.node("Bool", and(xok, yok))
 }
 
+// smtCompare is each comparison's SMT function, and whether the result is negated.
+var smtCompare = map[op]struct {
+	fn  string
+	not bool
+}{
+	opEq: {"=", false}, opNe: {"=", true}, opLt: {"<", false}, opLe: {"<=", false},
+	opGt: {">", false}, opGe: {">=", false}, opIn: {"set.member", false}, opNotIn: {"set.member", true},
+}
+
 // compare is a comparison or a membership of two values.
 func (pe *polEnc) compare(o op, x, y string) string {
-	switch o {
-	case opEq:
-		return "(= " + x + " " + y + ")"
-	case opNe:
-		return "(not (= " + x + " " + y + "))"
-	case opLt:
-		return "(< " + x + " " + y + ")"
-	case opLe:
-		return "(<= " + x + " " + y + ")"
-	case opGt:
-		return "(> " + x + " " + y + ")"
-	case opGe:
-		return "(>= " + x + " " + y + ")"
-	case opIn:
-		return "(set.member " + x + " " + y + ")"
-	case opNotIn:
-		return "(not (set.member " + x + " " + y + "))"
+	c, ok := smtCompare[o]
+	if !ok {
+		pe.e.fail("the operator %s", o)
+		return "false"
 	}
-	pe.e.fail("the operator %s", o)
-	return "false"
+	t := "(" + c.fn + " " + x + " " + y + ")"
+	if c.not {
+		return not(t)
+	}
+	return t
 }
 
 // chain is a op1 b op2 c ...: each link is evaluated only if the ones before it held.
