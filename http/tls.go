@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/intentd/intentd/internal/filewatch"
 	"github.com/intentd/intentd/internal/secretfile"
 )
 
@@ -36,13 +36,7 @@ type tlsMaterial struct {
 	cert tls.Certificate
 	// clientCAs is nil without a client CA file.
 	clientCAs *x509.CertPool
-	stamps    []fileStamp
-}
-
-// fileStamp is what Watch compares to tell that a file changed.
-type fileStamp struct {
-	mod  time.Time
-	size int64
+	stamps    []filewatch.Stamp
 }
 
 // maxTLSKeyFile bounds a key file read: a PEM key is a few kilobytes at most.
@@ -97,17 +91,17 @@ func readTLS(f TLSFiles) (*tlsMaterial, error) {
 }
 
 // tlsStamps stats the files, in the order certificate, key, client CA.
-func tlsStamps(f TLSFiles) ([]fileStamp, error) {
-	var out []fileStamp
+func tlsStamps(f TLSFiles) ([]filewatch.Stamp, error) {
+	var out []filewatch.Stamp
 	for _, p := range []struct{ flag, path string }{{"--tls-cert", f.Cert}, {"--tls-key", f.Key}, {"--tls-client-ca", f.ClientCA}} {
 		if p.path == "" {
 			continue
 		}
-		info, err := os.Stat(p.path)
+		st, err := filewatch.Of(p.path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.flag, err)
 		}
-		out = append(out, fileStamp{info.ModTime(), info.Size()})
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -136,27 +130,15 @@ func (t *TLS) ClientCertificates() bool { return t.files.ClientCA != "" }
 // missing for a moment, as during a rotation that replaces the files one by one, is
 // read once it is back.
 func (t *TLS) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var failed []fileStamp // the stamps of the last change that failed to load
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now, err := tlsStamps(t.files)
-		if err != nil || slices.Equal(now, t.cur.Load().stamps) || slices.Equal(now, failed) {
-			continue
-		}
-		if err := t.Reload(); err != nil {
-			failed = now
+	filewatch.Watcher{
+		Stamps:  func() ([]filewatch.Stamp, error) { return tlsStamps(t.files) },
+		Current: func() []filewatch.Stamp { return t.cur.Load().stamps },
+		Reload:  t.Reload,
+		Failed: func(err error) {
 			log.Error("TLS files changed but cannot be used; the certificate in use stays", "err", err)
-			continue
-		}
-		failed = nil
-		log.Info("TLS files read again", "cert", t.files.Cert, "not_after", t.NotAfter())
-	}
+		},
+		Reloaded: func() { log.Info("TLS files read again", "cert", t.files.Cert, "not_after", t.NotAfter()) },
+	}.Run(ctx, interval)
 }
 
 // nextProtos are the protocols the server offers in ALPN: HTTP/2 first, so that every

@@ -15,10 +15,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/intentd/intentd/internal/filewatch"
 	"github.com/intentd/intentd/internal/secretfile"
 	"google.golang.org/grpc/credentials"
 )
@@ -42,17 +42,11 @@ type material struct {
 	cert  tls.Certificate
 	leaf  *x509.Certificate
 	pool  *x509.CertPool
-	stamp []stamp
+	stamp []filewatch.Stamp
 }
 
 // maxKeyFile bounds a key file read: a PEM key is a few hundred bytes.
 const maxKeyFile = 64 << 10
-
-// stamp is what Watch compares to tell that a file changed.
-type stamp struct {
-	mod  time.Time
-	size int64
-}
 
 // Load reads the files and checks that they make a member: the key is the
 // certificate's, kept from group and others, and the certificate chains to the CA and
@@ -104,14 +98,14 @@ func read(f Files) (*material, error) {
 }
 
 // stamps stats the three files, in the order cert, key, CA.
-func stamps(f Files) ([]stamp, error) {
-	var out []stamp
+func stamps(f Files) ([]filewatch.Stamp, error) {
+	var out []filewatch.Stamp
 	for _, p := range []string{f.Cert, f.Key, f.CA} {
-		info, err := os.Stat(p)
+		st, err := filewatch.Of(p)
 		if err != nil {
 			return nil, fmt.Errorf("cluster TLS: %w", err)
 		}
-		out = append(out, stamp{info.ModTime(), info.Size()})
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -152,47 +146,21 @@ func (c *Config) Reload() error {
 // NotAfter is when the certificate in use expires.
 func (c *Config) NotAfter() time.Time { return c.cur.Load().leaf.NotAfter }
 
-// changed reports whether a file's stamp differs from the material in use; a file that
-// cannot be read counts as unchanged, so that a rotation half done (one file written,
-// the other not yet) is read once both are there.
-func (c *Config) changed() bool {
-	now, err := stamps(c.files)
-	if err != nil {
-		return false
-	}
-	cur := c.cur.Load().stamp
-	return !slices.Equal(now, cur)
-}
-
 // Watch reads the files again whenever one of them changes, looking every interval,
 // until ctx ends. A change that does not make a member (a key that is not the
 // certificate's, a certificate of another CA) is logged once per change and the
-// material in use stays.
+// material in use stays; a file missing for a moment, as during a rotation that
+// replaces the files one by one, is read once both are there.
 func (c *Config) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var failed []stamp // the stamps of the last change that failed to load
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !c.changed() {
-			continue
-		}
-		now, _ := stamps(c.files)
-		if slices.Equal(now, failed) {
-			continue
-		}
-		if err := c.Reload(); err != nil {
-			failed = now
+	filewatch.Watcher{
+		Stamps:  func() ([]filewatch.Stamp, error) { return stamps(c.files) },
+		Current: func() []filewatch.Stamp { return c.cur.Load().stamp },
+		Reload:  c.Reload,
+		Failed: func(err error) {
 			log.Error("cluster TLS files changed but cannot be used; the certificate in use stays", "err", err)
-			continue
-		}
-		failed = nil
-		log.Info("cluster TLS files read again", "cert", c.files.Cert, "not_after", c.NotAfter())
-	}
+		},
+		Reloaded: func() { log.Info("cluster TLS files read again", "cert", c.files.Cert, "not_after", c.NotAfter()) },
+	}.Run(ctx, interval)
 }
 
 // ServerConfig is the tls.Config of the member's listener: it presents the member's
