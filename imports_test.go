@@ -36,7 +36,8 @@ var rules = map[string][]string{
 	// The transparency log is built from what any engine gives (the domain), signs with
 	// the service's key and shares its checks with the proof checker; it reaches into
 	// no engine or store, so that it runs the same over each.
-	"tlog": {".", "crypto", "internal", "proof"},
+	"tlog":    {".", "crypto", "internal", "proof"},
+	"webhook": {".", "internal"},
 }
 
 // externalTestRules name, for a package whose external tests (package x_test) may

@@ -33,6 +33,9 @@ type Info struct {
 	// they are signed with (the receipt key, under the origin's name).
 	LogOrigin      string `json:"log_origin,omitempty"`
 	LogVerifierKey string `json:"log_verifier_key,omitempty"`
+	// WebhookPublicKey is the whpk_ Ed25519 key that v1a webhook signatures verify
+	// with (docs/webhooks.md), when the server delivers webhooks.
+	WebhookPublicKey string `json:"webhook_public_key,omitempty"`
 	// Cluster is set in cluster mode: the cluster's name and the members this node
 	// sees, so that an operator can tell from any node whether it is in the cluster.
 	Cluster *ClusterInfo `json:"cluster,omitempty"`

@@ -3,6 +3,7 @@ package crypto
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -49,6 +50,17 @@ func GenerateSigningKey() (*SigningKey, error) {
 		return nil, fmt.Errorf("crypto: generate signing key: %w", err)
 	}
 	return NewSigningKey(seed)
+}
+
+// Derive is a key of its own for another use than receipts, made from this key's seed
+// and a label naming the use (HKDF-SHA256): every node holding the signing key derives
+// the same key, and a signature made with it can never pass for a receipt's.
+func (k *SigningKey) Derive(label string) (ed25519.PrivateKey, error) {
+	seed, err := hkdf.Key(sha256.New, k.priv.Seed(), nil, label, ed25519.SeedSize)
+	if err != nil {
+		return nil, fmt.Errorf("crypto: derive a key for %s: %w", label, err)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }
 
 // KeyID is the id receipts name a key by: Base58 of the SHA-256 of the 32-byte public

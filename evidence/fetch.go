@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"syscall"
 	"time"
+
+	"github.com/intentd/intentd/internal/netguard"
 )
 
 // DefaultTimeout is the time limit of one extraction over the network, as the
@@ -76,19 +78,7 @@ func newFetchConfig(maxBytes int64, opts []Option) fetchConfig {
 func newTransport(guardPrivate bool) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	if guardPrivate {
-		// Checked on the address actually dialled, after DNS, so that a name
-		// resolving (or re-resolving) to a private address is caught too.
-		d.Control = func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			ip := net.ParseIP(host)
-			if ip == nil || !publicIP(ip) {
-				return &privateAddrError{addr: host}
-			}
-			return nil
-		}
+		d.Control = netguard.Control
 	}
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -100,19 +90,6 @@ func newTransport(guardPrivate bool) *http.Transport {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-}
-
-type privateAddrError struct{ addr string }
-
-func (e *privateAddrError) Error() string {
-	return fmt.Sprintf("address %s is not a public address", e.addr)
-}
-
-func publicIP(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() ||
-		// 100.64.0.0/10, carrier-grade NAT, is as internal as the RFC 1918 ranges.
-		(ip.To4() != nil && ip.To4()[0] == 100 && ip.To4()[1]&0xc0 == 64))
 }
 
 // redirectError is returned by CheckRedirect; the extractors turn it into a
@@ -132,7 +109,7 @@ func classify(ctx context.Context, err error, extractor, what string, limit time
 	if errors.As(err, &re) {
 		return errorf(KindRedirect, extractor, err, "%s: %s", what, re.reason)
 	}
-	var pe *privateAddrError
+	var pe *netguard.Error
 	if errors.As(err, &pe) {
 		return errorf(KindUnsupported, extractor, err, "%s: %s", what, pe.Error())
 	}

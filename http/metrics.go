@@ -263,6 +263,7 @@ var errorCodes = map[string]bool{
 	intentd.CodeInvalidPurchase: true, intentd.CodeInvalidRevocation: true, intentd.CodeMandateRevoked: true,
 	intentd.CodeMandateExpired: true, intentd.CodeMandateExhausted: true, intentd.CodeRevocationForbidden: true, intentd.CodeMandatePurchase: true,
 	intentd.CodeAnalysisUnavailable: true, intentd.CodeAnalysisBusy: true, intentd.CodePolicyUnanalysable: true,
+	intentd.CodeWebhookNotFound: true, intentd.CodeInvalidWebhook: true, intentd.CodeWebhookLimit: true, intentd.CodeWebhooksUnavailable: true,
 	CodeInvalidJSON: true, CodeUnsupportedContentType: true, CodeBodyTooLarge: true, CodeMethodNotAllowed: true,
 	CodeNotFound: true, CodeMalformedAuthorship: true, CodeSupersededShape: true, CodeInvalidLastEventID: true,
 	CodeInvalidFilter: true, CodeUnauthorized: true, CodeForbidden: true, CodeLimitExceeded: true,

@@ -39,7 +39,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	seen := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			pattern := strings.NewReplacer("{intent_id}", ":id", "{policy_id}", ":id", "{mandate_id}", ":id", "{tile_path}", "*path").Replace(path)
+			pattern := strings.NewReplacer("{intent_id}", ":id", "{policy_id}", ":id", "{mandate_id}", ":id", "{webhook_id}", ":id", "{tile_path}", "*path").Replace(path)
 			key := method + " " + pattern
 			seen[key] = true
 			rt, _ := matchRoute(method, strings.ReplaceAll(pattern, ":id", "x"))
@@ -93,6 +93,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		intentd.CodeRevocationForbidden,
 		intentd.CodeMandatePurchase,
 		intentd.CodeAnalysisUnavailable, intentd.CodeAnalysisBusy, intentd.CodePolicyUnanalysable,
+		intentd.CodeWebhookNotFound, intentd.CodeInvalidWebhook, intentd.CodeWebhookLimit, intentd.CodeWebhooksUnavailable,
 		CodeInvalidJSON, CodeUnsupportedContentType, CodeBodyTooLarge, CodeMethodNotAllowed, CodeNotFound,
 		CodeMalformedAuthorship, CodeSupersededShape, CodeInvalidLastEventID, CodeInvalidFilter,
 		CodeUnauthorized, CodeForbidden, CodeLimitExceeded, CodePolicyTooLarge, CodeNotReady,

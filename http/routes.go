@@ -51,6 +51,14 @@ var routes = []route{
 	{"GET", "/log/tile/*path", RoleRead, (*Server).handleLogTile},
 	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
 	{"POST", "/admin/backup", RoleAdmin, (*Server).handleBackup},
+	{"POST", "/webhooks", RoleAdmin, (*Server).handlePostWebhook},
+	{"GET", "/webhooks", RoleAdmin, (*Server).handleGetWebhooks},
+	{"GET", "/webhooks/:id", RoleAdmin, (*Server).handleGetWebhook},
+	{"DELETE", "/webhooks/:id", RoleAdmin, (*Server).handleDeleteWebhook},
+	{"POST", "/webhooks/:id/enable", RoleAdmin, (*Server).handleEnableWebhook},
+	{"POST", "/webhooks/:id/disable", RoleAdmin, (*Server).handleDisableWebhook},
+	{"POST", "/webhooks/:id/redeliver", RoleAdmin, (*Server).handleRedeliverWebhook},
+	{"POST", "/webhooks/:id/send", RoleAdmin, (*Server).handleSendWebhook},
 }
 
 // unmatchedRoute is the route label of every request no route serves: a path that is
@@ -262,6 +270,8 @@ func idLogKey(pattern string) string {
 		return "policy_id"
 	case strings.HasPrefix(pattern, "/mandates/:id"):
 		return "mandate_id"
+	case strings.HasPrefix(pattern, "/webhooks/:id"):
+		return "webhook_id"
 	}
 	return ""
 }

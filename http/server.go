@@ -65,6 +65,9 @@ type Options struct {
 	// Analyzer analyses policies for POST /policy-analysis; nil answers that route
 	// 503 analysis_unavailable.
 	Analyzer intentd.PolicyAnalyzer
+	// Webhooks keeps the webhook endpoints of /webhooks; nil answers those routes
+	// 503 webhooks_unavailable.
+	Webhooks intentd.WebhookManager
 	// Limits bound what a request may carry beyond its body size; zero fields take
 	// their defaults.
 	Limits Limits

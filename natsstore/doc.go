@@ -18,6 +18,8 @@
 //	                        ends (nonce.go)
 //	<prefix>.mandate.<id>   a mandate's record, the last one only (each update is a
 //	                        rollup); its stream sequence is its revision (mandate.go)
+//	<prefix>.webhook.<id>   a webhook endpoint's record, or its tombstone, the last one
+//	                        only; its stream sequence is its revision (webhook.go)
 //
 // One stream rather than a stream and KV buckets, because JetStream's atomic batches and
 // its one order work within one stream: an intent's terminal write (snapshot and event)

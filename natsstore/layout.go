@@ -56,6 +56,7 @@ const (
 	kindLog      = "tlog"     // <prefix>.tlog.<index>
 	kindNonce    = "nonce"    // <prefix>.nonce.<sha-256 of an agent key and nonce, hex>
 	kindMandate  = "mandate"  // <prefix>.mandate.<id>
+	kindWebhook  = "webhook"  // <prefix>.webhook.<id>
 )
 
 // Subjects. An id that is not a plain subject token (ids are UUIDs and policy hashes,
@@ -68,6 +69,7 @@ func (s *Store) bytecodeSubject(id string) string { return s.subject(kindBytecod
 func (s *Store) eventSubject() string             { return s.prefix + "." + kindEvent }
 func (s *Store) floorSubject() string             { return s.prefix + "." + kindMeta + ".floor" }
 func (s *Store) mandateSubject(id string) string  { return s.subject(kindMandate, id) }
+func (s *Store) webhookSubject(id string) string  { return s.subject(kindWebhook, id) }
 
 // logSubject is the subject of the transparency log's entry bundle index. It is in the
 // store's one stream, which is never purged but for the event subject, so the bundles

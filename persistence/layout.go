@@ -25,6 +25,7 @@ const (
 	prefixNonce      = 'n' // n<sha-256 of key and nonce> -> 8-byte unix nanos: a spent nonce, until then (nonce.go)
 	prefixNonceEnd   = 'o' // o<8-byte unix nanos><sha-256 of key and nonce> -> "": the spent nonces by when they go
 	prefixMandate    = 'a' // a<mandate id> -> 8-byte revision, then the record (mandate.go)
+	prefixWebhook    = 'h' // h<webhook id> -> 8-byte revision, then the record (webhook.go)
 	// keyEventSeq is a key of its own, not a table: no table may take the prefix 'm',
 	// whose key of id "seq" it would be.
 	keyEventSeq = "mseq"

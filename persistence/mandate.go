@@ -39,7 +39,7 @@ func (s *Store) CreateMandate(_ context.Context, id string, record []byte) error
 	} else if ok {
 		return intentd.ErrExists
 	}
-	if err := s.putMandate(k, 1, record); err != nil {
+	if err := s.putRevisioned(k, 1, record); err != nil {
 		return err
 	}
 	s.mandateRevs.written(id, 1)
@@ -108,7 +108,7 @@ func (s *Store) UpdateMandate(_ context.Context, id string, record []byte, rev u
 	// fail, the one acknowledged before it is still to be written.
 	s.finishMu.Lock()
 	defer s.finishMu.Unlock()
-	if err := s.putMandate(key(prefixMandate, id), rev+1, record); err != nil {
+	if err := s.putRevisioned(key(prefixMandate, id), rev+1, record); err != nil {
 		return 0, err
 	}
 	s.mandateRevs.written(id, rev+1)
@@ -122,9 +122,9 @@ func mandateValue(rev uint64, record []byte) []byte {
 	return append(v, record...)
 }
 
-// putMandate writes a mandate's value in a synced batch, which commit refuses while
-// the disk is full.
-func (s *Store) putMandate(k []byte, rev uint64, record []byte) error {
+// putRevisioned writes a revisioned record's value (a mandate's, a webhook
+// endpoint's) in a synced batch, which commit refuses while the disk is full.
+func (s *Store) putRevisioned(k []byte, rev uint64, record []byte) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(k, mandateValue(rev, record), nil)
@@ -300,16 +300,22 @@ func (s *Store) closeMandates() {
 	s.writeWaitingMandates()
 }
 
-// decodeMandate reads a mandate's value (putMandate). One too short to hold a revision,
-// or of revision 0, which no write makes, is corrupt: an error that says so, so that no
-// caller decides on a revision that is not there.
+// decodeMandate reads a mandate's value (putRevisioned).
 func decodeMandate(id string, v []byte) (record []byte, rev uint64, err error) {
+	return decodeRevisioned("mandate", id, v)
+}
+
+// decodeRevisioned reads the value of a revisioned record (a mandate, a webhook
+// endpoint). One too short to hold a revision, or of revision 0, which no write makes,
+// is corrupt: an error that says so, so that no caller decides on a revision that is
+// not there.
+func decodeRevisioned(what, id string, v []byte) (record []byte, rev uint64, err error) {
 	if len(v) < mandateRevAt {
-		return nil, 0, fmt.Errorf("mandate record %s is corrupt: %d bytes, too short for its %d-byte revision", id, len(v), mandateRevAt)
+		return nil, 0, fmt.Errorf("%s record %s is corrupt: %d bytes, too short for its %d-byte revision", what, id, len(v), mandateRevAt)
 	}
 	rev = binary.BigEndian.Uint64(v[:mandateRevAt])
 	if rev == 0 {
-		return nil, 0, fmt.Errorf("mandate record %s is corrupt: revision 0", id)
+		return nil, 0, fmt.Errorf("%s record %s is corrupt: revision 0", what, id)
 	}
 	return v[mandateRevAt:], rev, nil
 }

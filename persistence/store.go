@@ -97,6 +97,8 @@ type Store struct {
 	// mandates claims the ids of the mandates being written, so that the compare of a
 	// write's revision and the write are one step (mandate.go).
 	mandates idClaims
+	// webhooks claims the ids of the webhook endpoints being written (webhook.go).
+	webhooks idClaims
 	// mandateRevs are the mandates' revisions, once read or written, and their records
 	// waiting for a batch (mandate.go).
 	mandateRevs mandateRevs

@@ -19,6 +19,7 @@ import (
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
+	"github.com/intentd/intentd/webhook"
 )
 
 // maxIntentTTL bounds --intent-ttl: deadlines are kept as Unix nanoseconds, which end in
@@ -65,6 +66,21 @@ type Config struct {
 	Pprof string
 	// Traces is where spans go; traces are off without an endpoint.
 	Traces TraceConfig
+	// Webhooks are the deliveries of outcomes to registered endpoints.
+	Webhooks WebhookConfig
+}
+
+// WebhookConfig is how outcomes are pushed to webhook endpoints (docs/webhooks.md).
+type WebhookConfig struct {
+	// AllowPrivate lets endpoints be on loopback, private and link-local addresses.
+	AllowPrivate bool
+	// Timeout bounds one delivery attempt.
+	Timeout time.Duration
+	// Schedule is the delay before each attempt of an event, as
+	// webhook.ParseSchedule reads it.
+	Schedule string
+	// Max bounds the endpoints kept.
+	Max int
 }
 
 // LogConfig is how the service logs.
@@ -214,6 +230,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.API.UI, "ui", true, "serve the browser console under /ui/ (see docs/console.md); --ui=false leaves /ui/ unserved")
 	fs.StringVar(&c.API.SMTSolver, "smt-solver", "", "the SMT solver of POST /policy-analysis: cvc5 or z3, a name on PATH or a path; empty: cvc5, else z3, else no analysis; none: no analysis")
 	fs.StringVar(&c.Pprof, "pprof", "", "address (host:port) of a second listener serving the Go profiler, net/http/pprof, with no authentication: keep it on the loopback interface; empty: off")
+	fs.BoolVar(&c.Webhooks.AllowPrivate, "webhook-allow-private", false, "let webhook endpoints be on loopback, private and link-local addresses (tests, closed networks)")
+	fs.DurationVar(&c.Webhooks.Timeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt, connection to answer")
+	fs.StringVar(&c.Webhooks.Schedule, "webhook-retry-schedule", "0s,5s,5m,30m,2h,5h,10h,10h", "delay before each attempt of a webhook event; an endpoint whose event fails the last is disabled")
+	fs.IntVar(&c.Webhooks.Max, "webhook-max", 100, "most webhook endpoints kept")
 	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
 	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
 	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
@@ -348,6 +368,9 @@ func (l *listFlag) Set(v string) error {
 }
 
 func (c *Config) validate() error {
+	if _, err := webhook.ParseSchedule(c.Webhooks.Schedule); err != nil {
+		return fmt.Errorf("--webhook-retry-schedule: %w", err)
+	}
 	switch {
 	case c.Log.Format != "text" && c.Log.Format != "json":
 		return fmt.Errorf("--log-format %q: want text or json", c.Log.Format)
@@ -367,6 +390,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--event-retention-age %s: want a positive duration", c.Engine.EventRetentionAge)
 	case c.API.MaxBody < 1:
 		return fmt.Errorf("--max-body %d: want at least 1", c.API.MaxBody)
+	case c.Webhooks.Timeout <= 0:
+		return fmt.Errorf("--webhook-timeout %s: want a positive duration", c.Webhooks.Timeout)
+	case c.Webhooks.Max < 1:
+		return fmt.Errorf("--webhook-max %d: want at least 1", c.Webhooks.Max)
 	case c.Pebble.MinFreeBytes < 0:
 		return fmt.Errorf("--min-free-disk %d: want 0 or more bytes", c.Pebble.MinFreeBytes)
 	case c.DataDir == "":

@@ -33,6 +33,7 @@ import (
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/tlog"
+	"github.com/intentd/intentd/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -153,9 +154,12 @@ type Main struct {
 	tlogDir  string
 	stopTlog context.CancelFunc
 	tlogDone chan struct{}
-	server   *intenthttp.Server
-	ln       net.Listener
-	pprof    *http.Server
+	// webhooks delivers outcomes to the registered endpoints, until stopWebhooks.
+	webhooks     *webhook.Service
+	stopWebhooks func()
+	server       *intenthttp.Server
+	ln           net.Listener
+	pprof        *http.Server
 	// cmdline is the command line /debug/pprof/cmdline shows, redacted; nil: os.Args.
 	// Tests set their own, since the test binary's is not intentd's.
 	cmdline []string
@@ -214,6 +218,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	if err := m.openEngine(ctx, key, extractor, metrics); err != nil {
+		return err
+	}
+	if err := m.openWebhooks(key, metrics); err != nil {
 		return err
 	}
 	if err := m.serve(tokens, key, metrics); err != nil {
@@ -422,6 +429,11 @@ func (m *Main) Close() error {
 		}
 	} else if m.ln != nil {
 		m.ln.Close()
+	}
+	if m.stopWebhooks != nil {
+		// Before the engine, whose closing would end the deliveries' subscriptions;
+		// each gives its lease up, so that another member takes its endpoints at once.
+		m.stopWebhooks()
 	}
 	if m.stopTlog != nil {
 		// Before the engine, whose closing would end the log's subscription.

@@ -51,6 +51,11 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	if opts.Analyzer == nil {
 		opts.Analyzer = m.analyzer(c.API.SMTSolver)
 	}
+	if m.webhooks != nil {
+		opts.Webhooks = m.webhooks
+		opts.Info.WebhookPublicKey = m.webhooks.PublicKey()
+		m.runWebhooks()
+	}
 	var served intentd.Engine = m.engine
 	if m.tlog != nil {
 		m.runTlog()
