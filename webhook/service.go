@@ -75,7 +75,7 @@ type Service struct {
 	metrics *metrics
 	wake    chan struct{}
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// running are the deliverers of the endpoints this member holds the lease of.
 	running map[string]*deliverer
 }
