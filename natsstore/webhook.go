@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,7 +54,7 @@ func (s *Store) Webhook(ctx context.Context, id string) (record []byte, rev uint
 }
 
 // Webhooks calls fn for every endpoint: the subjects of the stream's webhook records,
-// each read at its last record.
+// each read at its last record, in the order of their subjects.
 func (s *Store) Webhooks(ctx context.Context, fn func(id string, record []byte, rev uint64) error) (err error) {
 	ctx, end, err := s.call(ctx)
 	if err != nil {
@@ -63,7 +65,9 @@ func (s *Store) Webhooks(ctx context.Context, fn func(id string, record []byte, 
 	if err != nil {
 		return err
 	}
-	for subject := range info.State.Subjects {
+	// In id order, as the interface promises: the subjects sort as their ids do but
+	// for the ids written in base64 (none the service makes).
+	for _, subject := range slices.Sorted(maps.Keys(info.State.Subjects)) {
 		_, id, ok := s.parseSubject(subject)
 		if !ok {
 			continue

@@ -73,6 +73,7 @@ func Run(t *testing.T, backend Backend) {
 		{"LogBundles", testLogBundles},
 		{"Nonces", testNonces},
 		{"Mandates", testMandates},
+		{"Webhooks", testWebhooks},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, backend(t))
