@@ -199,8 +199,8 @@ func DecodeWebhookSpec(body []byte) (intentd.WebhookSpec, error) {
 		if raw.Kind() != '0' || json.Unmarshal(raw, &spec.MaxInFlight) != nil {
 			return spec, bad("max_in_flight: must be an integer")
 		}
-		if spec.MaxInFlight == 0 {
-			return spec, bad("max_in_flight: 0, want 1 to 32")
+		if spec.MaxInFlight < 1 {
+			return spec, bad("max_in_flight: %d, want 1 to 32", spec.MaxInFlight)
 		}
 	}
 	return spec, nil
