@@ -12,7 +12,7 @@ import (
 
 // documents are run in this order, each against a server of its own: the order a new
 // user reads them in.
-var documents = []string{"README.md", "docs/cli.md", "docs/api.md", "docs/mandates.md", "docs/policy-language.md"}
+var documents = []string{"README.md", "docs/cli.md", "docs/api.md", "docs/mandates.md", "docs/policy-language.md", "docs/webhooks.md"}
 
 // commandAliases are the spellings of the documents that mean the binaries the test
 // built from the same source: `go run ./cmd/intentctl` compiles what is on PATH here.

@@ -254,7 +254,7 @@ func (s *Service) Webhooks(ctx context.Context) ([]intentd.Webhook, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, r.public(now))
+		out = append(out, s.live(r).public(now))
 		return nil
 	})
 	slices.SortFunc(out, func(a, b intentd.Webhook) int {
@@ -275,7 +275,29 @@ func (s *Service) Webhook(ctx context.Context, id string) (intentd.Webhook, erro
 	if err != nil {
 		return intentd.Webhook{}, err
 	}
-	return r.public(time.Now()), nil
+	return s.live(r).public(time.Now()), nil
+}
+
+// live is r with the delivery state of this member's deliverer of it, when there is
+// one and no admin changed the record since it read it: the position and attempts it
+// has not written yet (it writes them every flushEvery).
+func (s *Service) live(r record) record {
+	s.mu.Lock()
+	d := s.running[r.ID]
+	s.mu.Unlock()
+	if d == nil {
+		return r
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.rec.Epoch == r.Epoch && d.rec.Delivered >= r.Delivered {
+		r.WebhookState = d.rec.WebhookState
+		r.Attempts = slices.Clone(d.rec.Attempts)
+		if d.rec.Lease != nil {
+			r.Lease = d.rec.Lease
+		}
+	}
+	return r
 }
 
 func (s *Service) read(ctx context.Context, id string) (record, uint64, error) {
