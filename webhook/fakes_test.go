@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -198,3 +199,8 @@ func (s *memSub) Pending() bool {
 func (s *memSub) Filling() <-chan struct{} { return nil }
 func (s *memSub) Truncated() bool          { return false }
 func (s *memSub) Close()                   {}
+
+// ed25519GenerateKey is a fresh Ed25519 key for the v1a signatures of a test.
+func ed25519GenerateKey() (ed25519.PublicKey, ed25519.PrivateKey, error) {
+	return ed25519.GenerateKey(nil)
+}
