@@ -3,9 +3,9 @@ package webhook
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
