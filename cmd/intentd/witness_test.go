@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,16 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"filippo.io/torchwood"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/syncbuf"
 	iproof "github.com/intentd/intentd/proof"
 )
 
@@ -237,21 +239,15 @@ func (s *testServer) witnessedProof(id string, want bool) ([]byte, *intentd.Proo
 	}
 }
 
-// metric reads one sample of the server's metrics, by its name and labels as the
+// metric reads one series of the server's metrics, by its name and labels as the
 // text format writes them; -1 when absent.
 func (s *testServer) metric(series string) float64 {
 	s.t.Helper()
-	r := s.do("GET", "/metrics", "", nil)
-	for _, line := range strings.Split(string(r.body), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				s.t.Fatalf("metric %s: %q", series, line)
-			}
-			return f
-		}
+	v, ok := metricValue(s.t, string(s.do("GET", "/metrics", "", nil).body), series)
+	if !ok {
+		return -1
 	}
-	return -1
+	return v
 }
 
 // TestLogWitnesses runs the log with three real witnesses (litewitness) under a
@@ -424,4 +420,66 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// TestWitnessFlags checks that the log's origin and witness flags refuse what cannot
+// be meant, naming the flag.
+func TestWitnessFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--tlog-origin", "https://log.example.com/intentd"}, {"--tlog-origin", "log.example.com/intentd/"},
+		{"--tlog-origin", "log example"}, {"--tlog-origin", "{log"},
+		{"--tlog-witness-interval", "0s"}, {"--tlog-witnesses", "w.policy", "--tlog=false"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = &syncbuf.Buffer{}
+			m.LookupEnv = func(string) (string, bool) { return "", false }
+			if err := m.ParseFlags(args); err == nil || !strings.Contains(err.Error(), args[0]) {
+				t.Fatalf("ParseFlags(%q) = %v, want an error naming %s", args, err, args[0])
+			}
+		})
+	}
+}
+
+// TestOriginFixed checks that a log of outcomes refuses another origin at start, naming
+// the one it has, while an empty log takes a new one; and that a witness policy the log
+// cannot use (a witness without URL) stops the start.
+func TestOriginFixed(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, nil)
+	_, keyID := s.serviceKey()
+	s.decideOne()
+	s.logReader().waitCheckpoint(t, 1)
+	if err := s.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", dir, "--tlog-origin", "log.example.com/intentd"})
+	if err == nil || !strings.Contains(err.Error(), "--tlog-origin") || !strings.Contains(err.Error(), "intentd/"+keyID) ||
+		!strings.Contains(err.Error(), "start with no --tlog-origin") {
+		t.Fatalf("Run under another origin: %v, want a refusal naming the log's origin", err)
+	}
+	s = startServerIn(t, dir, nil)
+	if lr := s.logReader(); lr.origin != "intentd/"+keyID {
+		t.Fatalf("origin %s after the refused start", lr.origin)
+	}
+
+	empty := startServer(t, []string{"--tlog-origin", "log.example.com/new"})
+	if lr := empty.logReader(); lr.origin != "log.example.com/new" {
+		t.Fatalf("a new log's origin %s", lr.origin)
+	}
+
+	policy := filepath.Join(t.TempDir(), "w.policy")
+	_, priv, _ := ed25519.GenerateKey(nil)
+	cs, err := torchwood.NewCosignatureSigner("w1.example", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(policy, []byte("witness w1 "+cs.Verifier().String()+"\nquorum w1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = runRefused(t, []string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--tlog-witnesses", policy})
+	if err == nil || !strings.Contains(err.Error(), "witness w1 has no URL") {
+		t.Fatalf("Run with a witness without URL: %v", err)
+	}
 }
