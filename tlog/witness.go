@@ -44,8 +44,10 @@ const maxWitnessAnswer = 16 << 10
 // WitnessStatus is what the log knows of one witness, for metrics, GET /readyz and
 // the console.
 type WitnessStatus struct {
-	// Name and URL are the witness's in the policy.
+	// Name, Key and URL are the witness's in the policy: its name there, its note
+	// verifier key, the prefix of its endpoints.
 	Name string `json:"name"`
+	Key  string `json:"key"`
 	URL  string `json:"url"`
 	// Size is the tree size the witness last cosigned for this log, or told it holds;
 	// 0 until it answered.
@@ -135,7 +137,7 @@ func (l *Log) Witnesses() []WitnessStatus {
 	out := make([]WitnessStatus, len(l.wit.ws))
 	for i, s := range l.wit.ws {
 		s.mu.Lock()
-		out[i] = WitnessStatus{Name: s.w.Name, URL: s.w.URL, Size: s.size, Alarm: s.alarm, Error: s.err,
+		out[i] = WitnessStatus{Name: s.w.Name, Key: s.w.Key, URL: s.w.URL, Size: s.size, Alarm: s.alarm, Error: s.err,
 			Requests: s.requests.Load(), Alarms: s.alarms.Load(), Failures: s.failures.Load()}
 		if s.linesFor != nil {
 			out[i].Cosigned = s.linesFor.size

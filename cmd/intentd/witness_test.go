@@ -24,6 +24,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/internal/syncbuf"
 	iproof "github.com/intentd/intentd/proof"
+	"github.com/intentd/intentd/tlog"
 )
 
 // litewitnessVersion is the torchwood release whose litewitness the tests run: a
@@ -239,6 +240,18 @@ func (s *testServer) witnessedProof(id string, want bool) ([]byte, *intentd.Proo
 	}
 }
 
+// witnessStates reads GET /log/witnesses.
+func (s *testServer) witnessStates() []tlog.WitnessStatus {
+	s.t.Helper()
+	var st struct {
+		Witnesses []tlog.WitnessStatus `json:"witnesses"`
+	}
+	if err := json.Unmarshal(s.do("GET", "/log/witnesses", "", nil).body, &st); err != nil {
+		s.t.Fatal(err)
+	}
+	return st.Witnesses
+}
+
 // metric reads one series of the server's metrics, by its name and labels as the
 // text format writes them; -1 when absent.
 func (s *testServer) metric(series string) float64 {
@@ -312,15 +325,35 @@ func TestLogWitnesses(t *testing.T) {
 		}
 	})
 
-	t.Run("a fork is refused by the witnesses", func(t *testing.T) {
-		// Node b has the same key and origin and its own history: three outcomes
-		// that are not a's. Each witness holds a's tree of 2 leaves: b's first
-		// request (from size 0) is answered 409 2, and the next, with a proof from 2
-		// leaves of b's tree, 422.
+	t.Run("the console shows the cosignatures", func(t *testing.T) {
 		a.t = t
+		id := a.decideOne()
+		a.witnessedProof(id, true)
+		b := newConsoleBrowser(t, a)
+		b.open("#/proof/" + id)
+		b.wait("the witnesses' line", `(document.getElementById("proof-witnesses") || {textContent: ""}).textContent.includes("quorum is met")`, 15*time.Second)
+		if n := b.count(`#proof-witnesses li[data-verified="true"]`); n < 2 {
+			t.Errorf("%d cosignatures verified in the browser, want 2 or more: %s", n, b.text("#proof-witnesses"))
+		}
+		b.screenshot("proof-witnessed", `document.getElementById("proof-witnesses")`)
+	})
+
+	t.Run("a fork is refused by the witnesses", func(t *testing.T) {
+		// Node b has the same key and origin and its own history: five outcomes
+		// that are not a's. Each witness holds a's smaller tree: b's first request
+		// (from size 0) is answered 409 with a's size, and the next, with a proof
+		// from that size in b's tree, 422.
+		a.t = t
+		var held uint64
+		for _, w := range a.witnessStates() {
+			held = max(held, w.Cosigned)
+		}
 		b := startServer(t, args)
-		ids := []string{b.decideOne(), b.decideOne(), b.decideOne()}
-		_, bundle := b.witnessedProof(ids[2], false)
+		ids := make([]string, 5)
+		for i := range ids {
+			ids[i] = b.decideOne()
+		}
+		_, bundle := b.witnessedProof(ids[4], false)
 		if !strings.Contains(bundle.LogWitnesses.Message, "no checkpoint") {
 			t.Errorf("b's bundle says %+v", bundle.LogWitnesses)
 		}
@@ -335,19 +368,9 @@ func TestLogWitnesses(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		var st struct {
-			Witnesses []struct {
-				Name  string `json:"name"`
-				Size  uint64 `json:"size"`
-				Alarm string `json:"alarm"`
-			} `json:"witnesses"`
-		}
-		if err := json.Unmarshal(b.do("GET", "/log/witnesses", "", nil).body, &st); err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range st.Witnesses {
-			if w.Size != 2 || !strings.HasPrefix(w.Alarm, "422") {
-				t.Errorf("b's witness %s: size %d (not resynchronised to a's 2 by its 409), alarm %q", w.Name, w.Size, w.Alarm)
+		for _, w := range b.witnessStates() {
+			if w.Size != held || !strings.HasPrefix(w.Alarm, "422") {
+				t.Errorf("b's witness %s: size %d (not resynchronised to a's %d by its 409), alarm %q", w.Name, w.Size, held, w.Alarm)
 			}
 			if n := b.metric(fmt.Sprintf(`intentd_tlog_witness_alarms_total{witness=%q}`, w.Name)); n < 1 {
 				t.Errorf("b's alarms of %s: %v", w.Name, n)
@@ -355,6 +378,12 @@ func TestLogWitnesses(t *testing.T) {
 		}
 		if !strings.Contains(b.logs.String(), "ALARM: a witness refuses the log's checkpoint") {
 			t.Error("b logged no alarm")
+		}
+		if chromiumPath() != "" && !testing.Short() {
+			br := newConsoleBrowser(t, b)
+			br.open("#/proof/" + ids[4])
+			br.wait("the witnesses' alarms", `(document.getElementById("witness-alarms") || {textContent: ""}).textContent.includes("ALARM 422")`, 15*time.Second)
+			br.screenshot("proof-witness-alarms", `document.getElementById("witness-alarms")`)
 		}
 		// a is not disturbed: its next outcome is cosigned.
 		a.witnessedProof(a.decideOne(), true)
