@@ -183,7 +183,7 @@ func (p *WitnessPolicy) witnessLine(f []string) error {
 
 func (p *WitnessPolicy) groupLine(f []string) error {
 	if len(f) < 3 {
-		return errors.New("want: group NAME N|any|all MEMBER...")
+		return errors.New("want: group NAME N|any|all MEMBER [MEMBER]")
 	}
 	if err := p.newName(f[0]); err != nil {
 		return err

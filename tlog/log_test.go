@@ -46,7 +46,7 @@ type fakeSource struct {
 	reads int
 }
 
-func newFakeSource(t *testing.T) *fakeSource {
+func newFakeSource(t testing.TB) *fakeSource {
 	key, err := crypto.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
