@@ -130,6 +130,9 @@ type ProofBundle struct {
 	// leaf, its inclusion proof and the signed checkpoint. Absent without a log, and
 	// for the moment between an outcome and its leaf (normally under a second).
 	Log *LogInclusion `json:"log,omitempty"`
+	// LogWitnesses, when the server's log has witnesses and Log is there, says whether
+	// Log's checkpoint meets their quorum. Absent otherwise.
+	LogWitnesses *LogWitnessing `json:"log_witnesses,omitempty"`
 	// Agent, when an agent signed the proposal (a version 3 receipt), is what it
 	// signed: the receipt binds the agent's key and the digest of the signature base.
 	Agent *ProofAgent `json:"agent,omitempty"`

@@ -96,3 +96,19 @@ type LogInclusion struct {
 	// Checkpoint is the C2SP signed note of the tree the proof is against.
 	Checkpoint string `json:"checkpoint"`
 }
+
+// LogWitnessing is what a proof bundle says of its log checkpoint when the server's
+// log has witnesses (the "log_witnesses" member of GET /intents/{id}/proof): whether
+// the checkpoint carries enough cosignatures for the witnesses' quorum, and whose.
+// It is the server's word, for a reader to see at once; a verifier checks the
+// cosignatures themselves against its own policy (proof.VerifyWitnessed).
+type LogWitnessing struct {
+	// QuorumMet is true when the checkpoint's cosignatures meet the server's quorum.
+	QuorumMet bool `json:"quorum_met"`
+	// Cosigners are the names, in the server's policy, of the witnesses that
+	// cosigned the checkpoint.
+	Cosigners []string `json:"cosigners"`
+	// Message says, when the quorum is not met, that no checkpoint meeting it covers
+	// the leaf yet, and to ask again.
+	Message string `json:"message,omitempty"`
+}

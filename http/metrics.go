@@ -37,7 +37,8 @@ type Metrics struct {
 	storeReads      *prometheus.HistogramVec
 	remoteCalls     *prometheus.HistogramVec
 
-	engineOnce sync.Once
+	engineOnce  sync.Once
+	witnessOnce sync.Once
 }
 
 // Buckets of the store's latencies: a synced write costs from about 100 µs on a fast
@@ -355,7 +356,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ready\n"))
+	w.Write([]byte("ready\n" + s.readyDetails()))
 }
 
 // CodeNotReady: GET /readyz before start-up recovery is over (503).

@@ -49,6 +49,7 @@ var routes = []route{
 	{"GET", "/events", RoleRead, (*Server).handleEvents},
 	{"GET", "/log/checkpoint", RoleRead, (*Server).handleLogCheckpoint},
 	{"GET", "/log/tile/*path", RoleRead, (*Server).handleLogTile},
+	{"GET", "/log/witnesses", RoleRead, (*Server).handleLogWitnesses},
 	{"POST", "/mcp", RoleRead, (*Server).handleMCP},
 	{"POST", "/admin/backup", RoleAdmin, (*Server).handleBackup},
 	{"POST", "/webhooks", RoleAdmin, (*Server).handlePostWebhook},

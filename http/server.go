@@ -99,6 +99,10 @@ type Options struct {
 	// Log is the transparency log of outcomes, served under /log/ and asked for the
 	// inclusion each proof bundle carries; nil: no log, and /log/ answers 404.
 	Log TransparencyLog
+	// Witnesses is the state of the log's witnesses, for GET /log/witnesses, GET
+	// /readyz and the metrics; nil: the log has none, and GET /log/witnesses answers
+	// 404.
+	Witnesses LogWitnesses
 	// Backup takes an online backup of the store for POST /admin/backup; nil: the route
 	// answers 404.
 	Backup func(ctx context.Context) (Backup, error)
@@ -186,6 +190,9 @@ func NewServer(e intentd.Engine, opts Options) *Server {
 	s.authRequired = opts.Tokens != nil || (opts.TLS != nil && opts.TLS.ClientCertificates())
 	if es, ok := e.(EngineStats); ok {
 		s.metrics.watchEngine(es)
+	}
+	if opts.Witnesses != nil {
+		s.metrics.watchWitnesses(opts.Witnesses)
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	var errs []error

@@ -91,6 +91,9 @@ type bundleWire struct {
 	PolicyBytecode []byte          `json:"policy_bytecode"`
 	// Log is optional: bundles of servers without a log, and older bundles, have none.
 	Log *intentd.LogInclusion `json:"log"`
+	// LogWitnesses is the server's word on the checkpoint's cosignatures; a verifier
+	// with a witness policy checks the cosignatures themselves (VerifyWitnessed).
+	LogWitnesses *intentd.LogWitnessing `json:"log_witnesses"`
 	// Agent is what the agent signed, with a version 3 receipt only.
 	Agent *intentd.ProofAgent `json:"agent"`
 	// AuthoredMandate is the mandate of a purchase, with a version 4 receipt only.
@@ -105,6 +108,9 @@ type LogReport struct {
 	TreeSize  uint64 `json:"tree_size"`
 	// RootHash is the checkpoint's root, standard Base64 as the checkpoint writes it.
 	RootHash []byte `json:"root_hash"`
+	// Cosigners are the witnesses, by their names in the verifier's policy, whose
+	// cosignatures of the checkpoint verified; only with a policy (VerifyWitnessed).
+	Cosigners []string `json:"cosigners,omitempty"`
 }
 
 // Verify checks a proof bundle (the JSON of a ProofBundle) offline: the receipt's
@@ -162,6 +168,40 @@ func Verify(bundle []byte, trustedKey ed25519.PublicKey) (*VerifyReport, error) 
 	report.KeyID, report.PublicKey = r.KeyID, crypto.EncodeBase58(key)
 	report.Notes = append(report.Notes, "the evidence is the extractor's account of the solution: "+
 		"the receipt shows the policy holds (or fails) on it, not that it is true")
+	return report, nil
+}
+
+// VerifyWitnessed is Verify, and then requires of the bundle's log checkpoint what the
+// witness policy asks: a log key the policy names, when it names any, and valid
+// cosignatures of enough of its witnesses for its quorum. A bundle without a log
+// inclusion fails, since there is no checkpoint to have been witnessed. The check that
+// fails is CheckWitnesses; the report names the cosigners.
+func VerifyWitnessed(bundle []byte, trustedKey ed25519.PublicKey, policy *WitnessPolicy) (*VerifyReport, error) {
+	report, err := Verify(bundle, trustedKey)
+	if err != nil {
+		return nil, err
+	}
+	var w bundleWire
+	if err := json.Unmarshal(bundle, &w); err != nil {
+		return nil, verifyErr(CheckBundle, "proof bundle is not valid: %v", err)
+	}
+	if w.Log == nil {
+		return nil, verifyErr(CheckWitnesses, "the bundle carries no transparency log checkpoint for the witnesses to have cosigned")
+	}
+	pub, err := crypto.DecodeBase58(report.PublicKey)
+	if err != nil {
+		return nil, verifyErr(CheckKey, "public key: %v", err)
+	}
+	if err := policy.CheckLogKey(report.Log.Origin, pub); err != nil {
+		return nil, verifyErr(CheckWitnesses, "%v", err)
+	}
+	names, err := policy.CheckQuorum([]byte(w.Log.Checkpoint))
+	if err != nil {
+		return nil, err
+	}
+	report.Log.Cosigners = names
+	report.Notes = append(report.Notes, "the checkpoint carries the cosignatures the witness policy's quorum asks for: "+
+		"a history other than the one those witnesses saw would need them to collude")
 	return report, nil
 }
 

@@ -20,6 +20,9 @@ type checkpoint struct {
 	size uint64
 	root []byte
 	note []byte
+	// cosigners are the witnesses whose cosignature lines note carries, by their
+	// names in the policy; nil for the log's own checkpoints.
+	cosigners []string
 }
 
 // publish signs a checkpoint of every leaf the log holds, unless the newest covers

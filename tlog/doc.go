@@ -22,4 +22,9 @@
 // stops with intentd.ErrLogFork, as it does when the tree it rebuilt has another root
 // than a checkpoint it signed before. Without the entries in the store a log refuses to
 // start over from a pruned stream, which would make another tree.
+//
+// With witnesses (Options.Witnesses, a C2SP tlog-policy), the log asks each to cosign its
+// newest checkpoint (C2SP tlog-witness) at an interval and when a proof needs it, and
+// serves the newest checkpoint whose cosignatures meet the policy's quorum: a reader who
+// requires that quorum cannot be shown a history the witnesses did not see (witness.go).
 package tlog

@@ -43,6 +43,10 @@ func (l *Log) Run(ctx context.Context, e Source) error {
 		workers.Add(1)
 		go func() { defer workers.Done(); l.shareLoop(sctx, fork) }()
 	}
+	if l.wit != nil {
+		workers.Add(1)
+		go func() { defer workers.Done(); l.wit.loop(sctx) }()
+	}
 	defer func() { stop(); workers.Wait() }()
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {

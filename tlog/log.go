@@ -2,11 +2,13 @@ package tlog
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -76,6 +78,34 @@ type Options struct {
 	// history under a new name. Either way a checkpoint of no leaves, which commits to
 	// nothing, is signed again under Key.
 	AcceptKeyChange bool
+	// Witnesses, when set, is the C2SP tlog-policy of the witnesses the log asks to
+	// cosign its checkpoints (witness.go); nil: no witness is asked.
+	Witnesses *iproof.WitnessPolicy
+	// WitnessInterval is how often the witnesses are asked to cosign the newest
+	// checkpoint, when it grew; DefaultWitnessInterval when zero.
+	WitnessInterval time.Duration
+	// WitnessClient makes the requests to the witnesses; nil: a client with a time-out
+	// of WitnessTimeout.
+	WitnessClient *http.Client
+}
+
+// OriginError is the error of Open for a log whose newest checkpoint of one leaf or
+// more names another origin than Options.Origin, signed by Options.Key: an origin is
+// the log's name for good, under which readers and witnesses know it.
+type OriginError struct {
+	// Dir is the log's folder.
+	Dir string
+	// Size is the number of leaves the checkpoint commits to.
+	Size uint64
+	// Origin is the checkpoint's origin, the log's name.
+	Origin string
+	// Want is the origin Open was given.
+	Want string
+}
+
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("tlog: the log in %s holds a checkpoint of %d leaves under the origin %s, not %s",
+		e.Dir, e.Size, e.Origin, e.Want)
 }
 
 // KeyError is the error of Open for a log whose newest checkpoint of one leaf or more
@@ -136,6 +166,8 @@ type Log struct {
 	check *checkpoint
 	// shared is how many leaves the store is known to hold, owned by shareLoop.
 	shared uint64
+	// wit asks the witnesses for cosignatures; nil without Options.Witnesses.
+	wit *witnessing
 }
 
 var rf = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
@@ -184,6 +216,13 @@ func Open(opts Options) (*Log, error) {
 	if err := l.load(opts.Dir, opts.AcceptKeyChange); err != nil {
 		l.Close()
 		return nil, err
+	}
+	if opts.Witnesses != nil {
+		if err := opts.Witnesses.CheckLogKey(l.origin, l.key.PublicKey()); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("tlog: %w", err)
+		}
+		l.wit = newWitnessing(l, opts)
 	}
 	return l, nil
 }
@@ -253,11 +292,11 @@ func (l *Log) load(dir string, acceptKeyChange bool) error {
 			return err
 		}
 	} else if c.Origin != l.origin {
-		// The same key under another origin (Options.Origin changed): the checkpoint
-		// served must name the origin that readers are given beside the key.
+		// The same key under another origin (Options.Origin changed). A log of leaves
+		// keeps its name: readers and witnesses know it by it, and under a new one its
+		// history would start again for them, unseen. An empty log commits to nothing.
 		if c.Size > 0 {
-			l.log.Warn("the transparency log's origin changed; its checkpoint is signed again under the new one",
-				"checkpoint_origin", c.Origin, "origin", l.origin, "leaves", c.Size)
+			return &OriginError{Dir: dir, Size: c.Size, Origin: c.Origin, Want: l.origin}
 		}
 		if cp, err = l.sign(c.Size, c.Hash); err != nil {
 			return err
@@ -294,8 +333,18 @@ func (l *Log) Following() bool { return l.following.Load() }
 // Size is the number of leaves the log holds (the newest checkpoint may cover fewer).
 func (l *Log) Size() uint64 { return l.size.Load() }
 
-// Checkpoint returns the newest signed checkpoint.
-func (l *Log) Checkpoint() []byte { return l.cp.Load().note }
+// Checkpoint returns the checkpoint the log serves: without witnesses the newest
+// signed; with them the newest whose cosignatures meet the policy's quorum, with
+// their lines, or while none has, the one the witnesses were last asked about, with
+// whatever cosignatures it got (witness.go).
+func (l *Log) Checkpoint() []byte {
+	if l.wit != nil {
+		if c := l.wit.served(); c != nil {
+			return c.note
+		}
+	}
+	return l.cp.Load().note
+}
 
 // leaf is an event on its way into the log.
 type leaf struct {
@@ -390,40 +439,64 @@ func (l *Log) nodes(ids []compact.NodeID) ([][]byte, error) {
 
 // Inclusion returns the log inclusion of an intent's outcome against the newest
 // checkpoint, signing one first if the newest does not cover the leaf yet. It returns
-// nil, nil when the outcome is not in the log (yet).
+// nil, nil when the outcome is not in the log (yet). With witnesses, the checkpoint is
+// the newest that meets their quorum, as InclusionWitnessed chooses.
 func (l *Log) Inclusion(intentID string) (*intentd.LogInclusion, error) {
+	inc, _, err := l.InclusionWitnessed(context.Background(), intentID)
+	return inc, err
+}
+
+// InclusionWitnessed is Inclusion, and with witnesses, whether its checkpoint meets
+// their quorum (nil without witnesses). A leaf that no checkpoint meeting the quorum
+// covers has the witnesses asked at once, at most once each onDemandEvery, and waits
+// for their answers up to demandWait; if they do not give the quorum by then, the
+// inclusion is against the newest checkpoint, and the second result says so.
+func (l *Log) InclusionWitnessed(ctx context.Context, intentID string) (*intentd.LogInclusion, *intentd.LogWitnessing, error) {
 	v, closer, err := l.db.Get(append([]byte{prefixLeaf}, intentID...))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tlog: read leaf index: %w", err)
+		return nil, nil, fmt.Errorf("tlog: read leaf index: %w", err)
 	}
 	index := binary.BigEndian.Uint64(v)
 	closer.Close()
 	cp := l.cp.Load()
 	if index >= cp.size {
 		if cp, err = l.publish(); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+	}
+	var witnessed *intentd.LogWitnessing
+	if l.wit != nil {
+		var c *checkpoint
+		c, witnessed = l.wit.covering(ctx, index)
+		if c != nil {
+			cp = c
 		}
 	}
 	entry, err := l.get(indexKey(prefixEntry, index))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nodes, err := proof.Inclusion(index, cp.size)
 	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
+		return nil, nil, fmt.Errorf("tlog: %w", err)
 	}
+	path, err := l.rehash(nodes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlog: inclusion proof: %w", err)
+	}
+	return &intentd.LogInclusion{LeafIndex: index, Entry: entry, InclusionProof: path, Checkpoint: string(cp.note)}, witnessed, nil
+}
+
+// rehash reads the nodes of a proof and makes its hashes.
+func (l *Log) rehash(nodes proof.Nodes) ([][]byte, error) {
 	hashes, err := l.nodes(nodes.IDs)
 	if err != nil {
-		return nil, fmt.Errorf("tlog: inclusion proof: %w", err)
+		return nil, err
 	}
-	path, err := nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
-	if err != nil {
-		return nil, fmt.Errorf("tlog: inclusion proof: %w", err)
-	}
-	return &intentd.LogInclusion{LeafIndex: index, Entry: entry, InclusionProof: path, Checkpoint: string(cp.note)}, nil
+	return nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
 }
 
 func (l *Log) get(key []byte) ([]byte, error) {

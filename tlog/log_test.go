@@ -46,7 +46,7 @@ type fakeSource struct {
 	reads int
 }
 
-func newFakeSource(t *testing.T) *fakeSource {
+func newFakeSource(t testing.TB) *fakeSource {
 	key, err := crypto.GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
@@ -684,9 +684,9 @@ func TestDamagedTable(t *testing.T) {
 }
 
 // TestKeyChange reopens a log with another key or origin than the ones that signed its
-// checkpoint: another key is refused unless the change is accepted, and a log goes on,
-// its checkpoint signed again over the same tree, under an accepted key, under another
-// origin, or when it holds no leaf.
+// checkpoint: another key is refused unless the change is accepted, another origin is
+// refused, and a log goes on, its checkpoint signed again over the same tree, under an
+// accepted key, or when it holds no leaf.
 func TestKeyChange(t *testing.T) {
 	other, err := crypto.GenerateSigningKey()
 	if err != nil {
@@ -699,12 +699,15 @@ func TestKeyChange(t *testing.T) {
 		origin  string
 		accept  bool
 		refused bool
+		// originRefused: Open fails with an *OriginError.
+		originRefused bool
 	}{
 		{name: "same key", leaves: 5},
 		{name: "another key", leaves: 5, key: other, refused: true},
 		{name: "another key, accepted", leaves: 5, key: other, accept: true},
 		{name: "another key, empty log", key: other},
-		{name: "another origin", leaves: 5, origin: "example.com/log"},
+		{name: "another origin", leaves: 5, origin: "example.com/log", originRefused: true},
+		{name: "another origin, empty log", origin: "example.com/log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -728,6 +731,16 @@ func TestKeyChange(t *testing.T) {
 			var logs syncbuf.Buffer
 			opts := Options{Dir: dir, Key: key, Origin: tt.origin, AcceptKeyChange: tt.accept, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 			l, err := Open(opts)
+			if tt.originRefused {
+				var oe *OriginError
+				if !errors.As(err, &oe) || oe.Dir != dir || oe.Size != uint64(tt.leaves) || oe.Origin != DefaultOrigin(src.key) || oe.Want != tt.origin {
+					if err == nil {
+						l.Close()
+					}
+					t.Fatalf("Open = %v, want an OriginError of %s, %d leaves, origin %s", err, dir, tt.leaves, DefaultOrigin(src.key))
+				}
+				return
+			}
 			if tt.refused {
 				var ke *KeyError
 				if !errors.As(err, &ke) || ke.Dir != dir || ke.Size != uint64(tt.leaves) || ke.Origin != DefaultOrigin(src.key) || ke.KeyID != key.ID() {

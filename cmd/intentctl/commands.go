@@ -341,6 +341,7 @@ func (c *cli) proof(args []string) error {
 func (c *cli) verify(args []string) error {
 	fs := c.flags("verify")
 	keyText := fs.String("key", "", "the service's public key (Base58, from intentctl info); without it the bundle's own key is used, which proves less")
+	policyFile := fs.String("log-policy", "", "a witness policy (C2SP tlog-policy): the bundle's log checkpoint must carry enough valid cosignatures for its quorum")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -365,7 +366,16 @@ func (c *cli) verify(args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	rep, err := proof.Verify(bundle, trusted)
+	policy, err := readLogPolicy(*policyFile)
+	if err != nil {
+		return err
+	}
+	var rep *proof.VerifyReport
+	if policy != nil {
+		rep, err = proof.VerifyWitnessed(bundle, trusted, policy)
+	} else {
+		rep, err = proof.Verify(bundle, trusted)
+	}
 	if err != nil {
 		var ve *proof.VerifyError
 		if errors.As(err, &ve) {
@@ -435,6 +445,9 @@ func (c *cli) verify(args []string) error {
 	fmt.Fprintf(w, "  issued at  %s\n", rep.IssuedAt.Format("2006-01-02 15:04:05.000Z07:00"))
 	if rep.Log != nil {
 		fmt.Fprintf(w, "  in log     leaf %d of %d, %s\n", rep.Log.LeafIndex, rep.Log.TreeSize, rep.Log.Origin)
+		if policy != nil {
+			fmt.Fprintf(w, "  witnessed  cosigned by %s, as the policy's quorum asks\n", cosignerList(rep.Log.Cosigners))
+		}
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
@@ -476,4 +489,28 @@ func tagged(tag string) string {
 		return ""
 	}
 	return " (" + tag + ")"
+}
+
+// readLogPolicy reads a --log-policy file; nil without one.
+func readLogPolicy(path string) (*proof.WitnessPolicy, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("--log-policy: %v", err)
+	}
+	p, err := proof.ParsePolicy(data)
+	if err != nil {
+		return nil, usagef("--log-policy %s: %v", path, err)
+	}
+	return p, nil
+}
+
+// cosignerList names the witnesses that cosigned, or says there were none needed.
+func cosignerList(names []string) string {
+	if len(names) == 0 {
+		return "no witness (the policy's quorum is none)"
+	}
+	return strings.Join(names, ", ")
 }

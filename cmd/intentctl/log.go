@@ -108,6 +108,8 @@ type logTarget struct {
 	fetch  *tclient.HTTPFetcher
 	origin string
 	key    ed25519.PublicKey
+	// policy, when set, is the witness policy every checkpoint must meet.
+	policy *iproof.WitnessPolicy
 }
 
 // target finds the log of the server: its origin and key from --key and GET /info.
@@ -160,6 +162,19 @@ func (c *cli) checkpoint(t *logTarget) (*log.Checkpoint, []byte, error) {
 	if err != nil {
 		return nil, nil, &exitError{exitVerify, fmt.Errorf("the checkpoint does not verify: %v", err)}
 	}
+	if t.policy != nil {
+		if err := t.policy.CheckLogKey(t.origin, t.key); err != nil {
+			return nil, nil, &exitError{exitVerify, fmt.Errorf("--log-policy: %v", err)}
+		}
+		if _, err := t.policy.CheckQuorum(raw); err != nil {
+			var ve *iproof.VerifyError
+			msg := err.Error()
+			if errors.As(err, &ve) {
+				msg = ve.Message
+			}
+			return nil, nil, &exitError{exitVerify, fmt.Errorf("checkpoint %d refused: %s", cp.Size, msg)}
+		}
+	}
 	return cp, raw, nil
 }
 
@@ -175,6 +190,7 @@ func (c *cli) logWatch(args []string) error {
 	every := fs.Duration("interval", time.Second, "how often to fetch the checkpoint")
 	once := fs.Bool("once", false, "check the newest checkpoint once and exit")
 	grace := fs.Duration("grace", 10*time.Second, "how long a checkpoint older than the one seen may persist (a lagging cluster member) before it is reported as a fork")
+	policyFile := fs.String("log-policy", "", "a witness policy (C2SP tlog-policy): a checkpoint without enough valid cosignatures for its quorum is refused")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -182,10 +198,15 @@ func (c *cli) logWatch(args []string) error {
 	if err := want(pos, 0, "no arguments"); err != nil {
 		return err
 	}
+	policy, err := readLogPolicy(*policyFile)
+	if err != nil {
+		return err
+	}
 	t, err := c.target(*keyText)
 	if err != nil {
 		return err
 	}
+	t.policy = policy
 	if *statePath == "" {
 		dir, err := os.UserConfigDir()
 		if err != nil {

@@ -44,6 +44,13 @@ var logKeySeed = bytes.Repeat([]byte{42}, 32)
 
 func startLogServer(t testing.TB, dir string) *logServer {
 	t.Helper()
+	return startLogServerWith(t, dir, nil)
+}
+
+// startLogServerWith is startLogServer with the log's options adjusted by set (nil:
+// none), and the witnesses' state served when the log has witnesses.
+func startLogServerWith(t testing.TB, dir string, set func(*tlog.Options)) *logServer {
+	t.Helper()
 	key, err := crypto.NewSigningKey(logKeySeed)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +66,11 @@ func startLogServer(t testing.TB, dir string) *logServer {
 		t.Fatal(err)
 	}
 	<-e.Ready()
-	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "tlog"), Key: key, Interval: 10 * time.Millisecond})
+	opts := tlog.Options{Dir: filepath.Join(dir, "tlog"), Key: key, Interval: 10 * time.Millisecond}
+	if set != nil {
+		set(&opts)
+	}
+	l, err := tlog.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/intentd/intentd/natsstore"
 	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/policy"
+	iproof "github.com/intentd/intentd/proof"
+	"github.com/intentd/intentd/tlog"
 	"github.com/intentd/intentd/webhook"
 )
 
@@ -165,6 +168,11 @@ type TlogConfig struct {
 	Enabled bool
 	Dir     string // the log's folder; empty: tlog in DataDir
 	Origin  string // the origin line of its checkpoints; empty: tlog.DefaultOrigin
+	// Witnesses is the file of the C2SP tlog-policy whose witnesses cosign the
+	// checkpoints; empty: none.
+	Witnesses string
+	// WitnessInterval is how often the witnesses are asked, when the log grew.
+	WitnessInterval time.Duration
 }
 
 // envName is the environment variable that sets a flag when the command line does not.
@@ -236,7 +244,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.Webhooks.Max, "webhook-max", 100, "most webhook endpoints kept")
 	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
 	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
-	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, the same on every member of a cluster; empty: intentd/<receipt key id>")
+	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, a URL without scheme (log.example.com/intentd), the same on every member of a cluster and fixed once the log has leaves; empty: intentd/<receipt key id>")
+	fs.StringVar(&c.Tlog.Witnesses, "tlog-witnesses", "", "file of the witnesses that cosign the log's checkpoints and their quorum, in the C2SP tlog-policy format (docs/proofs.md); empty: no witness")
+	fs.DurationVar(&c.Tlog.WitnessInterval, "tlog-witness-interval", tlog.DefaultWitnessInterval, "how often the witnesses are asked to cosign the newest checkpoint, when the log grew; a proof of a leaf no cosigned checkpoint covers asks at once")
 	fs.StringVar(&c.Traces.Endpoint, "otlp-endpoint", "", "base URL of an OpenTelemetry collector's OTLP/HTTP receiver (http://HOST:4318, or https://); spans of requests and of the engine's steps are posted to its /v1/traces (docs/operating.md, Traces); empty: traces off")
 	fs.Float64Var(&c.Traces.Sample, "trace-sample", 1, "share of the traces started here that are recorded, 0 to 1, with --otlp-endpoint; a request with a traceparent header is recorded as its caller decided")
 	fs.IntVar(&c.API.Limits.MaxPolicySourceBytes, "max-policy-source", intenthttp.DefaultMaxPolicySourceBytes, "largest policy source in bytes (at most 65536; 413 past it)")
@@ -425,6 +435,9 @@ func (c *Config) validate() error {
 	if err := c.validateTLS(); err != nil {
 		return err
 	}
+	if err := c.Tlog.validate(); err != nil {
+		return err
+	}
 	for i, o := range c.API.CORSOrigins {
 		norm, err := intenthttp.ParseCORSOrigin(o)
 		if err != nil {
@@ -482,4 +495,29 @@ func parseLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// validate checks the log's origin and witness settings. An origin is a URL without its
+// scheme (log.example.com/intentd), as C2SP checkpoints name logs; the default one,
+// intentd/<key id>, has the same form.
+func (t *TlogConfig) validate() error {
+	if t.Origin != "" {
+		if strings.Contains(t.Origin, "://") {
+			return fmt.Errorf("--tlog-origin %q: write it without the scheme, as %s", t.Origin, t.Origin[strings.Index(t.Origin, "://")+3:])
+		}
+		if err := iproof.CheckOrigin(t.Origin); err != nil {
+			return fmt.Errorf("--tlog-origin: %v", err)
+		}
+		u, err := url.Parse("https://" + t.Origin)
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(t.Origin, "/") {
+			return fmt.Errorf("--tlog-origin %q: want a host and path without scheme, query or trailing slash, as log.example.com/intentd", t.Origin)
+		}
+	}
+	if t.Witnesses != "" && !t.Enabled {
+		return errors.New("--tlog-witnesses: the witnesses cosign the transparency log, which --tlog=false turns off")
+	}
+	if t.WitnessInterval < time.Second {
+		return fmt.Errorf("--tlog-witness-interval %s: want 1s or more", t.WitnessInterval)
+	}
+	return nil
 }

@@ -60,6 +60,9 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	if m.tlog != nil {
 		m.runTlog()
 		opts.Log = m.tlog
+		if c.Tlog.Witnesses != "" {
+			opts.Witnesses = m.tlog
+		}
 		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
 		served = loggedEngine{m.engine, m.tlog}
 	}

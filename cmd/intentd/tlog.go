@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
+	iproof "github.com/intentd/intentd/proof"
 	"github.com/intentd/intentd/tlog"
 )
 
@@ -39,9 +41,24 @@ func (m *Main) openTlog(key *crypto.SigningKey) error {
 	// Both stores keep the log's entries, so that the log outlives the events' retention
 	// and every node of a cluster rebuilds the same tree (docs/proofs.md).
 	shared, _ := m.store.(intentd.LogStore)
+	witnesses, err := m.witnessPolicy()
+	if err != nil {
+		return err
+	}
 	l, err := tlog.Open(tlog.Options{Dir: dir, Key: key, Origin: m.Config.Tlog.Origin, Logger: m.logger.With("component", "tlog"), Store: shared,
-		AcceptKeyChange: m.Config.RotateSigningKey || m.Config.SigningKey != ""})
+		AcceptKeyChange: m.Config.RotateSigningKey || m.Config.SigningKey != "",
+		Witnesses:       witnesses, WitnessInterval: m.Config.Tlog.WitnessInterval})
 	var keyErr *tlog.KeyError
+	var originErr *tlog.OriginError
+	if errors.As(err, &originErr) {
+		was := "--tlog-origin " + originErr.Origin
+		if originErr.Origin == tlog.DefaultOrigin(key) {
+			was = "no --tlog-origin"
+		}
+		return fmt.Errorf("--tlog-origin: the transparency log in %s has %d leaves under the origin %s, and an origin cannot change once a log has leaves "+
+			"(its readers and witnesses know the log by it); start with %s (docs/proofs.md, \"The checkpoints and the key\")",
+			dir, originErr.Size, originErr.Origin, was)
+	}
 	if errors.As(err, &keyErr) {
 		return fmt.Errorf("signing key: %s (key id %s) is not the key that signed the transparency log in %s, whose checkpoint of %d leaves names the origin %s; "+
 			"restore the key file that signed it, or start once with --rotate-signing-key to change the key on purpose (docs/proofs.md, \"Rotating the key\")",
@@ -63,5 +80,31 @@ func (m *Main) runTlog() {
 		defer close(m.tlogDone)
 		_ = l.Run(ctx, m.engine)
 	}()
-	m.logger.Info("transparency log", "component", "tlog", "dir", m.tlogDir, "origin", l.Origin(), "leaves", l.Size())
+	m.logger.Info("transparency log", "component", "tlog", "dir", m.tlogDir, "origin", l.Origin(), "leaves", l.Size(), "witnesses", len(l.Witnesses()))
+}
+
+// witnessPolicy reads the --tlog-witnesses file: a C2SP tlog-policy whose every
+// witness has the URL the log asks it at. Nil without the flag.
+func (m *Main) witnessPolicy() (*iproof.WitnessPolicy, error) {
+	path := m.Config.Tlog.Witnesses
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tlog-witnesses: %w", err)
+	}
+	p, err := iproof.ParsePolicy(data)
+	if err != nil {
+		return nil, fmt.Errorf("--tlog-witnesses %s: %w", path, err)
+	}
+	if len(p.Witnesses) == 0 {
+		return nil, fmt.Errorf("--tlog-witnesses %s: the policy names no witness", path)
+	}
+	for _, w := range p.Witnesses {
+		if w.URL == "" {
+			return nil, fmt.Errorf("--tlog-witnesses %s: witness %s has no URL: the log cannot ask it (witness NAME VKEY URL)", path, w.Name)
+		}
+	}
+	return p, nil
 }

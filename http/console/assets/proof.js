@@ -7,6 +7,7 @@ import { h, agentKey, errorBox, intentLink } from "./dom.js";
 import { lookupForm } from "./intent.js";
 import { parseTime } from "./mandate.js";
 import { CHECKS, verifyBundle } from "./verify.js";
+import { alarms, cosignatures, witnessRows, witnesses } from "./witness.js";
 
 export function proofPage(main, id) {
   main.append(h("h1", {}, "Proof"), lookupForm("proof", "Intent id", id));
@@ -19,11 +20,13 @@ export function proofPage(main, id) {
 async function fromServer(id, out) {
   out.replaceChildren(h("p", { class: "muted" }, "Fetching the bundle…"));
   try {
-    const [i, text] = await Promise.all([info(), call("/intents/" + encodeURIComponent(id) + "/proof").then(r => r.text())]);
+    const [i, text, list] = await Promise.all([info(), call("/intents/" + encodeURIComponent(id) + "/proof").then(r => r.text()),
+      witnesses().catch(() => null)]);
     if (!i.public_key) throw new Error("this server reports no signing key (GET /info has no public_key)");
     const v = await verifyBundle(text, i.public_key, "server");
+    await addWitnesses(v, text, list);
     out.replaceChildren(h("p", { class: "muted" }, "The bundle of intent ", intentLink(id), ", checked against this server's key from GET /info, ",
-      h("span", { class: "mono" }, i.public_key), "."), show(v, "server"));
+      h("span", { class: "mono" }, i.public_key), "."), show(v, "server"), alarms(list) || "");
   } catch (e) {
     out.replaceChildren(errorBox(e));
   }
@@ -42,6 +45,7 @@ function dropZone(out) {
     const k = key.value.trim();
     const source = k && k === serverKey ? "server" : "given";
     const v = await verifyBundle(text, k, source);
+    await addWitnesses(v, text, await witnesses().catch(() => null));
     out.replaceChildren(h("p", { class: "muted" }, `The file ${name}, checked against `, k
       ? h("span", { class: "mono" }, k) : "the key inside it (no key typed in: not trusted)", "."), show(v, source));
     out.scrollIntoView({ block: "start" });
@@ -96,6 +100,17 @@ function mandateRows(m) {
   ];
 }
 
+// addWitnesses puts in a verified bundle's report the cosignatures of its log
+// checkpoint, checked under the witness keys of list (GET /log/witnesses), and the
+// server's word on the quorum; a bundle without a log has none.
+async function addWitnesses(v, text, list) {
+  if (v.error) return;
+  let b;
+  try { b = JSON.parse(text); } catch { return; }
+  if (!b.log || typeof b.log.checkpoint !== "string") return;
+  v.report.witnesses = { cosigs: await cosignatures(b.log.checkpoint, list), word: b.log_witnesses || null };
+}
+
 // show draws the verdict as `intentctl verify` words it, then each check; source is where
 // the key came from: "given" (typed in) or "server" (this server's GET /info).
 function show({ results, report, error }, source = "given") {
@@ -128,6 +143,7 @@ function show({ results, report, error }, source = "given") {
         a.delegated ? "delegated to by the author, who listed its key in the intent" : "the intent delegates to no agent in particular"));
     }
     if (report.mandate) kv.append(...mandateRows(report.mandate));
+    if (report.witnesses && (report.witnesses.cosigs.length || report.witnesses.word)) kv.append(...witnessRows(report.witnesses.cosigs, report.witnesses.word));
     kv.append(
       h("dt", {}, "key"), h("dd", {}, h("span", { class: "mono" }, report.publicKey), report.keyTrusted ? keyWords[source] : " NOT trusted: the key inside the bundle"),
       h("dt", {}, "issued"), h("dd", { class: "mono" }, report.issuedAt));

@@ -132,8 +132,10 @@ function readBundle(text) {
   let b;
   try { b = parseStrict(text); } catch (e) { fail("bundle", `proof bundle is not valid JSON: ${e.message}`); }
   const exact = parseStrict(text, t => new JSONNumber(t));
-  // "log", the transparency log inclusion, is checked by intentctl verify, not here.
-  exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], ["log", "agent", "authored_mandate"], "the bundle");
+  // "log", the transparency log inclusion, is checked by intentctl verify, not here; its
+  // checkpoint's cosignatures, and "log_witnesses", the server's word on them, are shown
+  // beside the checks (witness.js).
+  exactKeys(b, ["receipt", "authored_intent", "proposal", "evidence", "policy_bytecode"], ["log", "log_witnesses", "agent", "authored_mandate"], "the bundle");
   exactKeys(b.receipt, ["receipt", "signature", "public_key"], [], "receipt");
   const r = b.receipt.receipt;
   checkReceiptShape(r);
