@@ -35,6 +35,10 @@ type deliverer struct {
 	id     string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// changed is signalled when an admin on this member changed the endpoint's record,
+	// so that a disable, enable or redeliver takes effect at once rather than at the
+	// next write, which an idle endpoint makes only to renew its lease.
+	changed chan struct{}
 
 	// The record as last written or read, its revision, and whether what is here
 	// (the cursor, the attempts) is newer than what the store has.
@@ -53,7 +57,8 @@ type deliverer struct {
 // start runs a deliverer for r, whose lease this member just took at revision rev.
 func (s *Service) start(ctx context.Context, r record, rev uint64) {
 	ctx, cancel := context.WithCancel(ctx)
-	d := &deliverer{s: s, id: r.ID, cancel: cancel, done: make(chan struct{}), rec: r, rev: rev, lastWrite: time.Now()}
+	d := &deliverer{s: s, id: r.ID, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{}, 1),
+		rec: r, rev: rev, lastWrite: time.Now()}
 	s.mu.Lock()
 	s.running[r.ID] = d
 	s.mu.Unlock()
@@ -201,6 +206,13 @@ func (d *deliverer) follow(ctx context.Context) error {
 			d.noteFailing(q)
 		case err := <-ended:
 			return err
+		case <-d.changed:
+			d.mu.Lock()
+			mine := d.rec
+			d.mu.Unlock()
+			if err := d.reread(ctx, mine); err != nil {
+				return err
+			}
 		case <-tick.C:
 			d.setHead(q)
 			if err := d.flush(ctx, false); err != nil {
@@ -413,6 +425,14 @@ func (d *deliverer) disable(ctx context.Context, f *flight) error {
 		return err
 	}
 	return errStop
+}
+
+// notify tells the deliverer its record was changed by an admin.
+func (d *deliverer) notify() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
 }
 
 // release gives the lease up as the member stops, so that another takes the endpoint

@@ -384,6 +384,11 @@ func (s *Service) change(ctx context.Context, id string, fn func(*record) error)
 		if err != nil {
 			return intentd.Webhook{}, err
 		}
+		s.mu.Lock()
+		if d := s.running[id]; d != nil {
+			d.notify()
+		}
+		s.mu.Unlock()
 		s.poke()
 		return r.public(time.Now()), nil
 	}
