@@ -45,7 +45,7 @@ var rules = map[string][]string{
 // besides its rules: the client's run it against a real server, which only a test may
 // link. Its in-package tests keep to the package's rules.
 var externalTestRules = map[string][]string{
-	"client":    {"http", "actors", "persistence", "evidence", "proof"},
+	"client":    {"http", "actors", "persistence", "evidence", "proof", "webhook"},
 	"mcpserver": {"http", "actors", "persistence", "evidence"},
 	// The log's benchmark of a rebuild from the store runs over each real store.
 	"tlog": {"persistence", "natsstore"},

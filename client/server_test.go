@@ -49,7 +49,11 @@ type clientFixture struct {
 	author ed25519.PrivateKey
 }
 
-func newClientFixture(t *testing.T) *clientFixture {
+// fixtureSetup adds to a fixture's server options what a test needs (its webhooks),
+// given the engine and the store they are over.
+type fixtureSetup func(t *testing.T, e *actors.Engine, store *persistence.Store, o *intenthttp.Options)
+
+func newClientFixture(t *testing.T, setups ...fixtureSetup) *clientFixture {
 	t.Helper()
 	store, err := persistence.Open("db", persistence.Options{FS: persistence.NewMemFS()})
 	if err != nil {
@@ -66,8 +70,13 @@ func newClientFixture(t *testing.T) *clientFixture {
 		t.Fatal(err)
 	}
 	<-e.Ready()
-	ts := httptest.NewServer(intenthttp.NewServer(e, intenthttp.Options{Info: intentd.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}}))
-	t.Cleanup(func() { ts.Close(); e.Close(); store.Close() })
+	opts := intenthttp.Options{Info: intentd.Info{PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID()}}
+	t.Cleanup(func() { e.Close(); store.Close() })
+	for _, setup := range setups {
+		setup(t, e, store, &opts)
+	}
+	ts := httptest.NewServer(intenthttp.NewServer(e, opts))
+	t.Cleanup(ts.Close)
 	c, err := client.NewClient(ts.URL + "/")
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,17 @@ var subcommands = map[string]command{
 		help: "purchase SOLUTION under the mandate: an intent of its policy and attrs, and its proposal, in one request; print the intent's id"},
 	"mandate revoke": {name: "mandate revoke", args: "ID [--key FILE | --passkey FILE | --multisig FILE ... | --unsigned]",
 		help: "revoke a mandate, signed by its author: it takes no purchase after; those taken before end as decided"},
+	"webhook create": {name: "webhook create", args: "URL [--type T]... [--policy ID]... [--mandate ID]... [--asymmetric] [--max-in-flight N]",
+		help: "register a webhook endpoint the service delivers outcomes to (admin role); print it as JSON with its secret, which is shown this once"},
+	"webhook list":    {name: "webhook list", args: "", help: "list the webhook endpoints with their health and last attempt, and the key v1a signatures verify with"},
+	"webhook show":    {name: "webhook show", args: "ID", help: "show a webhook endpoint: its health, its filters and its recent attempts"},
+	"webhook delete":  {name: "webhook delete", args: "ID", help: "delete a webhook endpoint: its deliveries stop"},
+	"webhook enable":  {name: "webhook enable", args: "ID", help: "enable a webhook endpoint again: it starts on the event it was at, its retry schedule from the start"},
+	"webhook disable": {name: "webhook disable", args: "ID", help: "disable a webhook endpoint: its deliveries stop, keeping their place, until it is enabled"},
+	"webhook redeliver": {name: "webhook redeliver", args: "ID --from EVENT_ID",
+		help: "deliver the events from EVENT_ID on again to a webhook endpoint, in order"},
+	"webhook send": {name: "webhook send", args: "ID EVENT_ID",
+		help: "send one event to a webhook endpoint now, outside its order, and print the attempt; exit 1 when the receiver did not take it"},
 }
 
 // enter makes a subcommand the one whose usage and help are shown, when sub names one.
@@ -158,6 +169,7 @@ func init() {
 		{"mcp", "[--agent-key FILE [--agent-tag TAG]]", "serve the agent tools (MCP) on stdin and stdout, over this server; proposals signed as the agent of FILE", (*cli).mcp},
 		{"agent", "keygen [-o FILE] | sign URL BODY", "make an agent's key pair, to sign proposals with; sign a request by hand", (*cli).agent},
 		{"mandate", "create | status ID | purchase ID SOLUTION | revoke ID", "make a standing authorization for many purchases under a budget, read it, purchase under it, revoke it", (*cli).mandate},
+		{"webhook", "create URL | list | show ID | delete ID | enable ID | disable ID | redeliver ID --from N | send ID EVENT_ID", "register the endpoints outcomes are pushed to, read their health, disable, enable, redeliver (admin role)", (*cli).webhook},
 		{"backup", "-o FILE", "save an online backup of the server's store in FILE, checked whole (admin role); intentd restore brings it back", (*cli).backup},
 		{"demo", "[--wait D]", "push the demo policy, run one intent that succeeds and one that fails, verify both proofs", (*cli).demo},
 	}
@@ -239,12 +251,21 @@ func (c *cli) finish(cmd command, err error) int {
 		return exitOK
 	}
 	code := exitCode(err)
+	if errorsNameSubcommand[cmd.name] && strings.HasPrefix(c.cmd.name, cmd.name+" ") {
+		cmd = c.cmd
+	}
 	fmt.Fprintf(c.stderr, "intentctl %s: %v\n", cmd.name, err)
 	if code == exitUsage {
 		fmt.Fprintf(c.stderr, "usage: intentctl %s %s\n", cmd.name, cmd.args)
 	}
 	return code
 }
+
+// errorsNameSubcommand are the commands whose errors and usage lines name the
+// subcommand that failed ("intentctl webhook send: ..."), since their subcommands each
+// call another route. The older commands keep naming the command alone, which scripts
+// and documents match.
+var errorsNameSubcommand = map[string]bool{"webhook": true}
 
 func exitCode(err error) int {
 	var ee *exitError

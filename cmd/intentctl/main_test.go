@@ -48,6 +48,14 @@ func startServerWith(t *testing.T, ex evidence.Extractor, maxSubscribers int, tu
 // returns it with the server options that name its key; the test's end closes both.
 func newTestEngine(t *testing.T, ex evidence.Extractor, maxSubscribers int) (*actors.Engine, intenthttp.Options) {
 	t.Helper()
+	e, _, opts := newTestEngineStore(t, ex, maxSubscribers)
+	return e, opts
+}
+
+// newTestEngineStore is newTestEngine that also returns the store the engine is over,
+// for what a test builds beside the engine on it (webhook deliveries).
+func newTestEngineStore(t *testing.T, ex evidence.Extractor, maxSubscribers int) (*actors.Engine, *persistence.Store, intenthttp.Options) {
+	t.Helper()
 	store, err := persistence.Open(filepath.Join(t.TempDir(), "data"), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +79,7 @@ func newTestEngine(t *testing.T, ex evidence.Extractor, maxSubscribers int) (*ac
 		store.Close()
 	})
 	<-e.Ready()
-	return e, intenthttp.Options{Info: intentd.Info{
+	return e, store, intenthttp.Options{Info: intentd.Info{
 		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(),
 	}}
 }

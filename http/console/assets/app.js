@@ -9,11 +9,12 @@ import { livePage } from "./live.js";
 import { intentPage } from "./intent.js";
 import { proofPage } from "./proof.js";
 import { policyPage } from "./policy.js";
+import { webhooksPage } from "./webhooks.js";
 
 const main = document.getElementById("main");
 const conn = document.getElementById("conn");
 
-const pages = { live: livePage, intent: intentPage, proof: proofPage, policy: policyPage };
+const pages = { live: livePage, intent: intentPage, proof: proofPage, policy: policyPage, webhooks: webhooksPage };
 
 // leave is the cleanup of the page on screen (timers, listeners).
 let leave = () => {};
