@@ -22,45 +22,6 @@ func consoleReceiver(t *testing.T, status int) *httptest.Server {
 	return rc
 }
 
-// webhookState is what GET /webhooks/{id} says of an endpoint's health.
-type webhookState struct {
-	Status       string `json:"status"`
-	Delivered    uint64 `json:"delivered_through"`
-	FailingSince string `json:"failing_since"`
-	Deliverer    string `json:"deliverer"`
-	Attempts     []struct {
-		Status int    `json:"status"`
-		Error  string `json:"error"`
-	} `json:"recent_attempts"`
-}
-
-// webhookNow reads an endpoint's state through the API.
-func (s *testServer) webhookNow(id string) webhookState {
-	s.t.Helper()
-	r := s.do("GET", "/webhooks/"+id, "", nil)
-	var st webhookState
-	if r.status != http.StatusOK || json.Unmarshal(r.body, &st) != nil {
-		s.t.Fatalf("GET /webhooks/%s: %s", id, r)
-	}
-	return st
-}
-
-// waitWebhook polls an endpoint's state until ok holds of it.
-func (s *testServer) waitWebhook(id, what string, ok func(webhookState) bool) {
-	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := s.webhookNow(id)
-		if ok(st) {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("webhook %s is not %s within 10s: %+v", id, what, st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // newConsoleWebhook registers an endpoint through the API and returns its id.
 func (s *testServer) newConsoleWebhook(url string) string {
 	s.t.Helper()
@@ -90,10 +51,10 @@ func TestConsoleWebhooks(t *testing.T) {
 	if r := s.propose(id, solutionPasses); r.status != http.StatusOK {
 		t.Fatalf("proposal: %s", r)
 	}
-	s.waitWebhook(good, "delivered through event 1", func(st webhookState) bool {
+	s.waitWebhook(good, "delivered through event 1", func(st webhookView) bool {
 		return st.Delivered == 1 && len(st.Attempts) > 0 && st.Deliverer != ""
 	})
-	s.waitWebhook(bad, "failing", func(st webhookState) bool {
+	s.waitWebhook(bad, "failing", func(st webhookView) bool {
 		return st.Status == "failing" && st.FailingSince != "" && len(st.Attempts) > 0 && st.Deliverer != ""
 	})
 
@@ -146,7 +107,7 @@ func TestConsoleWebhooks(t *testing.T) {
 			b.run(chromedp.Click(chromedp.CSS(card(good) + fmt.Sprintf(` button[data-action=%q]`, step.action))))
 			b.wait("the endpoint "+step.status+" on the page", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.status === %q`,
 				jsString(card(good)), step.status), 5*time.Second)
-			if got := s.webhookNow(good).Status; got != step.status {
+			if got := s.webhook(good).Status; got != step.status {
 				t.Fatalf("after the page's %s, the API says %q, want %q", step.action, got, step.status)
 			}
 			if n := b.count(card(good) + fmt.Sprintf(` button[data-action=%q]`, step.button)); n != 1 {

@@ -19,6 +19,12 @@ type webhookView struct {
 	DisabledReason string `json:"disabled_reason"`
 	Delivered      uint64 `json:"delivered_through"`
 	Secret         string `json:"secret"`
+	FailingSince   string `json:"failing_since"`
+	Deliverer      string `json:"deliverer"`
+	Attempts       []struct {
+		Status int    `json:"status"`
+		Error  string `json:"error"`
+	} `json:"recent_attempts"`
 }
 
 // webhook reads GET /webhooks/{id}.
