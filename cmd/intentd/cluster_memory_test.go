@@ -175,13 +175,15 @@ type memoryFigures struct {
 // its heap profile (after a collection, ?gc=1) to file and reads its live heap then.
 func readMemory(t *testing.T, n *crashServer, pprof, file string) memoryFigures {
 	t.Helper()
+	// One scrape, so that the runtime's figures are of one moment.
+	m := scrape(t, n.url)
 	f := memoryFigures{
-		heapInuse:    metric(t, n.url, "go_memstats_heap_inuse_bytes"),
-		heapIdle:     metric(t, n.url, "go_memstats_heap_idle_bytes"),
-		heapReleased: metric(t, n.url, "go_memstats_heap_released_bytes"),
-		stacks:       metric(t, n.url, "go_memstats_stack_inuse_bytes"),
-		grains:       metric(t, n.url, "intentd_cluster_grain_activations"),
-		goroutines:   metric(t, n.url, "go_goroutines"),
+		heapInuse:    m["go_memstats_heap_inuse_bytes"],
+		heapIdle:     m["go_memstats_heap_idle_bytes"],
+		heapReleased: m["go_memstats_heap_released_bytes"],
+		stacks:       m["go_memstats_stack_inuse_bytes"],
+		grains:       m["intentd_cluster_grain_activations"],
+		goroutines:   m["go_goroutines"],
 	}
 	f.rss, f.rssAnon = procRSS(t, n.cmd.Process.Pid)
 	if pprof == "" {
@@ -199,6 +201,31 @@ func readMemory(t *testing.T, n *crashServer, pprof, file string) memoryFigures 
 	keep(t, file, body)
 	f.liveHeap = metric(t, n.url, "go_memstats_heap_inuse_bytes")
 	return f
+}
+
+// scrape reads a member's /metrics once: each sample without labels, by name.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(body)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out
 }
 
 // keep writes one of the measurement's files; a file it cannot write fails the test.
