@@ -46,6 +46,11 @@ test: ## vet, every test with the race detector, the end-to-end suite again on N
 chaos: ## the fault-injection suite (minutes): a three-node cluster on three NATS servers, under load, through kills, pauses and stalls; CHAOS_ROUNDS rounds of each (3)
 	INTENTD_CHAOS=1 INTENTD_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-3} $(GO) test -count=1 -v -timeout 60m -run '^(TestChaos|TestClusterKillsUnderLoad)$$' ./cmd/intentd/
 
+.PHONY: cluster-memory
+cluster-memory: ## a member's memory after loads (minutes): three times 10,000 intents through three nodes on three NATS servers and 30 s quiet; each member's RSS, grains and heap profile (bin/cluster-memory); and what protoactor's process registry keeps
+	INTENTD_CLUSTER_MEMORY=1 $(GO) test -count=1 -v -run '^TestProcessRegistryCeiling$$' ./actors/
+	INTENTD_CLUSTER_MEMORY=1 INTENTD_CLUSTER_MEMORY_OUT=$(abspath $(BIN))/cluster-memory $(GO) test -count=1 -v -timeout 30m -run '^TestClusterMemoryAfterLoad$$' ./cmd/intentd/
+
 .PHONY: upgrade-test
 upgrade-test: ## the upgrade tests (minutes): the previous release built from git history, a three-node cluster of it replaced one node at a time under load, and its Pebble folder opened by this build
 	INTENTD_UPGRADE_TEST=1 $(GO) test -count=1 -v -timeout 30m -run '^(TestRollingUpgrade|TestUpgradePebbleFolder)$$' ./cmd/intentd/

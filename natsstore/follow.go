@@ -108,10 +108,10 @@ func (s *Store) applyWatched(subject string, seq uint64, h nats.Header) {
 		e := entryOf(seq, h)
 		if e.phase == phaseDone || e.phase == "" {
 			// A finished intent leaves the indexes; nothing older than it can come.
-			delete(s.intents, id)
+			s.forgetIntent(id)
 			break
 		}
-		s.intents[id] = &e
+		s.putIntent(id, &e)
 	case kindPolicy:
 		if cur, ok := s.policies[id]; !ok || cur.seq < seq {
 			s.policies[id] = policyState{seq: seq, live: !isTombstone(h)}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/compactmap"
 )
 
 // entry is what the store knows of an intent: the sequence of its last snapshot, which
@@ -118,7 +119,7 @@ func (s *Store) dropIntent(id string, wseq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
-		delete(s.intents, id)
+		s.forgetIntent(id)
 	}
 }
 
@@ -268,10 +269,10 @@ func (s *Store) reread(ctx context.Context, id string) (entry, error) {
 		return e, nil
 	}
 	if e.phase != phaseOpen && e.phase != phaseProcessing {
-		delete(s.intents, id)
+		s.forgetIntent(id)
 		return e, nil
 	}
-	s.intents[id] = &e
+	s.putIntent(id, &e)
 	return e, nil
 }
 
@@ -286,7 +287,7 @@ func (s *Store) apply(id string, e *entry) {
 	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
 		return
 	}
-	s.intents[id] = e
+	s.putIntent(id, e)
 }
 
 // Processing lists the intents that are processing.
@@ -355,4 +356,20 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 		}
 	}
 	return at, found, nil
+}
+
+// putIntent sets the index's entry of an open or processing intent. s.mu is held.
+func (s *Store) putIntent(id string, e *entry) {
+	s.intents[id] = e
+	s.intentsSize.Grew(len(s.intents))
+}
+
+// forgetIntent takes an intent out of the index, and rebuilds the index once it holds
+// a quarter of what it once held: intents left open by a burst and decided since
+// would otherwise keep the burst's table, on every node, for good. s.mu is held.
+func (s *Store) forgetIntent(id string) {
+	delete(s.intents, id)
+	if s.intentsSize.Shrunk(len(s.intents)) {
+		s.intents = compactmap.Rebuild(s.intents)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/internal/compactmap"
 	"github.com/intentd/intentd/internal/redact"
 )
 
@@ -58,14 +59,17 @@ type Store struct {
 	log     *slog.Logger
 	timeout time.Duration
 
-	mu       sync.Mutex
-	closed   bool
-	intents  map[string]*entry
-	policies map[string]policyState
-	floor    uint64 // events with lower ids are pruned
-	pruned   uint64 // the id of the newest pruned event
-	applied  uint64 // the last sequence the watcher applied
-	advanced chan struct{}
+	mu      sync.Mutex
+	closed  bool
+	intents map[string]*entry
+	// intentsSize follows the index's size, so that the map is rebuilt once most of a
+	// burst of open intents has been decided: Go never shrinks a map's table.
+	intentsSize compactmap.Tracker
+	policies    map[string]policyState
+	floor       uint64 // events with lower ids are pruned
+	pruned      uint64 // the id of the newest pruned event
+	applied     uint64 // the last sequence the watcher applied
+	advanced    chan struct{}
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}

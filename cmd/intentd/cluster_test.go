@@ -321,6 +321,12 @@ func startRig(t *testing.T) *rig {
 
 // startRigWith is startRig with the nodes running bin, a build of intentd.
 func startRigWith(t *testing.T, bin string) *rig {
+	return startRigArgs(t, bin, nil)
+}
+
+// startRigArgs is startRigWith with the flags extra(i) added to node i's, when extra
+// is not nil.
+func startRigArgs(t *testing.T, bin string, extra func(i int) []string) *rig {
 	r := &rig{t: t, members: startNATSCluster(t, 3)}
 	urls := make([]string, len(r.members))
 	for i, m := range r.members {
@@ -360,6 +366,9 @@ func startRigWith(t *testing.T, bin string) *rig {
 			"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
 			"--cluster-bind", "127.0.0.1:" + freePort(t), "--signing-key", keyFile,
 			"--cluster-tls-ca", filepath.Join(certs, "ca.pem"), "--cluster-tls-cert", tlsCert, "--cluster-tls-key", tlsKey}}
+		if extra != nil {
+			r.nodes[i].args = append(r.nodes[i].args, extra(i)...)
+		}
 	}
 	for _, n := range r.nodes {
 		n.start()
