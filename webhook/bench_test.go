@@ -118,9 +118,17 @@ func waitDelivered(b *testing.B, s *Service, id string, through uint64) {
 }
 
 // BenchmarkPostFloor is the floor under BenchmarkDelivery: a bare http.Client POST of
-// an event-sized body to the same receiver process, one at a time over a kept
-// connection, nothing signed or recorded.
+// an event-sized body to the same receiver process over a kept connection, nothing
+// signed or recorded; back to back, and paced as BenchmarkDelivery's events are, one a
+// millisecond, where each request wakes an idle process and its connection's
+// goroutines.
 func BenchmarkPostFloor(b *testing.B) {
+	for _, paced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("paced=%v", paced), func(b *testing.B) { benchPostFloor(b, paced) })
+	}
+}
+
+func benchPostFloor(b *testing.B, paced bool) {
 	url := startReceiverProcess(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	body := make([]byte, 600)
@@ -135,7 +143,16 @@ func BenchmarkPostFloor(b *testing.B) {
 	post()
 	b.ResetTimer()
 	start := benchcpu.Now()
+	var tick <-chan time.Time
+	if paced {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
 	for range b.N {
+		if paced {
+			<-tick
+		}
 		post()
 	}
 	b.StopTimer()
