@@ -1,13 +1,15 @@
 package httpsig
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/dunglas/httpsfv"
 )
 
 // FuzzParseMembers holds parseMembers, which reads a Signature-Input member by member
-// from the text of each, to httpsfv's reading of the whole value: it accepts what
+// from the text of each (with readMember, or httpsfv for the shapes readMember leaves
+// to it), to httpsfv's reading of the whole value: it accepts what
 // httpsfv accepts (but for a key used twice, which it refuses) and refuses what httpsfv
 // refuses, and each member it reads from its own text is the member httpsfv reads in
 // the whole. So the @signature-params line, which is that text, and what Verify
@@ -24,6 +26,8 @@ func FuzzParseMembers(f *testing.F) {
 		"\ta=1",
 		`a=1 x`,
 		``,
+		`s=( "a"  "b" );x=007;y=-15;z;t=tok:en/1;b=?0;c=?1;*s="q\"\\", t=();a=1;a=2`,
+		`sig1=("@method" "@authority" "@path" "content-digest");created=1618884473;expires=1618884773;nonce="n";alg="ed25519";keyid="k";tag="t"`,
 		`sig-b26=("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519"`,
 	} {
 		f.Add(s)
@@ -49,8 +53,8 @@ func FuzzParseMembers(f *testing.F) {
 		}
 		for i, m := range members {
 			want, _ := d.Get(names[i])
-			if m.key != names[i] || marshal(t, m.parsed) != marshal(t, want) {
-				t.Fatalf("parseMembers(%q): member %d is %s=%s, httpsfv reads %s=%s", s, i, m.key, marshal(t, m.parsed), names[i], marshal(t, want))
+			if m.key != names[i] || !reflect.DeepEqual(m.sig, fromHTTPSFV(want)) {
+				t.Fatalf("parseMembers(%q): member %d is %s=%+v, httpsfv reads %s=%+v", s, i, m.key, m.sig, names[i], fromHTTPSFV(want))
 			}
 		}
 	})
@@ -62,4 +66,50 @@ func marshal(t *testing.T, m httpsfv.Member) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestReadMember holds readMember, the reader of the members signers send, to
+// httpsfv on the shapes it reads and the edges where it hands over to httpsfv.
+func TestReadMember(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		read  bool // readMember reads it rather than leave it to httpsfv
+	}{
+		{`("@method" "@authority" "@path" "content-digest");created=1618884473;expires=1618884773;nonce="n-1";alg="ed25519";keyid="k";tag="agent-payer-auth"`, true},
+		{`( "a"  "b" );x=007;y=-15;z;t=tok:en/1;b=?0;c=?1;*s="q\"\\"`, true},
+		{`()`, true},
+		{`();a=1;a=2`, false},               // a name twice: httpsfv's rule
+		{`("a";p=1)`, false},                // a parameter on an item
+		{`("a");d=1.5`, false},              // a decimal
+		{`("a");b=:AA==:`, false},           // a byte sequence
+		{`("a");d=@12`, false},              // a date
+		{`("a");s=%"x"`, false},             // a display string
+		{`("a");n=1234567890123456`, false}, // 16 digits
+		{`("a");n=-`, false},
+		{`("a"`, false},
+		{`("a")x`, false},
+		{`("a\q")`, false},
+		{"(\"a\tb\")", false},
+		{`("a");A=1`, false},
+		{`("a"x)`, false},
+		{` ("a")`, false},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			got, ok := readMember("sig", tc.value)
+			if ok != tc.read {
+				t.Fatalf("readMember(%q) reads it: %v, want %v", tc.value, ok, tc.read)
+			}
+			if !ok {
+				return
+			}
+			d, err := httpsfv.UnmarshalDictionary([]string{"sig=" + tc.value})
+			if err != nil {
+				t.Fatalf("readMember reads %q, which httpsfv refuses: %v", tc.value, err)
+			}
+			want, _ := d.Get("sig")
+			if !reflect.DeepEqual(got, fromHTTPSFV(want)) {
+				t.Fatalf("readMember(%q) = %+v, httpsfv reads %+v", tc.value, got, fromHTTPSFV(want))
+			}
+		})
+	}
 }
