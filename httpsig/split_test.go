@@ -1,6 +1,7 @@
 package httpsig
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 
@@ -112,4 +113,38 @@ func TestReadMember(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadBytesMember holds readBytesMember, the reader of a Signature or
+// Content-Digest header sent as one member, to httpsfv: whatever it reads, httpsfv
+// reads as the same byte sequence under the same key.
+func FuzzReadBytesMember(f *testing.F) {
+	for _, s := range [][2]string{
+		{"sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:", "sha-256"},
+		{"sig1=:AAAA:", "sig1"},
+		{"sig1=:AAAA:;x=1", "sig1"},
+		{"sig1=:AA=A:", "sig1"},
+		{"sig1=::", "sig1"},
+		{" sig1=:AAAA:", "sig1"},
+		{"sig1=:AAAA:, sig2=:BBBB:", "sig1"},
+		{"Sig1=:AAAA:", "Sig1"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, value, key string) {
+		got, ok := readBytesMember([]string{value}, key)
+		if !ok {
+			return
+		}
+		d, err := httpsfv.UnmarshalDictionary([]string{value})
+		if err != nil {
+			t.Fatalf("readBytesMember(%q, %q) reads %x, httpsfv refuses it: %v", value, key, got, err)
+		}
+		m, found := d.Get(key)
+		item, isItem := m.(httpsfv.Item)
+		want, isBytes := item.Value.([]byte)
+		if !found || !isItem || !isBytes || !bytes.Equal(got, want) {
+			t.Fatalf("readBytesMember(%q, %q) reads %x, httpsfv %#v", value, key, got, m)
+		}
+	})
 }

@@ -152,6 +152,9 @@ func verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, 
 
 // signatureOf is the Ed25519 signature that the Signature header holds for label.
 func signatureOf(values []string, label string) ([]byte, *Error) {
+	if sig, ok := readBytesMember(values, label); ok && len(sig) == ed25519.SignatureSize {
+		return sig, nil
+	}
 	dict, err := httpsfv.UnmarshalDictionary(values)
 	if err != nil {
 		return nil, refuse(Malformed, "Signature is not an RFC 8941 dictionary (%v); write %s=:<base64 signature>:", err, label)
