@@ -61,60 +61,6 @@ func FuzzParseMembers(f *testing.F) {
 	})
 }
 
-func marshal(t *testing.T, m httpsfv.Member) string {
-	s, err := httpsfv.Marshal(httpsfv.List{m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// TestReadMember holds readMember, the reader of the members signers send, to
-// httpsfv on the shapes it reads and the edges where it hands over to httpsfv.
-func TestReadMember(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		read  bool // readMember reads it rather than leave it to httpsfv
-	}{
-		{`("@method" "@authority" "@path" "content-digest");created=1618884473;expires=1618884773;nonce="n-1";alg="ed25519";keyid="k";tag="agent-payer-auth"`, true},
-		{`( "a"  "b" );x=007;y=-15;z;t=tok:en/1;b=?0;c=?1;*s="q\"\\"`, true},
-		{`()`, true},
-		{`();a=1;a=2`, false},               // a name twice: httpsfv's rule
-		{`("a";p=1)`, false},                // a parameter on an item
-		{`("a");d=1.5`, false},              // a decimal
-		{`("a");b=:AA==:`, false},           // a byte sequence
-		{`("a");d=@12`, false},              // a date
-		{`("a");s=%"x"`, false},             // a display string
-		{`("a");n=1234567890123456`, false}, // 16 digits
-		{`("a");n=-`, false},
-		{`("a"`, false},
-		{`("a")x`, false},
-		{`("a\q")`, false},
-		{"(\"a\tb\")", false},
-		{`("a");A=1`, false},
-		{`("a"x)`, false},
-		{` ("a")`, false},
-	} {
-		t.Run(tc.value, func(t *testing.T) {
-			got, ok := readMember("sig", tc.value)
-			if ok != tc.read {
-				t.Fatalf("readMember(%q) reads it: %v, want %v", tc.value, ok, tc.read)
-			}
-			if !ok {
-				return
-			}
-			d, err := httpsfv.UnmarshalDictionary([]string{"sig=" + tc.value})
-			if err != nil {
-				t.Fatalf("readMember reads %q, which httpsfv refuses: %v", tc.value, err)
-			}
-			want, _ := d.Get("sig")
-			if !reflect.DeepEqual(got, fromHTTPSFV(want)) {
-				t.Fatalf("readMember(%q) = %+v, httpsfv reads %+v", tc.value, got, fromHTTPSFV(want))
-			}
-		})
-	}
-}
-
 // FuzzReadBytesMember holds readBytesMember, the reader of a Signature or
 // Content-Digest header sent as one member, to httpsfv: whatever it reads, httpsfv
 // reads as the same byte sequence under the same key.
