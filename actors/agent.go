@@ -65,39 +65,57 @@ func (a *intentActor) checkAgent(by *intentd.AgentSignature) (*policy.Attrs, err
 		"intent %s does not delegate to agent %s: its parameter %s does not list the key", a.id, by.Key, param)
 }
 
-// The fields of an agent's signature in a snapshot (field fieldAgent).
+// The fields of an agent's signature in a snapshot (field fieldAgent). The nonce and
+// the two times are no longer written: they served the checks made before the
+// proposal was taken, and the base's @signature-params line holds them, as signed.
+// They are still read from snapshots that have them.
 const (
 	agentKey       protowire.Number = 1 // bytes
 	agentTag       protowire.Number = 2 // bytes
-	agentNonce     protowire.Number = 3 // bytes
-	agentCreated   protowire.Number = 4 // varint: Unix nanoseconds, zigzag
-	agentExpires   protowire.Number = 5 // varint
+	agentNonce     protowire.Number = 3 // bytes; read, no longer written
+	agentCreated   protowire.Number = 4 // varint: Unix nanoseconds, zigzag; read, no longer written
+	agentExpires   protowire.Number = 5 // varint; read, no longer written
 	agentBase      protowire.Number = 6 // bytes
-	agentSignature protowire.Number = 7 // bytes
+	agentSignature protowire.Number = 7 // bytes; in the snapshot of an undecided proposal only
 	agentBody      protowire.Number = 8 // bytes
 )
 
-// appendAgent writes an agent's signature as the field fieldAgent, or nothing for nil.
-func appendAgent(b []byte, by *intentd.AgentSignature) ([]byte, error) {
+// appendAgent writes an agent's signature as the field fieldAgent, or nothing for nil:
+// what the intent needs of it from then on. A proposal being proved needs the key, the
+// tag, the base and the signature, which its receipt binds, and a decided one the key
+// and tag its status names and the base and body its proof carries; the signature is
+// then in the receipt. Each byte left out is a byte the store does not copy into its
+// log, its memtable and its tables on each of the proposal's two writes
+// (docs/benchmarks.md, "Signed proposals"). A release before this one reads what is
+// left as a signature without nonce or times, which it never reads after the
+// proposal's checks, and a decided one without its signature, which it reads only to
+// prove an undecided one.
+func appendAgent(b []byte, by *intentd.AgentSignature, decided bool) []byte {
 	if by == nil {
-		return b, nil
+		return b
 	}
-	var m []byte
-	m = appendPresent(m, agentKey, by.Key)
-	m = appendBytes(m, agentTag, by.Tag)
-	m = appendBytes(m, agentNonce, by.Nonce)
-	var err error
-	if m, err = appendTime(m, agentCreated, by.Created); err != nil {
-		return nil, err
+	sig := by.Signature
+	if decided {
+		sig = nil
 	}
-	if m, err = appendTime(m, agentExpires, by.Expires); err != nil {
-		return nil, err
-	}
-	m = appendBytes(m, agentBase, by.Base)
-	m = appendBytes(m, agentSignature, by.Signature)
-	m = appendBytes(m, agentBody, by.Body)
+	n := protowire.SizeTag(agentKey) + protowire.SizeBytes(len(by.Key)) +
+		sizeBytes(agentTag, len(by.Tag)) + sizeBytes(agentBase, len(by.Base)) +
+		sizeBytes(agentSignature, len(sig)) + sizeBytes(agentBody, len(by.Body))
 	b = protowire.AppendTag(b, fieldAgent, protowire.BytesType)
-	return protowire.AppendBytes(b, m), nil
+	b = protowire.AppendVarint(b, uint64(n))
+	b = appendPresent(b, agentKey, by.Key)
+	b = appendBytes(b, agentTag, by.Tag)
+	b = appendBytes(b, agentBase, by.Base)
+	b = appendBytes(b, agentSignature, sig)
+	return appendBytes(b, agentBody, by.Body)
+}
+
+// sizeBytes is the size appendBytes writes for a value of n bytes: nothing when empty.
+func sizeBytes(num protowire.Number, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
 }
 
 // decodeAgent reads what appendAgent wrote.

@@ -207,9 +207,7 @@ func (s *snapshot) encode() ([]byte, error) {
 	for _, f := range s.EvidenceMissing {
 		b = appendPresent(b, fieldEvidenceMissing, f)
 	}
-	if b, err = appendAgent(b, s.Agent); err != nil {
-		return nil, fmt.Errorf("encode snapshot %s: agent: %w", s.ID, err)
-	}
+	b = appendAgent(b, s.Agent, s.State.Terminal())
 	b = appendBytes(b, fieldMandate, s.Mandate)
 	return appendBytes(b, fieldReceipt, s.Receipt), nil
 }

@@ -25,6 +25,9 @@ func checkDigest(h http.Header, body []byte) *Error {
 	if len(values) == 0 {
 		return refuse(DigestMismatch, "the request has no Content-Digest header; send Content-Digest: %s, the sha-256 of the body (RFC 9530), and cover it with the signature", ContentDigest(body))
 	}
+	if stated, ok := readBytesMember(values, "sha-256"); ok {
+		return compareDigest(stated, body)
+	}
 	dict, err := httpsfv.UnmarshalDictionary(values)
 	if err != nil {
 		return refuse(Malformed, "Content-Digest is not an RFC 8941 dictionary (%v); send Content-Digest: %s", err, ContentDigest(body))
@@ -38,6 +41,11 @@ func checkDigest(h http.Header, body []byte) *Error {
 	if !ok || !isBytes {
 		return refuse(Malformed, "the sha-256 member of Content-Digest is not a byte sequence; write it between colons in base64: %s", ContentDigest(body))
 	}
+	return compareDigest(stated, body)
+}
+
+// compareDigest checks that stated is body's SHA-256.
+func compareDigest(stated, body []byte) *Error {
 	sum := sha256.Sum256(body)
 	if !bytes.Equal(stated, sum[:]) {
 		return refuse(DigestMismatch, "the body's sha-256 is not the one Content-Digest states: the body was changed after signing, or the digest was computed over other bytes (the body's is %s)", ContentDigest(body))

@@ -3,6 +3,7 @@ package httpsig
 import (
 	"crypto/ed25519"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dunglas/httpsfv"
@@ -15,7 +16,7 @@ import (
 type member struct {
 	key, value string
 	bare       bool
-	parsed     httpsfv.Member
+	sig        sigParams
 }
 
 // splitDictionary cuts s, a dictionary header value, into its members' texts. It
@@ -90,6 +91,12 @@ func parseMembers(s string) ([]member, *Error) {
 			return nil, refuse(Malformed, "Signature-Input names %q twice; give each signature its own label", m.key)
 		}
 		seen[m.key] = true
+		if !m.bare {
+			if sp, ok := readMember(m.key, m.value); ok {
+				m.sig = sp
+				continue
+			}
+		}
 		text := m.key + "=" + m.value
 		if m.bare {
 			text = m.key + m.value
@@ -101,7 +108,8 @@ func parseMembers(s string) ([]member, *Error) {
 		if names := d.Names(); len(names) != 1 || names[0] != m.key {
 			return nil, refuse(Malformed, "Signature-Input is not an RFC 8941 dictionary: member %q cannot be read on its own; %s", m.key, how)
 		}
-		m.parsed, _ = d.Get(m.key)
+		parsed, _ := d.Get(m.key)
+		m.sig = fromHTTPSFV(parsed)
 	}
 	return members, nil
 }
@@ -111,7 +119,7 @@ type input struct {
 	label      string
 	raw        string   // the member's value as sent: the @signature-params value
 	components []string // the covered component names, in order
-	params     *httpsfv.Params
+	params     paramList
 	keyID      string
 	key        ed25519.PublicKey
 }
@@ -119,33 +127,32 @@ type input struct {
 // usable reads a parsed Signature-Input member and says whether Verify can check
 // it: an inner list whose alg, if any, is ed25519 and whose keyid is a Base58 Ed25519
 // public key. When it cannot, the error says why.
-func usable(label string, m httpsfv.Member) (httpsfv.InnerList, ed25519.PublicKey, string, *Error) {
-	il, ok := m.(httpsfv.InnerList)
-	if !ok {
-		return il, nil, "", refuse(Malformed, "signature %q: its Signature-Input member is not an inner list of components with parameters", label)
+func usable(label string, sp *sigParams) (ed25519.PublicKey, string, *Error) {
+	if !sp.list {
+		return nil, "", refuse(Malformed, "signature %q: its Signature-Input member is not an inner list of components with parameters", label)
 	}
-	if v, ok := il.Params.Get("alg"); ok {
+	if v, ok := sp.params.Get("alg"); ok {
 		alg, isString := v.(string)
 		if !isString {
-			return il, nil, "", refuse(Malformed, "signature %q: alg is not a string; write alg=\"ed25519\" or leave it out", label)
+			return nil, "", refuse(Malformed, "signature %q: alg is not a string; write alg=\"ed25519\" or leave it out", label)
 		}
 		if alg != "ed25519" {
-			return il, nil, "", refuse(Unsupported, "signature %q: alg %q is not supported; sign with Ed25519 and write alg=\"ed25519\"", label, alg)
+			return nil, "", refuse(Unsupported, "signature %q: alg %q is not supported; sign with Ed25519 and write alg=\"ed25519\"", label, alg)
 		}
 	}
-	v, ok := il.Params.Get("keyid")
+	v, ok := sp.params.Get("keyid")
 	if !ok {
-		return il, nil, "", refuse(BadKey, "signature %q has no keyid; set keyid to the Base58 encoding of the 32-byte Ed25519 public key", label)
+		return nil, "", refuse(BadKey, "signature %q has no keyid; set keyid to the Base58 encoding of the 32-byte Ed25519 public key", label)
 	}
 	keyID, isString := v.(string)
 	if !isString {
-		return il, nil, "", refuse(BadKey, "signature %q: keyid is not a string; set keyid=\"<Base58 Ed25519 public key>\"", label)
+		return nil, "", refuse(BadKey, "signature %q: keyid is not a string; set keyid=\"<Base58 Ed25519 public key>\"", label)
 	}
 	key, err := decodeKey(keyID)
 	if err != "" {
-		return il, nil, "", refuse(BadKey, "signature %q: keyid %q is not a Base58 Ed25519 public key: %s", label, keyID, err)
+		return nil, "", refuse(BadKey, "signature %q: keyid %q is not a Base58 Ed25519 public key: %s", label, keyID, err)
 	}
-	return il, key, keyID, nil
+	return key, keyID, nil
 }
 
 // decodeKey decodes a Base58 Ed25519 public key. It requires the canonical
@@ -179,8 +186,9 @@ func selectInput(values []string) (*input, *Error) {
 		return nil, refuse(Missing, "the Signature-Input header is empty")
 	}
 	var first *Error
-	for _, m := range members {
-		il, key, keyID, err := usable(m.key, m.parsed)
+	for i := range members {
+		m := &members[i]
+		key, keyID, err := usable(m.key, &m.sig)
 		if err != nil {
 			if first == nil {
 				first = err
@@ -188,23 +196,22 @@ func selectInput(values []string) (*input, *Error) {
 			continue
 		}
 		label := m.key
-		in := &input{label: label, raw: m.value, params: il.Params, keyID: keyID, key: key}
-		seen := make(map[string]bool, len(il.Items))
-		for _, it := range il.Items {
-			name, isString := it.Value.(string)
+		in := &input{label: label, raw: m.value, params: m.sig.params, keyID: keyID, key: key,
+			components: make([]string, 0, len(m.sig.items))}
+		for _, it := range m.sig.items {
+			name, isString := it.value.(string)
 			if !isString {
 				return nil, refuse(Malformed, "signature %q: a covered component is not a string; write component names in double quotes", label)
 			}
-			if len(it.Params.Names()) > 0 {
-				return nil, refuse(Unsupported, "signature %q: component %q has parameters (;%s); component parameters are not supported, cover the plain component", label, name, strings.Join(it.Params.Names(), ";"))
+			if len(it.params) > 0 {
+				return nil, refuse(Unsupported, "signature %q: component %q has parameters (;%s); component parameters are not supported, cover the plain component", label, name, strings.Join(it.params, ";"))
 			}
 			if err := checkName(label, name); err != nil {
 				return nil, err
 			}
-			if seen[name] {
+			if slices.Contains(in.components, name) {
 				return nil, refuse(Malformed, "signature %q covers %q twice", label, name)
 			}
-			seen[name] = true
 			in.components = append(in.components, name)
 		}
 		return in, nil

@@ -143,7 +143,7 @@ func verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, 
 	if err != nil {
 		return nil, err
 	}
-	if !ed25519.Verify(in.key, base, sig) {
+	if !verifyEd25519(in.key, base, sig) {
 		return nil, refuse(BadSignature, "signature %q does not verify with key %s: the request differs from what was signed (method, authority, path or a covered header), or another key signed it", in.label, in.keyID)
 	}
 	v.Base = base
@@ -152,6 +152,9 @@ func verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, 
 
 // signatureOf is the Ed25519 signature that the Signature header holds for label.
 func signatureOf(values []string, label string) ([]byte, *Error) {
+	if sig, ok := readBytesMember(values, label); ok && len(sig) == ed25519.SignatureSize {
+		return sig, nil
+	}
 	dict, err := httpsfv.UnmarshalDictionary(values)
 	if err != nil {
 		return nil, refuse(Malformed, "Signature is not an RFC 8941 dictionary (%v); write %s=:<base64 signature>:", err, label)
@@ -220,7 +223,7 @@ func VerifyBase(key ed25519.PublicKey, base, sig []byte) bool {
 	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return false
 	}
-	return ed25519.Verify(key, base, sig)
+	return verifyEd25519(key, base, sig)
 }
 
 func quoteAll(names []string) string {
