@@ -511,6 +511,12 @@ func (d *deliverer) reread(ctx context.Context, mine record) error {
 	defer d.mu.Unlock()
 	d.rev = rev
 	if r.Epoch != mine.Epoch {
+		// An admin's change: its status and schedule stand; the position this
+		// deliverer reached and has not written stands too, unless the change, or one
+		// since this deliverer last read the record, moved it back on purpose.
+		if r.RedeliverEpoch <= mine.Epoch && mine.Delivered > r.Delivered {
+			r.Delivered, r.Attempts, r.Skipped = mine.Delivered, mine.Attempts, mine.Skipped
+		}
 		d.rec = r
 		d.dirty = true // the next write renews the lease on the new state
 		return errRestart

@@ -17,7 +17,11 @@ type record struct {
 	// (enable, disable, redeliver): a deliverer whose write is refused finds it
 	// changed and starts over from the record, rather than write its own state back.
 	Epoch uint64 `json:"epoch"`
-	Lease *lease `json:"lease,omitempty"`
+	// RedeliverEpoch is the epoch of the last redeliver, the one admin change that
+	// moves the position: a deliverer meeting a newer epoch keeps the position it
+	// reached unless a redeliver came since.
+	RedeliverEpoch uint64 `json:"redeliver_epoch,omitempty"`
+	Lease          *lease `json:"lease,omitempty"`
 }
 
 // lease names the member delivering an endpoint, until a time it renews.

@@ -356,6 +356,7 @@ func (s *Service) Redeliver(ctx context.Context, id string, eventID uint64) (int
 			"from_event_id: %d is past the last event, %d", eventID, last)
 	}
 	return s.change(ctx, id, func(r *record) error {
+		r.RedeliverEpoch = r.Epoch + 1 // the epoch change gives it
 		r.Delivered = eventID - 1
 		r.FailingSince, r.Attempt, r.NextAttempt = nil, 0, nil
 		if r.Status == intentd.WebhookFailing {
@@ -366,13 +367,16 @@ func (s *Service) Redeliver(ctx context.Context, id string, eventID uint64) (int
 }
 
 // change applies an admin's change to an endpoint's record, advancing its epoch, and
-// reads the record again when another write came first.
+// reads the record again when another write came first. It starts from the position
+// this member's deliverer has reached, when it delivers the endpoint, rather than the
+// one it last wrote.
 func (s *Service) change(ctx context.Context, id string, fn func(*record) error) (intentd.Webhook, error) {
 	for {
 		r, rev, err := s.read(ctx, id)
 		if err != nil {
 			return intentd.Webhook{}, err
 		}
+		r = s.live(r)
 		if err := fn(&r); err != nil {
 			return intentd.Webhook{}, err
 		}

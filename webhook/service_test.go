@@ -273,3 +273,49 @@ func TestDisableAndEnable(t *testing.T) {
 	}
 	rc.waitFor(t, []uint64{first, second}, 10*time.Second)
 }
+
+// TestAdminChangeKeepsPosition: a disable sent to another member than the one
+// delivering, before the deliverer wrote its position, neither moves the position back
+// nor makes the events delivered go again once the endpoint is enabled.
+func TestAdminChangeKeepsPosition(t *testing.T) {
+	store, log := newMemStore(), newMemLog()
+	rc := newReceiver(t, 0)
+	a, _, _ := newMember(t, "a", store, log)
+	ctx := context.Background()
+	wh, err := a.CreateWebhook(ctx, intentd.WebhookSpec{URL: rc.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDeliverer(t, store, wh.ID, "a")
+	b, _, _ := newMember(t, "b", store, log)
+	var want []uint64
+	for range 5 {
+		want = append(want, log.add(intentd.StateSuccess, "P", ""))
+	}
+	rc.waitFor(t, want, 10*time.Second)
+	if _, err := b.SetWebhookEnabled(ctx, wh.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := b.Webhook(ctx, wh.ID)
+		if err == nil && got.Status == intentd.WebhookDisabled && got.Delivered == want[4] && got.Deliverer == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a disable through another member: %+v (%v); want disabled, delivered through %d, no deliverer", got, err, want[4])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := b.SetWebhookEnabled(ctx, wh.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, log.add(intentd.StateSuccess, "P", ""))
+	rc.waitFor(t, want, 10*time.Second)
+	rc.mu.Lock()
+	n := len(rc.ids)
+	rc.mu.Unlock()
+	if n != len(want) {
+		t.Fatalf("the receiver took %d deliveries of %d events: the disable moved the position back", n, len(want))
+	}
+}
