@@ -458,8 +458,18 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 intentd_store_follower_replacements_total{follows="events"} 1
 intentd_store_follower_replacements_total{follows="index"} 1
 `
-	if err := testutil.CollectAndCompare(f.Collector(), strings.NewReader(want)); err != nil {
-		t.Errorf("the follower metric after one replacement of each: %v", err)
+	// Each follower is checked on its own: the sink hearing c says the events' follower
+	// was replaced, and the index's may be replaced a check later. Both are, once each,
+	// by the same deadline.
+	var err error
+	for {
+		if err = testutil.CollectAndCompare(f.Collector(), strings.NewReader(want)); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("the follower metric after one replacement of each, %v after the followers stopped: %v", stallAfter+4*checkEvery, err)
 	}
 	write("d") // the new followers go on
 	eventually(t, func() bool {
