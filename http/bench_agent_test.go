@@ -164,6 +164,13 @@ func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers in
 // callers outrun the proving, a proposal refused 503 would measure back-pressure, not
 // the work of a proposal.
 func benchAgentEngine(b *testing.B, n int) *actors.Engine {
+	e, _ := benchEngine(b, n, nil)
+	return e
+}
+
+// benchEngine is benchAgentEngine's engine, with tune applied to its configuration
+// when not nil, and the store it is on.
+func benchEngine(b *testing.B, n int, tune func(*actors.Config)) (*actors.Engine, *persistence.Store) {
 	b.Helper()
 	store, err := persistence.Open(b.TempDir(), persistence.Options{})
 	if err != nil {
@@ -177,11 +184,14 @@ func benchAgentEngine(b *testing.B, n int) *actors.Engine {
 	cfg.Store, cfg.Extractor, cfg.Prover = store, evidence.DefaultCatalog(), actors.ReceiptProver{Key: key}
 	cfg.Verify.AllowUnsigned = true
 	cfg.ProvingQueue = max(cfg.ProvingQueue, n)
+	if tune != nil {
+		tune(&cfg)
+	}
 	e, err := actors.Open(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close(); store.Close() })
 	<-e.Ready()
-	return e
+	return e, store
 }

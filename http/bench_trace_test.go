@@ -17,7 +17,6 @@ import (
 	"github.com/intentd/intentd/actors"
 	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
-	"github.com/intentd/intentd/persistence"
 )
 
 // discardSpans is a span processor that drops every span once ended: what the SDK
@@ -106,25 +105,6 @@ func BenchmarkTracedProposal(b *testing.B) {
 
 // benchTracedEngine is benchAgentEngine's engine with the tracer provider tp.
 func benchTracedEngine(b *testing.B, n int, tp trace.TracerProvider) *actors.Engine {
-	b.Helper()
-	store, err := persistence.Open(b.TempDir(), persistence.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := actors.DefaultConfig()
-	cfg.Store, cfg.Extractor, cfg.Prover = store, evidence.DefaultCatalog(), actors.ReceiptProver{Key: key}
-	cfg.Verify.AllowUnsigned = true
-	cfg.ProvingQueue = max(cfg.ProvingQueue, n)
-	cfg.TracerProvider = tp
-	e, err := actors.Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close(); store.Close() })
-	<-e.Ready()
+	e, _ := benchEngine(b, n, func(cfg *actors.Config) { cfg.TracerProvider = tp })
 	return e
 }

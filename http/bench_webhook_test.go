@@ -11,10 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
-	"github.com/intentd/intentd/actors"
-	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
-	"github.com/intentd/intentd/persistence"
 	"github.com/intentd/intentd/webhook"
 )
 
@@ -34,24 +31,7 @@ func BenchmarkDecideBesideWebhook(b *testing.B) {
 }
 
 func benchDecideBesideWebhook(b *testing.B, callers int, dead bool) {
-	store, err := persistence.Open(b.TempDir(), persistence.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := actors.DefaultConfig()
-	cfg.Store, cfg.Extractor, cfg.Prover = store, evidence.DefaultCatalog(), actors.ReceiptProver{Key: key}
-	cfg.Verify.AllowUnsigned = true
-	cfg.ProvingQueue = max(cfg.ProvingQueue, b.N)
-	e, err := actors.Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close(); store.Close() })
-	<-e.Ready()
+	e, store := benchEngine(b, b.N, nil)
 	if dead {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
