@@ -50,15 +50,20 @@ func TestMandateCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the mandate crash test starts and kills a server several times")
 	}
-	bin := buildIntentd(t)
-	t.Run("pebble", func(t *testing.T) { mandateCrash(t, bin, nil) })
+	crashOnBothStores(t, buildIntentd(t), mandateCrash)
+}
+
+// crashOnBothStores runs a crash test of the binary bin on Pebble, then on an embedded
+// NATS server, each a subtest given the flags of its store.
+func crashOnBothStores(t *testing.T, bin string, crash func(t *testing.T, bin string, storeArgs []string)) {
+	t.Run("pebble", func(t *testing.T) { crash(t, bin, nil) })
 	t.Run("nats", func(t *testing.T) {
 		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer srv.Shutdown()
-		mandateCrash(t, bin, []string{"--store", srv.URL()})
+		crash(t, bin, []string{"--store", srv.URL()})
 	})
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
-	"github.com/intentd/intentd/natsstore"
 )
 
 // hookReceiver is a webhook endpoint that takes every delivery, after a delay that
@@ -244,16 +243,7 @@ func TestWebhookCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the webhook crash test starts and kills a server several times")
 	}
-	bin := buildIntentd(t)
-	t.Run("pebble", func(t *testing.T) { webhookCrash(t, bin, nil) })
-	t.Run("nats", func(t *testing.T) {
-		srv, err := natsstore.Embed(natsstore.EmbedOptions{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Shutdown()
-		webhookCrash(t, bin, []string{"--store", srv.URL()})
-	})
+	crashOnBothStores(t, buildIntentd(t), webhookCrash)
 }
 
 func webhookCrash(t *testing.T, bin string, storeArgs []string) {
