@@ -147,6 +147,11 @@ func (s *server) settled() (bool, string) {
 	if processing > decided || m["intentd_proving_running"]+m["intentd_proving_queued"] > 0 {
 		return false, fmt.Sprintf("%v proposals, %v decided", processing, decided)
 	}
+	if n := m["intentd_webhook_deliveries_in_flight"]; n > 0 {
+		// A delivery a receiver took, or is taking, moves the endpoint's position a
+		// moment after: a sample that shows the position waits for it.
+		return false, fmt.Sprintf("%v webhook deliveries under way", n)
+	}
 	cp, err := s.get("/log/checkpoint")
 	if err != nil {
 		return true, "" // no log (--tlog=false), or none yet with no outcome

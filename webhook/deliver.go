@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intentd/intentd"
@@ -52,6 +53,9 @@ type deliverer struct {
 	// event not yet delivered (zero when none waits): the endpoint's lag.
 	seen   uint64
 	headAt time.Time
+	// busy counts the current follow's deliveries under way: an attempt being made, or
+	// made and taken but not yet passed by the position.
+	busy *atomic.Int64
 }
 
 // start runs a deliverer for r, whose lease this member just took at revision rev.
@@ -103,6 +107,9 @@ type flight struct {
 	// Set before done is closed.
 	ok        bool
 	exhausted bool
+	// busy counts this flight in its follow's deliveries under way from its
+	// attempt's start until the follow moves past it, or the attempt fails.
+	busy *atomic.Int64
 
 	mu      sync.Mutex
 	attempt int        // attempts made
@@ -157,6 +164,15 @@ func (d *deliverer) follow(ctx context.Context) error {
 		return err
 	}
 	failed := make(chan struct{}, 1)
+	busy := new(atomic.Int64)
+	d.mu.Lock()
+	d.busy = busy
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.busy = nil
+		d.mu.Unlock()
+	}()
 	// The first event is the one the record's attempt and failure belong to.
 	resume := r.WebhookState
 	tick := time.NewTicker(flushEvery)
@@ -174,7 +190,7 @@ func (d *deliverer) follow(ctx context.Context) error {
 		}
 		select {
 		case ev := <-in:
-			f := &flight{ev: ev, done: make(chan struct{})}
+			f := &flight{ev: ev, done: make(chan struct{}), busy: busy}
 			d.mu.Lock()
 			d.seen = max(d.seen, ev.ID)
 			d.mu.Unlock()
@@ -196,6 +212,9 @@ func (d *deliverer) follow(ctx context.Context) error {
 					return d.disable(ctx, f)
 				}
 				q = q[1:]
+				if f.ok && !f.skip {
+					f.busy.Add(-1)
+				}
 				d.mu.Lock()
 				d.rec.Delivered = f.ev.ID
 				d.dirty = true
@@ -300,8 +319,10 @@ func (d *deliverer) deliver(ctx context.Context, sg signer, url string, f *fligh
 				}
 			}
 		}
+		f.busy.Add(1)
 		a := d.s.send(ctx, url, sg, f.ev)
 		if ctx.Err() != nil {
+			f.busy.Add(-1)
 			return // stopped in its middle: the attempt is made again wherever the endpoint goes
 		}
 		d.s.metrics.attempt(d.id, a)
@@ -312,10 +333,11 @@ func (d *deliverer) deliver(ctx context.Context, sg signer, url string, f *fligh
 		f.mu.Lock()
 		f.attempt++
 		if a.Error == "" {
-			f.ok = true
+			f.ok = true // still counted busy until the follow moves past it
 			f.mu.Unlock()
 			return
 		}
+		f.busy.Add(-1)
 		if f.since == nil {
 			at := a.At
 			f.since = &at

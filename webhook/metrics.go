@@ -58,6 +58,9 @@ var (
 	descLagSeconds = prometheus.NewDesc("intentd_webhook_lag_seconds",
 		"For each endpoint this member delivers: the age of the oldest event it has not yet taken, 0 when none waits.",
 		[]string{"webhook"}, nil)
+	descInFlight = prometheus.NewDesc("intentd_webhook_deliveries_in_flight",
+		"For each endpoint this member delivers: its deliveries under way, from an attempt's start until the endpoint's position moves past its event (at most its max_in_flight); an event waiting for its next attempt is not counted.",
+		[]string{"webhook"}, nil)
 	descEndpoints = prometheus.NewDesc("intentd_webhook_endpoints",
 		"Webhook endpoints by status (active, failing, disabled), as this member last listed them.",
 		[]string{"status"}, nil)
@@ -72,6 +75,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descAttempts
 	ch <- descLagEvents
 	ch <- descLagSeconds
+	ch <- descInFlight
 	ch <- descEndpoints
 }
 
@@ -103,7 +107,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if !d.headAt.IsZero() {
 			age = now.Sub(d.headAt).Seconds()
 		}
+		var busy int64
+		if d.busy != nil {
+			busy = d.busy.Load()
+		}
 		d.mu.Unlock()
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(busy), d.id)
 		ch <- prometheus.MustNewConstMetric(descLagEvents, prometheus.GaugeValue, float64(lag), d.id)
 		ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, age, d.id)
 	}

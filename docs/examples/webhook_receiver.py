@@ -1,7 +1,8 @@
 """A webhook receiver that verifies intentd's deliveries (Standard Webhooks, v1).
 
 Run: WEBHOOK_SECRET=whsec_... python3 docs/examples/webhook_receiver.py PORT
-It prints one line per verified event and answers 401 to anything else.
+It says when it listens, prints one line per verified event, and answers 401 to
+anything else.
 """
 import base64, hashlib, hmac, http.server, json, os, sys, time
 
@@ -32,4 +33,6 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Receiver).serve_forever()
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Receiver)
+print(f"listening on 127.0.0.1:{sys.argv[1]}", flush=True)
+server.serve_forever()
