@@ -25,13 +25,20 @@ type Event struct {
 	Decided *Decided
 }
 
-// Decided is the part of a decision that its event carries in memory on the node that
-// made it. The transparency log takes each outcome's receipt from here rather than read
-// the intent's snapshot back, which cost a twentieth of a proposal.
+// Decided is the part of a decision that its event carries beyond its JSON: in memory
+// on the node that made it, and, of the receipt, its digest through a store that keeps
+// it beside the event (NATS), so that every node of a cluster has it. The transparency
+// log takes each outcome's receipt digest from here rather than read the intent's
+// snapshot back, which cost a twentieth of a proposal on one node and, in a cluster,
+// one read of the store for every outcome on every member.
 type Decided struct {
 	// Receipt is the outcome's signed receipt as stored with its snapshot; nil when
-	// the outcome has none.
+	// the outcome has none, or when the event was read back from a store.
 	Receipt json.RawMessage
+	// ReceiptDigest is crypto.Digest of Receipt, the receipt_digest of the outcome's
+	// log entry; empty when the outcome has no receipt. A Decided with a Receipt and
+	// no ReceiptDigest has not had it computed.
+	ReceiptDigest string
 }
 
 // NewEvent is the event of a terminal status, without its id and time, which the store

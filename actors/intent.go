@@ -394,6 +394,12 @@ func (a *intentActor) finish(ctx context.Context, o outcome) reply {
 		return reply{err: intentd.Internal("encode event: %w", err)}
 	}
 	event.Decided = &intentd.Decided{Receipt: next.Receipt}
+	if len(next.Receipt) > 0 {
+		// Computed once here, the log's leaf needs it on every member.
+		if event.Decided.ReceiptDigest, err = crypto.Digest(next.Receipt); err != nil {
+			return reply{err: intentd.Internal("digest of the receipt: %w", err)}
+		}
+	}
 	data, err := next.encode()
 	if err != nil {
 		return reply{err: intentd.Internal("encode snapshot: %w", err)}

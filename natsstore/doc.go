@@ -10,7 +10,8 @@
 //	                        with its phase, policy and deadline in headers
 //	<prefix>.policy.<id>    a policy's bytecode and source, or a tombstone
 //	<prefix>.bytecode.<id>  a policy's bytecode, kept after a delete for proofs
-//	<prefix>.event          the event log: one message per outcome
+//	<prefix>.event          the event log: one message per outcome, with its receipt's
+//	                        digest in a header for every node's transparency log
 //	<prefix>.meta.floor     the lowest event id not pruned
 //	<prefix>.tlog.<n>       the transparency log's entry bundle n, the longest written
 //	                        (log.go); never pruned

@@ -55,6 +55,7 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 		if err != nil {
 			return err
 		}
+		ev.Decided = decidedOf(m.Header)
 		if err := fn(ev); err != nil {
 			return kept{err}
 		}
@@ -108,6 +109,7 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 			if err != nil {
 				return got, last, err
 			}
+			ev.Decided = decidedOf(m.Headers())
 			if err := fn(ev); err != nil {
 				return got, last, kept{err}
 			}

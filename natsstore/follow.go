@@ -174,6 +174,7 @@ func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
 				s.log.Error("skip a corrupt event", "error", err)
 				return
 			}
+			ev.Decided = decidedOf(m.Headers())
 			s.sinkMu.RLock()
 			sink := s.sink
 			s.sinkMu.RUnlock()

@@ -234,7 +234,7 @@ func (s *Store) Finish(ctx context.Context, id, policyID string, snapshot []byte
 		return 0, fmt.Errorf("finish %s (%s), which is %q: %w", id, ev.Type, cur.phase, errStale)
 	}
 	m := snapshotMsg(s.intentSubject(id), phaseDone, policyID, cur.created, expiresAt, snapshot)
-	seq, err := s.publishBatch(ctx, fenced(rollUp(m), cur.seq), eventMsg(s.eventSubject(), ev.Data))
+	seq, err := s.publishBatch(ctx, fenced(rollUp(m), cur.seq), eventMsg(s.eventSubject(), ev.Data, ev.Decided))
 	if isWrongSeq(err) {
 		s.refresh(ctx, id)
 		return 0, fmt.Errorf("finish %s: %w", id, errStale)

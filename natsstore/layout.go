@@ -1,6 +1,7 @@
 package natsstore
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
 )
 
 // Headers the store writes beside a record. The snapshot's headers carry what the
@@ -27,6 +31,9 @@ const (
 	// hdrWrite names one write of a fenced record, so that a write whose answer was
 	// lost can be told apart from another writer's when it is looked for.
 	hdrWrite = "Intentd-Write"
+	// hdrReceipt is on an outcome's event: the digest of its receipt, or noReceipt,
+	// so that every node's transparency log has it without reading the snapshot.
+	hdrReceipt = "Intentd-Receipt-Digest"
 
 	hdrBatchID     = "Nats-Batch-Id"
 	hdrBatchSeq    = "Nats-Batch-Sequence"
@@ -187,11 +194,39 @@ func withdrawnMsg(subject string, after uint64) *nats.Msg {
 	return fenced(rollUp(m), after)
 }
 
-// eventMsg is an event's record: its JSON.
-func eventMsg(subject string, data []byte) *nats.Msg {
+// noReceipt is hdrReceipt's value on an outcome without a receipt.
+const noReceipt = "-"
+
+// eventMsg is an event's record: its JSON, and with d its receipt's digest.
+func eventMsg(subject string, data []byte, d *intentd.Decided) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = data
+	switch {
+	case d == nil || (d.ReceiptDigest == "" && len(d.Receipt) > 0):
+		// Not known here: a reader takes the receipt from the snapshot.
+	case d.ReceiptDigest == "":
+		m.Header.Set(hdrReceipt, noReceipt)
+	default:
+		m.Header.Set(hdrReceipt, d.ReceiptDigest)
+	}
 	return m
+}
+
+// decidedOf is what an event's record says beyond its JSON: its receipt's digest, or
+// nil when the record does not say (written by a release before it did) or says
+// something that is not a digest, which the reader then takes from the snapshot.
+func decidedOf(h nats.Header) *intentd.Decided {
+	v := h.Get(hdrReceipt)
+	switch {
+	case v == noReceipt:
+		return &intentd.Decided{}
+	case v == "":
+		return nil
+	}
+	if b, err := crypto.DecodeBase58(v); err != nil || len(b) != sha256.Size {
+		return nil
+	}
+	return &intentd.Decided{ReceiptDigest: v}
 }
 
 // floorMsg is the floor record: events below floor are pruned, the newest of them

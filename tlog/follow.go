@@ -149,6 +149,11 @@ func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, err
 	if ev.Type == intentd.StateExpired {
 		return lf, nil
 	}
+	if d := ev.Decided; d != nil && (d.ReceiptDigest != "" || len(d.Receipt) == 0) {
+		// Decided on this node, or carried by the store beside the event.
+		lf.entry.ReceiptDigest = d.ReceiptDigest
+		return lf, nil
+	}
 	for tries := 1; ; tries++ {
 		var raw json.RawMessage
 		var err error

@@ -40,9 +40,12 @@ type fakeSource struct {
 	changed  chan struct{}
 	// failProof makes Proof fail this many times before it answers.
 	failProof int
-	// carry makes the events added carry their receipts, as those decided on the
-	// log's own node do; reads counts the receipts read from the source.
-	carry bool
+	// carry makes the events added carry what their decision knows of the receipt:
+	// carryReceipt the receipt alone (a node that has not computed its digest),
+	// carryBoth the receipt and its digest (those decided on the log's own node),
+	// carryDigest the digest alone (those a store carried from another node). reads
+	// counts the receipts read from the source.
+	carry int
 	reads int
 }
 
@@ -76,8 +79,18 @@ func (s *fakeSource) add(t *testing.T, n int) []intentd.Event {
 			ev.Data = fmt.Appendf(nil, `{"type":"success","intent_id":%q,"proposal":{"solution":"s"},"evidence":{}}`, intent)
 			s.receipts[intent] = s.bundle(t, intent)
 		}
-		if s.carry {
+		if s.carry != carryNothing {
 			ev.Decided = &intentd.Decided{Receipt: s.receipts[intent]}
+			if s.carry != carryReceipt && len(ev.Decided.Receipt) > 0 {
+				d, err := crypto.Digest(ev.Decided.Receipt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.Decided.ReceiptDigest = d
+			}
+			if s.carry == carryDigest {
+				ev.Decided.Receipt = nil
+			}
 		}
 		s.events = append(s.events, ev)
 		added = append(added, ev)
@@ -381,29 +394,41 @@ func TestLogWaitsForReceipts(t *testing.T) {
 	}
 }
 
-// TestLogTakesCarriedReceipts checks that the receipts events carry make the same
-// leaves as those read from the source, and that none is read then.
+// What fakeSource's events carry of their receipts.
+const (
+	carryNothing = iota
+	carryReceipt
+	carryBoth
+	carryDigest
+)
+
+// TestLogTakesCarriedReceipts checks that the receipts, or their digests, events carry
+// make the same leaves as those read from the source, and that none is read then.
 func TestLogTakesCarriedReceipts(t *testing.T) {
-	src := newFakeSource(t)
-	src.carry = true
-	evs := src.add(t, 9)
-	l := openLog(t, t.TempDir(), src.key)
-	defer l.Close()
-	run(t, l, src, 9)
-	want := wantEntries(t, src, evs)
-	for i, ev := range evs {
-		inc, err := l.Inclusion(ev.IntentID)
-		if err != nil || inc == nil {
-			t.Fatal(inc, err)
-		}
-		if !bytes.Equal(inc.Entry, want[i]) {
-			t.Errorf("entry %d: %s, want %s", i, inc.Entry, want[i])
-		}
-	}
-	src.mu.Lock()
-	defer src.mu.Unlock()
-	if src.reads != 0 {
-		t.Errorf("%d receipts read from the source, want none", src.reads)
+	for name, carry := range map[string]int{"the receipt": carryReceipt, "the receipt and its digest": carryBoth, "the digest alone": carryDigest} {
+		t.Run(name, func(t *testing.T) {
+			src := newFakeSource(t)
+			src.carry = carry
+			evs := src.add(t, 9)
+			l := openLog(t, t.TempDir(), src.key)
+			defer l.Close()
+			run(t, l, src, 9)
+			want := wantEntries(t, src, evs)
+			for i, ev := range evs {
+				inc, err := l.Inclusion(ev.IntentID)
+				if err != nil || inc == nil {
+					t.Fatal(inc, err)
+				}
+				if !bytes.Equal(inc.Entry, want[i]) {
+					t.Errorf("entry %d: %s, want %s", i, inc.Entry, want[i])
+				}
+			}
+			src.mu.Lock()
+			defer src.mu.Unlock()
+			if src.reads != 0 {
+				t.Errorf("%d receipts read from the source, want none", src.reads)
+			}
+		})
 	}
 }
 

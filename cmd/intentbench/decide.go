@@ -130,10 +130,11 @@ func reportSlowCauses(r *Report, clock *pairClock, bg *background) {
 }
 
 func runDecide(ctx context.Context, b *bench, r *Report) error {
-	base, srv, after, intents, took, err := setUpProposals(ctx, b)
+	bases, srv, after, intents, took, whole, err := setUpProposals(ctx, b)
 	if err != nil {
 		return err
 	}
+	base := bases[0]
 	n := len(intents)
 	r.figure("set-up: intents submitted", float64(n), "")
 	r.figure("set-up: submission rate", float64(n)/took.Seconds(), "intents/s")
@@ -180,7 +181,9 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration + time.Second}
 	cpu := startCPU(srv)
 	res := runLoad(ctx, spec, n, func(ctx context.Context, i int) error {
-		_, err := post(ctx, b.client, base+"/intents/"+intents[i].ID+"/proposal", "application/json", proposalBody(i))
+		// A proposal goes to the member after its create's: neither is where the
+		// other was more often than the cluster's placement makes it.
+		_, err := post(ctx, b.client, nodeFor(bases, i, 1)+"/intents/"+intents[i].ID+"/proposal", "application/json", proposalBody(i))
 		if err == nil {
 			clock.acked(i)
 		}
@@ -198,6 +201,7 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 		}
 	}
 	cpu.perOp(r, "per proposal", accepted)
+	whole.perOp(ctx, r, "per intent created and decided", accepted)
 	stopStream()
 
 	r.series(seriesOf("POST proposal (from due time)", &res.Latency, res.Elapsed, res.Errors))
@@ -229,15 +233,17 @@ func runDecide(ctx context.Context, b *bench, r *Report) error {
 	return nil
 }
 
-// setUpProposals is the start of the scenarios that decide intents: a server, the demo
-// policy, a marker event to stream from, and rate × duration intents signed and
-// submitted, ready for their proposals. It returns the marker's event id and how long
-// the submissions took.
-func setUpProposals(ctx context.Context, b *bench) (base string, srv *child, after uint64, intents []signedIntent, took time.Duration, err error) {
-	if base, srv, err = b.target(ctx); err != nil {
+// setUpProposals is the start of the scenarios that decide intents: a server (or a
+// cluster's members), the demo policy, a marker event to stream from, and rate ×
+// duration intents signed and submitted, spread over the members, ready for their
+// proposals. It returns the marker's event id, how long the submissions took, and a
+// meter of the servers' CPU started before the first submission.
+func setUpProposals(ctx context.Context, b *bench) (bases []string, srv *child, after uint64, intents []signedIntent, took time.Duration, whole *wholeMeter, err error) {
+	if bases, srv, err = b.targets(ctx); err != nil {
 		return
 	}
-	policyID, err := putPolicy(ctx, b.client, base)
+	base := bases[0]
+	policyID, err := putPolicies(ctx, b.client, bases)
 	if err != nil {
 		return
 	}
@@ -249,6 +255,24 @@ func setUpProposals(ctx context.Context, b *bench) (base string, srv *child, aft
 	if intents, err = signIntents(n, policyID, b.key); err != nil {
 		return
 	}
-	took, err = submitAll(ctx, b.client, base, intents, b.opts.Concurrency)
+	whole = &wholeMeter{cpu: startCPU(srv), members: startClusterCPU(ctx, b)}
+	took, err = submitAll(ctx, b.client, bases, intents, b.opts.Concurrency)
 	return
+}
+
+// wholeMeter measures the servers' CPU over intents' creation and decision both.
+type wholeMeter struct {
+	cpu     *cpuMeter
+	members *clusterMeter
+}
+
+// perOp adds the server's CPU per intent (a started server's from /proc, --server
+// members' from their /metrics) to r.
+func (w *wholeMeter) perOp(ctx context.Context, r *Report, what string, n int64) {
+	if w.cpu.srv != nil && n > 0 {
+		if kid, err := readProcStat(w.cpu.srv.cmd.Process.Pid); err == nil {
+			r.figure(what+": server CPU per request", float64((kid.CPU-w.cpu.kid.CPU).Microseconds())/float64(n), "µs")
+		}
+	}
+	w.members.perOp(ctx, r, what, n)
 }

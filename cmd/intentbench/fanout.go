@@ -156,11 +156,12 @@ func (f *fanoutState) connect(ctx context.Context, b *bench, after uint64, n int
 
 func runFanout(ctx context.Context, b *bench, r *Report) error {
 	b.subscribers = b.opts.Subscribers
-	base, srv, after, intents, _, err := setUpProposals(ctx, b)
+	bases, srv, after, intents, _, _, err := setUpProposals(ctx, b)
 	if err != nil {
 		return err
 	}
 	n := len(intents)
+	base := bases[0]
 
 	f := &fanoutState{base: base, client: newStreamClient(), index: newIntentIndex(intents), origin: time.Now(), acked: make([]atomic.Int64, n)}
 	sctx, stopSubs := context.WithCancel(ctx)

@@ -32,13 +32,14 @@ func intakePool(spec loadSpec, given int) int {
 	return int(math.Ceil(rate*spec.Duration.Seconds())) + 1
 }
 
-// loadIntake runs the warm-up then the measured load of POST /intents on base, with
-// the given pre-signed intents (warm first, then the measured ones).
-func loadIntake(ctx context.Context, b *bench, r *Report, what string, srv *child, base string, warm, measured []signedIntent) *loadResult {
+// loadIntake runs the warm-up then the measured load of POST /intents on bases, one
+// after the other, with the given pre-signed intents (warm first, then the measured
+// ones).
+func loadIntake(ctx context.Context, b *bench, r *Report, what string, srv *child, bases []string, warm, measured []signedIntent) *loadResult {
 	spec := loadSpec{Concurrency: b.opts.Concurrency, Rate: b.opts.Rate, Duration: b.opts.Duration}
 	send := func(set []signedIntent) func(ctx context.Context, i int) error {
 		return func(ctx context.Context, i int) error {
-			_, err := post(ctx, b.client, base+"/intents", "application/json", set[i].Body)
+			_, err := post(ctx, b.client, nodeFor(bases, i, 0)+"/intents", "application/json", set[i].Body)
 			return err
 		}
 	}
@@ -48,14 +49,21 @@ func loadIntake(ctx context.Context, b *bench, r *Report, what string, srv *chil
 		runLoad(ctx, w, len(warm), send(warm))
 	}
 	cpu := startCPU(srv)
+	var members *clusterMeter
+	if srv == nil { // the load goes to --server
+		members = startClusterCPU(ctx, b)
+	}
 	res := runLoad(ctx, spec, len(measured), send(measured))
 	cpu.perOp(r, what, res.OK.Load()+res.ErrorCount())
+	members.perOp(ctx, r, what, res.OK.Load()+res.ErrorCount())
 	return res
 }
 
-// prepareIntake stores the policy on base and signs the warm-up and measured intents.
-func prepareIntake(ctx context.Context, b *bench, base string) (warm, measured []signedIntent, err error) {
-	policyID, err := putPolicy(ctx, b.client, base)
+// prepareIntake stores the policy on each of bases and signs the warm-up and measured
+// intents. A cluster's members share their policies, so one would do there; servers
+// of their own each need it, and storing a policy again is a no-op.
+func prepareIntake(ctx context.Context, b *bench, bases []string) (warm, measured []signedIntent, err error) {
+	policyID, err := putPolicies(ctx, b.client, bases)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,16 +99,16 @@ func noteIntake(r *Report, name string, res *loadResult) {
 }
 
 func runIntake(ctx context.Context, b *bench, r *Report) error {
-	base, srv, err := b.target(ctx)
+	bases, srv, err := b.targets(ctx)
 	if err != nil {
 		return err
 	}
-	warm, measured, err := prepareIntake(ctx, b, base)
+	warm, measured, err := prepareIntake(ctx, b, bases)
 	if err != nil {
 		return err
 	}
-	b.logf("intake: %s of load", b.opts.Duration)
-	res := loadIntake(ctx, b, r, "intake", srv, base, warm, measured)
+	b.logf("intake: %s of load on %d server(s)", b.opts.Duration, len(bases))
+	res := loadIntake(ctx, b, r, "intake", srv, bases, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -127,12 +135,12 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 	if err != nil {
 		return err
 	}
-	warm, measured, err := prepareIntake(ctx, b, base)
+	warm, measured, err := prepareIntake(ctx, b, []string{base})
 	if err != nil {
 		return err
 	}
 	b.logf("%s: %s of load", what, b.opts.Duration)
-	in := loadIntake(ctx, b, r, what, srv, base, warm, measured)
+	in := loadIntake(ctx, b, r, what, srv, []string{base}, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -153,7 +161,7 @@ func runBaseline(ctx context.Context, b *bench, r *Report) error {
 	b.client.CloseIdleConnections()
 	b.logf("baseline: %s of the same load on %s", b.opts.Duration, bare.url)
 	// The same bodies again: the bare server keeps nothing, so the ids are new to it.
-	base2 := loadIntake(ctx, b, r, "baseline", bare, bare.url, warm, measured)
+	base2 := loadIntake(ctx, b, r, "baseline", bare, []string{bare.url}, warm, measured)
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -155,6 +155,19 @@ func do(c *http.Client, req *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// putPolicies stores the demo policy on each of bases and returns its id.
+func putPolicies(ctx context.Context, c *http.Client, bases []string) (string, error) {
+	var id string
+	for _, base := range bases {
+		got, err := putPolicy(ctx, c, base)
+		if err != nil {
+			return "", err
+		}
+		id = got
+	}
+	return id, nil
+}
+
 // putPolicy stores the demo policy and returns its id.
 func putPolicy(ctx context.Context, c *http.Client, base string) (string, error) {
 	b, err := post(ctx, c, base+"/policies", "text/plain; charset=utf-8", []byte(demoPolicy))
@@ -303,11 +316,12 @@ func runLoad(ctx context.Context, spec loadSpec, n int, req func(ctx context.Con
 	return res
 }
 
-// submitAll posts the intents at a concurrency, as fast as the server takes them,
-// and fails on the first refusal: the scenarios that set up intents need all of them.
-func submitAll(ctx context.Context, c *http.Client, base string, intents []signedIntent, conc int) (time.Duration, error) {
+// submitAll posts the intents at a concurrency, as fast as the servers take them, to
+// bases one after the other, and fails on the first refusal: the scenarios that set up
+// intents need all of them.
+func submitAll(ctx context.Context, c *http.Client, bases []string, intents []signedIntent, conc int) (time.Duration, error) {
 	res := runLoad(ctx, loadSpec{Concurrency: conc, Duration: 24 * time.Hour}, len(intents), func(ctx context.Context, i int) error {
-		_, err := post(ctx, c, base+"/intents", "application/json", intents[i].Body)
+		_, err := post(ctx, c, nodeFor(bases, i, 0)+"/intents", "application/json", intents[i].Body)
 		return err
 	})
 	if res.FirstErr != nil {

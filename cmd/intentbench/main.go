@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -61,7 +62,15 @@ var scenarios = map[string]struct {
 // options are the flags, shared by every scenario; a zero or negative value where a
 // default depends on the scenario means "the scenario's default".
 type options struct {
-	Server        string
+	// Server is the first of Servers, the one a scenario that talks to one server
+	// uses.
+	Server string
+	// Servers are the --server URLs: several are one cluster's members, over which
+	// intake and decide spread their load (cluster.go).
+	Servers stringList
+	// CPUPids are processes of this machine whose CPU counts as the servers' (NATS
+	// servers beside the members).
+	CPUPids       pidList
 	Intentd       string
 	BuildRace     bool
 	ServerFlags   stringList
@@ -86,11 +95,32 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, " ") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
+// pidList is a repeatable flag of process ids.
+type pidList []int
+
+func (l *pidList) String() string {
+	s := make([]string, len(*l))
+	for i, p := range *l {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, " ")
+}
+
+func (l *pidList) Set(v string) error {
+	p, err := strconv.Atoi(v)
+	if err != nil || p <= 0 {
+		return fmt.Errorf("%q is not a process id", v)
+	}
+	*l = append(*l, p)
+	return nil
+}
+
 func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 	var o options
 	fs := flag.NewFlagSet("intentbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.Server, "server", "", "base URL of a running intentd; empty: start one in a temporary folder")
+	fs.Var(&o.Servers, "server", "base URL of a running intentd; repeated: the members of one cluster, the load spread over them (intake, decide); none: start one in a temporary folder")
+	fs.Var(&o.CPUPids, "cpu-pid", "with --server: a process of this machine whose CPU counts as the servers' too, e.g. a NATS server (repeatable)")
 	fs.StringVar(&o.Intentd, "intentd", "", "intentd binary to start; empty: go build the module's cmd/intentd")
 	fs.BoolVar(&o.BuildRace, "build-race", false, "build intentd with the race detector (the tests do)")
 	fs.Var(&o.ServerFlags, "server-flag", "a flag for the intentd the tool starts, e.g. --server-flag=--max-proving=128 (repeatable)")
@@ -156,10 +186,25 @@ func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 	if (name == "decide" || name == "decide-floor" || name == "fanout") && o.Rate == 0 {
 		return "", o, fmt.Errorf("--rate: %s needs a rate above 0", name)
 	}
-	if name == "soak-open" && o.Server != "" {
+	if name == "soak-open" && len(o.Servers) > 0 {
 		return "", o, errors.New("soak-open restarts the server, so it starts its own: drop --server")
 	}
-	o.Server = strings.TrimSuffix(o.Server, "/")
+	if len(o.Servers) > 1 && name != "intake" && name != "decide" {
+		return "", o, fmt.Errorf("%s runs against one server: give --server once (intake and decide take a cluster's members)", name)
+	}
+	if len(o.CPUPids) > 0 && len(o.Servers) == 0 {
+		return "", o, errors.New("--cpu-pid counts processes beside servers named by --server: give --server")
+	}
+	for i, s := range o.Servers {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", o, fmt.Errorf("--server %q: want an http or https URL", s)
+		}
+		o.Servers[i] = strings.TrimSuffix(s, "/")
+	}
+	if len(o.Servers) > 0 {
+		o.Server = o.Servers[0]
+	}
 	return name, o, nil
 }
 
@@ -201,8 +246,11 @@ func newKey() (ed25519.PrivateKey, error) {
 // settings are the options a scenario used, for the report.
 func (o options) settings(name string) map[string]string {
 	s := map[string]string{"concurrency": strconv.Itoa(o.Concurrency), "duration": o.Duration.String()}
-	if o.Server != "" {
-		s["server"] = o.Server
+	if len(o.Servers) > 0 {
+		s["server"] = strings.Join(o.Servers, " ")
+		if len(o.CPUPids) > 0 {
+			s["cpu_pids"] = o.CPUPids.String()
+		}
 	} else {
 		s["server"] = "started by the tool"
 		if len(o.ServerFlags) > 0 {
@@ -304,6 +352,19 @@ func (b *bench) startIntentd(ctx context.Context, dataDir, listen string) (*chil
 	}
 	b.servers = append(b.servers, c)
 	return c, nil
+}
+
+// targets returns the servers to load: every --server, or an intentd started in a
+// fresh data folder (the child is nil for --server).
+func (b *bench) targets(ctx context.Context) ([]string, *child, error) {
+	if len(b.opts.Servers) > 0 {
+		return b.opts.Servers, nil, nil
+	}
+	base, srv, err := b.target(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{base}, srv, nil
 }
 
 // target returns the server to load: --server, or an intentd started in a fresh data

@@ -40,7 +40,7 @@ func runSoakOpen(ctx context.Context, b *bench, r *Report) error {
 			return err
 		}
 		signTime += time.Since(t)
-		took, err := submitAll(ctx, b.client, srv.url, batch, b.opts.Concurrency)
+		took, err := submitAll(ctx, b.client, []string{srv.url}, batch, b.opts.Concurrency)
 		if err != nil {
 			return err
 		}
