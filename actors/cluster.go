@@ -125,9 +125,11 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	m.cluster = cluster.New(m.system, cfg)
 	m.system.EventStream.Subscribe(func(evt any) {
 		// Called with the member list's lock held: hand the work to a goroutine.
-		if _, ok := evt.(*cluster.ClusterTopology); !ok {
+		t, ok := evt.(*cluster.ClusterTopology)
+		if !ok {
 			return
 		}
+		m.placed(t.Members)
 		e.membersMoved()
 		if e.track() {
 			go func() {

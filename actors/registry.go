@@ -70,6 +70,10 @@ func (r *registry) shard(id string) *registryShard {
 // the member that owns the intent.
 func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 	if r.e.cfg.Cluster != nil {
+		if m := r.e.member.Load(); m != nil && m.ownsHere(id) {
+			// This member owns the intent: no grain, no placement, no reply to carry.
+			return r.localCall(ctx, id, msg)
+		}
 		cmd, err := command(id, msg)
 		if err != nil {
 			return nil, intentd.Internal("encode intent command: %w", err)

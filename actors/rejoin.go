@@ -38,6 +38,32 @@ type incarnation struct {
 	// started is set once StartMember returned: protoactor's cluster has no identity
 	// lookup before, and a command through it would dereference nothing.
 	started atomic.Bool
+	// owners places intents on the members of the last topology, as protoactor's
+	// partition (disthash) places their grains: rendezvous hashing of the intent id
+	// over the members' addresses. Nil before the first topology.
+	owners atomic.Pointer[cluster.Rendezvous]
+}
+
+// placed takes the members of a new topology.
+func (m *incarnation) placed(members []*cluster.Member) {
+	r := cluster.NewRendezvous()
+	r.UpdateMembers(members)
+	m.owners.Store(r)
+}
+
+// ownsHere reports whether this incarnation is, by the last topology it was told of,
+// the owner of intent id: a command for it then goes to the intent's actor here
+// without protoactor's placement, a grain and a reply. The placement itself answers
+// from the same topology, so the two agree but while a new one reaches them, when a
+// command may run here and another on the member the placement chose; the store's
+// sequence checks let one of them write, as they do for a grain that outlived its
+// move.
+func (m *incarnation) ownsHere(id string) bool {
+	r := m.owners.Load()
+	if r == nil || !m.serving() {
+		return false
+	}
+	return r.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: intentKind, Identity: id}) == m.system.Address()
 }
 
 // serving reports whether commands may go through the incarnation.

@@ -271,19 +271,20 @@ func costTable(rows []costRow, rate, duration string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "intentbench decide --rate %s --duration %s, the load spread over the members\n\n", rate, duration)
 	b.WriteString("| setup | intentd CPU per intent | / one node | all servers' CPU per intent | the last member's cost per intent | p50 / p99 ms | proposals | load |\n|---|---|---|---|---|---|---|---|\n")
-	var one, prev float64
+	var one float64
+	var prev costRow
 	for _, r := range rows {
 		ratio, marginal := "", ""
 		if !r.setup.cluster {
-			one, prev = r.intentdCPU, 0
+			one = r.intentdCPU
 		}
 		if one > 0 {
 			ratio = fmt.Sprintf("%.2f ×", r.intentdCPU/one)
 		}
-		if r.setup.cluster && r.setup.nodes > 1 && prev > 0 {
-			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-prev, 100*(r.intentdCPU-prev)/one)
+		if r.setup.cluster && prev.setup.cluster && prev.setup.nodes == r.setup.nodes-1 && one > 0 {
+			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-prev.intentdCPU, 100*(r.intentdCPU-prev.intentdCPU)/one)
 		}
-		prev = r.intentdCPU
+		prev = r
 		fmt.Fprintf(&b, "| %s | %.0f µs | %s | %.0f µs | %s | %.1f / %.1f | %.0f | %s |\n", r.setup, r.intentdCPU, ratio, r.allCPU, marginal, r.p50, r.p99, r.accepted, strings.TrimPrefix(r.load, "machine load average (1 min) "))
 	}
 	return b.String()
