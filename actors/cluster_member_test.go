@@ -86,18 +86,30 @@ func TestClusterStartFails(t *testing.T) {
 	}
 }
 
-// TestGrainsPassivate sends intents through two members, waits past the passivation
-// time, and finds no grain active on either; a proposal after that activates the
-// intent's grain again and succeeds.
+// TestGrainsPassivate proposes to intents through a member that does not own them, so
+// that their grains are activated on their owner, waits past the passivation time, and
+// finds no grain active; a command after that activates the intent's grain again, which
+// answers from the store.
 func TestGrainsPassivate(t *testing.T) {
 	hs := clusterOf(t, 2, func(c *Config) { c.PassivateAfter = 300 * time.Millisecond })
 	ids := make([]string, 8)
 	for i := range ids {
-		ids[i] = hs[i%2].submit("M", 2500)
+		ids[i] = createOwnedBy(t, hs[i%2], hs[(i+1)%2])
 	}
 	active := func() int { return hs[0].e.ClusterActivations() + hs[1].e.ClusterActivations() }
+	if n := active(); n != 0 {
+		t.Fatalf("%d grains active after the creates, which do not cross, want none", n)
+	}
+	for i, id := range ids {
+		if err := proposeTo(hs[i%2], id, "M-cheap"); err != nil {
+			t.Fatalf("a proposal through the member that does not own the intent: %v", err)
+		}
+	}
 	if n := active(); n == 0 {
-		t.Fatal("no grain active right after the creates")
+		t.Fatal("no grain active right after the proposals")
+	}
+	for _, id := range ids {
+		hs[0].waitState(id, intentd.StateSuccess)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for active() != 0 {
@@ -107,43 +119,60 @@ func TestGrainsPassivate(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for i, id := range ids {
-		if err := proposeTo(hs[(i+1)%2], id, "M-cheap"); err != nil {
-			t.Fatalf("a proposal to a passivated grain: %v", err)
+		if err := proposeTo(hs[i%2], id, "M-dear"); intentd.ErrorCode(err) != intentd.CodeProposalExists {
+			t.Fatalf("a second proposal to a passivated grain: %v, want %s", err, intentd.CodeProposalExists)
 		}
-	}
-	for _, id := range ids {
-		hs[0].waitState(id, intentd.StateSuccess)
 	}
 }
 
-// TestGrainsBounded gives a member room for three grains: a fourth intent is refused
-// 503 capacity_exceeded and counted, stores nothing, and the member holds three grains
-// after it.
-func TestGrainsBounded(t *testing.T) {
-	h := clusterOf(t, 1, func(c *Config) { c.Cluster.MaxGrains = 3 })[0]
-	for range 3 {
-		h.submit("M", 2500)
-	}
+// createOwnedBy creates an intent owned by owner through via, and returns its id.
+func createOwnedBy(t *testing.T, via, owner *harness) string {
+	t.Helper()
 	id := uuid.NewString()
-	raw := h.intentJSON(id, "M", 2500)
-	auth, err := crypto.SignEd25519(h.key, raw)
+	for !owner.e.member.Load().ownsHere(id) {
+		id = uuid.NewString()
+	}
+	raw := via.intentJSON(id, "M", 2500)
+	auth, err := crypto.SignEd25519(via.key, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = submitRaw(context.Background(), h.e, raw, auth)
+	if err := submitRaw(context.Background(), via.e, raw, auth); err != nil {
+		t.Fatalf("SubmitIntent: %v", err)
+	}
+	return id
+}
+
+// TestGrainsBounded gives members room for three grains: a proposal through another
+// member to a fourth intent its owner holds is refused 503 capacity_exceeded and
+// counted, the intent stays open with no proposal, and the owner holds three grains
+// after it.
+func TestGrainsBounded(t *testing.T) {
+	hs := clusterOf(t, 2, func(c *Config) {
+		c.Cluster.MaxGrains = 3
+		c.PassivateAfter = time.Minute
+	})
+	via, owner := hs[0], hs[1]
+	for range 3 {
+		if err := proposeTo(via, createOwnedBy(t, via, owner), "M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := createOwnedBy(t, via, owner)
+	err := proposeTo(via, id, "M-cheap")
 	if intentd.ErrorCode(err) != intentd.CodeCapacityExceeded || intentd.ErrorKind(err) != intentd.KindBusy {
-		t.Fatalf("a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
+		t.Fatalf("a proposal to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
 	}
-	if _, err := h.e.Status(context.Background(), id); intentd.ErrorKind(err) != intentd.KindNotFound {
-		t.Fatalf("the refused intent: %v, want not found", err)
+	if st := via.status(id); st.State != intentd.StateOpen || st.Proposal != nil {
+		t.Fatalf("the refused intent is %s with %+v, want open with no proposal", st.State, st.Proposal)
 	}
-	if n := h.e.ClusterGrainsRefused(); n != 1 {
+	if n := owner.e.ClusterGrainsRefused(); n != 1 {
 		t.Fatalf("grains refused = %d, want 1", n)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for h.e.ClusterActivations() != 3 {
+	for owner.e.ClusterActivations() != 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d grains active, want the 3 within the bound", h.e.ClusterActivations())
+			t.Fatalf("%d grains active, want the 3 within the bound", owner.e.ClusterActivations())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

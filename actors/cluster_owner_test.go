@@ -1,11 +1,13 @@
 package actors
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/crypto"
 )
 
 // TestOwnerAgreesWithPlacement checks that the owner a member computes for an intent
@@ -68,4 +70,36 @@ func TestOwnerCommandsStayLocal(t *testing.T) {
 	if n := hs[1].e.ClusterActivations() + hs[2].e.ClusterActivations(); n != len(ids)-local {
 		t.Errorf("the other members activated %d grains, want one for each of the %d intents they own", n, len(ids)-local)
 	}
+}
+
+// TestCreateWrittenByAnyMember creates an intent through a member that does not own it,
+// after a proposal to its owner found it missing: the create is written without
+// crossing, no grain is activated for it, and the owner's actor, which had found the
+// intent missing, reads it again and takes the proposal.
+func TestCreateWrittenByAnyMember(t *testing.T) {
+	hs := clusterOf(t, 2, nil)
+	owner, other := hs[1], hs[0]
+	var id string
+	for id == "" || !owner.e.member.Load().ownsHere(id) {
+		id = uuid.NewString()
+	}
+	if err := proposeTo(owner, id, "M-cheap"); intentd.ErrorCode(err) != intentd.CodeIntentNotFound {
+		t.Fatalf("proposal before the create = %v, want %s", err, intentd.CodeIntentNotFound)
+	}
+	before := owner.e.ClusterActivations() + other.e.ClusterActivations()
+	raw := other.intentJSON(id, "M", 2500)
+	auth, err := crypto.SignEd25519(other.key, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := submitRaw(context.Background(), other.e, raw, auth); err != nil {
+		t.Fatalf("create through the member that does not own the intent: %v", err)
+	}
+	if n := owner.e.ClusterActivations() + other.e.ClusterActivations(); n != before {
+		t.Errorf("the create activated %d grains, want none", n-before)
+	}
+	if err := proposeTo(other, id, "M-cheap"); err != nil {
+		t.Fatalf("proposal after the create: %v", err)
+	}
+	owner.waitState(id, intentd.StateSuccess)
 }

@@ -503,7 +503,11 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	if err := snap.setAuthored(canon, authorship); err != nil {
 		return intentd.Internal("encode authored intent: %w", err)
 	}
-	if e.cfg.Cluster == nil {
+	// The create is written here, by whichever member took the request, unless an
+	// actor of the intent is live here: a cluster's owner of the intent reads it from
+	// the store with the intent's first command, so the create need not cross to it.
+	// The store refuses a taken id, whoever writes.
+	{
 		if done, err := e.registry.createIdle(ctx, id, func() error {
 			// Written without an actor, under a span of its own as an actor's create
 			// would be; on the engine's context, as an actor writes, not the caller's.

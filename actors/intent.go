@@ -139,7 +139,9 @@ func (a *intentActor) Receive(ctx actor.Context) {
 		// A create needs no read first: the store refuses a taken id itself, and most
 		// actors are spawned for a create of an id that is not taken.
 	default:
-		if !a.loaded {
+		// In a cluster any member writes an intent's create (SubmitIntent), so an
+		// intent this actor found missing may have been stored since: it reads again.
+		if !a.loaded || (a.snap == nil && a.e.cfg.Cluster != nil) {
 			if err := a.load(); err != nil {
 				answer(ctx, reply{err: err})
 				return

@@ -117,9 +117,11 @@ func checkSpread(t *testing.T, r *rig, n int) {
 		grains += metric(t, node.url, "intentd_cluster_grain_activations")
 		remote += metric(t, node.url, `intentd_cluster_request_duration_seconds_count{result="ok"}`)
 	}
-	// 30 intents, each created and proposed to through the cluster; most land on
-	// another member than the one asked.
-	if grains < 1 || remote < float64(2*n/3) {
+	// 30 intents, each created and proposed to through the cluster. A create is
+	// written by the node asked; a proposal crosses to the intent's owner, which is
+	// another node for about two thirds of them (below a third is one chance in about
+	// 100,000).
+	if grains < 1 || remote < float64(n/3) {
 		t.Errorf("%v grains active and %v commands answered across the nodes, want some of each", grains, remote)
 	}
 }
