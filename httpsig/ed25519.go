@@ -2,6 +2,8 @@ package httpsig
 
 import (
 	"crypto/ed25519"
+	"sync"
+	"sync/atomic"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
@@ -15,8 +17,64 @@ var stdlibRules = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 // must have their lengths. It verifies with curve25519-voi under crypto/ed25519's
 // rules because every signed proposal is verified, and on the service's machine voi
 // takes 31 µs where crypto/ed25519 takes 44 (docs/benchmarks.md, "Signed proposals").
+// An agent signs many proposals with one key, so the key is taken in voi's expanded
+// form (decompressed, with its table of multiples) from expandedKeys once it has
+// verified a signature, which saves its unpacking on each later proposal. The
+// expanded key makes the same checks of the key as the plain one (voi's
+// checkExpandedPublicKey is its unpackPublicKey, cached).
 // TestVerifyEd25519AgreesWithStdLib and FuzzVerifyEd25519 hold it to crypto/ed25519's
-// answers.
+// answers, through the cache and without it.
 func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
-	return voi.VerifyWithOptions(voi.PublicKey(key), msg, sig, stdlibRules)
+	if x := expandedKeys.get(key); x != nil {
+		return voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules)
+	}
+	x, err := voi.NewExpandedPublicKey(voi.PublicKey(key))
+	if err != nil {
+		return false // not a point: crypto/ed25519 refuses it too
+	}
+	if !voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules) {
+		return false
+	}
+	expandedKeys.put(key, x)
+	return true
 }
+
+// maxExpandedKeys bounds the keys expandedKeys holds. Each is about 1.5 KB, so the
+// cache stays under 1.5 MB whatever keys callers send; a key is kept only once a
+// signature verified under it, and past the bound the cache starts again empty, which
+// costs each agent one slower check.
+const maxExpandedKeys = 1024
+
+// expandedKeys is the process's cache of expanded keys: the signed proposals of every
+// server in the process are verified by this package's functions, which take no
+// state.
+var expandedKeys keyCache
+
+// keyCache maps an Ed25519 public key to its expanded form. Reads take no lock, as
+// every signed proposal reads it and few add to it.
+type keyCache struct {
+	m sync.Map // [ed25519.PublicKeySize]byte → *voi.ExpandedPublicKey
+	n atomic.Int64
+}
+
+// get is key's expanded form, or nil when it is not kept.
+func (c *keyCache) get(key ed25519.PublicKey) *voi.ExpandedPublicKey {
+	if x, ok := c.m.Load([ed25519.PublicKeySize]byte(key)); ok {
+		return x.(*voi.ExpandedPublicKey)
+	}
+	return nil
+}
+
+// put keeps x as key's expanded form, emptying the cache first when it is full.
+func (c *keyCache) put(key ed25519.PublicKey, x *voi.ExpandedPublicKey) {
+	if c.n.Load() >= maxExpandedKeys {
+		c.m.Clear()
+		c.n.Store(0)
+	}
+	if _, loaded := c.m.LoadOrStore([ed25519.PublicKeySize]byte(key), x); !loaded {
+		c.n.Add(1)
+	}
+}
+
+// len is the number of keys kept, for tests.
+func (c *keyCache) len() int { return int(c.n.Load()) }

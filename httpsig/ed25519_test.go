@@ -45,8 +45,11 @@ func TestVerifyEd25519AgreesWithStdLib(t *testing.T) {
 			if std := stded.Verify(pub, msg, sig); std != tc.want {
 				t.Fatalf("crypto/ed25519 answers %v, the case says %v: the case is wrong", std, tc.want)
 			}
-			if got := verifyEd25519(pub, msg, sig); got != tc.want {
-				t.Fatalf("verifyEd25519 = %v, crypto/ed25519 = %v", got, tc.want)
+			// The second check of a key that verified goes through its expanded form.
+			for _, pass := range []string{"first", "second"} {
+				if got := verifyEd25519(pub, msg, sig); got != tc.want {
+					t.Fatalf("%s check: verifyEd25519 = %v, crypto/ed25519 = %v", pass, got, tc.want)
+				}
 			}
 		})
 	}
@@ -102,6 +105,57 @@ func FuzzVerifyEd25519(f *testing.F) {
 		}
 		if got, want := verifyEd25519(pub, msg, sig), stded.Verify(pub, msg, sig); got != want {
 			t.Fatalf("pub %x msg %x sig %x: verifyEd25519 = %v, crypto/ed25519 = %v", pub, msg, sig, got, want)
+		}
+	})
+}
+
+// TestExpandedKeys checks the cache of expanded keys: a key is kept once a signature
+// verified under it and not before, a kept key still refuses what it did not sign, and
+// the cache never holds more than maxExpandedKeys.
+func TestExpandedKeys(t *testing.T) {
+	expandedKeys.m.Clear() // a key an earlier test kept would be kept already
+	expandedKeys.n.Store(0)
+	msg := []byte("a proposal's signature base")
+	newKey := func(i int) (stded.PublicKey, stded.PrivateKey) {
+		seed := make([]byte, stded.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0xa5
+		priv := stded.NewKeyFromSeed(seed)
+		return priv.Public().(stded.PublicKey), priv
+	}
+	pub, priv := newKey(0)
+	sig := stded.Sign(priv, msg)
+	bad := append([]byte(nil), sig...)
+	bad[5] ^= 1
+	tests := []struct {
+		name     string
+		sig      []byte
+		want     bool
+		wantKept bool
+	}{
+		{"a bad signature keeps nothing", bad, false, false},
+		{"a good one keeps the key", sig, true, true},
+		{"the kept key refuses a bad signature", bad, false, true},
+		{"and accepts the good one", sig, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verifyEd25519(pub, msg, tc.sig); got != tc.want {
+				t.Fatalf("verifyEd25519 = %v, want %v", got, tc.want)
+			}
+			if kept := expandedKeys.get(pub) != nil; kept != tc.wantKept {
+				t.Fatalf("kept = %v, want %v", kept, tc.wantKept)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		for i := 1; i <= maxExpandedKeys+10; i++ {
+			pub, priv := newKey(i)
+			if !verifyEd25519(pub, msg, stded.Sign(priv, msg)) {
+				t.Fatalf("key %d: a valid signature does not verify", i)
+			}
+			if n := expandedKeys.len(); n > maxExpandedKeys {
+				t.Fatalf("after %d keys the cache holds %d, more than %d", i, n, maxExpandedKeys)
+			}
 		}
 	})
 }
