@@ -25,7 +25,7 @@ var stdlibRules = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 // TestVerifyEd25519AgreesWithStdLib and FuzzVerifyEd25519 hold it to crypto/ed25519's
 // answers, through the cache and without it.
 func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
-	if x := expandedKeys.get(key); x != nil {
+	if x, ok := expandedKeys.get([ed25519.PublicKeySize]byte(key)); ok {
 		return voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules)
 	}
 	x, err := voi.NewExpandedPublicKey(voi.PublicKey(key))
@@ -35,46 +35,56 @@ func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
 	if !voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules) {
 		return false
 	}
-	expandedKeys.put(key, x)
+	expandedKeys.put([ed25519.PublicKeySize]byte(key), x)
 	return true
 }
 
-// maxExpandedKeys bounds the keys expandedKeys holds. Each is about 1.5 KB, so the
-// cache stays under 1.5 MB whatever keys callers send; a key is kept only once a
-// signature verified under it, and past the bound the cache starts again empty, which
-// costs each agent one slower check.
-const maxExpandedKeys = 1024
+// maxKeys bounds the keys each of the caches expandedKeys and keyIDs holds. An
+// expanded key is about 1.5 KB, so the two stay under 2 MB whatever keys callers send;
+// a key is kept only once a signature verified under it, and past the bound a cache
+// starts again empty, which costs each agent one slower check.
+const maxKeys = 1024
 
-// expandedKeys is the process's cache of expanded keys: the signed proposals of every
-// server in the process are verified by this package's functions, which take no
-// state.
-var expandedKeys keyCache
+// expandedKeys is the process's cache of expanded keys, and keyIDs its cache of the
+// keys that keyids name: the signed proposals of every server in the process are
+// verified by this package's functions, which take no state.
+var (
+	expandedKeys keyCache[[ed25519.PublicKeySize]byte, *voi.ExpandedPublicKey]
+	keyIDs       keyCache[string, ed25519.PublicKey]
+)
 
-// keyCache maps an Ed25519 public key to its expanded form. Reads take no lock, as
+// keyCache is a bounded map of keys, safe for concurrent use. Reads take no lock, as
 // every signed proposal reads it and few add to it.
-type keyCache struct {
-	m sync.Map // [ed25519.PublicKeySize]byte → *voi.ExpandedPublicKey
+type keyCache[K comparable, V any] struct {
+	m sync.Map // K → V
 	n atomic.Int64
 }
 
-// get is key's expanded form, or nil when it is not kept.
-func (c *keyCache) get(key ed25519.PublicKey) *voi.ExpandedPublicKey {
-	if x, ok := c.m.Load([ed25519.PublicKeySize]byte(key)); ok {
-		return x.(*voi.ExpandedPublicKey)
+// get is k's value, and whether it is kept.
+func (c *keyCache[K, V]) get(k K) (V, bool) {
+	if v, ok := c.m.Load(k); ok {
+		return v.(V), true
 	}
-	return nil
+	var zero V
+	return zero, false
 }
 
-// put keeps x as key's expanded form, emptying the cache first when it is full.
-func (c *keyCache) put(key ed25519.PublicKey, x *voi.ExpandedPublicKey) {
-	if c.n.Load() >= maxExpandedKeys {
+// put keeps v as k's value, emptying the cache first when it holds maxKeys.
+func (c *keyCache[K, V]) put(k K, v V) {
+	if c.n.Load() >= maxKeys {
 		c.m.Clear()
 		c.n.Store(0)
 	}
-	if _, loaded := c.m.LoadOrStore([ed25519.PublicKeySize]byte(key), x); !loaded {
+	if _, loaded := c.m.LoadOrStore(k, v); !loaded {
 		c.n.Add(1)
 	}
 }
 
 // len is the number of keys kept, for tests.
-func (c *keyCache) len() int { return int(c.n.Load()) }
+func (c *keyCache[K, V]) len() int { return int(c.n.Load()) }
+
+// reset empties the cache, for tests.
+func (c *keyCache[K, V]) reset() {
+	c.m.Clear()
+	c.n.Store(0)
+}
