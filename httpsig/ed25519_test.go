@@ -1,11 +1,18 @@
 package httpsig
 
 import (
+	"bytes"
 	stded "crypto/ed25519"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mr-tron/base58"
 )
 
 // Ed25519 verifiers differ at the edges (small-order points, encodings that are not
@@ -45,8 +52,11 @@ func TestVerifyEd25519AgreesWithStdLib(t *testing.T) {
 			if std := stded.Verify(pub, msg, sig); std != tc.want {
 				t.Fatalf("crypto/ed25519 answers %v, the case says %v: the case is wrong", std, tc.want)
 			}
-			if got := verifyEd25519(pub, msg, sig); got != tc.want {
-				t.Fatalf("verifyEd25519 = %v, crypto/ed25519 = %v", got, tc.want)
+			// The second check of a key that verified goes through its expanded form.
+			for _, pass := range []string{"first", "second"} {
+				if got := verifyEd25519(pub, msg, sig); got != tc.want {
+					t.Fatalf("%s check: verifyEd25519 = %v, crypto/ed25519 = %v", pass, got, tc.want)
+				}
 			}
 		})
 	}
@@ -104,4 +114,111 @@ func FuzzVerifyEd25519(f *testing.F) {
 			t.Fatalf("pub %x msg %x sig %x: verifyEd25519 = %v, crypto/ed25519 = %v", pub, msg, sig, got, want)
 		}
 	})
+}
+
+// TestExpandedKeys checks the cache of expanded keys: a key is kept once a signature
+// verified under it and not before, a kept key still refuses what it did not sign, and
+// the cache never holds more than maxKeys.
+func TestExpandedKeys(t *testing.T) {
+	expandedKeys.reset() // a key an earlier test kept would be kept already
+	msg := []byte("a proposal's signature base")
+	newKey := func(i int) (stded.PublicKey, stded.PrivateKey) {
+		seed := make([]byte, stded.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0xa5
+		priv := stded.NewKeyFromSeed(seed)
+		return priv.Public().(stded.PublicKey), priv
+	}
+	pub, priv := newKey(0)
+	sig := stded.Sign(priv, msg)
+	bad := append([]byte(nil), sig...)
+	bad[5] ^= 1
+	tests := []struct {
+		name     string
+		sig      []byte
+		want     bool
+		wantKept bool
+	}{
+		{"a bad signature keeps nothing", bad, false, false},
+		{"a good one keeps the key", sig, true, true},
+		{"the kept key refuses a bad signature", bad, false, true},
+		{"and accepts the good one", sig, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verifyEd25519(pub, msg, tc.sig); got != tc.want {
+				t.Fatalf("verifyEd25519 = %v, want %v", got, tc.want)
+			}
+			if _, kept := expandedKeys.get([stded.PublicKeySize]byte(pub)); kept != tc.wantKept {
+				t.Fatalf("kept = %v, want %v", kept, tc.wantKept)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		for i := 1; i <= maxKeys+10; i++ {
+			pub, priv := newKey(i)
+			if !verifyEd25519(pub, msg, stded.Sign(priv, msg)) {
+				t.Fatalf("key %d: a valid signature does not verify", i)
+			}
+			if n := expandedKeys.len(); n > maxKeys {
+				t.Fatalf("after %d keys the cache holds %d, more than %d", i, n, maxKeys)
+			}
+		}
+	})
+}
+
+// TestKeyIDs checks the cache of keyids: a keyid is kept once a signature under its key
+// verified and not before, a kept one reads as the key it names, and a caller that
+// changes the key it was handed changes nothing kept.
+func TestKeyIDs(t *testing.T) {
+	keyIDs.reset()
+	expandedKeys.reset()
+	priv := stded.NewKeyFromSeed(bytes.Repeat([]byte{9}, stded.SeedSize))
+	pub := priv.Public().(stded.PublicKey)
+	body := []byte(`{"solution":"M"}`)
+	at := time.Unix(1_800_000_000, 0)
+	signed := "/intents/7Yh3kq/proposal"
+	request := func(path string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, signed, bytes.NewReader(body))
+		if err := Sign(r, body, priv, Params{Created: at, Expires: at.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		r.URL.Path = path
+		return r
+	}
+	tests := []struct {
+		name     string
+		path     string
+		wantErr  Reason
+		wantKept bool
+	}{
+		{"a signature that does not verify keeps nothing", "/intents/other/proposal", BadSignature, false},
+		{"a signature that verifies keeps the keyid", signed, "", true},
+		{"the kept keyid verifies again", signed, "", true},
+		{"and refuses what it did not sign", "/intents/other/proposal", BadSignature, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := Verify(request(tc.path), body, at, Options{})
+			if tc.wantErr != "" {
+				var e *Error
+				if !errors.As(err, &e) || e.Reason != tc.wantErr {
+					t.Fatalf("Verify: %v, want a refusal %s", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Verify: %v", err)
+			} else {
+				if !bytes.Equal(v.Key, pub) {
+					t.Fatalf("the key is %x, want %x", v.Key, pub)
+				}
+				v.Key[0] ^= 1 // the caller's own copy
+			}
+			kept, ok := keyIDs.get(base58.Encode(pub))
+			if ok != tc.wantKept {
+				t.Fatalf("kept = %v, want %v", ok, tc.wantKept)
+			}
+			if ok && !bytes.Equal(kept, pub) {
+				t.Fatalf("the kept key is %x, want %x", kept, pub)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package httpsig
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"net/http"
 	"slices"
@@ -60,8 +61,10 @@ func Present(h http.Header) bool {
 // the signature covers content-digest. A refusal is an *Error whose Reason says why
 // and whose text says what the sender should fix.
 //
-// Verify keeps no state: it does not remember nonces, so the same signed request
-// verifies again until it expires. A caller that must refuse a replay within the
+// Verify keeps no state of requests: it does not remember nonces, so the same signed
+// request verifies again until it expires. It remembers only keys that signed, up to
+// a bound, in forms that are quicker to check with: what a keyid decodes to, and the
+// key's expanded form (docs/benchmarks.md, "Signed proposals"). A caller that must refuse a replay within the
 // window remembers Verified.Nonce per key until Verified.Expires (plus the skew).
 func Verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, error) {
 	v, err := verify(r, body, now, o)
@@ -145,6 +148,12 @@ func verify(r *http.Request, body []byte, now time.Time, o Options) (*Verified, 
 	}
 	if !verifyEd25519(in.key, base, sig) {
 		return nil, refuse(BadSignature, "signature %q does not verify with key %s: the request differs from what was signed (method, authority, path or a covered header), or another key signed it", in.label, in.keyID)
+	}
+	// The keyid named a key that signed: its decoding is kept for the agent's next
+	// request (keyIDs), apart from v.Key, which is the caller's. Only a keyid
+	// decodeKey accepted gets here.
+	if _, kept := keyIDs.get(in.keyID); !kept {
+		keyIDs.put(in.keyID, bytes.Clone(in.key))
 	}
 	v.Base = base
 	return v, nil
