@@ -1,3 +1,8 @@
+//go:build !race
+
+// Several cluster members in one process: built without the race detector, as the
+// other cluster tests are (cluster_test.go).
+
 package actors
 
 import (
