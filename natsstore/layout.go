@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mr-tron/base58"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd"
-	"github.com/intentd/intentd/crypto"
 )
 
 // Headers the store writes beside a record. The snapshot's headers carry what the
@@ -223,7 +223,7 @@ func decidedOf(h nats.Header) *intentd.Decided {
 	case v == "":
 		return nil
 	}
-	if b, err := crypto.DecodeBase58(v); err != nil || len(b) != sha256.Size {
+	if b, err := base58.Decode(v); err != nil || len(b) != sha256.Size {
 		return nil
 	}
 	return &intentd.Decided{ReceiptDigest: v}
