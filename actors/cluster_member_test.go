@@ -146,7 +146,7 @@ func createOwnedBy(t *testing.T, via, owner *harness) string {
 // TestGrainsBounded gives members room for three grains: a proposal through another
 // member to a fourth intent its owner holds is refused 503 capacity_exceeded and
 // counted, the intent stays open with no proposal, and the owner holds three grains
-// after it.
+// after it; so is a proposal the owner takes itself for an intent it owns.
 func TestGrainsBounded(t *testing.T) {
 	hs := clusterOf(t, 2, func(c *Config) {
 		c.Cluster.MaxGrains = 3
@@ -168,6 +168,17 @@ func TestGrainsBounded(t *testing.T) {
 	}
 	if n := owner.e.ClusterGrainsRefused(); n != 1 {
 		t.Fatalf("grains refused = %d, want 1", n)
+	}
+	// A command the owner takes itself, for an intent it owns, meets the same bound.
+	mine := createOwnedBy(t, owner, owner)
+	if err := proposeTo(owner, mine, "M-cheap"); intentd.ErrorCode(err) != intentd.CodeCapacityExceeded {
+		t.Fatalf("a proposal through the owner to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
+	}
+	if st := owner.status(mine); st.State != intentd.StateOpen || st.Proposal != nil {
+		t.Fatalf("the intent refused on its owner is %s with %+v, want open with no proposal", st.State, st.Proposal)
+	}
+	if n := owner.e.ClusterGrainsRefused(); n != 2 {
+		t.Fatalf("grains refused = %d, want 2", n)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for owner.e.ClusterActivations() != 3 {

@@ -106,6 +106,15 @@ type (
 	proved struct{ outcome outcome }
 )
 
+// isCommand reports whether msg is one of the intent's messages, not protoactor's own.
+func isCommand(msg any) bool {
+	switch msg.(type) {
+	case create, propose, expire, resume, proved:
+		return true
+	}
+	return false
+}
+
 // reply is an intent actor's answer: a value or an error.
 type reply struct {
 	value any
@@ -140,8 +149,9 @@ func (a *intentActor) Receive(ctx actor.Context) {
 		// actors are spawned for a create of an id that is not taken.
 	default:
 		// In a cluster any member writes an intent's create (SubmitIntent), so an
-		// intent this actor found missing may have been stored since: it reads again.
-		if !a.loaded || (a.snap == nil && a.e.cfg.Cluster != nil) {
+		// intent this actor found missing may have been stored since: a command reads
+		// again.
+		if !a.loaded || (a.snap == nil && a.e.cfg.Cluster != nil && isCommand(msg)) {
 			if err := a.load(); err != nil {
 				answer(ctx, reply{err: err})
 				return
@@ -397,9 +407,11 @@ func (a *intentActor) finish(ctx context.Context, o outcome) reply {
 	}
 	event.Decided = &intentd.Decided{Receipt: next.Receipt}
 	if len(next.Receipt) > 0 {
-		// Computed once here, the log's leaf needs it on every member.
-		if event.Decided.ReceiptDigest, err = crypto.Digest(next.Receipt); err != nil {
-			return reply{err: intentd.Internal("digest of the receipt: %w", err)}
+		// Computed once here, the log's leaf needs it on every member. A receipt
+		// without a digest (not canonical JSON, which no prover here makes) is still
+		// the outcome's: the log reads it back and says what is wrong with it.
+		if d, err := crypto.Digest(next.Receipt); err == nil {
+			event.Decided.ReceiptDigest = d
 		}
 	}
 	data, err := next.encode()

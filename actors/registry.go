@@ -72,6 +72,12 @@ func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 	if r.e.cfg.Cluster != nil {
 		if m := r.e.member.Load(); m != nil && m.ownsHere(id) {
 			// This member owns the intent: no grain, no placement, no reply to carry.
+			// The bound on grains holds for these actors too, so that a flood of
+			// commands for intents this member owns costs it a moment, not memory.
+			if r.overBound(id, msg) {
+				r.e.grainsRefused.Add(1)
+				return nil, errGrainsFull
+			}
 			return r.localCall(ctx, id, msg)
 		}
 		cmd, err := command(id, msg)
@@ -320,6 +326,27 @@ func (r *registry) stop(s *registryShard, id string, la *liveActor) {
 		s.mu.Unlock()
 		close(la.stopping)
 	}()
+}
+
+// overBound reports whether a command for intent id, one a grain would have taken,
+// would make an actor past the member's bound on grains (ClusterConfig.MaxGrains),
+// counting the actors live here, those of grains among them. A proof's outcome is
+// never refused: it ends a proof under way.
+func (r *registry) overBound(id string, msg any) bool {
+	switch msg.(type) {
+	case create, propose, expire, resume:
+	default:
+		return false
+	}
+	max := r.e.maxGrains
+	if max <= 0 {
+		return false
+	}
+	s := r.shard(id)
+	s.mu.Lock()
+	_, live := s.m[id]
+	s.mu.Unlock()
+	return !live && int64(r.live()) >= max
 }
 
 // Live reports the number of live intent actors.
