@@ -41,6 +41,16 @@ type Decided struct {
 	ReceiptDigest string
 }
 
+// Digest is the outcome's receipt digest (empty for an outcome without a receipt),
+// and whether d knows it: a nil Decided, or one with a receipt whose digest was not
+// computed, does not, and the receipt is then read from the intent's snapshot.
+func (d *Decided) Digest() (digest string, known bool) {
+	if d == nil || (d.ReceiptDigest == "" && len(d.Receipt) > 0) {
+		return "", false
+	}
+	return d.ReceiptDigest, true
+}
+
 // NewEvent is the event of a terminal status, without its id and time, which the store
 // gives it when it is written.
 func NewEvent(s Status) (Event, error) {

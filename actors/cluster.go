@@ -266,6 +266,16 @@ func command(id string, msg any) (clusterpb.Command, error) {
 	return nil, nil
 }
 
+// crosses reports whether msg is one command encodes, the messages a grain takes on
+// the owner.
+func crosses(msg any) bool {
+	switch msg.(type) {
+	case create, propose, expire, resume:
+		return true
+	}
+	return false
+}
+
 // message is the intent actor's message of a command that came over the wire.
 func message(cmd clusterpb.Command) (any, error) {
 	switch c := cmd.(type) {

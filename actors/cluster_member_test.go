@@ -3,7 +3,6 @@
 package actors
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/google/uuid"
 	"github.com/intentd/intentd"
-	"github.com/intentd/intentd/crypto"
 )
 
 // failingProvider is a membership provider whose start fails, as natsprovider's does
@@ -128,17 +126,16 @@ func TestGrainsPassivate(t *testing.T) {
 // createOwnedBy creates an intent owned by owner through via, and returns its id.
 func createOwnedBy(t *testing.T, via, owner *harness) string {
 	t.Helper()
+	id := idOwnedBy(owner)
+	via.submitID(id, "M", 2500)
+	return id
+}
+
+// idOwnedBy is a new intent id that owner owns.
+func idOwnedBy(owner *harness) string {
 	id := uuid.NewString()
 	for !owner.e.member.Load().ownsHere(id) {
 		id = uuid.NewString()
-	}
-	raw := via.intentJSON(id, "M", 2500)
-	auth, err := crypto.SignEd25519(via.key, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := submitRaw(context.Background(), via.e, raw, auth); err != nil {
-		t.Fatalf("SubmitIntent: %v", err)
 	}
 	return id
 }

@@ -6,13 +6,11 @@
 package actors
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd"
-	"github.com/intentd/intentd/crypto"
 )
 
 // TestOwnerAgreesWithPlacement checks that the owner a member computes for an intent
@@ -84,22 +82,12 @@ func TestOwnerCommandsStayLocal(t *testing.T) {
 func TestCreateWrittenByAnyMember(t *testing.T) {
 	hs := clusterOf(t, 2, nil)
 	owner, other := hs[1], hs[0]
-	var id string
-	for id == "" || !owner.e.member.Load().ownsHere(id) {
-		id = uuid.NewString()
-	}
+	id := idOwnedBy(owner)
 	if err := proposeTo(owner, id, "M-cheap"); intentd.ErrorCode(err) != intentd.CodeIntentNotFound {
 		t.Fatalf("proposal before the create = %v, want %s", err, intentd.CodeIntentNotFound)
 	}
 	before := owner.e.ClusterActivations() + other.e.ClusterActivations()
-	raw := other.intentJSON(id, "M", 2500)
-	auth, err := crypto.SignEd25519(other.key, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := submitRaw(context.Background(), other.e, raw, auth); err != nil {
-		t.Fatalf("create through the member that does not own the intent: %v", err)
-	}
+	other.submitID(id, "M", 2500) // through the member that does not own the intent
 	if n := owner.e.ClusterActivations() + other.e.ClusterActivations(); n != before {
 		t.Errorf("the create activated %d grains, want none", n-before)
 	}

@@ -507,26 +507,24 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 	// actor of the intent is live here: a cluster's owner of the intent reads it from
 	// the store with the intent's first command, so the create need not cross to it.
 	// The store refuses a taken id, whoever writes.
-	{
-		if done, err := e.registry.createIdle(ctx, id, func() error {
-			// Written without an actor, under a span of its own as an actor's create
-			// would be; on the engine's context, as an actor writes, not the caller's.
-			sctx, span := e.span(withParent(e.ctx, spanOf(ctx)), spanCreate, id)
-			written, err := e.storeCreate(sctx, id, snap, func() (*snapshot, error) {
-				s, err := e.loadSnapshot(e.ctx, id)
-				if intentd.ErrorKind(err) == intentd.KindNotFound {
-					return nil, nil
-				}
-				return s, err
-			})
-			if written {
-				e.recent.put(snap)
+	if done, err := e.registry.createIdle(ctx, id, func() error {
+		// Written without an actor, under a span of its own as an actor's create
+		// would be; on the engine's context, as an actor writes, not the caller's.
+		sctx, span := e.span(withParent(e.ctx, spanOf(ctx)), spanCreate, id)
+		written, err := e.storeCreate(sctx, id, snap, func() (*snapshot, error) {
+			s, err := e.loadSnapshot(e.ctx, id)
+			if intentd.ErrorKind(err) == intentd.KindNotFound {
+				return nil, nil
 			}
-			endSpan(span, err)
-			return err
-		}); done {
-			return err
+			return s, err
+		})
+		if written {
+			e.recent.put(snap)
 		}
+		endSpan(span, err)
+		return err
+	}); done {
+		return err
 	}
 	_, err := e.registry.call(ctx, id, create{snap: snap})
 	return err

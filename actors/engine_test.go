@@ -219,6 +219,13 @@ func (h *harness) intentJSON(id, size string, max int) []byte {
 func (h *harness) submit(size string, max int) string {
 	h.t.Helper()
 	id := uuid.NewString()
+	h.submitID(id, size, max)
+	return id
+}
+
+// submitID submits an intent of id, signed by the harness's key.
+func (h *harness) submitID(id, size string, max int) {
+	h.t.Helper()
 	raw := h.intentJSON(id, size, max)
 	auth, err := crypto.SignEd25519(h.key, raw)
 	if err != nil {
@@ -227,7 +234,6 @@ func (h *harness) submit(size string, max int) string {
 	if err := submitRaw(context.Background(), h.e, raw, auth); err != nil {
 		h.t.Fatalf("SubmitIntent: %v", err)
 	}
-	return id
 }
 
 func (h *harness) status(id string) intentd.Status {

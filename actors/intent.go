@@ -108,11 +108,8 @@ type (
 
 // isCommand reports whether msg is one of the intent's messages, not protoactor's own.
 func isCommand(msg any) bool {
-	switch msg.(type) {
-	case create, propose, expire, resume, proved:
-		return true
-	}
-	return false
+	_, isProved := msg.(proved)
+	return isProved || crosses(msg)
 }
 
 // reply is an intent actor's answer: a value or an error.

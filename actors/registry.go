@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,6 +30,9 @@ type registry struct {
 	e      *Engine
 	seed   maphash.Seed // of the hash that picks an id's shard
 	shards [registryShards]registryShard
+	// n counts the entries of the shards' tables, so that the bound on a member's
+	// actors (overBound), read on its commands, costs no pass over the shards.
+	n atomic.Int64
 }
 
 type registryShard struct {
@@ -215,13 +219,13 @@ func (r *registry) createIdle(ctx context.Context, id string, create func() erro
 		return false, nil
 	}
 	la := &liveActor{stopping: make(chan struct{})}
-	s.m[id] = la
+	r.put(s, id, la)
 	s.mu.Unlock()
 	r.e.dispatcher.Schedule(func() {
 		defer r.e.wg.Done()
 		err := create()
 		s.mu.Lock()
-		delete(s.m, id)
+		r.drop(s, id)
 		s.mu.Unlock()
 		la.createErr = err
 		close(la.stopping)
@@ -266,7 +270,7 @@ func (r *registry) acquire(ctx context.Context, id string) (*actor.PID, error) {
 				return nil, intentd.Internal("spawn intent actor: %w", err)
 			}
 			la = &liveActor{pid: pid}
-			s.m[id] = la
+			r.put(s, id, la)
 		}
 		la.inflight++
 		la.lastUsed = r.e.cfg.Now()
@@ -307,7 +311,7 @@ func (r *registry) release(id string, pid *actor.PID, dead, ended bool) {
 	switch {
 	case la.inflight > 0 || la.stopping != nil:
 	case dead:
-		delete(s.m, id)
+		r.drop(s, id)
 	case la.ended:
 		r.stop(s, id, la)
 	}
@@ -321,7 +325,7 @@ func (r *registry) stop(s *registryShard, id string, la *liveActor) {
 		r.e.system.Root.StopFuture(la.pid).Wait()
 		s.mu.Lock()
 		if s.m[id] == la {
-			delete(s.m, id)
+			r.drop(s, id)
 		}
 		s.mu.Unlock()
 		close(la.stopping)
@@ -333,33 +337,32 @@ func (r *registry) stop(s *registryShard, id string, la *liveActor) {
 // counting the actors live here, those of grains among them. A proof's outcome is
 // never refused: it ends a proof under way.
 func (r *registry) overBound(id string, msg any) bool {
-	switch msg.(type) {
-	case create, propose, expire, resume:
-	default:
-		return false
-	}
 	max := r.e.maxGrains
-	if max <= 0 {
+	if max <= 0 || !crosses(msg) || r.n.Load() < max {
 		return false
 	}
 	s := r.shard(id)
 	s.mu.Lock()
 	_, live := s.m[id]
 	s.mu.Unlock()
-	return !live && int64(r.live()) >= max
+	return !live
 }
 
-// Live reports the number of live intent actors.
-func (r *registry) live() int {
-	n := 0
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
+// put enters la as the actor of id in s, whose lock the caller holds.
+func (r *registry) put(s *registryShard, id string, la *liveActor) {
+	s.m[id] = la
+	r.n.Add(1)
 }
+
+// drop takes the entry of id, which is there, out of s, whose lock the caller holds.
+func (r *registry) drop(s *registryShard, id string) {
+	delete(s.m, id)
+	r.n.Add(-1)
+}
+
+// live reports the number of live intent actors, and of creates being written
+// without one.
+func (r *registry) live() int { return int(r.n.Load()) }
 
 // passivate stops the actors idle for longer than idle and reports how many it stopped.
 func (r *registry) passivate(idle time.Duration) int {
@@ -391,7 +394,7 @@ func (r *registry) passivate(idle time.Duration) int {
 		s.mu.Lock()
 		for j, la := range victims {
 			if s.m[ids[j]] == la {
-				delete(s.m, ids[j])
+				r.drop(s, ids[j])
 			}
 			close(la.stopping)
 		}

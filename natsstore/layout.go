@@ -1,6 +1,7 @@
 package natsstore
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -201,13 +202,10 @@ const noReceipt = "-"
 func eventMsg(subject string, data []byte, d *intentd.Decided) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = data
-	switch {
-	case d == nil || (d.ReceiptDigest == "" && len(d.Receipt) > 0):
-		// Not known here: a reader takes the receipt from the snapshot.
-	case d.ReceiptDigest == "":
-		m.Header.Set(hdrReceipt, noReceipt)
-	default:
-		m.Header.Set(hdrReceipt, d.ReceiptDigest)
+	// A digest not known here writes no header: a reader takes the receipt from the
+	// snapshot.
+	if digest, known := d.Digest(); known {
+		m.Header.Set(hdrReceipt, cmp.Or(digest, noReceipt))
 	}
 	return m
 }

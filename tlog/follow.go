@@ -149,9 +149,9 @@ func (l *Log) leafOf(ctx context.Context, e Source, ev intentd.Event) (leaf, err
 	if ev.Type == intentd.StateExpired {
 		return lf, nil
 	}
-	if d := ev.Decided; d != nil && (d.ReceiptDigest != "" || len(d.Receipt) == 0) {
+	if digest, known := ev.Decided.Digest(); known {
 		// Decided on this node, or carried by the store beside the event.
-		lf.entry.ReceiptDigest = d.ReceiptDigest
+		lf.entry.ReceiptDigest = digest
 		return lf, nil
 	}
 	for tries := 1; ; tries++ {
