@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Cluster mode: --server given more than once names the members of one cluster. The
@@ -48,38 +49,24 @@ func metricsCPU(ctx context.Context, c *http.Client, base string) (time.Duration
 	return parseProcessCPU(resp.Body)
 }
 
-// parseProcessCPU finds the sample of process_cpu_seconds_total in a Prometheus text
-// exposition.
+// parseProcessCPU reads the sample of process_cpu_seconds_total from a Prometheus
+// text exposition.
 func parseProcessCPU(r io.Reader) (time.Duration, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "process_cpu_seconds_total")
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		if rest[0] == '{' {
-			end := strings.IndexByte(rest, '}')
-			if end < 0 {
-				return 0, fmt.Errorf("metrics: unterminated labels in %q", line)
-			}
-			rest = rest[end+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return 0, fmt.Errorf("metrics: no value in %q", line)
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil || v < 0 {
-			return 0, fmt.Errorf("metrics: %q is not a CPU time", f[0])
-		}
-		return time.Duration(v * float64(time.Second)), nil
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
+	f := families["process_cpu_seconds_total"]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, errors.New("metrics: no process_cpu_seconds_total (a build without the process collector, or not Linux)")
 	}
-	return 0, errors.New("metrics: no process_cpu_seconds_total (a build without the process collector, or not Linux)")
+	m := f.GetMetric()[0]
+	v := m.GetCounter().GetValue() + m.GetUntyped().GetValue() + m.GetGauge().GetValue() // the one its TYPE says
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("metrics: process_cpu_seconds_total %v is not a CPU time", v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
 }
 
 // clusterCPU is the CPU of the servers a run names: each --server's from its /metrics,

@@ -63,8 +63,8 @@ func TestParseClusterArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.Servers, " ") != "http://a:1 https://b:2" || o.Server != "http://a:1" || o.CPUPids.String() != "7 9" {
-		t.Errorf("servers %q (first %q), pids %q", o.Servers, o.Server, o.CPUPids.String())
+	if strings.Join(o.Servers, " ") != "http://a:1 https://b:2" || o.CPUPids.String() != "7 9" {
+		t.Errorf("servers %q, pids %q", o.Servers, o.CPUPids.String())
 	}
 	if s := o.settings("decide"); s["server"] != "http://a:1 https://b:2" || s["cpu_pids"] != "7 9" {
 		t.Errorf("settings %v", s)

@@ -266,13 +266,9 @@ type wholeMeter struct {
 	members *clusterMeter
 }
 
-// perOp adds the server's CPU per intent (a started server's from /proc, --server
+// perOp adds the CPU per intent (the tool's; a started server's from /proc, --server
 // members' from their /metrics) to r.
 func (w *wholeMeter) perOp(ctx context.Context, r *Report, what string, n int64) {
-	if w.cpu.srv != nil && n > 0 {
-		if kid, err := readProcStat(w.cpu.srv.cmd.Process.Pid); err == nil {
-			r.figure(what+": server CPU per request", float64((kid.CPU-w.cpu.kid.CPU).Microseconds())/float64(n), "µs")
-		}
-	}
+	w.cpu.perOp(r, what, n)
 	w.members.perOp(ctx, r, what, n)
 }

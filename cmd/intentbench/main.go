@@ -62,9 +62,6 @@ var scenarios = map[string]struct {
 // options are the flags, shared by every scenario; a zero or negative value where a
 // default depends on the scenario means "the scenario's default".
 type options struct {
-	// Server is the first of Servers, the one a scenario that talks to one server
-	// uses.
-	Server string
 	// Servers are the --server URLs: several are one cluster's members, over which
 	// intake and decide spread their load (cluster.go).
 	Servers stringList
@@ -201,9 +198,6 @@ func parseArgs(args []string, stderr io.Writer) (string, options, error) {
 			return "", o, fmt.Errorf("--server %q: want an http or https URL", s)
 		}
 		o.Servers[i] = strings.TrimSuffix(s, "/")
-	}
-	if len(o.Servers) > 0 {
-		o.Server = o.Servers[0]
 	}
 	return name, o, nil
 }
@@ -370,8 +364,8 @@ func (b *bench) targets(ctx context.Context) ([]string, *child, error) {
 // target returns the server to load: --server, or an intentd started in a fresh data
 // folder (the child is nil for --server).
 func (b *bench) target(ctx context.Context) (string, *child, error) {
-	if b.opts.Server != "" {
-		return b.opts.Server, nil, nil
+	if len(b.opts.Servers) > 0 {
+		return b.opts.Servers[0], nil, nil // one server: parseArgs refuses several here
 	}
 	if b.floor {
 		c, err := b.startBaseline(ctx, floorServer)

@@ -262,8 +262,8 @@ func TestParseArgs(t *testing.T) {
 			}
 		}},
 		{args: []string{"fanout", "--server", "http://h:1/"}, check: func(t *testing.T, o options) {
-			if o.Rate != 1000 || o.Subscribers != 1000 || o.Server != "http://h:1" {
-				t.Errorf("fanout defaults: rate %v subscribers %d server %q", o.Rate, o.Subscribers, o.Server)
+			if o.Rate != 1000 || o.Subscribers != 1000 || len(o.Servers) != 1 || o.Servers[0] != "http://h:1" {
+				t.Errorf("fanout defaults: rate %v subscribers %d servers %q", o.Rate, o.Subscribers, o.Servers)
 			}
 		}},
 		{args: []string{"soak-open"}, check: func(t *testing.T, o options) {

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/intentd/intentd/crypto"
 )
 
 // costSetup is one shape TestClusterCost measures: nodes intentd processes on the
@@ -161,14 +159,7 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 		urls = append(urls, m.url)
 		pids = append(pids, "--cpu-pid", strconv.Itoa(m.cmd.Process.Pid))
 	}
-	keyFile := filepath.Join(t.TempDir(), "signing.key")
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, _ := signingKeyFile(t)
 	profile := os.Getenv("INTENTD_CLUSTER_COST_PROFILE") != ""
 	pprofs := make([]string, s.nodes)
 	nodes := make([]*crashServer, s.nodes)
@@ -215,7 +206,7 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 			}()
 		}
 	}
-	err = cmd.Run()
+	err := cmd.Run()
 	profiled.Wait()
 	if err != nil {
 		t.Fatalf("intentbench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())

@@ -334,14 +334,7 @@ func startRigArgs(t *testing.T, bin string, extra func(i int) []string) *rig {
 	for i, m := range r.members {
 		urls[i] = m.url
 	}
-	keyFile := filepath.Join(t.TempDir(), "signing.key")
-	key, err := crypto.GenerateSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, key.EncodeFile(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, _ := signingKeyFile(t)
 	// The members speak mutual TLS, as production's do.
 	ca, err := clustertls.NewCA("test cluster", time.Hour)
 	if err != nil {
@@ -501,6 +494,21 @@ func metric(t *testing.T, url, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// signingKeyFile makes a receipt signing key and writes it to a file of its own, as
+// --signing-key reads it; it returns the file and the key.
+func signingKeyFile(t *testing.T) (string, *crypto.SigningKey) {
+	t.Helper()
+	key, err := crypto.GenerateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "signing.key")
+	if err := crypto.WriteSigningKeyFile(file, key); err != nil {
+		t.Fatal(err)
+	}
+	return file, key
 }
 
 func freePort(t *testing.T) string {
