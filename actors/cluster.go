@@ -22,10 +22,10 @@ import (
 	"github.com/intentd/intentd/cluster/clusterpb"
 )
 
-// ClusterConfig makes the engine one member of a cluster. Its intents become grains of
-// kind "intent" whose identity is the intent id, placed on the members by protoactor's
-// partitioning: a command for an intent goes, over remoting, to the member that owns
-// it, which hands it to its own intent actor. The state stays in the shared store,
+// ClusterConfig makes the engine one member of a cluster. Its intents are placed on the
+// members by protoactor's partitioning, through grains of their partitions
+// (partition.go): a command for an intent goes, over remoting, to its partition's grain
+// on the member that owns it, which hands it to its own intent actor. The state stays in the shared store,
 // whose sequence checks refuse an activation that outlived its move, so the grain keeps
 // nothing the store does not.
 type ClusterConfig struct {
@@ -48,21 +48,26 @@ type ClusterConfig struct {
 	// for dials (clustertls makes mutual TLS ones). Nil: plaintext, which anyone who
 	// reaches the port can use as a member: for loopback only.
 	Credentials credentials.TransportCredentials
-	// MaxGrains bounds the intent grains active on this member: a command whose grain
-	// would be one more is answered 503 capacity_exceeded, and counted
-	// (ClusterGrainsRefused). 0: DefaultMaxGrains; negative: no bound.
+	// MaxGrains bounds the intents this member holds for commands (their actors): a
+	// command for one more, through a partition's grain or from this member's own
+	// clients, is answered 503 capacity_exceeded, and counted (ClusterGrainsRefused).
+	// Partition grains are 1,024 at most; intents' own grains, used beside a member of
+	// a release before partitions, count too. 0: DefaultMaxGrains; negative: no bound.
 	MaxGrains int
 	// RequestTimeout bounds a command to another member, all its tries; 0:
 	// DefaultClusterRequestTimeout.
 	RequestTimeout time.Duration
 
 	stuckAfter time.Duration // 0: stuckAfter; shorter in tests
+	// noPartitions serves intents' own grains alone, as the releases before partition
+	// grains did: tests of a cluster of mixed releases.
+	noPartitions bool
 }
 
-// DefaultMaxGrains is the bound on a member's active grains when none is given: an idle
-// grain costs 2.4-3.4 KiB, so the bound holds them under about 350 MB, and grains
-// passivate after PassivateAfter, so only a burst of that many intents within it meets
-// the bound.
+// DefaultMaxGrains is the bound on the intents a member holds for commands when none is
+// given: an idle intent's actor, with what the member keeps beside it, costs a few KiB,
+// so the bound holds them to a few hundred MB, and actors passivate after
+// PassivateAfter, so only a burst of that many intents within it meets the bound.
 const DefaultMaxGrains = 100_000
 
 // intentKind is the grain kind of an intent.
@@ -107,7 +112,11 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	// while the engine's own actors (the intents, the event bus) stay where they are.
 	m := &incarnation{system: actor.NewActorSystem(actor.WithLoggerFactory(actorlog.Factory(e.cfg.Logger)))}
 	m.system.EventStream.Subscribe(answerDeadLetters)
-	kind := cluster.NewKind(intentKind, actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} }))
+	grains := actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} })
+	kinds := []*cluster.Kind{cluster.NewKind(intentKind, grains)}
+	if !c.noPartitions {
+		kinds = append(kinds, cluster.NewKind(partitionKind, grains))
+	}
 	// protoactor makes each peer's outgoing queue with room for a million messages up
 	// front, 16 MiB a peer that stayed held after the peer went quiet; the queue grows
 	// by doubling when a burst needs it.
@@ -121,7 +130,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 			remote.WithDialOptions(grpc.WithTransportCredentials(c.Credentials)))
 	}
 	cfg := cluster.Configure(c.Name, p, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
-		cluster.WithKinds(kind), cluster.WithRequestTimeout(timeout))
+		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(timeout))
 	m.cluster = cluster.New(m.system, cfg)
 	m.system.EventStream.Subscribe(func(evt any) {
 		// Called with the member list's lock held: hand the work to a goroutine.

@@ -140,48 +140,66 @@ func idOwnedBy(owner *harness) string {
 	return id
 }
 
-// TestGrainsBounded gives members room for three grains: a proposal through another
+// TestGrainsBounded gives members room for three intents: a proposal through another
 // member to a fourth intent its owner holds is refused 503 capacity_exceeded and
-// counted, the intent stays open with no proposal, and the owner holds three grains
-// after it; so is a proposal the owner takes itself for an intent it owns.
+// counted, the intent stays open with no proposal, and the owner holds the three
+// intents after it; so is a proposal the owner takes itself for an intent it owns. It
+// runs on partition grains, and on intents' own grains (a cluster of the releases
+// before partitions), whose bound is on the grains themselves.
 func TestGrainsBounded(t *testing.T) {
-	hs := clusterOf(t, 2, func(c *Config) {
-		c.Cluster.MaxGrains = 3
-		c.PassivateAfter = time.Minute
-	})
-	via, owner := hs[0], hs[1]
-	for range 3 {
-		if err := proposeTo(via, createOwnedBy(t, via, owner), "M-cheap"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	id := createOwnedBy(t, via, owner)
-	err := proposeTo(via, id, "M-cheap")
-	if intentd.ErrorCode(err) != intentd.CodeCapacityExceeded || intentd.ErrorKind(err) != intentd.KindBusy {
-		t.Fatalf("a proposal to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
-	}
-	if st := via.status(id); st.State != intentd.StateOpen || st.Proposal != nil {
-		t.Fatalf("the refused intent is %s with %+v, want open with no proposal", st.State, st.Proposal)
-	}
-	if n := owner.e.ClusterGrainsRefused(); n != 1 {
-		t.Fatalf("grains refused = %d, want 1", n)
-	}
-	// A command the owner takes itself, for an intent it owns, meets the same bound.
-	mine := createOwnedBy(t, owner, owner)
-	if err := proposeTo(owner, mine, "M-cheap"); intentd.ErrorCode(err) != intentd.CodeCapacityExceeded {
-		t.Fatalf("a proposal through the owner to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
-	}
-	if st := owner.status(mine); st.State != intentd.StateOpen || st.Proposal != nil {
-		t.Fatalf("the intent refused on its owner is %s with %+v, want open with no proposal", st.State, st.Proposal)
-	}
-	if n := owner.e.ClusterGrainsRefused(); n != 2 {
-		t.Fatalf("grains refused = %d, want 2", n)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for owner.e.ClusterActivations() != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d grains active, want the 3 within the bound", owner.e.ClusterActivations())
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, partitioned := range []bool{true, false} {
+		name := map[bool]string{true: "partitions", false: "intents' own grains"}[partitioned]
+		t.Run(name, func(t *testing.T) {
+			hs := clusterOf(t, 2, func(c *Config) {
+				c.Cluster.MaxGrains = 3
+				c.Cluster.noPartitions = !partitioned
+				c.PassivateAfter = time.Minute
+			})
+			via, owner := hs[0], hs[1]
+			held := map[string]bool{} // the grains of the three intents held
+			for range 3 {
+				id := createOwnedBy(t, via, owner)
+				held[grainOf(id, partitioned).Identity] = true
+				if err := proposeTo(via, id, "M-cheap"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := createOwnedBy(t, via, owner)
+			err := proposeTo(via, id, "M-cheap")
+			if intentd.ErrorCode(err) != intentd.CodeCapacityExceeded || intentd.ErrorKind(err) != intentd.KindBusy {
+				t.Fatalf("a proposal to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
+			}
+			if st := via.status(id); st.State != intentd.StateOpen || st.Proposal != nil {
+				t.Fatalf("the refused intent is %s with %+v, want open with no proposal", st.State, st.Proposal)
+			}
+			if n := owner.e.ClusterGrainsRefused(); n != 1 {
+				t.Fatalf("grains refused = %d, want 1", n)
+			}
+			// A command the owner takes itself, for an intent it owns, meets the same bound.
+			mine := createOwnedBy(t, owner, owner)
+			if err := proposeTo(owner, mine, "M-cheap"); intentd.ErrorCode(err) != intentd.CodeCapacityExceeded {
+				t.Fatalf("a proposal through the owner to a fourth intent: %v, want 503 %s", err, intentd.CodeCapacityExceeded)
+			}
+			if st := owner.status(mine); st.State != intentd.StateOpen || st.Proposal != nil {
+				t.Fatalf("the intent refused on its owner is %s with %+v, want open with no proposal", st.State, st.Proposal)
+			}
+			if n := owner.e.ClusterGrainsRefused(); n != 2 {
+				t.Fatalf("grains refused = %d, want 2", n)
+			}
+			if partitioned {
+				// The refused intent's partition grain was activated and stays
+				// (partitions are 1,024, not bounded); it holds no actor of the
+				// refused intent. An intent's own grain refused stops.
+				held[partitionOf(id)] = true
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for owner.e.ClusterActivations() != len(held) || owner.e.registry.n.Load() != 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d grains and %d intents' actors held, want %d grains and the 3 intents within the bound",
+						owner.e.ClusterActivations(), owner.e.registry.n.Load(), len(held))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -14,10 +14,15 @@ import (
 )
 
 // TestOwnerAgreesWithPlacement checks that the owner a member computes for an intent
-// is the member protoactor's placement activates its grain on, for many intents, and
-// that exactly one member owns each.
+// is the member protoactor's placement activates its partition's grain on, for many
+// intents, and that exactly one member owns each.
 func TestOwnerAgreesWithPlacement(t *testing.T) {
 	hs := clusterOf(t, 3, nil)
+	for _, h := range hs {
+		if !h.e.member.Load().partitioned.Load() {
+			t.Fatal("a member of a cluster whose members all serve partitions does not use them")
+		}
+	}
 	for range 60 {
 		id := uuid.NewString()
 		var owner string
@@ -32,21 +37,22 @@ func TestOwnerAgreesWithPlacement(t *testing.T) {
 		if owner == "" {
 			t.Fatalf("intent %s is owned by no member", id)
 		}
-		pid := hs[0].e.member.Load().cluster.Get(id, intentKind)
+		pid := hs[0].e.member.Load().cluster.Get(partitionOf(id), partitionKind)
 		if pid == nil || pid.Address != owner {
-			t.Fatalf("intent %s: its grain is placed on %v, its owner is %s", id, pid, owner)
+			t.Fatalf("intent %s: its partition's grain is placed on %v, its owner is %s", id, pid, owner)
 		}
 	}
 }
 
 // TestOwnerCommandsStayLocal creates and decides intents through one member: those it
-// owns go to their actors there without a grain, the others to a grain on their owner,
-// and every one is decided once.
+// owns go to their actors there without a grain, the others to their partition's grain
+// on their owner, and every one is decided once.
 func TestOwnerCommandsStayLocal(t *testing.T) {
 	hs := clusterOf(t, 3, nil)
 	m := hs[0].e.member.Load()
 	var ids []string
 	local := 0
+	remote := map[string]bool{} // the partitions of the intents owned elsewhere
 	// A third of the intents fall on the sending member: 12 or more make a mix but
 	// about once in 130 runs, and more are made until they do.
 	for len(ids) < 12 || local == 0 || local == len(ids) {
@@ -57,6 +63,8 @@ func TestOwnerCommandsStayLocal(t *testing.T) {
 		ids = append(ids, id)
 		if m.ownsHere(id) {
 			local++
+		} else {
+			remote[partitionOf(id)] = true
 		}
 	}
 	for _, id := range ids {
@@ -70,8 +78,8 @@ func TestOwnerCommandsStayLocal(t *testing.T) {
 	if n := hs[0].e.ClusterActivations(); n != 0 {
 		t.Errorf("the sending member activated %d grains for the intents it owns, want none", n)
 	}
-	if n := hs[1].e.ClusterActivations() + hs[2].e.ClusterActivations(); n != len(ids)-local {
-		t.Errorf("the other members activated %d grains, want one for each of the %d intents they own", n, len(ids)-local)
+	if n := hs[1].e.ClusterActivations() + hs[2].e.ClusterActivations(); n != len(remote) {
+		t.Errorf("the other members activated %d grains, want one for each of the %d partitions of the %d intents they own", n, len(remote), len(ids)-local)
 	}
 }
 
@@ -95,4 +103,38 @@ func TestCreateWrittenByAnyMember(t *testing.T) {
 		t.Fatalf("proposal after the create: %v", err)
 	}
 	owner.waitState(id, intentd.StateSuccess)
+}
+
+// TestMixedReleasesUseIntentGrains runs a cluster one of whose members serves no
+// partition grains, as a release before them does while a rolling upgrade replaces it:
+// every member then sends each intent's commands to the intent's own grain, owned as
+// the earlier release owns it, and every intent, whichever member owns it, is decided
+// once through either member.
+func TestMixedReleasesUseIntentGrains(t *testing.T) {
+	first := true
+	hs := clusterOf(t, 2, func(c *Config) {
+		c.Cluster.noPartitions = first
+		first = false
+	})
+	for i, h := range hs {
+		if h.e.member.Load().partitioned.Load() {
+			t.Fatalf("member %d uses partitions while a member serves none", i)
+		}
+	}
+	var ids []string
+	for i := range 8 {
+		ids = append(ids, createOwnedBy(t, hs[i%2], hs[(i+1)%2]))
+	}
+	for i, id := range ids {
+		pid := hs[0].e.member.Load().cluster.Get(id, intentKind)
+		if owner := hs[(i+1)%2].e.member.Load().system.Address(); pid == nil || pid.Address != owner {
+			t.Fatalf("intent %s: its grain is placed on %v, its owner is %s", id, pid, owner)
+		}
+		if err := proposeTo(hs[i%2], id, "M-cheap"); err != nil {
+			t.Fatalf("a proposal through the member that does not own the intent: %v", err)
+		}
+	}
+	for _, id := range ids {
+		hs[0].waitState(id, intentd.StateSuccess)
+	}
 }

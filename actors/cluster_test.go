@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,33 +103,53 @@ func TestClusterCommands(t *testing.T) {
 	}
 }
 
-// TestClusterRetriedRequest sends one proposal twice with one request id, as protoactor
-// does when it tries a request again: the grain answers the second from its first
-// reply. A new request id is a second proposal, and refused.
+// TestClusterRetriedRequest sends one proposal three times with one request id, as
+// protoactor does when it tries a request again (two tries at once, the second while
+// the first runs, then a third): the grain answers each from the one run. A new request
+// id is a second proposal, and refused. It runs through the intent's partition grain
+// and through the intent's own grain, which members of the releases before partitions
+// send to.
 func TestClusterRetriedRequest(t *testing.T) {
 	hs := clusterOf(t, 2, nil)
-	id := hs[0].submit("M", 2500)
-	cmd := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "block:M-cheap"}
-	for try := range 2 {
-		res, err := hs[1].e.member.Load().cluster.Request(id, intentKind, cmd)
-		if _, ok := res.(*clusterpb.Done); err != nil || !ok {
-			t.Fatalf("try %d: %T %v, %v; want Done", try, res, res, err)
+	ids, reqs := make([]string, 2), make([]string, 2)
+	for i, kind := range []string{partitionKind, intentKind} {
+		id := hs[0].submit("M", 2500)
+		ids[i] = id
+		g := grainOf(id, kind == partitionKind)
+		cmd := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "block:M-cheap"}
+		var wg sync.WaitGroup
+		try := func(n int) {
+			defer wg.Done()
+			res, err := hs[1].e.member.Load().cluster.Request(g.Identity, g.Kind, cmd)
+			if _, ok := res.(*clusterpb.Done); err != nil || !ok {
+				t.Errorf("%s: try %d: %T %v, %v; want Done", kind, n, res, res, err)
+			}
 		}
-	}
-	again := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "M-dear"}
-	res, err := hs[1].e.member.Load().cluster.Request(id, intentKind, again)
-	r, ok := res.(*clusterpb.ErrorReply)
-	if err != nil || !ok || r.GetCode() != intentd.CodeProposalExists {
-		t.Fatalf("a second proposal: %T %v, %v; want %s", res, res, err, intentd.CodeProposalExists)
+		wg.Add(2)
+		go try(0)
+		go try(1)
+		wg.Wait()
+		wg.Add(1)
+		try(2)
+		if t.Failed() {
+			t.FailNow()
+		}
+		again := &clusterpb.Propose{RequestId: uuid.NewString(), IntentId: id, Solution: "M-dear"}
+		res, err := hs[1].e.member.Load().cluster.Request(g.Identity, g.Kind, again)
+		r, ok := res.(*clusterpb.ErrorReply)
+		if err != nil || !ok || r.GetCode() != intentd.CodeProposalExists {
+			t.Fatalf("%s: a second proposal: %T %v, %v; want %s", kind, res, res, err, intentd.CodeProposalExists)
+		}
+		reqs[i] = cmd.RequestId
 	}
 	// A try that reaches a member other than the one that took the request (the owner
 	// died, and the next owner answers) finds the request's own write in the store.
 	ctx := context.Background()
 	for _, h := range hs {
-		if _, err := h.e.registry.localCall(ctx, id, propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: cmd.RequestId}); err != nil {
+		if _, err := h.e.registry.localCall(ctx, ids[0], propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: reqs[0]}); err != nil {
 			t.Fatalf("the proposal's request tried again at a member: %v", err)
 		}
-		_, err := h.e.registry.localCall(ctx, id, propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: uuid.NewString()})
+		_, err := h.e.registry.localCall(ctx, ids[0], propose{proposal: intentd.Proposal{Solution: "block:M-cheap"}, request: uuid.NewString()})
 		if intentd.ErrorCode(err) != intentd.CodeProposalExists {
 			t.Fatalf("another request with the same solution = %v, want %s", err, intentd.CodeProposalExists)
 		}
@@ -136,7 +157,9 @@ func TestClusterRetriedRequest(t *testing.T) {
 	for _, h := range hs {
 		close(h.ext.release)
 	}
-	hs[1].waitState(id, intentd.StateSuccess)
+	for _, id := range ids {
+		hs[1].waitState(id, intentd.StateSuccess)
+	}
 
 	// The same for a create.
 	data, err := hs[0].store.Intent(ctx, hs[0].submit("M", 2500))

@@ -15,16 +15,36 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// grain is an intent on the member that owns it: it hands each command to the intent's
-// actor here and sends back its answer. A command protoactor sends again (a retried
-// request) is answered from the replies it keeps, not run twice.
+// grain is, on the member that owns them, an intent (a grain of kind intentKind) or a
+// partition of the intents (partitionKind, partition.go): it hands each command to the
+// intent's actor here and sends back its answer. Commands run side by side, each in a
+// goroutine of its own, so that a partition's intents do not wait for one another. A
+// command protoactor sends again (a retried request) is answered from the replies the
+// grain keeps, or joins the run under way, and does not run twice.
 type grain struct {
-	e       *Engine
-	member  *incarnation // the incarnation the grain was activated on
-	id      string       // the intent this grain is, from protoactor's ClusterInit
-	full    bool         // activated past ClusterConfig.MaxGrains: it refuses, then stops
-	replies map[string]proto.Message
-	order   []string
+	e         *Engine
+	member    *incarnation // the incarnation the grain was activated on
+	id        string       // the intent or partition this grain is, from protoactor's ClusterInit
+	partition bool         // a grain of partitionKind
+	full      bool         // an intent's grain activated past ClusterConfig.MaxGrains: it refuses, then stops
+	replies   map[string]proto.Message
+	order     []keptReply // the kept replies' request ids, oldest first
+	// running holds, for each command under way, those waiting for its answer: the
+	// sender of each try.
+	running map[string][]*actor.PID
+}
+
+// keptReply is when a kept reply was made, under its request id.
+type keptReply struct {
+	request string
+	at      time.Time
+}
+
+// handled is the answer of a command a grain ran, sent to the grain by the goroutine
+// that ran it.
+type handled struct {
+	request string
+	reply   proto.Message
 }
 
 // errGrainsFull answers a command whose grain was activated past the member's bound.
@@ -35,65 +55,119 @@ var errGrainsFull = &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeCap
 // was activated for, before it stops unasked.
 const fullGrainLinger = time.Second
 
-// keptReplies bounds the replies a grain keeps for retried requests: retries come
-// within one request's time-out, a handful of commands at most.
-const keptReplies = 16
+// maxKeptReplies bounds the replies a grain keeps for retried requests. A retry comes
+// within its command's budget (ClusterConfig.RequestTimeout), so a reply is kept that
+// long; an intent's grain meets a handful of commands, a partition's as many as its
+// intents get in that time.
+const maxKeptReplies = 256
 
 func (g *grain) Receive(ctx actor.Context) {
-	cmd, ok := ctx.Message().(clusterpb.Command)
-	if !ok {
-		switch m := ctx.Message().(type) {
-		case *cluster.ClusterInit:
-			g.id = m.Identity.Identity
-		case *actor.Started:
-			n := g.member.activations.Add(1)
-			if max := g.e.maxGrains; max > 0 && n > max {
-				// Past the bound the grain answers its first command busy and stops:
-				// a flood of activations costs the member a moment, not its memory.
-				g.full = true
-				g.e.grainsRefused.Add(1)
-				ctx.SetReceiveTimeout(fullGrainLinger)
-				return
+	switch m := ctx.Message().(type) {
+	case clusterpb.Command:
+		g.command(ctx, m)
+	case *handled:
+		g.keep(m.request, m.reply)
+		for _, to := range g.running[m.request] {
+			if to != nil {
+				ctx.Send(to, m.reply)
 			}
-			// A grain idle as long as an intent actor may be stops, as the actor does:
-			// its state is in the store, and the next command activates it again.
-			ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
-		case *actor.ReceiveTimeout:
-			ctx.Stop(ctx.Self())
-		case *actor.Restarting:
-			// A restart sends Started again without Stopped.
-			g.member.activations.Add(-1)
-		case *actor.Stopped:
-			g.member.activations.Add(-1)
 		}
-		return // protoactor's own messages
+		delete(g.running, m.request)
+	case *actor.Started:
+		g.member.activations.Add(1)
+		// A grain idle as long as an intent actor may be stops, as the actor does:
+		// its state is in the store, and the next command activates it again.
+		ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
+	case *cluster.ClusterInit:
+		// protoactor tells a grain what it is after Started, before any command.
+		g.id = m.Identity.Identity
+		g.partition = m.Identity.Kind == partitionKind
+		if max := g.e.maxGrains; max > 0 && !g.partition && g.member.activations.Load() > max {
+			// Past the bound an intent's grain answers its first command busy and
+			// stops: a flood of activations costs the member a moment, not its
+			// memory. Partitions are 1,024 at most; their bound is on the intents
+			// they hold (handle).
+			g.full = true
+			g.e.grainsRefused.Add(1)
+			ctx.SetReceiveTimeout(fullGrainLinger)
+		}
+	case *actor.ReceiveTimeout:
+		if len(g.running) == 0 {
+			ctx.Stop(ctx.Self())
+			break
+		}
+		// protoactor cancels the time-out as it fires: a grain that waits for a
+		// command's answer sets it again, or it would never passivate.
+		ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
+	case *actor.Restarting:
+		// A restart sends Started again without Stopped.
+		g.member.activations.Add(-1)
+	case *actor.Stopped:
+		g.member.activations.Add(-1)
 	}
+}
+
+// command answers cmd: from the replies kept, by joining its run under way, or by
+// running it in a goroutine whose answer comes back as handled.
+func (g *grain) command(ctx actor.Context, cmd clusterpb.Command) {
+	req := cmd.GetRequestId()
 	if g.full {
-		ctx.Respond(clusterpb.NewErrorReply(cmd.GetRequestId(), errGrainsFull))
+		ctx.Respond(clusterpb.NewErrorReply(req, errGrainsFull))
 		ctx.Stop(ctx.Self())
 		return
 	}
-	if r, ok := g.replies[cmd.GetRequestId()]; ok {
+	if r, ok := g.replies[req]; ok {
 		ctx.Respond(r)
 		return
 	}
-	r := g.handle(cmd)
+	if waiting, ok := g.running[req]; ok {
+		g.running[req] = append(waiting, ctx.Sender())
+		return
+	}
+	if !g.e.track() {
+		ctx.Respond(clusterpb.NewErrorReply(req, intentd.ErrEngineClosed))
+		return
+	}
+	if g.running == nil {
+		g.running = make(map[string][]*actor.PID)
+	}
+	g.running[req] = []*actor.PID{ctx.Sender()}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		defer g.e.wg.Done()
+		root.Send(self, &handled{request: req, reply: g.handle(cmd)})
+	}()
+}
+
+// keep keeps reply r of request req for the retries of the request, and lets go of
+// the replies older than a command's budget or past maxKeptReplies.
+func (g *grain) keep(req string, r proto.Message) {
+	now := time.Now()
+	budget := g.e.cfg.Cluster.RequestTimeout
+	if budget == 0 {
+		budget = DefaultClusterRequestTimeout
+	}
+	for len(g.order) > 0 && (len(g.order) >= maxKeptReplies || now.Sub(g.order[0].at) > budget) {
+		delete(g.replies, g.order[0].request)
+		g.order = g.order[1:]
+	}
 	if g.replies == nil {
 		g.replies = make(map[string]proto.Message)
 	}
-	if len(g.order) == keptReplies {
-		delete(g.replies, g.order[0])
-		g.order = g.order[1:]
-	}
-	g.replies[cmd.GetRequestId()] = r
-	g.order = append(g.order, cmd.GetRequestId())
-	ctx.Respond(r)
+	g.replies[req] = r
+	g.order = append(g.order, keptReply{request: req, at: now})
 }
 
 func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 	msg, err := message(cmd)
 	if err == nil {
 		err = g.check(cmd, msg)
+	}
+	if err == nil && g.partition && g.e.registry.overBound(cmd.GetIntentId(), msg) {
+		// A partition's grain holds any number of intents: the bound is on the
+		// intents' actors this member holds, as for the commands it takes itself.
+		g.e.grainsRefused.Add(1)
+		err = errGrainsFull
 	}
 	if err == nil {
 		// The owner's span of the command is a child of the sender's, whose context
@@ -116,17 +190,17 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 }
 
 // check refuses a command that no member sends: one for another intent than the grain
-// is, or a create that is not of a new intent whose authorship verifies. Only members
+// is (or than its partition holds), or a create that is not of a new intent whose authorship verifies. Only members
 // reach a grain (mutual TLS on the remoting port), and a member checks all this before
 // it sends; the owner checks again, since it is the one that writes, and since a
 // member's settings (--allow-unsigned, the passkey checks) may differ from its own.
 func (g *grain) check(cmd clusterpb.Command, msg any) error {
-	if cmd.GetIntentId() != g.id {
+	if g.partition && partitionOf(cmd.GetIntentId()) != g.id || !g.partition && cmd.GetIntentId() != g.id {
 		return intentd.Internal("intent command: %w", fmt.Errorf("a command for intent %q reached the grain of %q", cmd.GetIntentId(), g.id))
 	}
 	switch m := msg.(type) {
 	case create:
-		return g.e.checkCreate(g.id, m.snap)
+		return g.e.checkCreate(cmd.GetIntentId(), m.snap)
 	case propose:
 		return g.e.checkSolution(m.proposal)
 	}

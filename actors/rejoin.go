@@ -39,15 +39,19 @@ type incarnation struct {
 	// lookup before, and a command through it would dereference nothing.
 	started atomic.Bool
 	// owners places intents on the members of the last topology, as protoactor's
-	// partition (disthash) places their grains: rendezvous hashing of the intent id
-	// over the members' addresses. Nil before the first topology.
+	// partition (disthash) places their grains: rendezvous hashing of the grain's
+	// identity over the members' addresses. Nil before the first topology.
 	owners atomic.Pointer[cluster.Rendezvous]
+	// partitioned is set while every member of the last topology serves partition
+	// grains (partition.go): commands then go through them.
+	partitioned atomic.Bool
 }
 
 // placed takes the members of a new topology.
 func (m *incarnation) placed(members []*cluster.Member) {
 	r := cluster.NewRendezvous()
 	r.UpdateMembers(members)
+	m.partitioned.Store(allServePartitions(members))
 	m.owners.Store(r)
 }
 
@@ -63,7 +67,7 @@ func (m *incarnation) ownsHere(id string) bool {
 	if r == nil || !m.serving() {
 		return false
 	}
-	return r.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: intentKind, Identity: id}) == m.system.Address()
+	return r.GetByClusterIdentity(grainOf(id, m.partitioned.Load())) == m.system.Address()
 }
 
 // serving reports whether commands may go through the incarnation.
@@ -76,14 +80,16 @@ func (m *incarnation) serving() bool {
 // up reports whether the cluster may be used: started and not gone. m.mu is held.
 func (m *incarnation) up() bool { return m.started.Load() && !m.gone }
 
-// request sends a command to its intent's grain through this incarnation.
+// request sends a command to its intent's grain (its partition's, or its own while a
+// member serves no partitions) through this incarnation.
 func (m *incarnation) request(id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if !m.up() {
 		return nil, errNotMember
 	}
-	return m.cluster.Request(id, intentKind, cmd, cluster.WithTimeout(timeout))
+	g := grainOf(id, m.partitioned.Load())
+	return m.cluster.Request(g.Identity, g.Kind, cmd, cluster.WithTimeout(timeout))
 }
 
 // members reports the addresses of the members this incarnation sees, itself included.

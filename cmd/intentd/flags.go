@@ -156,7 +156,7 @@ type ClusterConfig struct {
 	TLS clustertls.Files
 	// Insecure lets the members speak plaintext on an address beyond loopback.
 	Insecure bool
-	// MaxGrains bounds the intent grains active on this member; 0: no bound.
+	// MaxGrains bounds the intents this member holds for commands; 0: no bound.
 	MaxGrains int
 	// ExitOnFence stops the process when the others dropped this member, instead of
 	// rejoining under a new id.

@@ -1,0 +1,35 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/intentd/intentd/cluster/clusterpb"
+)
+
+// TestGrainPassivatesAfterLongCommand checks that a grain whose idle time ran out while
+// a command was still running passivates once the command's answer came and it was
+// idle again: protoactor cancels a receive time-out as it fires, so a grain that let
+// one pass without stopping must set it again.
+func TestGrainPassivatesAfterLongCommand(t *testing.T) {
+	e := &Engine{cfg: Config{PassivateAfter: 50 * time.Millisecond, Cluster: &ClusterConfig{}}}
+	m := &incarnation{system: actor.NewActorSystem()}
+	g := &grain{e: e, member: m, running: map[string][]*actor.PID{"r1": {nil}}}
+	pid := m.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return g }))
+	defer m.system.Root.Stop(pid)
+	// The time-out passes several times while the command runs: the grain stays.
+	time.Sleep(300 * time.Millisecond)
+	if n := m.activations.Load(); n != 1 {
+		t.Fatalf("%d grains active while a command runs, want 1", n)
+	}
+	m.system.Root.Send(pid, &handled{request: "r1", reply: &clusterpb.Done{RequestId: "r1"}})
+	deadline := time.Now().Add(5 * time.Second)
+	for m.activations.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the grain did not passivate after its last command's answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
