@@ -357,6 +357,16 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 		}
 		var res any
 		res, err = e.clusterTry(ctx, id, cmd, min(left, clusterTryTimeout))
+		if r, ok := res.(*clusterpb.ErrorReply); ok && err == nil && r.GetCode() == intentd.CodeShuttingDown {
+			// The owner is leaving the cluster: once it has, the next try reaches the
+			// intent's next owner.
+			err = r.Err()
+			select {
+			case <-time.After(membersSettle):
+			case <-ctx.Done():
+			}
+			continue
+		}
 		if err == nil {
 			return res, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,9 +30,45 @@ type grain struct {
 	full      bool         // an intent's grain activated past ClusterConfig.MaxGrains: it refuses, then stops
 	replies   map[string]proto.Message
 	order     []keptReply // the kept replies' request ids, oldest first
-	// running holds, for each command under way, those waiting for its answer: the
-	// sender of each try.
-	running map[string][]*actor.PID
+	// running holds the commands under way, by request id.
+	running map[string]*run
+}
+
+// run is a command under way in a goroutine of its own, and those waiting for its
+// answer: the sender of each try. The goroutine answers them itself, through the
+// member's actor system rather than the grain, so that a grain stopped meanwhile (its
+// partition placed elsewhere, the member leaving) still answers what it took.
+type run struct {
+	mu      sync.Mutex
+	waiting []*actor.PID
+	done    bool
+	reply   proto.Message
+}
+
+// wait adds a try's sender to those the run answers, or answers it at once when the
+// run is done.
+func (r *run) wait(ctx actor.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		ctx.Respond(r.reply)
+		return
+	}
+	r.waiting = append(r.waiting, ctx.Sender())
+}
+
+// finish records the run's reply and sends it to every try waiting.
+func (r *run) finish(root *actor.RootContext, reply proto.Message) {
+	r.mu.Lock()
+	r.done, r.reply = true, reply
+	waiting := r.waiting
+	r.waiting = nil
+	r.mu.Unlock()
+	for _, to := range waiting {
+		if to != nil {
+			root.Send(to, reply)
+		}
+	}
 }
 
 // keptReply is when a kept reply was made, under its request id.
@@ -40,8 +77,8 @@ type keptReply struct {
 	at      time.Time
 }
 
-// handled is the answer of a command a grain ran, sent to the grain by the goroutine
-// that ran it.
+// handled tells a grain that the command of a request it ran has answered, so that it
+// keeps the reply for the request's later tries.
 type handled struct {
 	request string
 	reply   proto.Message
@@ -50,6 +87,9 @@ type handled struct {
 // errGrainsFull answers a command whose grain was activated past the member's bound.
 var errGrainsFull = &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeCapacityExceeded,
 	Message: "the cluster member that holds the intent holds as many intents as it may; retry later"}
+
+// errShuttingDown answers a command that reaches a member whose engine is closing.
+var errShuttingDown = intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "the cluster member that holds the intent is shutting down; retry")
 
 // fullGrainLinger is how long a grain activated past the bound waits for the command it
 // was activated for, before it stops unasked.
@@ -67,11 +107,6 @@ func (g *grain) Receive(ctx actor.Context) {
 		g.command(ctx, m)
 	case *handled:
 		g.keep(m.request, m.reply)
-		for _, to := range g.running[m.request] {
-			if to != nil {
-				ctx.Send(to, m.reply)
-			}
-		}
 		delete(g.running, m.request)
 	case *actor.Started:
 		g.member.activations.Add(1)
@@ -108,7 +143,7 @@ func (g *grain) Receive(ctx actor.Context) {
 }
 
 // command answers cmd: from the replies kept, by joining its run under way, or by
-// running it in a goroutine whose answer comes back as handled.
+// running it in a goroutine, which answers and tells the grain (handled).
 func (g *grain) command(ctx actor.Context, cmd clusterpb.Command) {
 	req := cmd.GetRequestId()
 	if g.full {
@@ -120,22 +155,27 @@ func (g *grain) command(ctx actor.Context, cmd clusterpb.Command) {
 		ctx.Respond(r)
 		return
 	}
-	if waiting, ok := g.running[req]; ok {
-		g.running[req] = append(waiting, ctx.Sender())
+	if r, ok := g.running[req]; ok {
+		r.wait(ctx)
 		return
 	}
 	if !g.e.track() {
-		ctx.Respond(clusterpb.NewErrorReply(req, intentd.ErrEngineClosed))
+		// The member is shutting down: it leaves the cluster once its commands under
+		// way are answered, and the sender tries the intent's next owner.
+		ctx.Respond(clusterpb.NewErrorReply(req, errShuttingDown))
 		return
 	}
 	if g.running == nil {
-		g.running = make(map[string][]*actor.PID)
+		g.running = make(map[string]*run)
 	}
-	g.running[req] = []*actor.PID{ctx.Sender()}
+	r := &run{waiting: []*actor.PID{ctx.Sender()}}
+	g.running[req] = r
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		defer g.e.wg.Done()
-		root.Send(self, &handled{request: req, reply: g.handle(cmd)})
+		reply := g.handle(cmd)
+		r.finish(root, reply)
+		root.Send(self, &handled{request: req, reply: reply})
 	}()
 }
 

@@ -22,9 +22,13 @@ import (
 const partitionKind = "intent-partition"
 
 // partitions is how many partitions the intents are hashed into. Members of one cluster
-// must agree on it and on partitionOf, so it is fixed: 1,024 spreads the partitions over
-// a few tens of members within a few percent of even, and holds a member's partition
-// grains to 1,024 (a few MiB) whatever its load.
+// must agree on it and on partitionOf, so it is fixed. The count trades reuse against
+// balance: a partition's grain is reused when its commands come within PassivateAfter of
+// each other (at 200 crossings a second, 86 % of commands find their grain active with
+// 1,024 partitions, 39 % with 4,096), while rendezvous placement of 1,024 keys gives each
+// member its share only within the spread of so few keys (simulated with protoactor's
+// Rendezvous: within 9 % of even at 3 members, 17 % at 10, 37 % at 30; docs/cluster.md).
+// It also holds a member's partition grains to 1,024 (a few MiB) whatever its load.
 const partitions = 1024
 
 // partitionOf is the identity of the partition grain of intent id: the CRC-32 (IEEE) of
