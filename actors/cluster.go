@@ -70,6 +70,13 @@ type ClusterConfig struct {
 // PassivateAfter, so only a burst of that many intents within it meets the bound.
 const DefaultMaxGrains = 100_000
 
+// gossipInterval is how often a member gossips with the others (protoactor's default is
+// 300 ms). Membership comes from the NATS provider, not from gossip; gossip carries each
+// member's heartbeat, which the others block a member for only after
+// HeartbeatExpiration (20 s) without one, and the notice of a member that left
+// cleanly, which the provider's topology brings as well.
+const gossipInterval = time.Second
+
 // intentKind is the grain kind of an intent.
 const intentKind = "intent"
 
@@ -131,6 +138,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	}
 	cfg := cluster.Configure(c.Name, p, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
 		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(timeout))
+	cfg.GossipInterval = gossipInterval
 	m.cluster = cluster.New(m.system, cfg)
 	m.system.EventStream.Subscribe(func(evt any) {
 		// Called with the member list's lock held: hand the work to a goroutine.
