@@ -110,10 +110,6 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	case c.MaxGrains < 0:
 		e.maxGrains = 0
 	}
-	timeout := c.RequestTimeout
-	if timeout == 0 {
-		timeout = DefaultClusterRequestTimeout
-	}
 	// Each incarnation is an actor system of its own, whose id is its member id: a
 	// member the others dropped comes back under a new one, as protoactor requires,
 	// while the engine's own actors (the intents, the event bus) stay where they are.
@@ -137,7 +133,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 			remote.WithDialOptions(grpc.WithTransportCredentials(c.Credentials)))
 	}
 	cfg := cluster.Configure(c.Name, p, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
-		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(timeout))
+		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(e.requestBudget()))
 	cfg.GossipInterval = gossipInterval
 	m.cluster = cluster.New(m.system, cfg)
 	m.system.EventStream.Subscribe(func(evt any) {
@@ -347,13 +343,18 @@ func (e *Engine) clusterCall(ctx context.Context, id string, cmd clusterpb.Comma
 	return nil, intentd.Internal("intent command: %w", fmt.Errorf("%s answered %T", id, res))
 }
 
+// requestBudget bounds a command to another member, all its tries
+// (ClusterConfig.RequestTimeout).
+func (e *Engine) requestBudget() time.Duration {
+	if t := e.cfg.Cluster.RequestTimeout; t != 0 {
+		return t
+	}
+	return DefaultClusterRequestTimeout
+}
+
 // clusterTries sends cmd until the owner answers, the budget is spent or ctx ends.
 func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
-	budget := e.cfg.Cluster.RequestTimeout
-	if budget == 0 {
-		budget = DefaultClusterRequestTimeout
-	}
-	deadline := time.Now().Add(budget)
+	deadline := time.Now().Add(e.requestBudget())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

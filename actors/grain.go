@@ -182,11 +182,7 @@ func (g *grain) command(ctx actor.Context, cmd clusterpb.Command) {
 // keep keeps reply r of request req for the retries of the request, and lets go of
 // the replies older than a command's budget or past maxKeptReplies.
 func (g *grain) keep(req string, r proto.Message) {
-	now := time.Now()
-	budget := g.e.cfg.Cluster.RequestTimeout
-	if budget == 0 {
-		budget = DefaultClusterRequestTimeout
-	}
+	now, budget := time.Now(), g.e.requestBudget()
 	for len(g.order) > 0 && (len(g.order) >= maxKeptReplies || now.Sub(g.order[0].at) > budget) {
 		delete(g.replies, g.order[0].request)
 		g.order = g.order[1:]
@@ -203,11 +199,10 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 	if err == nil {
 		err = g.check(cmd, msg)
 	}
-	if err == nil && g.partition && g.e.registry.overBound(cmd.GetIntentId(), msg) {
+	if err == nil && g.partition {
 		// A partition's grain holds any number of intents: the bound is on the
 		// intents' actors this member holds, as for the commands it takes itself.
-		g.e.grainsRefused.Add(1)
-		err = errGrainsFull
+		err = g.e.registry.bound(cmd.GetIntentId(), msg)
 	}
 	if err == nil {
 		// The owner's span of the command is a child of the sender's, whose context
@@ -235,7 +230,7 @@ func (g *grain) handle(cmd clusterpb.Command) proto.Message {
 // it sends; the owner checks again, since it is the one that writes, and since a
 // member's settings (--allow-unsigned, the passkey checks) may differ from its own.
 func (g *grain) check(cmd clusterpb.Command, msg any) error {
-	if g.partition && partitionOf(cmd.GetIntentId()) != g.id || !g.partition && cmd.GetIntentId() != g.id {
+	if grainOf(cmd.GetIntentId(), g.partition).Identity != g.id {
 		return intentd.Internal("intent command: %w", fmt.Errorf("a command for intent %q reached the grain of %q", cmd.GetIntentId(), g.id))
 	}
 	switch m := msg.(type) {

@@ -78,9 +78,8 @@ func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 			// This member owns the intent: no grain, no placement, no reply to carry.
 			// The bound on grains holds for these actors too, so that a flood of
 			// commands for intents this member owns costs it a moment, not memory.
-			if r.overBound(id, msg) {
-				r.e.grainsRefused.Add(1)
-				return nil, errGrainsFull
+			if err := r.bound(id, msg); err != nil {
+				return nil, err
 			}
 			return r.localCall(ctx, id, msg)
 		}
@@ -346,6 +345,15 @@ func (r *registry) overBound(id string, msg any) bool {
 	_, live := s.m[id]
 	s.mu.Unlock()
 	return !live
+}
+
+// bound refuses, and counts, a command that overBound finds past the member's bound.
+func (r *registry) bound(id string, msg any) error {
+	if !r.overBound(id, msg) {
+		return nil
+	}
+	r.e.grainsRefused.Add(1)
+	return errGrainsFull
 }
 
 // put enters la as the actor of id in s, whose lock the caller holds.
