@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -92,52 +93,89 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 	}
 	srv := NewServer(e, Options{})
 	body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
-	reqs := make([][]*http.Request, b.N)
 	now := time.Now()
-	for i := range reqs {
-		id := uuid.NewString()
-		raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}%s}}}`,
-			id, pid, agents)
-		in, err := intentd.DecodeIntent(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sub, err := intentd.NewSubmission(in, raw, crypto.Authorship{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := e.SubmitIntent(context.Background(), sub); err != nil {
-			b.Fatal(err)
-		}
-		r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		if signed {
-			if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
+	// proposals submits n intents and makes a proposal to each.
+	proposals := func(n int) [][]*http.Request {
+		reqs := make([][]*http.Request, n)
+		for i := range reqs {
+			id := uuid.NewString()
+			raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}%s}}}`,
+				id, pid, agents)
+			in, err := intentd.DecodeIntent(raw)
+			if err != nil {
 				b.Fatal(err)
 			}
+			sub, err := intentd.NewSubmission(in, raw, crypto.Authorship{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.SubmitIntent(context.Background(), sub); err != nil {
+				b.Fatal(err)
+			}
+			r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			if signed {
+				if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reqs[i] = []*http.Request{r}
 		}
-		reqs[i] = []*http.Request{r}
+		return reqs
 	}
-	driveDecisions(b, e, srv, callers, reqs, nil)
+	var after uint64
+	if *agentWarm > 0 {
+		after = decideAll(b, e, srv, callers, proposals(*agentWarm), nil, 0)
+	}
+	driveDecisionsAfter(b, e, srv, callers, proposals(b.N), nil, after)
 }
+
+// agentWarm is how many proposals of its own kind each case of BenchmarkAgentProposal
+// and BenchmarkSignedUndelegated decides before its timer starts. A store's first tens
+// of megabytes of writes fill memtables Pebble has just mapped (256 KiB, then each
+// twice the last, up to 32 MiB, reused from then on) and the Go heap grows to its
+// size, each first touch of a page a fault that costs about 14 µs on the machine of
+// docs/benchmarks.md; a server that has run for a while pays none of it. 0 measures a
+// fresh store.
+var agentWarm = flag.Int("agent.warm", 0, "proposals decided before the timer of each case of BenchmarkAgentProposal, to measure a store past its first writes")
 
 // driveDecisions sends each request of reqs (each element one decision's requests, in
 // order) from callers concurrent callers and stops the timer when b.N outcomes have
 // been published, each checked by check when it is given; it reports the process's
-// CPU per decision. The store holds no outcome yet, so the first b.N events of the
-// stream are the decisions'. They are read as they come, as a subscriber would, so
-// that the reader does not fall behind and is not cut off.
+// CPU and minor page faults per decision. The store holds no outcome yet but the
+// first `after` (a warm-up's), so the b.N events after those are the decisions'.
 func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error) {
-	sub, err := e.Subscribe(context.Background(), 0, intentd.Filter{})
+	driveDecisionsAfter(b, e, srv, callers, reqs, check, 0)
+}
+
+// driveDecisionsAfter is driveDecisions on a store whose first `after` events are
+// already published.
+func driveDecisionsAfter(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error, after uint64) {
+	b.ResetTimer()
+	cpu, faults := benchcpu.Now(), benchcpu.Faults()
+	decideAll(b, e, srv, callers, reqs, check, after)
+	if b.Failed() {
+		return
+	}
+	b.StopTimer()
+	benchcpu.ReportMicros(b, cpu, "op")
+	benchcpu.ReportFaults(b, faults, "op")
+}
+
+// decideAll sends every request of reqs from callers concurrent callers and returns
+// once an outcome has been published for each, the events after `after`, read as they
+// come, as a subscriber would, so that the reader does not fall behind and is not cut
+// off; it returns the id of the last.
+func decideAll(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error, after uint64) uint64 {
+	sub, err := e.Subscribe(context.Background(), after, intentd.Filter{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sub.Close()
 	decided := make(chan error, 1)
-	b.ResetTimer()
-	cpu := benchcpu.Now()
+	var last uint64
 	go func() {
-		for range b.N {
+		for range len(reqs) {
 			ev, err := sub.Next(context.Background())
 			if err == nil && check != nil {
 				err = check(ev)
@@ -146,6 +184,7 @@ func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers in
 				decided <- err
 				return
 			}
+			last = ev.ID
 		}
 		decided <- nil
 	}()
@@ -167,13 +206,12 @@ func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers in
 	}
 	wg.Wait()
 	if b.Failed() {
-		return
+		return 0
 	}
 	if err := <-decided; err != nil {
 		b.Fatal(err)
 	}
-	b.StopTimer()
-	benchcpu.ReportMicros(b, cpu, "op")
+	return last
 }
 
 // benchAgentEngine opens an engine on a synced Pebble store in a temporary folder,

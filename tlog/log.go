@@ -191,8 +191,7 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The cache holds the upper levels of the tree, which every proof reads.
-	cache := pebble.NewCache(32 << 20)
+	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	// The files' writes and syncs are watched, and one still running after 5 s goes to
 	// the listener's slow-disk line, as the store's do. The log holds the watch's closer
@@ -201,6 +200,7 @@ func Open(opts Options) (*Log, error) {
 	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
 	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
 		Logger: pebbleLogger{opts.Logger, opts.Dir}, Cache: cache, FS: fs, EventListener: events,
+		MemTableSize: memTableSize,
 	})
 	if err != nil {
 		unwatch.Close()
@@ -226,6 +226,20 @@ func Open(opts Options) (*Log, error) {
 	}
 	return l, nil
 }
+
+// cacheBytes and memTableSize bound the memory of the log's Pebble, which it allocates
+// outside the Go heap and keeps once grown: with Pebble's default memtable (4 MiB) and
+// a 32 MiB cache, a cluster member's memory outside the heap grew by 4.5 MiB with its
+// first 10,000 intents and by 2 to 3 MiB with each 10,000 after (docs/cluster.md,
+// "Memory after a load"). The log needs little of either: it writes its leaves and
+// tiles once a second, a few hundred kilobytes at most, and what its proofs read over
+// and over is the upper levels of the tree (a tile of level 1 covers 65,536 leaves)
+// and the newest tiles, which its appends read too; a proof of an old leaf reads its
+// tile once.
+const (
+	cacheBytes   = 4 << 20
+	memTableSize = 1 << 20
+)
 
 // diskSlowAfter is how long a file operation of the log runs before it is logged as
 // slow: Pebble's own default, and the store's.

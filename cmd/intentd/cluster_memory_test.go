@@ -21,6 +21,9 @@ import (
 const (
 	memoryIntents = 10_000
 	memoryIdle    = 30 * time.Second
+	// memoryIdleTail is the end of the quiet over which the test reads what an idle
+	// member allocates.
+	memoryIdleTail = 10 * time.Second
 	// memoryRounds are the loads, each followed by memoryIdle: what a first load
 	// leaves for good (tables grown once) shows apart from what each load would add.
 	memoryRounds = 3
@@ -78,7 +81,13 @@ func TestClusterMemoryAfterLoad(t *testing.T) {
 		moments = append(moments, fmt.Sprintf("right after load %d", round))
 		figures = append(figures, readMembers(t, r, nil, out, ""))
 		nats = append(nats, natsRSS(r))
-		time.Sleep(memoryIdle)
+		// A moment before the end of the quiet, so that the table shows what an idle
+		// member allocates and how often it collects.
+		time.Sleep(memoryIdle - memoryIdleTail)
+		moments = append(moments, fmt.Sprintf("%v after load %d", memoryIdle-memoryIdleTail, round))
+		figures = append(figures, readMembers(t, r, nil, out, ""))
+		nats = append(nats, natsRSS(r))
+		time.Sleep(memoryIdleTail)
 		name := fmt.Sprintf("after%d", round)
 		moments = append(moments, fmt.Sprintf("%v after load %d", memoryIdle, round))
 		figures = append(figures, readMembers(t, r, pprofs, out, name))
@@ -93,20 +102,20 @@ func TestClusterMemoryAfterLoad(t *testing.T) {
 	report := memoryReport(moments, figures, nats)
 	t.Logf("memory of each member before the loads and after each:\n%s", report)
 	keep(t, filepath.Join(out, "figures.md"), []byte(report))
-	// figures[0] is before the loads; figures[2k] memoryIdle after load k.
-	for k := 2; k < len(figures); k += 2 {
+	// figures[0] is before the loads; figures[3k] memoryIdle after load k.
+	for k := 3; k < len(figures); k += 3 {
 		for i, a := range figures[k] {
 			if a.grains > 0 {
 				t.Errorf("member %d holds %.0f grains %s", i, a.grains, moments[k])
 			}
-			b := figures[k-2][i]
-			if k == 2 {
+			b := figures[k-3][i]
+			if k == 3 {
 				t.Logf("member %d holds %s resident %s, %.2f times the %s it held fresh", i, mib(a.rss), moments[k], float64(a.rss)/float64(b.rss), mib(b.rss))
 				continue
 			}
 			if float64(a.rss) > memoryGrowth*float64(b.rss) {
 				t.Errorf("member %d holds %s resident %s, against %s %s: more than %.0f %% more",
-					i, mib(a.rss), moments[k], mib(b.rss), moments[k-2], (memoryGrowth-1)*100)
+					i, mib(a.rss), moments[k], mib(b.rss), moments[k-3], (memoryGrowth-1)*100)
 			}
 		}
 	}
@@ -131,18 +140,24 @@ func readMembers(t *testing.T, r *rig, pprofs []string, out, name string) []memo
 // servers' resident memory.
 func memoryReport(moments []string, figures [][]memoryFigures, nats [][]int64) string {
 	var b strings.Builder
-	b.WriteString("| member | when | RSS | of it anonymous | / before | heap in use | live heap after a collection | heap free, not returned | goroutine stacks | grains | goroutines |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| member | when | RSS | of it anonymous | / before | heap in use | heap in use after a collection | of it objects | heap free, not returned | goroutine stacks | the runtime's own | anonymous beyond the runtime's figures (C memory, less what the runtime counts unused) | allocated since the moment before | collections since | grains | goroutines |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range figures[0] {
 		for k, moment := range moments {
 			f := figures[k][i]
-			live := "-"
+			live, objects := "-", "-"
 			if f.liveHeap > 0 {
-				live = mib(f.liveHeap)
+				live, objects = mib(f.liveHeap), mib(f.liveObjects)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f | %s | %s | %s | %s | %.0f | %.0f |\n", i, moment,
-				mib(f.rss), mib(f.rssAnon), float64(f.rss)/float64(figures[0][i].rss), mib(f.heapInuse), live,
-				mib(f.heapIdle-f.heapReleased), mib(f.stacks), f.grains, f.goroutines)
+			rest := float64(f.rssAnon) - f.heapInuse - (f.heapIdle - f.heapReleased) - f.stacks - f.runtimeSys
+			allocated, gcs := "-", "-"
+			if k > 0 {
+				allocated = mib(f.allocated - figures[k-1][i].allocated)
+				gcs = fmt.Sprintf("%.0f", f.collections-figures[k-1][i].collections)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", i, moment,
+				mib(f.rss), mib(f.rssAnon), float64(f.rss)/float64(figures[0][i].rss), mib(f.heapInuse), live, objects,
+				mib(f.heapIdle-f.heapReleased), mib(f.stacks), mib(f.runtimeSys), mib(rest), allocated, gcs, f.grains, f.goroutines)
 		}
 	}
 	b.WriteString("\n| NATS server | " + strings.Join(moments, " | ") + " |\n|---|" + strings.Repeat("---|", len(moments)) + "\n")
@@ -158,17 +173,27 @@ func memoryReport(moments []string, figures [][]memoryFigures, nats [][]int64) s
 
 // memoryFigures are what one member holds at a moment.
 type memoryFigures struct {
-	rss        int64   // VmRSS, bytes
-	rssAnon    int64   // RssAnon: the part not mapped from files (the heap, stacks, C allocations)
-	heapInuse  float64 // go_memstats_heap_inuse_bytes, before any collection of the test's
-	liveHeap   float64 // heap in use after the collection the heap profile forces; 0 without a profile
-	grains     float64 // intentd_cluster_grain_activations
-	goroutines float64 // go_goroutines
+	rss       int64   // VmRSS, bytes
+	rssAnon   int64   // RssAnon: the part not mapped from files (the heap, stacks, C allocations)
+	heapInuse float64 // go_memstats_heap_inuse_bytes, before any collection of the test's
+	liveHeap  float64 // heap in use after the collection the heap profile forces; 0 without a profile
+	// liveObjects is the heap's objects then: what of liveHeap is not free slots of
+	// spans in use.
+	liveObjects float64
+	grains      float64 // intentd_cluster_grain_activations
+	goroutines  float64 // go_goroutines
 	// heapIdle and heapReleased are go_memstats_heap_idle_bytes and
 	// go_memstats_heap_released_bytes: their difference is free heap the runtime
 	// still holds resident.
 	heapIdle, heapReleased float64
 	stacks                 float64 // go_memstats_stack_inuse_bytes
+	// runtimeSys is what the Go runtime holds for itself outside the heap and the
+	// stacks: its spans' records, the collector's metadata, the profiler's buckets.
+	runtimeSys float64
+	// allocated is go_memstats_alloc_bytes_total and collections the count of
+	// go_gc_duration_seconds: what the member allocated and how often it collected since
+	// it started.
+	allocated, collections float64
 }
 
 // readMemory reads a member's figures, and when pprof is its profiler's address, saves
@@ -182,8 +207,12 @@ func readMemory(t *testing.T, n *crashServer, pprof, file string) memoryFigures 
 		heapIdle:     m["go_memstats_heap_idle_bytes"],
 		heapReleased: m["go_memstats_heap_released_bytes"],
 		stacks:       m["go_memstats_stack_inuse_bytes"],
-		grains:       m["intentd_cluster_grain_activations"],
-		goroutines:   m["go_goroutines"],
+		runtimeSys: m["go_memstats_mspan_sys_bytes"] + m["go_memstats_mcache_sys_bytes"] + m["go_memstats_gc_sys_bytes"] +
+			m["go_memstats_other_sys_bytes"] + m["go_memstats_buck_hash_sys_bytes"],
+		allocated:   m["go_memstats_alloc_bytes_total"],
+		collections: m["go_gc_duration_seconds_count"],
+		grains:      m["intentd_cluster_grain_activations"],
+		goroutines:  m["go_goroutines"],
 	}
 	f.rss, f.rssAnon = procRSS(t, n.cmd.Process.Pid)
 	if pprof == "" {
@@ -199,7 +228,8 @@ func readMemory(t *testing.T, n *crashServer, pprof, file string) memoryFigures 
 		t.Fatalf("heap profile of %s: %d %v", pprof, resp.StatusCode, err)
 	}
 	keep(t, file, body)
-	f.liveHeap = metric(t, n.url, "go_memstats_heap_inuse_bytes")
+	after := scrape(t, n.url)
+	f.liveHeap, f.liveObjects = after["go_memstats_heap_inuse_bytes"], after["go_memstats_heap_alloc_bytes"]
 	return f
 }
 
