@@ -94,8 +94,9 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 	srv := NewServer(e, Options{})
 	body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
 	now := time.Now()
-	// proposals submits n intents and makes a proposal to each.
-	proposals := func(n int) [][]*http.Request {
+	// proposals submits n intents of the policy pid, with agents in their attrs, and
+	// makes a proposal to each, signed by the agent when sign is set.
+	proposals := func(n int, pid, agents string, sign bool) [][]*http.Request {
 		reqs := make([][]*http.Request, n)
 		for i := range reqs {
 			id := uuid.NewString()
@@ -114,7 +115,7 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 			}
 			r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
 			r.Header.Set("Content-Type", "application/json")
-			if signed {
+			if sign {
 				if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
 					b.Fatal(err)
 				}
@@ -125,13 +126,20 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 	}
 	var after uint64
 	if *agentWarm > 0 {
-		after = decideAll(b, e, srv, callers, proposals(*agentWarm), nil, 0)
+		// Every case warms up alike, with unsigned proposals to intents of the demo
+		// policy, so that each case's timer starts on a store in the same state; from
+		// 32 callers whatever the case's, so that it takes seconds.
+		demo, err := e.PutPolicy(context.Background(), evidence.DemoPolicy)
+		if err != nil {
+			b.Fatal(err)
+		}
+		after = decideAll(b, e, srv, max(callers, 32), proposals(*agentWarm, demo, "", false), nil, 0)
 	}
-	driveDecisionsAfter(b, e, srv, callers, proposals(b.N), nil, after)
+	driveDecisionsAfter(b, e, srv, callers, proposals(b.N, pid, agents, signed), nil, after)
 }
 
-// agentWarm is how many proposals of its own kind each case of BenchmarkAgentProposal
-// and BenchmarkSignedUndelegated decides before its timer starts. A store's first tens
+// agentWarm is how many unsigned proposals to intents of the demo policy each case of
+// BenchmarkAgentProposal and BenchmarkSignedUndelegated decides before its timer starts. A store's first tens
 // of megabytes of writes fill memtables Pebble has just mapped (256 KiB, then each
 // twice the last, up to 32 MiB, reused from then on) and the Go heap grows to its
 // size, each first touch of a page a fault that costs about 14 µs on the machine of
