@@ -139,25 +139,25 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 }
 
 // agentWarm is how many unsigned proposals to intents of the demo policy each case of
-// BenchmarkAgentProposal and BenchmarkSignedUndelegated decides before its timer starts. A store's first tens
-// of megabytes of writes fill memtables Pebble has just mapped (256 KiB, then each
-// twice the last, up to 32 MiB, reused from then on) and the Go heap grows to its
-// size, each first touch of a page a fault that costs about 14 µs on the machine of
-// docs/benchmarks.md; a server that has run for a while pays none of it. 0 measures a
-// fresh store.
+// BenchmarkAgentProposal and BenchmarkSignedUndelegated decides before its timer
+// starts. A store's first tens of megabytes of writes fill memtables Pebble has just
+// mapped (256 KiB, then each twice the last, up to 32 MiB, reused from then on) and the
+// Go heap grows to its size, each first touch of a page a fault that costs about 14 µs
+// on the machine of docs/benchmarks.md; a server that has run for a while pays none of
+// it. 0 measures a fresh store.
 var agentWarm = flag.Int("agent.warm", 0, "proposals decided before the timer of each case of BenchmarkAgentProposal, to measure a store past its first writes")
 
 // driveDecisions sends each request of reqs (each element one decision's requests, in
 // order) from callers concurrent callers and stops the timer when b.N outcomes have
 // been published, each checked by check when it is given; it reports the process's
-// CPU and minor page faults per decision. The store holds no outcome yet but the
-// first `after` (a warm-up's), so the b.N events after those are the decisions'.
+// CPU and minor page faults per decision. The store holds no outcome yet, so the first
+// b.N events of the stream are the decisions'.
 func driveDecisions(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error) {
 	driveDecisionsAfter(b, e, srv, callers, reqs, check, 0)
 }
 
 // driveDecisionsAfter is driveDecisions on a store whose first `after` events are
-// already published.
+// already published (a warm-up's): the b.N after those are the decisions'.
 func driveDecisionsAfter(b *testing.B, e intentd.Engine, srv http.Handler, callers int, reqs [][]*http.Request, check func(intentd.Event) error, after uint64) {
 	b.ResetTimer()
 	cpu, faults := benchcpu.Now(), benchcpu.Faults()
