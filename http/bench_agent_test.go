@@ -92,37 +92,14 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 		agents = fmt.Sprintf(`,"agents":{"Set":{"String":[%q]}}`, crypto.EncodeBase58(pub))
 	}
 	srv := NewServer(e, Options{})
-	body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
 	now := time.Now()
-	// proposals submits n intents of the policy pid, with agents in their attrs, and
-	// makes a proposal to each, signed by the agent when sign is set.
-	proposals := func(n int, pid, agents string, sign bool) [][]*http.Request {
-		reqs := make([][]*http.Request, n)
-		for i := range reqs {
-			id := uuid.NewString()
-			raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}%s}}}`,
-				id, pid, agents)
-			in, err := intentd.DecodeIntent(raw)
-			if err != nil {
+	var sign func(r *http.Request, body []byte)
+	if signed {
+		sign = func(r *http.Request, body []byte) {
+			if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
 				b.Fatal(err)
 			}
-			sub, err := intentd.NewSubmission(in, raw, crypto.Authorship{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := e.SubmitIntent(context.Background(), sub); err != nil {
-				b.Fatal(err)
-			}
-			r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			if sign {
-				if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reqs[i] = []*http.Request{r}
 		}
-		return reqs
 	}
 	var after uint64
 	if *agentWarm > 0 {
@@ -133,9 +110,42 @@ func benchProposals(b *testing.B, callers int, signed bool, source string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		after = decideAll(b, e, srv, max(callers, 32), proposals(*agentWarm, demo, "", false), nil, 0)
+		after = decideAll(b, e, srv, max(callers, 32), openProposals(b, e, *agentWarm, demo, "", nil), nil, 0)
 	}
-	driveDecisionsAfter(b, e, srv, callers, proposals(b.N, pid, agents, signed), nil, after)
+	driveDecisionsAfter(b, e, srv, callers, openProposals(b, e, b.N, pid, agents, sign), nil, after)
+}
+
+// openProposals submits n intents of the policy pid to e, each with agents (a member
+// of their attrs, with its leading comma, or "") after the demo policy's parameters,
+// and makes a proposal to each: the requests, one a decision. sign, when not nil, signs
+// each request over its body.
+func openProposals(b *testing.B, e *actors.Engine, n int, pid, agents string, sign func(r *http.Request, body []byte)) [][]*http.Request {
+	b.Helper()
+	body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
+	reqs := make([][]*http.Request, n)
+	for i := range reqs {
+		id := uuid.NewString()
+		raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}%s}}}`,
+			id, pid, agents)
+		in, err := intentd.DecodeIntent(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sub, err := intentd.NewSubmission(in, raw, crypto.Authorship{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.SubmitIntent(context.Background(), sub); err != nil {
+			b.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if sign != nil {
+			sign(r, body)
+		}
+		reqs[i] = []*http.Request{r}
+	}
+	return reqs
 }
 
 // agentWarm is how many unsigned proposals to intents of the demo policy each case of

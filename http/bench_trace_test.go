@@ -1,21 +1,16 @@
 package http
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
-	"github.com/intentd/intentd/crypto"
 	"github.com/intentd/intentd/evidence"
 )
 
@@ -77,26 +72,7 @@ func BenchmarkTracedProposal(b *testing.B) {
 				b.Fatal(err)
 			}
 			srv := NewServer(e, Options{TracerProvider: tp, Propagator: propagation.TraceContext{}})
-			body := []byte(`{"solution":"https://shop.example/products/tshirt-navy-m"}`)
-			reqs := make([][]*http.Request, b.N)
-			for i := range reqs {
-				id := uuid.NewString()
-				raw := fmt.Appendf(nil, `{"id":%q,"policy_id":%q,"attrs":{"fields":{"size":{"String":"M"},"colors":{"Set":{"String":["navy","white"]}},"max_price_cents":{"Int":3000}}}}`, id, pid)
-				in, err := intentd.DecodeIntent(raw)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sub, err := intentd.NewSubmission(in, raw, crypto.Authorship{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := e.SubmitIntent(context.Background(), sub); err != nil {
-					b.Fatal(err)
-				}
-				r := httptest.NewRequest("POST", "/intents/"+id+"/proposal", bytes.NewReader(body))
-				r.Header.Set("Content-Type", "application/json")
-				reqs[i] = []*http.Request{r}
-			}
+			reqs := openProposals(b, e, b.N, pid, "", nil)
 			b.ReportAllocs()
 			driveDecisions(b, e, srv, 32, reqs, nil)
 		})

@@ -14,11 +14,22 @@ import (
 // Now is the CPU time, user and system, the process has used so far; 0 where the
 // platform does not say.
 func Now() time.Duration {
+	ru := usage()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Faults is the process's count of minor page faults so far: first touches of memory
+// it mapped (the Go heap growing, Pebble's memtables), each a trap into the kernel that
+// zeroes or maps a page; 0 where the platform does not say.
+func Faults() int64 { return usage().Minflt }
+
+// usage is the process's resource usage so far; zero where the platform does not say.
+func usage() syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return syscall.Rusage{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }
 
 // Report reports the CPU time per operation since start, in nanoseconds, as
@@ -31,4 +42,10 @@ func Report(b *testing.B, start time.Duration) {
 // "cpu-µs/"+what.
 func ReportMicros(b *testing.B, start time.Duration, what string) {
 	b.ReportMetric(float64((Now()-start).Microseconds())/float64(b.N), "cpu-µs/"+what)
+}
+
+// ReportFaults reports the minor page faults per operation since start, as
+// "faults/"+what.
+func ReportFaults(b *testing.B, start int64, what string) {
+	b.ReportMetric(float64(Faults()-start)/float64(b.N), "faults/"+what)
 }
