@@ -24,6 +24,9 @@ const (
 	// memoryIdleTail is the end of the quiet over which the test reads what an idle
 	// member allocates.
 	memoryIdleTail = 10 * time.Second
+	// perLoad is how many moments the test reads each load: right after it, memoryIdleTail
+	// before the end of its quiet, and at the end.
+	perLoad = 3
 	// memoryRounds are the loads, each followed by memoryIdle: what a first load
 	// leaves for good (tables grown once) shows apart from what each load would add.
 	memoryRounds = 3
@@ -102,20 +105,20 @@ func TestClusterMemoryAfterLoad(t *testing.T) {
 	report := memoryReport(moments, figures, nats)
 	t.Logf("memory of each member before the loads and after each:\n%s", report)
 	keep(t, filepath.Join(out, "figures.md"), []byte(report))
-	// figures[0] is before the loads; figures[3k] memoryIdle after load k.
-	for k := 3; k < len(figures); k += 3 {
+	// figures[0] is before the loads; figures[perLoad*k] memoryIdle after load k.
+	for k := perLoad; k < len(figures); k += perLoad {
 		for i, a := range figures[k] {
 			if a.grains > 0 {
 				t.Errorf("member %d holds %.0f grains %s", i, a.grains, moments[k])
 			}
-			b := figures[k-3][i]
-			if k == 3 {
+			b := figures[k-perLoad][i]
+			if k == perLoad {
 				t.Logf("member %d holds %s resident %s, %.2f times the %s it held fresh", i, mib(a.rss), moments[k], float64(a.rss)/float64(b.rss), mib(b.rss))
 				continue
 			}
 			if float64(a.rss) > memoryGrowth*float64(b.rss) {
 				t.Errorf("member %d holds %s resident %s, against %s %s: more than %.0f %% more",
-					i, mib(a.rss), moments[k], mib(b.rss), moments[k-3], (memoryGrowth-1)*100)
+					i, mib(a.rss), moments[k], mib(b.rss), moments[k-perLoad], (memoryGrowth-1)*100)
 			}
 		}
 	}
