@@ -14,7 +14,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/intentd/intentd"
@@ -115,7 +114,8 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	// while the engine's own actors (the intents, the event bus) stay where they are.
 	m := &incarnation{system: actor.NewActorSystem(actor.WithLoggerFactory(actorlog.Factory(e.cfg.Logger)))}
 	m.system.EventStream.Subscribe(answerDeadLetters)
-	grains := actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} })
+	grains := actor.PropsFromProducer(func() actor.Actor { return &grain{e: e, member: m} },
+		actor.WithDispatcher(e.dispatcher))
 	kinds := []*cluster.Kind{cluster.NewKind(intentKind, grains)}
 	if !c.noPartitions {
 		kinds = append(kinds, cluster.NewKind(partitionKind, grains))
@@ -127,11 +127,8 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	if c.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(c.Advertise))
 	}
-	if c.Credentials != nil {
-		ropts = append(ropts,
-			remote.WithServerOptions(grpc.Creds(c.Credentials)),
-			remote.WithDialOptions(grpc.WithTransportCredentials(c.Credentials)))
-	}
+	ropts = append(ropts, remote.WithServerOptions(serverOptions(c.Credentials)...),
+		remote.WithDialOptions(dialOptions(c.Credentials)...))
 	cfg := cluster.Configure(c.Name, p, disthash.New(), remote.Configure(c.Host, c.Port, ropts...),
 		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(e.requestBudget()))
 	cfg.GossipInterval = gossipInterval
