@@ -30,10 +30,11 @@ import (
 // an engine on a synced Pebble store, one proposal per open intent: "unsigned" to
 // intents of the demo policy, "signed" to intents of examples/delegated.policy, each
 // request signed by the delegated agent with a nonce of its own. The signed path adds
-// the RFC 9421 verification, the nonce's synced write, the delegation check and a
-// version 3 receipt that carries the signature. Requests are built and signed before
-// the timer; the timer stops when every proposal's outcome has been published, so
-// that cpu-µs/op is all a proposal costs the process, its proving included. One caller
+// the RFC 9421 verification, the nonce (kept in memory, written with the proposal),
+// the delegation check and a version 3 receipt that carries the signature. Requests
+// are built and signed before the timer; the timer stops when every proposal's outcome
+// has been published, so that cpu-µs/op is all a proposal costs the process, its
+// proving included. One caller
 // at a time pays a sync of the store's log for each synced write; 32 callers share
 // them, as a busy server's proposals do. The target: a signed proposal costs at most
 // 80 µs of CPU more than an unsigned one (docs/benchmarks.md, "Signed proposals").
