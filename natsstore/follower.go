@@ -87,16 +87,22 @@ func (f *follower) receive(m jetstream.Msg) {
 }
 
 // consumeOpts make the consumer notice a lost server within seconds: a pull that brings
-// nothing ends after a few seconds, and heartbeats missed for half of it make the
-// ordered consumer start again after the last message it had, on whichever server
-// answers. The default waits 30 s, while the index and the event stream stand still.
-// What goes wrong on the way is logged: a follower that stands still is what an
-// operator needs to see.
+// nothing ends after a few seconds, and the server sends a heartbeat every second a
+// pull waits with nothing to deliver; two missed (2 s without a record or a heartbeat)
+// make the ordered consumer start again after the last message it had, on whichever
+// server answers, and probe the server this store is connected to (probe.go). The
+// client's defaults wait 30 s, while the index and the event stream stand still; a
+// heartbeat of half the expiry (2 s, reported after 4) let a node's stream stand 8 s
+// behind the others' while a NATS server was paused (docs/reliability.md). What goes
+// wrong on the way is logged: a follower that stands still is what an operator needs
+// to see.
 func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 	return []jetstream.PullConsumeOpt{
 		jetstream.PullExpiry(4 * time.Second),
+		jetstream.PullHeartbeat(time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			f.s.log.Warn("nats store: a follower of the stream was interrupted; it starts again", "follows", f.what, "error", err)
+			f.s.followerInterrupted(err)
 		}),
 	}
 }

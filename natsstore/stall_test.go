@@ -2,9 +2,12 @@ package natsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intentd/intentd/internal/stallproxy"
 )
@@ -55,4 +58,56 @@ func TestServerThatStopsAnswering(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("a write succeeded %v after the server stopped answering, through %s", time.Since(stalled).Round(time.Millisecond), s.nc.ConnectedUrl())
+}
+
+// TestProbeMovesFromAStalledServer: the probe a missed heartbeat starts leaves a
+// connected server that stopped answering for the other URL, and leaves one that
+// answers alone.
+func TestProbeMovesFromAStalledServer(t *testing.T) {
+	srv := embed(t)
+	target := srv.URL()[len("nats://"):]
+	proxies := map[string]*stallproxy.Proxy{}
+	var urls []string
+	for range 2 {
+		p, err := stallproxy.New(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		url := "nats://" + p.Addr()
+		proxies[url] = p
+		urls = append(urls, url)
+	}
+	s, err := Open(context.Background(), Options{URLs: urls, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	if s.probeServer() {
+		t.Fatal("the probe moved away from a server that answers")
+	}
+	from := s.nc.ConnectedUrl()
+	proxy := proxies[from]
+	if proxy == nil {
+		t.Fatalf("connected to %s, not through a proxy", from)
+	}
+	proxy.Stall()
+	// Only a missed heartbeat probes: another interruption is the consumer's own.
+	s.followerInterrupted(errors.New("nats: some other error"))
+	if s.probing.Load() {
+		t.Fatal("an interruption other than missed heartbeats probed the server")
+	}
+	s.followerInterrupted(jetstream.ErrNoHeartbeat)
+	s.followerInterrupted(jetstream.ErrNoHeartbeat) // the other follower's, at once
+	eventually(t, func() bool {
+		return s.nc.IsConnected() && s.nc.ConnectedUrl() != from
+	}, "the connection on the other URL")
+	eventually(t, func() bool { return !s.probing.Load() }, "the probe done")
+	if got := s.serverMoves.Load(); got != 1 {
+		t.Errorf("server moves = %d, want 1", got)
+	}
+	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
+		t.Fatalf("a write after the move: %v", err)
+	}
 }

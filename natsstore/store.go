@@ -51,7 +51,12 @@ type Options struct {
 
 // Store is the JetStream-backed store. Its methods are safe for concurrent use.
 type Store struct {
-	nc      *nats.Conn
+	nc *nats.Conn
+	// probing is set while a probe of the connected server runs (probe.go);
+	// serverMoves counts the connections it moved to another server.
+	probing     atomic.Bool
+	serverMoves atomic.Uint64
+
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	name    string
@@ -151,7 +156,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// a dead server while others are alive. Two missed two seconds apart move the
 		// connection to another server within about six seconds; shorter, a server
 		// slowed by load (a PONG late by a second or two) would be left for nothing,
-		// with the writes and followers in flight.
+		// with the writes and followers in flight. A follower's missed heartbeats probe
+		// the server sooner (probe.go).
 		nats.PingInterval(2 * time.Second),
 		nats.MaxPingsOutstanding(2),
 		// No buffering while reconnecting: a write fails at once with a 503 to retry,

@@ -457,6 +457,9 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 # TYPE intentd_store_follower_replacements_total counter
 intentd_store_follower_replacements_total{follows="events"} 1
 intentd_store_follower_replacements_total{follows="index"} 1
+# HELP intentd_store_server_moves_total Connections moved to another NATS server after the connected one stopped answering.
+# TYPE intentd_store_server_moves_total counter
+intentd_store_server_moves_total 0
 `
 	// Each follower is checked on its own: the sink hearing c says the events' follower
 	// was replaced, and the index's may be replaced a check later. Both are, once each,
