@@ -32,7 +32,9 @@ func (s *Store) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nats store: follow the stream: %w", err)
 	}
+	s.mu.Lock()
 	s.watch = f
+	s.mu.Unlock()
 	// An empty index delivers nothing to wait for: the consumer's state says so. Its
 	// first answer may be slow on a stream just created, so it is asked again, whatever
 	// the error, until ctx ends.
@@ -186,6 +188,8 @@ func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
 	if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, lastSeq+1); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.events = f
+	s.mu.Unlock()
 	return nil
 }

@@ -23,9 +23,14 @@ type follower struct {
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
 
-	mu   sync.Mutex
-	last uint64 // the stream sequence of the last record handled
-	cc   jetstream.ConsumeContext
+	mu     sync.Mutex
+	last   uint64    // the stream sequence of the last record handled
+	lastAt time.Time // when it was handled
+	cc     jetstream.ConsumeContext
+	// interruptedAt is when the consumer last reported an interruption, or the store's
+	// connection dropped: a follower found behind after one has owed its records since
+	// then, not since it was found.
+	interruptedAt time.Time
 
 	// What check owes: the stream's last sequence when it first found records after the
 	// follower's last, and since when (zero: nothing is owed). The follower is lagging
@@ -83,7 +88,16 @@ func (f *follower) receive(m jetstream.Msg) {
 		return
 	}
 	f.last = meta.Sequence.Stream
+	f.lastAt = time.Now()
 	f.handle(m, meta)
+}
+
+// interrupted notes that the follower's consumer, or the connection under it, was
+// interrupted at now.
+func (f *follower) interrupted(now time.Time) {
+	f.mu.Lock()
+	f.interruptedAt = now
+	f.mu.Unlock()
 }
 
 // consumeOpts make the consumer notice a lost server within seconds: a pull that brings
@@ -102,6 +116,7 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 		jetstream.PullHeartbeat(time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			f.s.log.Warn("nats store: a follower of the stream was interrupted; it starts again", "follows", f.what, "error", err)
+			f.interrupted(time.Now())
 			f.s.followerInterrupted(err)
 		}),
 	}
@@ -124,6 +139,7 @@ const probeTimeout = 750 * time.Millisecond
 func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Lock()
 	last, owed, since := f.last, f.owed, f.owedSince
+	lastAt, interruptedAt := f.lastAt, f.interruptedAt
 	f.mu.Unlock()
 	// The probes wait no longer than until the next check: while the stream elects a
 	// leader they go unanswered, and one that waited for the store's time-out held the
@@ -153,6 +169,16 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 		owed, since = next, now
 		if info, err := f.s.stream.Info(probe); err == nil && info.State.LastSeq > owed {
 			owed = info.State.LastSeq
+		}
+		// Interrupted since its last record (a missed heartbeat, the connection lost,
+		// while the checks could not run or the stream did not answer), it has owed
+		// since the interruption: one still behind stallAfter after it is replaced now.
+		if interruptedAt.After(lastAt) && interruptedAt.Before(now) {
+			since = interruptedAt
+			if now.Sub(since) >= stallAfter {
+				f.replace(ctx, last, since)
+				return
+			}
 		}
 	case next <= owed && now.Sub(since) >= stallAfter:
 		f.replace(ctx, last, since)

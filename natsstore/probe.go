@@ -49,3 +49,16 @@ func (s *Store) probeServer() bool {
 	s.serverMoves.Add(1)
 	return true
 }
+
+// followersInterrupted notes an interruption of the connection under both followers:
+// once it is back, a follower still behind has owed its records since now.
+func (s *Store) followersInterrupted(now time.Time) {
+	s.mu.Lock()
+	fs := []*follower{s.watch, s.events}
+	s.mu.Unlock()
+	for _, f := range fs {
+		if f != nil {
+			f.interrupted(now)
+		}
+	}
+}

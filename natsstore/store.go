@@ -166,6 +166,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("nats disconnected", "error", err)
 			s.setDown(true)
+			s.followersInterrupted(time.Now())
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())

@@ -374,6 +374,67 @@ func writerAndFollower(t *testing.T) (w, f *Store, heard func() map[string]int) 
 	return w, f, heard
 }
 
+// TestInterruptedFollowerIsReplacedAtOnce: a follower whose consumer stopped, and was
+// reported interrupted before the check that finds it behind, is replaced by that check
+// when the interruption is stallAfter old, and given stallAfter from the check when it
+// is not; one never interrupted is given stallAfter from the check, as before. The
+// checks are called with chosen times while the store's own are held off.
+func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
+	cases := []struct {
+		name        string
+		interrupted bool
+		found       time.Duration // after the interruption (or the consumer's stop)
+		replaced    uint64
+	}{
+		{"never interrupted", false, stallAfter + time.Second, 0},
+		{"interrupted a moment before", true, stallAfter / 4, 0},
+		{"interrupted past stallAfter before", true, stallAfter + time.Second, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			w, f, heard := writerAndFollower(t)
+			write := func(id string) {
+				t.Helper()
+				if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("a")
+			eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
+			fl := f.events
+			for !fl.checking.CompareAndSwap(false, true) {
+				time.Sleep(time.Millisecond) // the store's own check is under way
+			}
+			defer fl.checking.Store(false)
+			fl.mu.Lock()
+			fl.cc.Stop()
+			fl.mu.Unlock()
+			stopped := time.Now()
+			if c.interrupted {
+				fl.interrupted(stopped)
+			}
+			write("b")
+			found := stopped.Add(c.found)
+			fl.check(ctx, found)
+			if got := fl.replaced.Load(); got != c.replaced {
+				t.Fatalf("replaced %d times by the check that found it behind, want %d", got, c.replaced)
+			}
+			if c.replaced == 0 {
+				// It is replaced stallAfter after the check found it, as before.
+				fl.check(ctx, found.Add(stallAfter))
+				if got := fl.replaced.Load(); got != 1 {
+					t.Fatalf("replaced %d times stallAfter after it was found behind, want 1", got)
+				}
+			}
+			eventually(t, func() bool { return heard()["b"] == 1 }, "the event written while it stood still")
+		})
+	}
+}
+
 // TestTricklingFollowerIsReplaced feeds a store's event follower a record at a time, as a
 // consumer that starts again and again after an election was seen to: it moves, but the
 // stream is ahead of it. The store finds it behind and replaces it, and the sink hears
