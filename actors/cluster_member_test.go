@@ -158,9 +158,11 @@ func TestGrainsBounded(t *testing.T) {
 			via, owner := hs[0], hs[1]
 			held := map[string]bool{} // the grains of the three intents held
 			for range 3 {
+				// Held in their proofs, so that their actors stay: a decided intent's
+				// actor stops at once.
 				id := createOwnedBy(t, via, owner)
 				held[grainOf(id, partitioned).Identity] = true
-				if err := proposeTo(via, id, "M-cheap"); err != nil {
+				if err := proposeTo(via, id, "block:M-cheap"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -202,4 +204,25 @@ func TestGrainsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecidedActorsStopInACluster: the owner of an intent stops its actor once the
+// intent is decided, as one node does, rather than holding it, its snapshot, evidence
+// and receipt until passivation; whether the proposal came through another member or
+// the owner itself.
+func TestDecidedActorsStopInACluster(t *testing.T) {
+	hs := clusterOf(t, 2, func(c *Config) { c.PassivateAfter = time.Minute })
+	via, owner := hs[0], hs[1]
+	var ids []string
+	for _, through := range []*harness{via, owner, via} {
+		id := createOwnedBy(t, through, owner)
+		if err := proposeTo(through, id, "M-cheap"); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		owner.waitState(id, intentd.StateSuccess)
+	}
+	owner.waitNoActors(time.Now().Add(5*time.Second), "on the owner after every intent was decided, with passivation a minute away")
 }
