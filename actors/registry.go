@@ -33,6 +33,9 @@ type registry struct {
 	// n counts the entries of the shards' tables, so that the bound on a member's
 	// actors (overBound), read on its commands, costs no pass over the shards.
 	n atomic.Int64
+	// endedStops counts the actors stopped at their intent's end (stop), for the
+	// release of memory once the member is idle (passivationLoop).
+	endedStops atomic.Int64
 }
 
 type registryShard struct {
@@ -330,6 +333,7 @@ func (r *registry) stop(s *registryShard, id string, la *liveActor) {
 		}
 		s.mu.Unlock()
 		close(la.stopping)
+		r.endedStops.Add(1)
 	}()
 }
 
@@ -418,20 +422,23 @@ func (e *Engine) passivationLoop() {
 	period := max(e.cfg.PassivateAfter/2, 10*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
-	stopped := 0 // actors stopped since memory was last released
+	// The actors stopped since memory was last released: passivated, and stopped at
+	// their intent's end.
+	stopped, ended := 0, 0
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-t.C:
 			stopped += e.registry.passivate(e.cfg.PassivateAfter)
+			ended += int(e.registry.endedStops.Swap(0))
 			e.passivateMandates(e.cfg.PassivateAfter)
-			if e.burstOver(stopped) {
+			if e.burstOver(stopped, ended) {
 				if m := e.member.Load(); m != nil {
 					m.forgetPlacements()
 				}
 				releaseMemory()
-				stopped = 0
+				stopped, ended = 0, 0
 			}
 		}
 	}
@@ -457,9 +464,12 @@ const releaseIdleAfter = 100
 // burstOver reports whether the memory of the stopped actors, counted since the last
 // release, is to go back now: a burst is over (most of what it spawned has stopped), or
 // the member has gone idle. Grains count as live, so that the release comes after the
-// last of them stopped with what it held.
-func (e *Engine) burstOver(stopped int) bool {
-	if stopped < releaseIdleAfter {
+// last of them stopped with what it held. Actors stopped at their intent's end (ended)
+// count only once the member is idle: under a steady load they stop by the thousand
+// while as many start, and a release every few seconds would hand back memory the next
+// seconds fault in again.
+func (e *Engine) burstOver(stopped, ended int) bool {
+	if stopped+ended < releaseIdleAfter {
 		return false
 	}
 	live := e.registry.live() + e.ClusterActivations()
