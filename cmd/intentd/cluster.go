@@ -51,7 +51,7 @@ func (c *Config) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Cluster.TLS.Cert, "cluster-tls-cert", "", "PEM file of this member's certificate for the members' mutual TLS, signed by --cluster-tls-ca and naming the host of --cluster-bind (intentctl certs makes one); read again on SIGHUP and when it changes")
 	fs.StringVar(&c.Cluster.TLS.Key, "cluster-tls-key", "", "PEM file of the key of --cluster-tls-cert (mode 0600)")
 	fs.StringVar(&c.Cluster.TLS.CA, "cluster-tls-ca", "", "PEM file of the CA that signs every member's certificate; a peer whose certificate does not chain to it is refused at the handshake")
-	fs.IntVar(&c.Cluster.MaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intents a member holds for commands at once (their actors, which stop 10 s after their last command); a command for one more is answered 503 capacity_exceeded; 0: no bound")
+	fs.IntVar(&c.Cluster.MaxGrains, "cluster-max-grains", actors.DefaultMaxGrains, "most intents a member holds for commands at once (their actors, which stop when the intent is decided or 10 s after their last command); a command for one more is answered 503 capacity_exceeded; 0: no bound")
 	fs.BoolVar(&c.Cluster.ExitOnFence, "cluster-exit-on-fence", false, "stop (exit status 1) when the others dropped this member from the cluster, for a supervisor to start it again; without it the member rejoins under a new id by itself, once NATS answers")
 	fs.BoolVar(&c.Cluster.Insecure, "cluster-insecure", false, "let the members speak plaintext on a --cluster-bind beyond loopback: anyone who reaches that port acts as a member (docs/cluster.md, \"Security\"); warned at every start")
 }
