@@ -17,26 +17,7 @@ import (
 // seconds, not the minutes of NATS's default pings, and carry on through the other
 // URL it was given.
 func TestServerThatStopsAnswering(t *testing.T) {
-	srv := embed(t)
-	// Two ways to one server; the one the store takes stalls.
-	target := srv.URL()[len("nats://"):]
-	proxies := map[string]*stallproxy.Proxy{}
-	var urls []string
-	for range 2 {
-		p, err := stallproxy.New(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		url := "nats://" + p.Addr()
-		proxies[url] = p
-		urls = append(urls, url)
-	}
-	s, err := Open(context.Background(), Options{URLs: urls, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, proxies := storeThroughProxies(t)
 	ctx := context.Background()
 	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
@@ -64,25 +45,7 @@ func TestServerThatStopsAnswering(t *testing.T) {
 // connected server that stopped answering for the other URL, and leaves one that
 // answers alone.
 func TestProbeMovesFromAStalledServer(t *testing.T) {
-	srv := embed(t)
-	target := srv.URL()[len("nats://"):]
-	proxies := map[string]*stallproxy.Proxy{}
-	var urls []string
-	for range 2 {
-		p, err := stallproxy.New(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		url := "nats://" + p.Addr()
-		proxies[url] = p
-		urls = append(urls, url)
-	}
-	s, err := Open(context.Background(), Options{URLs: urls, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, proxies := storeThroughProxies(t)
 
 	if s.probeServer() {
 		t.Fatal("the probe moved away from a server that answers")
@@ -110,4 +73,30 @@ func TestProbeMovesFromAStalledServer(t *testing.T) {
 	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
 		t.Fatalf("a write after the move: %v", err)
 	}
+}
+
+// storeThroughProxies opens a store on one embedded server reached two ways, each
+// through a proxy the test can stall, and returns it with the proxies by URL.
+func storeThroughProxies(t *testing.T) (*Store, map[string]*stallproxy.Proxy) {
+	t.Helper()
+	srv := embed(t)
+	target := srv.URL()[len("nats://"):]
+	proxies := map[string]*stallproxy.Proxy{}
+	var urls []string
+	for range 2 {
+		p, err := stallproxy.New(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		url := "nats://" + p.Addr()
+		proxies[url] = p
+		urls = append(urls, url)
+	}
+	s, err := Open(context.Background(), Options{URLs: urls, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, proxies
 }

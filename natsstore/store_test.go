@@ -394,15 +394,7 @@ func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			w, f, heard := writerAndFollower(t)
-			write := func(id string) {
-				t.Helper()
-				if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			write := func(id string) { t.Helper(); writeDecided(t, w, id) }
 			write("a")
 			eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 			fl := f.events
@@ -432,6 +424,19 @@ func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
 			}
 			eventually(t, func() bool { return heard()["b"] == 1 }, "the event written while it stood still")
 		})
+	}
+}
+
+// writeDecided writes intent id of policy P through w, and its proposal and outcome
+// with its event.
+func writeDecided(t *testing.T, w *Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -485,15 +490,7 @@ func TestTricklingFollowerIsReplaced(t *testing.T) {
 func TestStandingFollowerIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	w, f, heard := writerAndFollower(t)
-	write := func(id string) {
-		t.Helper()
-		if err := w.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := storetest.BeginAndFinish(ctx, w, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(id string) { t.Helper(); writeDecided(t, w, id) }
 	write("a")
 	eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 	for _, fl := range []*follower{f.watch, f.events} {
