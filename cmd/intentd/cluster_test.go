@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -511,7 +512,22 @@ func signingKeyFile(t *testing.T) (string, *crypto.SigningKey) {
 	return file, key
 }
 
+// freePort is a port of 127.0.0.1 that nothing listens on, for a node to bind. The
+// port is taken below the kernel's range of ephemeral ports when it can be: a port
+// of that range, free when asked, was seen taken as the local port of some other
+// process's outgoing connection before the node it was for bound it ("address already in
+// use"), which a port outside the range never is.
 func freePort(t *testing.T) string {
+	t.Helper()
+	if lo := ephemeralLow(); lo > minTestPort+1000 {
+		for range 100 {
+			port := strconv.Itoa(minTestPort + rand.IntN(lo-minTestPort))
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+				ln.Close()
+				return port
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -519,6 +535,27 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// minTestPort is the lowest port freePort picks, above the ports services commonly take.
+const minTestPort = 20000
+
+// ephemeralLow is the first port of the kernel's range of ephemeral ports (Linux), or 0
+// when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 // waitMembers waits until every node's GET /info lists want members.
