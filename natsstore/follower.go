@@ -23,13 +23,12 @@ type follower struct {
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
 
-	mu     sync.Mutex
-	last   uint64    // the stream sequence of the last record handled
-	lastAt time.Time // when it was handled
-	cc     jetstream.ConsumeContext
+	mu   sync.Mutex
+	last uint64 // the stream sequence of the last record handled
+	cc   jetstream.ConsumeContext
 	// interruptedAt is when the consumer last reported an interruption, or the store's
-	// connection dropped: a follower found behind after one has owed its records since
-	// then, not since it was found.
+	// connection dropped, zero once a record came after it: a follower found behind
+	// after one has owed its records since then, not since it was found.
 	interruptedAt time.Time
 
 	// What check owes: the stream's last sequence when it first found records after the
@@ -88,7 +87,7 @@ func (f *follower) receive(m jetstream.Msg) {
 		return
 	}
 	f.last = meta.Sequence.Stream
-	f.lastAt = time.Now()
+	f.interruptedAt = time.Time{}
 	f.handle(m, meta)
 }
 
@@ -117,7 +116,7 @@ func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			f.s.log.Warn("nats store: a follower of the stream was interrupted; it starts again", "follows", f.what, "error", err)
 			f.interrupted(time.Now())
-			f.s.followerInterrupted(err)
+			f.s.probeIfSilent(err)
 		}),
 	}
 }
@@ -139,7 +138,7 @@ const probeTimeout = 750 * time.Millisecond
 func (f *follower) check(ctx context.Context, now time.Time) {
 	f.mu.Lock()
 	last, owed, since := f.last, f.owed, f.owedSince
-	lastAt, interruptedAt := f.lastAt, f.interruptedAt
+	interruptedAt := f.interruptedAt
 	f.mu.Unlock()
 	// The probes wait no longer than until the next check: while the stream elects a
 	// leader they go unanswered, and one that waited for the store's time-out held the
@@ -173,7 +172,7 @@ func (f *follower) check(ctx context.Context, now time.Time) {
 		// Interrupted since its last record (a missed heartbeat, the connection lost,
 		// while the checks could not run or the stream did not answer), it has owed
 		// since the interruption: one still behind stallAfter after it is replaced now.
-		if interruptedAt.After(lastAt) && interruptedAt.Before(now) {
+		if !interruptedAt.IsZero() && interruptedAt.Before(now) {
 			since = interruptedAt
 			if now.Sub(since) >= stallAfter {
 				f.replace(ctx, last, since)
@@ -218,6 +217,20 @@ func (f *follower) next(ctx context.Context, last uint64) (uint64, error) {
 		return m.Sequence, nil
 	}
 	return 0, nil
+}
+
+// followers are the store's followers started so far: of the indexes, then of the
+// events. Open starts them while the connection's handlers may already run.
+func (s *Store) followers() []*follower {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := make([]*follower, 0, 2)
+	for _, f := range []*follower{s.watch, s.events} {
+		if f != nil {
+			fs = append(fs, f)
+		}
+	}
+	return fs
 }
 
 // stop ends the follower's consumer.

@@ -158,10 +158,8 @@ func (s *Store) findLoss(ctx context.Context, list []watched) (found error, answ
 // stopFollowers ends both followers: of a stream made again, they would hand the event
 // sink, and so every event stream's client, what someone else wrote there.
 func (s *Store) stopFollowers() {
-	for _, f := range []*follower{s.watch, s.events} {
-		if f != nil {
-			f.stop()
-		}
+	for _, f := range s.followers() {
+		f.stop()
 	}
 }
 

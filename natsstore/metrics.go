@@ -30,10 +30,7 @@ func (c followerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; 
 
 func (c followerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.moves, prometheus.CounterValue, float64(c.s.serverMoves.Load()))
-	for _, f := range []*follower{c.s.watch, c.s.events} {
-		if f == nil {
-			continue
-		}
+	for _, f := range c.s.followers() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(f.replaced.Load()), f.metricName())
 	}
 }

@@ -21,8 +21,9 @@ import (
 // serverProbe is how long the connected server has to answer the probe's ping.
 const serverProbe = time.Second
 
-// followerInterrupted is told what interrupted a follower's consumer.
-func (s *Store) followerInterrupted(err error) {
+// probeIfSilent is told what interrupted a follower's consumer, and probes the
+// connected server, one probe at a time, when it was missed heartbeats.
+func (s *Store) probeIfSilent(err error) {
 	if errors.Is(err, jetstream.ErrNoHeartbeat) && s.probing.CompareAndSwap(false, true) {
 		go func() {
 			defer s.probing.Store(false)
@@ -53,12 +54,7 @@ func (s *Store) probeServer() bool {
 // followersInterrupted notes an interruption of the connection under both followers:
 // once it is back, a follower still behind has owed its records since now.
 func (s *Store) followersInterrupted(now time.Time) {
-	s.mu.Lock()
-	fs := []*follower{s.watch, s.events}
-	s.mu.Unlock()
-	for _, f := range fs {
-		if f != nil {
-			f.interrupted(now)
-		}
+	for _, f := range s.followers() {
+		f.interrupted(now)
 	}
 }

@@ -57,12 +57,12 @@ func TestProbeMovesFromAStalledServer(t *testing.T) {
 	}
 	proxy.Stall()
 	// Only a missed heartbeat probes: another interruption is the consumer's own.
-	s.followerInterrupted(errors.New("nats: some other error"))
+	s.probeIfSilent(errors.New("nats: some other error"))
 	if s.probing.Load() {
 		t.Fatal("an interruption other than missed heartbeats probed the server")
 	}
-	s.followerInterrupted(jetstream.ErrNoHeartbeat)
-	s.followerInterrupted(jetstream.ErrNoHeartbeat) // the other follower's, at once
+	s.probeIfSilent(jetstream.ErrNoHeartbeat)
+	s.probeIfSilent(jetstream.ErrNoHeartbeat) // the other follower's, at once
 	eventually(t, func() bool {
 		return s.nc.IsConnected() && s.nc.ConnectedUrl() != from
 	}, "the connection on the other URL")

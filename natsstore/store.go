@@ -273,7 +273,7 @@ func (s *Store) checkFollowers() {
 			// Each follower is checked on its own, and one whose check (or replacement,
 			// which may wait seconds on a stream just elected) is still under way is
 			// left to it: neither holds back the other's, nor the next ticks.
-			for _, f := range []*follower{s.watch, s.events} {
+			for _, f := range s.followers() {
 				if !f.checking.CompareAndSwap(false, true) {
 					continue
 				}
