@@ -270,3 +270,85 @@ func benchEngine(b *testing.B, n int, tune func(*actors.Config)) (*actors.Engine
 	<-e.Ready()
 	return e, store
 }
+
+// BenchmarkAgentProposalInTurn is BenchmarkAgentProposal's two cases in one process, on
+// one engine and store, in turn: a block of unsigned proposals, then a block of signed
+// ones, and so on, each block's outcomes all published before the next starts, and the
+// process's CPU counted to the case of the block it was spent in. Run as two processes,
+// the cases differ by what their runs differ by as well (the store's and the heap's
+// growth from empty, what the machine does meanwhile): from one caller, runs of the same
+// case moved by more than 100 µs a proposal, more than the difference they were to
+// measure. Taken in turn, both cases meet the store and the heap as they stand and the
+// machine as it is, and the difference is the signed path's. Each case takes b.N
+// proposals; the figures are per proposal, and "signed-more-cpu-µs/op" is the target's
+// (at most 80 µs; docs/benchmarks.md, "Signed proposals").
+func BenchmarkAgentProposalInTurn(b *testing.B) {
+	delegated, err := os.ReadFile(filepath.Join("..", "examples", "delegated.policy"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, callers := range []int{1, 32} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			benchProposalsInTurn(b, callers, string(delegated))
+		})
+	}
+}
+
+// inTurnBlock is how many proposals of one case a block of BenchmarkAgentProposalInTurn
+// holds for each caller: enough that a block's start and end, where callers wait for
+// each other, are a small part of it.
+const inTurnBlock = 20
+
+// benchProposalsInTurn is one case of BenchmarkAgentProposalInTurn: b.N unsigned
+// proposals to intents of the demo policy and b.N signed ones to intents of the
+// delegating policy source, from callers concurrent callers, in blocks of each.
+func benchProposalsInTurn(b *testing.B, callers int, delegated string) {
+	e := benchAgentEngine(b, 2*b.N)
+	demo, err := e.PutPolicy(context.Background(), evidence.DemoPolicy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid, err := e.PutPolicy(context.Background(), delegated)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	agents := fmt.Sprintf(`,"agents":{"Set":{"String":[%q]}}`, crypto.EncodeBase58(pub))
+	srv := NewServer(e, Options{})
+	now := time.Now()
+	sign := func(r *http.Request, body []byte) {
+		if err := httpsig.Sign(r, body, priv, httpsig.Params{Created: now, Expires: now.Add(4 * time.Minute), Tag: "agent-payer-auth"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cases := [2][][]*http.Request{
+		openProposals(b, e, b.N, demo, "", nil),
+		openProposals(b, e, b.N, pid, agents, sign),
+	}
+	var cpu [2]time.Duration
+	var faults [2]int64
+	var after uint64
+	block := inTurnBlock * callers
+	b.ResetTimer()
+	for start := 0; start < b.N; start += block {
+		end := min(start+block, b.N)
+		for k, reqs := range cases {
+			c, f := benchcpu.Now(), benchcpu.Faults()
+			after = decideAll(b, e, srv, callers, reqs[start:end], nil, after)
+			if b.Failed() {
+				return
+			}
+			cpu[k] += benchcpu.Now() - c
+			faults[k] += benchcpu.Faults() - f
+		}
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(cpu[0]), "unsigned-cpu-µs/op")
+	b.ReportMetric(per(cpu[1]), "signed-cpu-µs/op")
+	b.ReportMetric(per(cpu[1]-cpu[0]), "signed-more-cpu-µs/op")
+	b.ReportMetric(float64(faults[1]-faults[0])/float64(b.N), "signed-more-faults/op")
+}
