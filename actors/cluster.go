@@ -61,6 +61,10 @@ type ClusterConfig struct {
 	// noPartitions serves intents' own grains alone, as the releases before partition
 	// grains did: tests of a cluster of mixed releases.
 	noPartitions bool
+	// ownerDecides sends proposals to their intent's owner, as the releases before
+	// decidedWhereTaken did: tests of the crossing, which those releases' proposals
+	// and every member's expiries and resumes still take.
+	ownerDecides bool
 }
 
 // DefaultMaxGrains is the bound on the intents a member holds for commands when none is

@@ -89,7 +89,10 @@ func TestClusterStartFails(t *testing.T) {
 // finds no grain active; a command after that activates the intent's grain again, which
 // answers from the store.
 func TestGrainsPassivate(t *testing.T) {
-	hs := clusterOf(t, 2, func(c *Config) { c.PassivateAfter = 300 * time.Millisecond })
+	hs := clusterOf(t, 2, func(c *Config) {
+		c.PassivateAfter = 300 * time.Millisecond
+		c.Cluster.ownerDecides = true // proposals cross, as expiries and resumes do
+	})
 	ids := make([]string, 8)
 	for i := range ids {
 		ids[i] = createOwnedBy(t, hs[i%2], hs[(i+1)%2])
@@ -153,6 +156,7 @@ func TestGrainsBounded(t *testing.T) {
 			hs := clusterOf(t, 2, func(c *Config) {
 				c.Cluster.MaxGrains = 3
 				c.Cluster.noPartitions = !partitioned
+				c.Cluster.ownerDecides = true // proposals cross, as expiries and resumes do
 				c.PassivateAfter = time.Minute
 			})
 			via, owner := hs[0], hs[1]

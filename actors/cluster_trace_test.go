@@ -56,6 +56,7 @@ func TestClusterTraces(t *testing.T) {
 	hs := clusterOf(t, 2, func(c *Config) {
 		c.TracerProvider = tracedBy(t, exp, members[n])
 		c.Prover = ReceiptProver{Key: key}
+		c.Cluster.ownerDecides = true // a proposal crosses, as an expiry or a resume does
 		n++
 	})
 	caller := tracedBy(t, exp, "caller").Tracer("test")

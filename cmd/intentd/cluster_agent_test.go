@@ -50,8 +50,8 @@ func checkAgents(t *testing.T, r *rig) {
 		id, policyID, agent.pub)
 	r.submit(t, r.nodes[0], id, r.authored(raw))
 
-	// a and b are the two members that do not own the intent: every command they take
-	// for it goes over the cluster to its owner.
+	// a and b are the two members that do not own the intent: each decides the
+	// proposals it takes, and the store lets one of them take the intent's one proposal.
 	owner := r.owner(t, id)
 	a, b := r.nodes[(owner+1)%3], r.nodes[(owner+2)%3]
 	checkRequirements(t, a, id)

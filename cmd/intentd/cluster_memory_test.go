@@ -365,7 +365,7 @@ func loadDecided(t *testing.T, r *rig, n int) int {
 }
 
 // decisions sums a member's intentd_intent_transitions_total of the terminal states it
-// wrote: the intents it decided as their owner.
+// wrote: the intents it decided.
 func decisions(t *testing.T, url string) float64 {
 	t.Helper()
 	resp, err := client.Get(url + "/metrics")

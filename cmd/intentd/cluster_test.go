@@ -78,8 +78,8 @@ func proposeVia(n *crashServer, id string) (int, string) {
 }
 
 // checkSpread submits n intents to each node in turn, proposes to each on another and
-// reads it on the third: every node's stream has the same events, and each node counts
-// the members, its grains and the commands it sent to others.
+// reads it on the third: every node's stream has the same events, each node counts the
+// members, and no command crossed between nodes.
 func checkSpread(t *testing.T, r *rig, n int) {
 	nodes := r.nodes
 	var wg sync.WaitGroup
@@ -118,12 +118,12 @@ func checkSpread(t *testing.T, r *rig, n int) {
 		grains += metric(t, node.url, "intentd_cluster_grain_activations")
 		remote += metric(t, node.url, `intentd_cluster_request_duration_seconds_count{result="ok"}`)
 	}
-	// 30 intents, each created and proposed to through the cluster. A create is
-	// written by the node asked; a proposal crosses to the intent's owner, which is
-	// another node for about two thirds of them (below a third is one chance in about
-	// 100,000).
-	if grains < 1 || remote < float64(n/3) {
-		t.Errorf("%v grains active and %v commands answered across the nodes, want some of each", grains, remote)
+	// 30 intents, each created through one node and proposed to through the next,
+	// whose owner is another node for about two thirds of them. Nothing crosses: a
+	// create is written by the node asked, and a proposal decided by it, whoever owns
+	// the intent (docs/cluster.md, "What a command does").
+	if grains != 0 || remote != 0 {
+		t.Errorf("%v grains active and %v commands answered across the nodes, want none", grains, remote)
 	}
 }
 
