@@ -504,8 +504,9 @@ func (e *Engine) SubmitIntent(ctx context.Context, sub intentd.Submission) error
 		return intentd.Internal("encode authored intent: %w", err)
 	}
 	// The create is written here, by whichever member took the request, unless an
-	// actor of the intent is live here: a cluster's owner of the intent reads it from
-	// the store with the intent's first command, so the create need not cross to it.
+	// actor of the intent is live here: the member that takes the intent's proposal,
+	// or its owner for the commands that cross, reads it from the store with its first
+	// command, so the create need not cross.
 	// The store refuses a taken id, whoever writes.
 	if done, err := e.registry.createIdle(ctx, id, func() error {
 		// Written without an actor, under a span of its own as an actor's create

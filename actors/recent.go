@@ -12,9 +12,9 @@ import "sync"
 //
 // It is only a shortcut past the store, which stays the record: the snapshot given to
 // an actor is the one just written, and is given once, so that an actor coming back
-// after passivation reads the store, which by then may hold later transitions. In a
-// cluster creates go to the intent's owner, whose actor keeps the snapshot itself, and
-// nothing is held here.
+// after passivation reads the store, which by then may hold later transitions. A
+// cluster's members hold nothing here: an intent's proposal is as likely to reach any
+// member as the one that wrote its create, and the member that takes it reads the store.
 //
 // The snapshots are held in two generations of half the budget each. When the newer is
 // full it becomes the older and the older is dropped whole: a put is one map insert.

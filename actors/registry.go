@@ -74,7 +74,8 @@ func (r *registry) shard(id string) *registryShard {
 }
 
 // call sends msg to the actor of intent id, wherever it lives: here, or in a cluster on
-// the member that owns the intent.
+// the member that owns the intent, but for a proposal, which this member's actor of the
+// intent decides (decidedWhereTaken).
 func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 	if r.e.cfg.Cluster != nil {
 		if m := r.e.member.Load(); m != nil && (m.ownsHere(id) || r.decidedWhereTaken(msg) && m.serving()) {
