@@ -350,12 +350,11 @@ func (a *intentActor) resume(ctx context.Context) reply {
 	if a.proving {
 		return reply{}
 	}
-	if a.snap == nil || a.snap.State != intentd.StateProcessing {
-		// In a cluster this actor may have read the intent before another member took
-		// its proposal and then died: the store knows better than the snapshot held.
-		if err := a.load(); err != nil {
-			return reply{err: err}
-		}
+	// In a cluster this actor may have read the intent before another member took its
+	// proposal, or read it processing while another member proved it, which may have
+	// decided it since: the store knows better than the snapshot held.
+	if err := a.load(); err != nil {
+		return reply{err: err}
 	}
 	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true

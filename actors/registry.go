@@ -109,9 +109,15 @@ func (r *registry) call(ctx context.Context, id string, msg any) (any, error) {
 // members (or an owner's actor whose snapshot is older) only one takes a proposal, and
 // the other reads the intent again and answers from what was written. The owner still
 // expires, resumes and creates what it serves (docs/cluster.md, "What a command does").
+//
+// A purchase's proposal still goes to the owner. When the members change, every owner
+// is asked to resume its processing intents, and an owner that is not proving one
+// proves it again: for a plain intent the store keeps the first outcome and drops the
+// second, but a purchase's proof is decided against its mandate, which would count the
+// second decision as well as the first.
 func (r *registry) decidedWhereTaken(msg any) bool {
-	_, ok := msg.(propose)
-	return ok && !r.e.cfg.Cluster.ownerDecides
+	p, ok := msg.(propose)
+	return ok && !p.purchase && !r.e.cfg.Cluster.ownerDecides
 }
 
 // localCall sends msg to this member's actor of intent id, spawning it from its

@@ -119,11 +119,13 @@ func checkSpread(t *testing.T, r *rig, n int) {
 		remote += metric(t, node.url, `intentd_cluster_request_duration_seconds_count{result="ok"}`)
 	}
 	// 30 intents, each created through one node and proposed to through the next,
-	// whose owner is another node for about two thirds of them. Nothing crosses: a
-	// create is written by the node asked, and a proposal decided by it, whoever owns
-	// the intent (docs/cluster.md, "What a command does").
-	if grains != 0 || remote != 0 {
-		t.Errorf("%v grains active and %v commands answered across the nodes, want none", grains, remote)
+	// whose owner is another node for about two thirds of them. No create or proposal
+	// crosses: a create is written by the node asked, and a proposal decided by it,
+	// whoever owns the intent (docs/cluster.md, "What a command does"). Sent to their
+	// owners, fewer than 5 would cross about once in 10^9 runs; a change of members
+	// meanwhile would send a few resumes.
+	if remote >= float64(n/6) {
+		t.Errorf("%v commands answered across the nodes (%v grains active), want next to none", remote, grains)
 	}
 }
 
