@@ -49,8 +49,9 @@ func TestChaos(t *testing.T) {
 			c.stopLoad()
 			c.check(fmt.Sprintf("%s, round %d", f.name, round+1))
 			lag, serve, serveAfter = max(lag, res.lag), max(serve, res.serve), max(serveAfter, res.serveAfter)
-			t.Logf("%s, round %d: every node served again %v after the fault began (%v after it ended); longest lag of an untouched node %v",
-				f.name, round+1, res.serve.Round(10*time.Millisecond), res.serveAfter.Round(10*time.Millisecond), res.lag.Round(10*time.Millisecond))
+			t.Logf("%s, round %d: every node served again %v after the fault began (%v after it ended); longest lag of an untouched node %v (by node: %v, %v, %v)",
+				f.name, round+1, res.serve.Round(10*time.Millisecond), res.serveAfter.Round(10*time.Millisecond), res.lag.Round(10*time.Millisecond),
+				res.lagged[0].Round(10*time.Millisecond), res.lagged[1].Round(10*time.Millisecond), res.lagged[2].Round(10*time.Millisecond))
 		}
 		report = append(report, fmt.Sprintf("| %s | %d | %v | %v | %v |", f.name, rounds,
 			serve.Round(10*time.Millisecond), serveAfter.Round(10*time.Millisecond), lag.Round(10*time.Millisecond)))
@@ -226,9 +227,10 @@ func (c *chaos) stopLoad() {
 
 // chaosResult is what one round measured.
 type chaosResult struct {
-	lag        time.Duration // the longest time an event took to reach an untouched node after the first
-	serve      time.Duration // from the fault until every node served
-	serveAfter time.Duration // from the fault's end until every node served
+	lag        time.Duration    // the longest time an event took to reach an untouched node after the first
+	lagged     [3]time.Duration // each node's longest such time: which nodes the lag was on
+	serve      time.Duration    // from the fault until every node served
+	serveAfter time.Duration    // from the fault's end until every node served
 }
 
 // inject runs one round of fault f: it injects it, probes every node until each takes
@@ -253,7 +255,8 @@ func (c *chaos) inject(f chaosFault, round int) chaosResult {
 		})
 	}
 	probes.Wait()
-	res.lag = c.lag(began, time.Now(), touched)
+	res.lagged = c.lag(began, time.Now(), touched)
+	res.lag = slices.Max(res.lagged[:])
 	return res
 }
 
@@ -286,12 +289,12 @@ func (c *chaos) serves(n int) {
 	c.t.Fatalf("node %d does not serve 60 s after the fault", n)
 }
 
-// lag is the longest time an event first delivered between from and to took to reach
-// the other nodes but touched, counting only live deliveries.
-func (c *chaos) lag(from, to time.Time, touched int) time.Duration {
+// lag is, for each node but touched, the longest time an event first delivered between
+// from and to took to reach it, counting only live deliveries.
+func (c *chaos) lag(from, to time.Time, touched int) [3]time.Duration {
 	c.arrMu.Lock()
 	defer c.arrMu.Unlock()
-	var longest time.Duration
+	var longest [3]time.Duration
 	for _, a := range c.arrivals {
 		var first time.Time
 		for _, x := range a {
@@ -304,7 +307,7 @@ func (c *chaos) lag(from, to time.Time, touched int) time.Duration {
 		}
 		for n, x := range a {
 			if n != touched && !x.at.IsZero() && !x.conn.After(first) {
-				longest = max(longest, x.at.Sub(first))
+				longest[n] = max(longest[n], x.at.Sub(first))
 			}
 		}
 	}
