@@ -352,9 +352,13 @@ func (a *intentActor) resume(ctx context.Context) reply {
 	}
 	// In a cluster this actor may have read the intent before another member took its
 	// proposal, or read it processing while another member proved it, which may have
-	// decided it since: the store knows better than the snapshot held.
-	if err := a.load(); err != nil {
-		return reply{err: err}
+	// decided it since: the store knows better than the snapshot held. On one node this
+	// actor is the intent's only writer, and a processing snapshot it holds is the
+	// store's (at start-up, the one it was just spawned from).
+	if a.e.cfg.Cluster != nil || a.snap == nil || a.snap.State != intentd.StateProcessing {
+		if err := a.load(); err != nil {
+			return reply{err: err}
+		}
 	}
 	if a.snap != nil && a.snap.State == intentd.StateProcessing {
 		a.proving = true

@@ -394,8 +394,7 @@ func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			w, f, heard := writerAndFollower(t)
-			write := func(id string) { t.Helper(); writeDecided(t, w, id) }
-			write("a")
+			writeDecided(t, w, "a")
 			eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 			fl := f.events
 			for !fl.checking.CompareAndSwap(false, true) {
@@ -409,7 +408,7 @@ func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
 			if c.interrupted {
 				fl.interrupted(stopped)
 			}
-			write("b")
+			writeDecided(t, w, "b")
 			found := stopped.Add(c.found)
 			fl.check(ctx, found)
 			if got := fl.replaced.Load(); got != c.replaced {
@@ -490,16 +489,15 @@ func TestTricklingFollowerIsReplaced(t *testing.T) {
 func TestStandingFollowerIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	w, f, heard := writerAndFollower(t)
-	write := func(id string) { t.Helper(); writeDecided(t, w, id) }
-	write("a")
+	writeDecided(t, w, "a")
 	eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 	for _, fl := range []*follower{f.watch, f.events} {
 		fl.mu.Lock()
 		fl.cc.Stop()
 		fl.mu.Unlock()
 	}
-	write("b")
-	write("c")
+	writeDecided(t, w, "b")
+	writeDecided(t, w, "c")
 	deadline := time.Now().Add(stallAfter + 4*checkEvery)
 	for {
 		n := len(heard())
@@ -532,7 +530,7 @@ intentd_store_server_moves_total 0
 	if err != nil {
 		t.Errorf("the follower metric after one replacement of each, %v after the followers stopped: %v", stallAfter+4*checkEvery, err)
 	}
-	write("d") // the new followers go on
+	writeDecided(t, w, "d") // the new followers go on
 	eventually(t, func() bool {
 		h := heard()
 		return len(h) == 4 && h["a"] == 1 && h["b"] == 1 && h["c"] == 1 && h["d"] == 1

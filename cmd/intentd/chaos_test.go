@@ -48,9 +48,9 @@ func TestChaos(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			c.stopLoad()
 			c.check(fmt.Sprintf("%s, round %d", f.name, round+1))
-			lag, serve, serveAfter = max(lag, res.lag), max(serve, res.serve), max(serveAfter, res.serveAfter)
+			lag, serve, serveAfter = max(lag, res.lag()), max(serve, res.serve), max(serveAfter, res.serveAfter)
 			t.Logf("%s, round %d: every node served again %v after the fault began (%v after it ended); longest lag of an untouched node %v (by node: %v, %v, %v)",
-				f.name, round+1, res.serve.Round(10*time.Millisecond), res.serveAfter.Round(10*time.Millisecond), res.lag.Round(10*time.Millisecond),
+				f.name, round+1, res.serve.Round(10*time.Millisecond), res.serveAfter.Round(10*time.Millisecond), res.lag().Round(10*time.Millisecond),
 				res.lagged[0].Round(10*time.Millisecond), res.lagged[1].Round(10*time.Millisecond), res.lagged[2].Round(10*time.Millisecond))
 		}
 		report = append(report, fmt.Sprintf("| %s | %d | %v | %v | %v |", f.name, rounds,
@@ -227,11 +227,13 @@ func (c *chaos) stopLoad() {
 
 // chaosResult is what one round measured.
 type chaosResult struct {
-	lag        time.Duration    // the longest time an event took to reach an untouched node after the first
-	lagged     [3]time.Duration // each node's longest such time: which nodes the lag was on
+	lagged     [3]time.Duration // each untouched node's longest time for an event to reach it after the first
 	serve      time.Duration    // from the fault until every node served
 	serveAfter time.Duration    // from the fault's end until every node served
 }
+
+// lag is the longest time an event took to reach an untouched node after the first.
+func (r chaosResult) lag() time.Duration { return slices.Max(r.lagged[:]) }
 
 // inject runs one round of fault f: it injects it, probes every node until each takes
 // an intent and its proposal, and measures the stream lag of the nodes it left alone.
@@ -256,7 +258,6 @@ func (c *chaos) inject(f chaosFault, round int) chaosResult {
 	}
 	probes.Wait()
 	res.lagged = c.lag(began, time.Now(), touched)
-	res.lag = slices.Max(res.lagged[:])
 	return res
 }
 
