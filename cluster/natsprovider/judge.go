@@ -28,8 +28,14 @@ type judge struct {
 
 	live map[string]*cluster.Member // the members as the watch has them
 	next map[string]*cluster.Member // the set a new watch is rebuilding, or nil
-	seen map[string]time.Time       // when each key was last written, by this clock
-	revs map[string]uint64          // and its revision then
+	// named holds the keys a new watch's snapshot brought, a value or a deletion marker:
+	// a live member it did not name is kept (snapshotEnd).
+	named map[string]bool
+	// deleting holds the members found silent whose keys are being deleted, at the
+	// revision seen: they stay in the set until the deletion is confirmed (deleted).
+	deleting map[string]uint64
+	seen     map[string]time.Time // when each key was last written, by this clock
+	revs     map[string]uint64    // and its revision then
 	// offset turns the server's stamps into this clock: arrival less stamp of this
 	// member's last renewal that arrived while the watch was following.
 	offset     time.Duration
@@ -57,14 +63,17 @@ type verdict struct {
 	members cluster.Members
 	// ready says the first snapshot is complete: the member may report itself started.
 	ready bool
-	// drop lists the members found silent for a TTL, already gone from the set: their
-	// keys are to be deleted at the revision seen, so that a renewal that came
-	// meanwhile wins.
+	// drop lists the members found silent for a TTL: their keys are to be deleted at
+	// the revision seen, so that a renewal that came meanwhile wins, and the outcome
+	// told to deleted. They leave the set only once their keys are gone.
 	drop []dropped
 	// rewatch, when not empty, says why the watch must be replaced by a new one.
 	rewatch string
 	// fenced says the watch shows this member's own key deleted: it was dropped.
 	fenced bool
+	// kept lists the live members a new watch's snapshot did not name, kept in the set
+	// (snapshotEnd), sorted.
+	kept []string
 }
 
 // dropped is a member found silent: its key, the revision seen, and when it was last
@@ -87,18 +96,23 @@ const (
 func newJudge(id string, member bool, ttl time.Duration, now func() time.Time, epoch int) *judge {
 	return &judge{
 		id: id, member: member, ttl: ttl, now: now,
-		live:    map[string]*cluster.Member{},
-		seen:    map[string]time.Time{},
-		revs:    map[string]uint64{},
-		initial: true,
-		last:    now(),
-		epoch:   epoch,
+		live:     map[string]*cluster.Member{},
+		seen:     map[string]time.Time{},
+		revs:     map[string]uint64{},
+		deleting: map[string]uint64{},
+		initial:  true,
+		last:     now(),
+		epoch:    epoch,
 	}
 }
 
 // entry applies one entry of the watch.
 func (j *judge) entry(e entry) verdict {
 	j.last = j.now()
+	if _, ok := j.deleting[e.key]; ok && e.rev != j.revs[e.key] {
+		// Renewed or deleted since it was found silent: the deletion is settled.
+		delete(j.deleting, e.key)
+	}
 	switch {
 	case e.deleted:
 		delete(j.seen, e.key)
@@ -121,6 +135,7 @@ func (j *judge) entry(e entry) verdict {
 	var v verdict
 	if j.next != nil {
 		// The new watch's snapshot: the set it rebuilds replaces the live one at its end.
+		j.named[e.key] = true
 		_, v.fenced = j.apply(j.next, e)
 		return v
 	}
@@ -134,15 +149,32 @@ func (j *judge) entry(e entry) verdict {
 
 // snapshotEnd applies the nil entry that ends a watch's snapshot of the keys that were
 // there when it began.
+//
+// A new watch's snapshot replaces the set, but for the live members it did not name:
+// those are kept. A key that went was deleted, and a deletion leaves a marker the
+// snapshot brings; a key the snapshot does not name at all was read from a replica that
+// does not hold it yet (the bucket is kept in memory, and a NATS server that comes back
+// after its death follows it from empty). Handed to protoactor, a set without a member
+// blocks that member's id on this one for good: a member that lost sight of the others
+// that way stayed so through every renewal after (docs/cluster.md, "Membership"). The
+// kept members are judged by their silence, as the others are.
 func (j *judge) snapshotEnd() verdict {
 	j.last = j.now()
 	switch {
 	case j.next != nil:
-		changed := !sameMembers(j.live, j.next)
-		j.live, j.next = j.next, nil
-		if changed {
-			return verdict{push: true, members: sortedMembers(j.live)}
+		var v verdict
+		for key, m := range j.live {
+			if !j.named[key] {
+				j.next[key] = m
+				v.kept = append(v.kept, key)
+			}
 		}
+		slices.Sort(v.kept)
+		if !sameMembers(j.live, j.next) {
+			v.push, v.members = true, sortedMembers(j.next)
+		}
+		j.live, j.next, j.named = j.next, nil, nil
+		return v
 	case j.initial:
 		j.initial = false
 		return verdict{push: true, members: sortedMembers(j.live), ready: true}
@@ -205,7 +237,7 @@ func (j *judge) check(epoch int) verdict {
 // numbers its revisions anew: those recorded of the bucket before mean nothing in it.
 func (j *judge) rewatch(why string, epoch int) verdict {
 	if epoch != j.epoch {
-		j.epoch, j.revs = epoch, map[string]uint64{}
+		j.epoch, j.revs, j.deleting = epoch, map[string]uint64{}, map[string]uint64{}
 	}
 	return verdict{rewatch: why}
 }
@@ -213,14 +245,19 @@ func (j *judge) rewatch(why string, epoch int) verdict {
 // watching records that a new watch began: its snapshot rebuilds the set, which replaces
 // the live one when the snapshot ends.
 func (j *judge) watching() {
-	j.next, j.last = map[string]*cluster.Member{}, j.now()
+	j.next, j.named, j.last = map[string]*cluster.Member{}, map[string]bool{}, j.now()
 }
 
-// dropSilent drops from the set the members silent for a TTL. Silence counts only from
-// since, since when the bucket has taken this member's own renewals without a gap; and
-// nobody is judged while the watch does not bring them. In the other cases (the bucket
-// is not taking renewals, the watch is not following, this member was paused) it does
-// not know what the others did: while a bucket elects a new leader nobody can renew.
+// dropSilent finds the members silent for a TTL, whose keys are to be deleted. Silence
+// counts only from since, since when the bucket has taken this member's own renewals
+// without a gap; and nobody is judged while the watch does not bring them. In the other
+// cases (the bucket is not taking renewals, the watch is not following, this member
+// was paused) it does not know what the others did: while a bucket elects a new leader
+// nobody can renew.
+//
+// A member found silent stays in the set until its key is gone (deleted): one that
+// renewed meanwhile keeps its key, and protoactor, handed a set without it, would have
+// blocked it here for good while it went on serving as a member for the others.
 func (j *judge) dropSilent(since time.Time) verdict {
 	now := j.now()
 	if now.Sub(j.seen[j.id]) > renewalGap(j.ttl) || since.IsZero() {
@@ -228,7 +265,7 @@ func (j *judge) dropSilent(since time.Time) verdict {
 	}
 	var v verdict
 	for key := range j.live {
-		if key == j.id {
+		if _, ok := j.deleting[key]; ok || key == j.id {
 			continue
 		}
 		at := j.seen[key]
@@ -244,10 +281,31 @@ func (j *judge) dropSilent(since time.Time) verdict {
 	}
 	slices.SortFunc(v.drop, func(a, b dropped) int { return strings.Compare(a.key, b.key) })
 	for _, d := range v.drop {
-		delete(j.live, d.key)
+		j.deleting[d.key] = d.rev
 	}
-	v.push, v.members = true, sortedMembers(j.live)
 	return v
+}
+
+// deleted takes the outcome of deleting the key of a member found silent at rev: gone
+// says the key is not in the bucket any more (this deletion or another member's took
+// it), and the member leaves the set. Otherwise (it renewed, or the deletion went
+// unanswered) it stays, and is judged again at the next look.
+func (j *judge) deleted(key string, rev uint64, gone bool) verdict {
+	if r, ok := j.deleting[key]; !ok || r != rev {
+		return verdict{} // settled meanwhile by what the watch brought
+	}
+	delete(j.deleting, key)
+	if !gone || j.revs[key] != rev {
+		return verdict{}
+	}
+	if _, ok := j.live[key]; !ok {
+		return verdict{}
+	}
+	delete(j.live, key)
+	if j.next != nil {
+		delete(j.next, key)
+	}
+	return verdict{push: true, members: sortedMembers(j.live)}
 }
 
 // sortedMembers is the set as protoactor is handed it: sorted by id, so that every

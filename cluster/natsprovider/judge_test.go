@@ -31,6 +31,9 @@ import (
 //	                                        sent D from now (0 by default)
 //	remade rev=N                            the heartbeat registered anew in a bucket made
 //	                                        again
+//	deleted key=K rev=N gone|kept           the outcome of deleting a silent member's key:
+//	                                        gone from the bucket, or kept (it renewed, or
+//	                                        the deletion went unanswered)
 //	tick                                    the periodic look (TTL/6)
 //	check                                   the look for a quiet watch (TTL)
 //	rewatch                                 a new watch began
@@ -102,6 +105,15 @@ func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		a := s.acks.record()
 		return fmt.Sprintf("acked rev=%d sent %s, run from %s, bucket made again %d times", a.rev, s.at(a.at), s.at(a.from), a.epoch)
+	case "deleted":
+		var key string
+		var rev uint64
+		d.ScanArgs(t, "key", &key)
+		d.ScanArgs(t, "rev", &rev)
+		if d.HasArg("gone") == d.HasArg("kept") {
+			d.Fatalf(t, "deleted: say gone or kept")
+		}
+		return s.verdict(s.j.deleted(key, rev, d.HasArg("gone")))
 	case "tick":
 		return s.verdict(s.j.look(s.acks.record()))
 	case "check":
@@ -164,6 +176,9 @@ func (s *judgeScript) verdict(v verdict) string {
 	}
 	if v.ready {
 		b.WriteString("ready\n")
+	}
+	if len(v.kept) > 0 {
+		fmt.Fprintf(&b, "kept, not named by the snapshot: [%s]\n", strings.Join(v.kept, " "))
 	}
 	if v.rewatch != "" {
 		fmt.Fprintf(&b, "rewatch: %s\n", v.rewatch)

@@ -451,3 +451,56 @@ func waitPeersStay(t *testing.T, within, hold time.Duration, want []string, ps .
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestDeleteKeyOfASilentMember deletes a member's key at the revision its judge saw,
+// on a real bucket: a member that renewed since keeps its key and is not reported gone;
+// a key deleted at the revision it holds is gone; and so is a key another member
+// deleted first, which a second deletion at that revision finds refused.
+func TestDeleteKeyOfASilentMember(t *testing.T) {
+	js := embed(t)
+	ps := startPeers(t, js, 2)
+	p := ps[0].prov
+	ctx := context.Background()
+	key := peerIDs(ps[1])[0]
+	e, err := p.kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := e.Revision()
+	waitRenewed := func() uint64 {
+		t.Helper()
+		deadline := time.Now().Add(3 * *testTTL)
+		for time.Now().Before(deadline) {
+			if e, err := p.kv.Get(ctx, key); err == nil && e.Revision() > seen {
+				return e.Revision()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("the member did not renew its key")
+		return 0
+	}
+	now := waitRenewed()
+	if p.deleteKey(key, seen) {
+		t.Error("a member that renewed since the revision seen was reported gone")
+	}
+	if _, err := p.kv.Get(ctx, key); err != nil {
+		t.Fatalf("a member that renewed lost its key: %v", err)
+	}
+	// Stop the member's renewals without its leaving, as a death would: the key stays
+	// at the revision read next.
+	ps[1].prov.cancel()
+	ps[1].prov.wg.Wait()
+	e, err = p.kv.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("the key after its member stopped without leaving: %v", err)
+	}
+	if e.Revision() < now {
+		t.Fatalf("the key went back from revision %d to %d", now, e.Revision())
+	}
+	if !p.deleteKey(key, e.Revision()) {
+		t.Error("a key deleted at the revision it held was not reported gone")
+	}
+	if !p.deleteKey(key, e.Revision()) {
+		t.Error("a key another deletion took first was not reported gone")
+	}
+}

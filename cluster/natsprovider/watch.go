@@ -2,6 +2,7 @@ package natsprovider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,7 +25,7 @@ func (p *Provider) watch() error {
 		p.cancel()
 		return fmt.Errorf("natsprovider: watch members: %w", err)
 	}
-	f := &follower{p: p, w: w, updates: w.Updates(), ready: make(chan struct{}),
+	f := &follower{p: p, w: w, updates: w.Updates(), ready: make(chan struct{}), deletions: make(chan deletion),
 		j: newJudge(p.id, p.member != nil, p.ttl, time.Now, p.acks.record().epoch)}
 	p.wg.Add(1)
 	go f.run()
@@ -40,9 +41,10 @@ func (p *Provider) watch() error {
 
 // follower is the watch loop: it keeps the set of members as the bucket has it, through
 // its judge, and hands protoactor a topology when the set changes, not on every
-// renewal. Every TTL/6 it drops the members that have been silent for a TTL while the
+// renewal. Every TTL/6 it finds the members that have been silent for a TTL while the
 // bucket took this member's own renewals (see judge.dropSilent), and deletes their
-// keys, stating the revision it saw, so that a renewal that came meanwhile wins.
+// keys, stating the revision it saw, so that a renewal that came meanwhile wins; a
+// member leaves the set once its key is gone.
 //
 // A watch can stop following while the connection goes on: its server went away and
 // its consumer did not come back. The heartbeat says so first: a renewal the bucket
@@ -55,6 +57,16 @@ type follower struct {
 	w       jetstream.KeyWatcher
 	updates <-chan jetstream.KeyValueEntry // nil once the watch closed it, until a new watch
 	ready   chan struct{}                  // closed when the first snapshot is complete
+	// deletions brings the outcomes of the deletions of silent members' keys.
+	deletions chan deletion
+}
+
+// deletion is the outcome of deleting a silent member's key at rev: gone says the key is
+// not in the bucket any more.
+type deletion struct {
+	key  string
+	rev  uint64
+	gone bool
 }
 
 // run is the loop; the provider's wait group counts it.
@@ -79,6 +91,13 @@ func (f *follower) run() {
 			// What the watch already brought counts before anyone is judged silent.
 			f.drain()
 			f.act(f.j.look(p.acks.record()))
+			p.pause.RUnlock()
+		case d := <-f.deletions:
+			p.pause.RLock()
+			if d.gone {
+				p.log.Info("cluster member silent for a TTL: dropped", "member", p.id, "dropped", d.key)
+			}
+			f.act(f.j.deleted(d.key, d.rev, d.gone))
 			p.pause.RUnlock()
 		case e, ok := <-f.updates:
 			if !ok {
@@ -152,9 +171,12 @@ func (f *follower) act(v verdict) {
 		p.fence(fmt.Errorf("%w: the watch shows its membership key %s deleted", ErrFenced, p.id))
 	}
 	for _, d := range v.drop {
-		p.log.Info("cluster member silent for a TTL: dropped", "member", p.id, "dropped", d.key, "last_renewal", d.last)
+		p.log.Info("cluster member silent for a TTL: deleting its key", "member", p.id, "silent", d.key, "last_renewal", d.last)
 		p.wg.Add(1)
-		go p.deleteSilent(d.key, d.rev)
+		go f.deleteSilent(d.key, d.rev)
+	}
+	if len(v.kept) > 0 {
+		p.log.Info("cluster membership watch anew did not name some members; they stay, judged by their renewals", "member", p.id, "kept", v.kept)
 	}
 	if v.push && p.ctx.Err() == nil {
 		p.push(v.members)
@@ -167,15 +189,35 @@ func (f *follower) act(v verdict) {
 	}
 }
 
-// deleteSilent deletes the key of a member found silent, stating the revision seen; the
-// provider's wait group counts it.
-func (p *Provider) deleteSilent(key string, rev uint64) {
+// deleteSilent deletes the key of a member found silent, stating the revision seen, and
+// hands the loop the outcome; the provider's wait group counts it.
+func (f *follower) deleteSilent(key string, rev uint64) {
+	p := f.p
 	defer p.wg.Done()
+	d := deletion{key: key, rev: rev, gone: p.deleteKey(key, rev)}
+	select {
+	case f.deletions <- d:
+	case <-p.ctx.Done():
+	}
+}
+
+// deleteKey deletes a member's key at rev and reports whether the key is gone. A
+// deletion refused is one that found another revision: the member renewed (the key
+// stays), or another member deleted the key first, or it is missing from a bucket made
+// again (gone either way).
+func (p *Provider) deleteKey(key string, rev uint64) bool {
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
 	defer cancel()
-	// Refused when the member renewed meanwhile, or another member deleted the key
-	// first: either way there is nothing to do.
-	_ = p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	err := p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	if err == nil {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		return false // unanswered: judged again at a later look
+	}
+	_, err = p.kv.Get(ctx, key)
+	return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
 }
 
 // rewatch replaces the watch with a new one, whose snapshot rebuilds the set. When the
