@@ -19,15 +19,20 @@ import (
 
 // costSetup is one shape TestClusterCost measures: nodes intentd processes on the
 // three NATS servers, as members of one cluster or, for one node, as a plain node of
-// the NATS store.
+// the NATS store; and in a cluster, idle more members that the load does not reach,
+// whose CPU is what a member spends following the intents others serve.
 type costSetup struct {
 	nodes   int
 	cluster bool
+	idle    int
 }
 
 func (c costSetup) String() string {
-	if !c.cluster {
+	switch {
+	case !c.cluster:
 		return fmt.Sprintf("%d node, no cluster", c.nodes)
+	case c.idle > 0:
+		return fmt.Sprintf("%d-node cluster and %d idle", c.nodes, c.idle)
 	}
 	return fmt.Sprintf("%d-node cluster", c.nodes)
 }
@@ -40,6 +45,9 @@ type costRow struct {
 	p50, p99          float64 // ms, a proposal's 200 to its event on member 0's stream
 	accepted, missing float64
 	load              string
+	// idleCPU is an idle member's CPU per intent created (the mean of the idle members),
+	// over the whole run of intentbench, its set-up and drain included.
+	idleCPU float64
 }
 
 // TestClusterCost measures what an intent costs, created and decided, on one node of
@@ -88,7 +96,7 @@ func TestClusterCost(t *testing.T) {
 			name := fmt.Sprintf("%s, round %d", s, round)
 			var row costRow
 			t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
-				row = measureCost(t, bin, bench, s, rate, duration, filepath.Join(out, fmt.Sprintf("r%d-n%d-%v.json", round, s.nodes, s.cluster)))
+				row = measureCost(t, bin, bench, s, rate, duration, filepath.Join(out, fmt.Sprintf("r%d-n%d+%d-%v.json", round, s.nodes, s.idle, s.cluster)))
 			})
 			if row.accepted == 0 {
 				t.FailNow()
@@ -125,16 +133,24 @@ func saveProfile(t *testing.T, url, file string) {
 }
 
 // parseSetups reads INTENTD_CLUSTER_COST_SETUPS: a list of "N" (N nodes of the NATS
-// store, no cluster: 1 is the only such setup whose figures mean one node) and "cN" (a
-// cluster of N members).
+// store, no cluster: 1 is the only such setup whose figures mean one node), "cN" (a
+// cluster of N members) and "cN+K" (a cluster of N members the load is spread over and
+// K more that it does not reach).
 func parseSetups(list string) ([]costSetup, error) {
 	var setups []costSetup
+	bad := fmt.Errorf("INTENTD_CLUSTER_COST_SETUPS %q: want a list of 1, cN and cN+K, N and K counts of members", list)
 	for _, f := range strings.Split(list, ",") {
 		s := costSetup{}
 		f, s.cluster = strings.CutPrefix(strings.TrimSpace(f), "c")
+		f, idle, plus := strings.Cut(f, "+")
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || (!s.cluster && n != 1) {
-			return nil, fmt.Errorf("INTENTD_CLUSTER_COST_SETUPS %q: want a list of 1 and cN, N a count of members", list)
+		if err != nil || n < 1 || (!s.cluster && (n != 1 || plus)) {
+			return nil, bad
+		}
+		if plus {
+			if s.idle, err = strconv.Atoi(idle); err != nil || s.idle < 1 {
+				return nil, bad
+			}
 		}
 		s.nodes = n
 		setups = append(setups, s)
@@ -161,8 +177,8 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 	}
 	keyFile, _ := signingKeyFile(t)
 	profile := os.Getenv("INTENTD_CLUSTER_COST_PROFILE") != ""
-	pprofs := make([]string, s.nodes)
-	nodes := make([]*crashServer, s.nodes)
+	pprofs := make([]string, s.nodes+s.idle)
+	nodes := make([]*crashServer, s.nodes+s.idle)
 	for i := range nodes {
 		args := []string{"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
 			"--max-proving", "128", "--signing-key", keyFile}
@@ -182,11 +198,16 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 		}
 	})
 	if s.cluster {
-		waitMembers(t, nodes, s.nodes)
+		waitMembers(t, nodes, len(nodes))
 	}
 	args := []string{"decide", "--json", "--quiet", "--rate", rate, "--duration", duration, "--drain", "60s"}
-	for _, n := range nodes {
+	for _, n := range nodes[:s.nodes] {
 		args = append(args, "--server", n.url)
+	}
+	idle := nodes[s.nodes:]
+	idleBefore := make([]time.Duration, len(idle))
+	for i, n := range idle {
+		idleBefore[i] = procCPU(t, n.cmd.Process.Pid)
 	}
 	args = append(args, pids...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -207,6 +228,10 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 		}
 	}
 	err := cmd.Run()
+	var idleSpent time.Duration
+	for i, n := range idle {
+		idleSpent += procCPU(t, n.cmd.Process.Pid) - idleBefore[i]
+	}
 	profiled.Wait()
 	if err != nil {
 		t.Fatalf("intentbench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
@@ -242,6 +267,9 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 		intentdCPU: fig("per intent created and decided: intentd CPU per request (all members)"),
 		allCPU:     fig("per intent created and decided: all servers' CPU per request"),
 		accepted:   fig("proposals accepted"), missing: fig("events missing")}
+	if len(idle) > 0 {
+		row.idleCPU = float64(idleSpent.Microseconds()) / fig("set-up: intents submitted") / float64(len(idle))
+	}
 	for _, se := range r.Series {
 		if se.Name == "proposal 200 -> event" {
 			row.p50, row.p99 = se.P50, se.P99
@@ -266,7 +294,7 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 func costTable(rows []costRow, rate, duration string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "intentbench decide --rate %s --duration %s, the load spread over the members\n\n", rate, duration)
-	b.WriteString("| setup | intentd CPU per intent | / one node | all servers' CPU per intent | the last member's cost per intent | p50 / p99 ms | proposals | load |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| setup | intentd CPU per intent | / one node | all servers' CPU per intent | the last member's cost per intent | an idle member's CPU per intent | p50 / p99 ms | proposals | load |\n|---|---|---|---|---|---|---|---|---|\n")
 	var one float64
 	var prev costRow
 	for _, r := range rows {
@@ -277,11 +305,71 @@ func costTable(rows []costRow, rate, duration string) string {
 		if one > 0 {
 			ratio = fmt.Sprintf("%.2f ×", r.intentdCPU/one)
 		}
-		if r.setup.cluster && prev.setup.cluster && prev.setup.nodes == r.setup.nodes-1 && one > 0 {
+		idle := ""
+		if r.setup.idle > 0 {
+			idle = fmt.Sprintf("%.0f µs", r.idleCPU)
+		}
+		if r.setup.cluster && prev.setup.cluster && prev.setup.idle == 0 && r.setup.idle == 0 && prev.setup.nodes == r.setup.nodes-1 && one > 0 {
 			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-prev.intentdCPU, 100*(r.intentdCPU-prev.intentdCPU)/one)
 		}
 		prev = r
-		fmt.Fprintf(&b, "| %s | %.0f µs | %s | %.0f µs | %s | %.1f / %.1f | %.0f | %s |\n", r.setup, r.intentdCPU, ratio, r.allCPU, marginal, r.p50, r.p99, r.accepted, strings.TrimPrefix(r.load, "machine load average (1 min) "))
+		fmt.Fprintf(&b, "| %s | %.0f µs | %s | %.0f µs | %s | %s | %.1f / %.1f | %.0f | %s |\n", r.setup, r.intentdCPU, ratio, r.allCPU, marginal, idle, r.p50, r.p99, r.accepted, strings.TrimPrefix(r.load, "machine load average (1 min) "))
 	}
 	return b.String()
+}
+
+// procCPU is the CPU time process pid has spent, user and system, from /proc.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's name, which ends at the last ')': utime and
+	// stime are the 14th and 15th of the whole line, in clock ticks of 100 a second
+	// (USER_HZ on Linux).
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: %q", pid, b)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// TestParseCostSetups reads the setups make cluster-cost is given, and refuses what
+// names no setup.
+func TestParseCostSetups(t *testing.T) {
+	for _, c := range []struct {
+		list string
+		want []costSetup // nil: refused
+	}{
+		{"1,c1,c3", []costSetup{{nodes: 1}, {nodes: 1, cluster: true}, {nodes: 3, cluster: true}}},
+		{"c3+1, c2+2", []costSetup{{nodes: 3, cluster: true, idle: 1}, {nodes: 2, cluster: true, idle: 2}}},
+		{"2", nil},
+		{"1+1", nil},
+		{"c0", nil},
+		{"c3+", nil},
+		{"c3+0", nil},
+		{"c3+x", nil},
+		{"", nil},
+	} {
+		got, err := parseSetups(c.list)
+		if c.want == nil {
+			if err == nil {
+				t.Errorf("%q: read as %v, want refused", c.list, got)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: %v, %v; want %v", c.list, got, err, c.want)
+		}
+	}
 }
