@@ -44,7 +44,7 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 		}
 	}
 	for ; n < limit; n++ {
-		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(s.eventSubject()))
+		m, err := s.getMsg(ctx, next, s.eventSubject())
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
@@ -159,7 +159,7 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 	s.mu.Lock()
 	floor := s.floor
 	s.mu.Unlock()
-	fm, err := s.stream.GetMsg(ctx, max(floor, 1), jetstream.WithGetMsgSubject(s.eventSubject()))
+	fm, err := s.getMsg(ctx, max(floor, 1), s.eventSubject())
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, last, nil
 	}
@@ -206,7 +206,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	}
 	// Events are written in time order, so the old ones are a prefix of the log.
 	for cut <= last {
-		m, err := s.stream.GetMsg(ctx, cut, jetstream.WithGetMsgSubject(s.eventSubject()))
+		m, err := s.getMsg(ctx, cut, s.eventSubject())
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			cut = last + 1
 			break
@@ -252,7 +252,7 @@ func (s *Store) eventCount(ctx context.Context) (uint64, error) {
 	s.mu.Unlock()
 	if floor > 0 {
 		// At most one event is below the floor, and it is the oldest stored.
-		m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(s.eventSubject()))
+		m, err := s.getMsg(ctx, 1, s.eventSubject())
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return 0, err
 		}
@@ -265,7 +265,7 @@ func (s *Store) eventCount(ctx context.Context) (uint64, error) {
 
 // firstEventFrom is the id of the first event at or after seq, or one past the last.
 func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) {
-	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.eventSubject()))
+	m, err := s.getMsg(ctx, seq, s.eventSubject())
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return seq, nil
 	}

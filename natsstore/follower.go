@@ -207,7 +207,7 @@ func (f *follower) replace(ctx context.Context, last uint64, since time.Time) {
 // the stream holds none. It asks the stream's leader, which has every acknowledged record.
 func (f *follower) next(ctx context.Context, last uint64) (uint64, error) {
 	for _, subj := range f.subjects {
-		m, err := f.s.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(subj))
+		m, err := f.s.getMsg(ctx, last+1, subj)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}

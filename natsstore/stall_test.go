@@ -64,7 +64,10 @@ func TestProbeMovesFromAStalledServer(t *testing.T) {
 	s.probeIfSilent(jetstream.ErrNoHeartbeat)
 	s.probeIfSilent(jetstream.ErrNoHeartbeat) // the other follower's, at once
 	eventually(t, func() bool {
-		return s.nc.IsConnected() && s.nc.ConnectedUrl() != from
+		// ConnectedUrl is "" while the connection moves, which is not from either: a
+		// move seen between IsConnected and it is not one done.
+		url := s.nc.ConnectedUrl()
+		return url != "" && url != from && s.nc.IsConnected()
 	}, "the connection on the other URL")
 	eventually(t, func() bool { return !s.probing.Load() }, "the probe done")
 	if got := s.serverMoves.Load(); got != 1 {

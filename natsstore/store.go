@@ -221,13 +221,14 @@ func (s *Store) start(ctx context.Context, replicas int) error {
 		return fmt.Errorf("nats store: read stream %s: %w", s.name, err)
 	default:
 		got := stream.CachedInfo().Config
-		if got.AllowDirect || !got.AllowMsgTTL {
-			// Streams made by earlier versions allowed direct gets, and no per-record
-			// time to live; turning the one off and the other on changes no record.
-			got.AllowDirect, got.AllowMsgTTL = false, true
+		if !got.AllowMsgTTL {
+			// Streams made by earlier versions had no per-record time to live; turning it
+			// on changes no record. Direct gets are left as found: the store's reads go
+			// to the leader either way (leaderget.go).
+			got.AllowMsgTTL = true
 			stream, err = retryTries(ctx, func(try context.Context) (jetstream.Stream, error) { return js.UpdateStream(try, got) })
 			if err != nil {
-				return fmt.Errorf("nats store: update stream %s to this version's layout (no direct gets, per-record TTLs): %w", s.name, err)
+				return fmt.Errorf("nats store: update stream %s to this version's layout (per-record TTLs): %w", s.name, err)
 			}
 			got = stream.CachedInfo().Config
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,10 +79,12 @@ func TestOpenRefusesAnotherLayout(t *testing.T) {
 	}
 }
 
-// TestOpenTurnsOffDirectGets opens a stream made when the layout allowed direct gets,
-// which any replica answers, however far behind: the store turns them off and keeps
-// every record.
-func TestOpenTurnsOffDirectGets(t *testing.T) {
+// TestReadsGoToTheLeader opens a stream that allows direct gets, which any replica
+// answers however far behind it is (streams of earlier versions did, and an operator
+// may turn them on): the store leaves the setting as found, and every read it makes
+// still goes to the stream's leader. A direct get by nats.go on the same stream shows
+// that the watch on the API's subjects would see one.
+func TestReadsGoToTheLeader(t *testing.T) {
 	srv := embed(t)
 	st := open(t, srv.URL())
 	ctx := context.Background()
@@ -95,17 +98,56 @@ func TestOpenTurnsOffDirectGets(t *testing.T) {
 	}
 	st.Close()
 
+	watch, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	// The stream's own gets: the members' bucket and the marks' are streams of their
+	// own, read as nats.go reads key-value buckets.
+	var direct, leader atomic.Int64
+	for _, subj := range []string{"$JS.API.DIRECT.GET." + st.name, "$JS.API.DIRECT.GET." + st.name + ".>"} {
+		if _, err := watch.Subscribe(subj, func(*nats.Msg) { direct.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := watch.Subscribe("$JS.API.STREAM.MSG.GET."+st.name, func(*nats.Msg) { leader.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
 	st = open(t, srv.URL())
 	defer st.Close()
 	info, err := st.stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Config.AllowDirect {
-		t.Error("the stream still allows direct gets")
+	if !info.Config.AllowDirect {
+		t.Error("opening the store turned direct gets off; it leaves them as found")
 	}
 	if _, src, err := st.Policy(ctx, "p1"); err != nil || string(src) != "src" {
 		t.Errorf("the policy stored before: %q, %v", src, err)
+	}
+	if err := st.Events(ctx, 0, 10, func(intentd.Event) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.stream.GetMsg(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for direct.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := direct.Load(); got != 1 {
+		t.Errorf("%d direct gets seen, want the one nats.go made", got)
+	}
+	if leader.Load() == 0 {
+		t.Error("no read of the store went to the stream's leader")
 	}
 }
 

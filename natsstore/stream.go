@@ -60,9 +60,10 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 		// (nonce.go).
 		AllowMsgTTL: true,
 		// Direct gets are answered by any replica, a follower that has not applied the
-		// latest writes included: a policy just stored through one node could be missing
-		// when another reads it. Gets go to the stream's leader instead, which has applied
-		// every acknowledged write.
+		// latest writes included. The store's reads go to the leader whatever this says
+		// (leaderget.go), and a stream is made without them, as earlier releases made it:
+		// those read through nats.go, which takes direct gets once a stream allows them,
+		// and turn them off when they open the stream.
 		AllowDirect:       false,
 		MaxMsgs:           -1,
 		MaxBytes:          -1,
@@ -73,7 +74,8 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 }
 
 // layoutDiff names what differs between a stream found and the layout the store needs,
-// or is empty. Replicas are not compared: an operator may change them.
+// or is empty. Replicas are not compared: an operator may change them. Nor are direct
+// gets: the store reads through the leader whether the stream allows them or not.
 func layoutDiff(got, want jetstream.StreamConfig) string {
 	var d []string
 	if strings.Join(got.Subjects, ",") != strings.Join(want.Subjects, ",") {
@@ -91,7 +93,6 @@ func layoutDiff(got, want jetstream.StreamConfig) string {
 	}{
 		{"allow_atomic", got.AllowAtomicPublish, want.AllowAtomicPublish},
 		{"allow_rollup_hdrs", got.AllowRollup, want.AllowRollup},
-		{"allow_direct", got.AllowDirect, want.AllowDirect},
 		{"allow_msg_ttl", got.AllowMsgTTL, want.AllowMsgTTL},
 		{"deny_purge", got.DenyPurge, false},
 		{"deny_delete", got.DenyDelete, false},
@@ -107,7 +108,7 @@ func layoutDiff(got, want jetstream.StreamConfig) string {
 }
 
 func (s *Store) last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := s.getLastMsg(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, intentd.ErrNotFound
 	}
