@@ -157,14 +157,15 @@ func (j *judge) entry(e entry) verdict {
 // after its death follows it from empty). Handed to protoactor, a set without a member
 // blocks that member's id on this one for good: a member that lost sight of the others
 // that way stayed so through every renewal after (docs/cluster.md, "Membership"). The
-// kept members are judged by their silence, as the others are.
+// kept members are judged by their silence, as the others are. A client judges nobody,
+// so it keeps nobody either: a member it kept that had died would stay in its set.
 func (j *judge) snapshotEnd() verdict {
 	j.last = j.now()
 	switch {
 	case j.next != nil:
 		var v verdict
 		for key, m := range j.live {
-			if !j.named[key] {
+			if j.member && !j.named[key] {
 				j.next[key] = m
 				v.kept = append(v.kept, key)
 			}

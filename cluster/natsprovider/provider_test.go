@@ -2,6 +2,7 @@ package natsprovider
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -480,6 +481,20 @@ func TestDeleteKeyOfASilentMember(t *testing.T) {
 		return 0
 	}
 	now := waitRenewed()
+	// Revision 0, a member kept from a bucket made again: nothing is deleted, and a key
+	// that is there is not gone; a key that never was is, and no marker is written.
+	if p.deleteKey(key, 0) {
+		t.Error("a member whose key is there was reported gone at revision 0")
+	}
+	if _, err := p.kv.Get(ctx, key); err != nil {
+		t.Fatalf("a deletion at revision 0 took the key: %v", err)
+	}
+	if !p.deleteKey("never-registered", 0) {
+		t.Error("a key that never was was not reported gone")
+	}
+	if _, err := p.kv.Get(ctx, "never-registered"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("a deletion at revision 0 wrote to a key that never was: %v", err)
+	}
 	if p.deleteKey(key, seen) {
 		t.Error("a member that renewed since the revision seen was reported gone")
 	}

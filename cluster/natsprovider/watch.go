@@ -9,6 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/intentd/intentd/internal/jsread"
 )
 
 // snapshotTimeout bounds the wait for a watch's first snapshot at start.
@@ -203,21 +205,34 @@ func (f *follower) deleteSilent(key string, rev uint64) {
 
 // deleteKey deletes a member's key at rev and reports whether the key is gone. A
 // deletion refused is one that found another revision: the member renewed (the key
-// stays), or another member deleted the key first, or it is missing from a bucket made
-// again (gone either way).
+// stays), or another member deleted the key first (gone). Rev 0 is a member kept from
+// a bucket made again, whose key this member has not seen in the new one: nats.go would
+// delete at revision 0 unconditionally, so nothing is deleted, and the member is gone
+// only if its key is (it has not registered anew). Whether the key is there is read
+// from the bucket's leader: a replica catching up after its server's death answers
+// reads before it holds every key.
 func (p *Provider) deleteKey(key string, rev uint64) bool {
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
 	defer cancel()
-	err := p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
-	if err == nil {
+	if rev != 0 {
+		err := p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		if err == nil {
+			return true
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+			return false // unanswered: judged again at a later look
+		}
+	}
+	m, err := jsread.Last(ctx, p.cfg.JetStream.Conn(), "KV_"+p.cfg.Bucket, "$KV."+p.cfg.Bucket+"."+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true
 	}
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
-		return false // unanswered: judged again at a later look
+	if err != nil {
+		return false
 	}
-	_, err = p.kv.Get(ctx, key)
-	return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
+	op := m.Header.Get("KV-Operation")
+	return op == "DEL" || op == "PURGE"
 }
 
 // rewatch replaces the watch with a new one, whose snapshot rebuilds the set. When the

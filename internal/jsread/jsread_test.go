@@ -1,4 +1,4 @@
-package natsstore
+package jsread
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestDecodeMsgGet reads the answers a stream's leader gives a read.
-func TestDecodeMsgGet(t *testing.T) {
+// TestDecode reads the answers a stream's leader gives a read.
+func TestDecode(t *testing.T) {
 	for _, c := range []struct {
 		name, answer string
 		subject      string // of the record read, "" for none
@@ -22,12 +22,12 @@ func TestDecodeMsgGet(t *testing.T) {
 		{name: "a record without headers", answer: `{"message":{"subject":"E","seq":1,"data":"","time":"2026-11-30T04:00:00Z"}}`, subject: "E"},
 		{name: "none", answer: `{"error":{"code":404,"err_code":10037,"description":"no message found"}}`, err: jetstream.ErrMsgNotFound},
 		{name: "an API error", answer: `{"error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}}`, apiCode: 503},
-		{name: "neither", answer: `{}`, err: errNoRecord},
+		{name: "neither", answer: `{}`, err: ErrNoRecord},
 		{name: "not JSON", answer: `nats`, apiCode: -1},
 		{name: "headers that are not", answer: `{"message":{"subject":"E","seq":1,"hdrs":"eHh4","time":"2026-11-30T04:00:00Z"}}`, apiCode: -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := decodeMsgGet([]byte(c.answer))
+			m, err := decode([]byte(c.answer))
 			switch {
 			case c.subject != "":
 				if err != nil || m.Subject != c.subject || m.Header.Get("I-Phase") != c.header {
@@ -51,9 +51,9 @@ func TestDecodeMsgGet(t *testing.T) {
 	}
 }
 
-// FuzzDecodeMsgGet holds the reader of the leader's answers to one rule: a record or an
+// FuzzDecode holds the reader of the leader's answers to one rule: a record or an
 // error, never both, never neither, whatever the bytes.
-func FuzzDecodeMsgGet(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"message":{"subject":"I.x","seq":7,"hdrs":"TkFUUy8xLjANCkktUGhhc2U6IG9wZW4NCg0K","data":"e30=","time":"2026-11-30T04:00:00Z"}}`,
 		`{"error":{"code":404,"err_code":10037}}`, `{}`, `null`, `{"message":null}`,
@@ -61,7 +61,7 @@ func FuzzDecodeMsgGet(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeMsgGet(b)
+		m, err := decode(b)
 		if (m == nil) == (err == nil) {
 			t.Fatalf("record %+v and error %v", m, err)
 		}

@@ -1,0 +1,106 @@
+// Package jsread reads one record of a JetStream stream through the stream's leader,
+// whatever the stream allows. nats.go's reads (Stream.GetMsg, GetLastMsgForSubject,
+// KeyValue.Get) go to any replica (a direct get) as soon as the stream allows direct
+// gets, and a replica may be behind the leader: one that has not applied the latest
+// writes, or a server come back from its death still catching up. What must see every
+// acknowledged write (the NATS store's records, whether a cluster member's key is gone)
+// reads here instead.
+package jsread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Timeout bounds a read whose context has no deadline, as nats.go's own requests are
+// bounded.
+const Timeout = 5 * time.Second
+
+// apiPrefix is the JetStream API's, without a domain: the connections that read here
+// are made with jetstream.New and no domain or prefix of their own.
+const apiPrefix = "$JS.API."
+
+// request is the body of $JS.API.STREAM.MSG.GET.<stream>: the record at Seq, the first
+// record of NextFor at or after Seq, or the last record of LastFor.
+type request struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+}
+
+// response is its answer: a record, or an API error.
+type response struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// ErrNoRecord is the answer with neither a record nor an error.
+var ErrNoRecord = errors.New("jsread: the stream's leader answered a read with no record and no error")
+
+// Next reads the first record of subject at or after seq: jetstream.ErrMsgNotFound when
+// there is none.
+func Next(ctx context.Context, nc *nats.Conn, stream string, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	return get(ctx, nc, stream, request{Seq: seq, NextFor: subject})
+}
+
+// Last reads the last record of subject: jetstream.ErrMsgNotFound when there is none.
+func Last(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return get(ctx, nc, stream, request{LastFor: subject})
+}
+
+// get sends a read to the stream's leader and decodes its answer. The errors are those
+// of nats.go's reads: the connection's (no responders, a time-out), an API error, or
+// jetstream.ErrMsgNotFound.
+func get(ctx context.Context, nc *nats.Conn, stream string, req request) (*jetstream.RawStreamMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, Timeout)
+		defer cancel()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := nc.RequestWithContext(ctx, apiPrefix+"STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, err
+	}
+	return decode(resp.Data)
+}
+
+// decode reads the leader's answer to a read.
+func decode(data []byte) (*jetstream.RawStreamMsg, error) {
+	var r response
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	if r.Error != nil {
+		if r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, jetstream.ErrMsgNotFound
+		}
+		return nil, r.Error
+	}
+	if r.Message == nil {
+		return nil, ErrNoRecord
+	}
+	m := &jetstream.RawStreamMsg{Subject: r.Message.Subject, Sequence: r.Message.Sequence, Data: r.Message.Data, Time: r.Message.Time}
+	if len(r.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(r.Message.Header)
+		if err != nil {
+			return nil, err
+		}
+		m.Header = h
+	}
+	return m, nil
+}
