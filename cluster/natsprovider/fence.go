@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd/internal/jsread"
 )
 
 // refused handles a renewal the bucket refused because the key is not at the revision
@@ -14,16 +16,19 @@ import (
 // ours, at a later revision), or another member dropped this one and deleted the key,
 // or the bucket this member joined was lost and made again. It returns the revision and
 // send time of the last renewal acknowledged, as renew does.
+//
+// The key is read from the bucket's leader (keyRecord): a replica catching up after its
+// server's death could answer that the key is missing, and fence a healthy member.
 func (p *Provider) refused(ctx context.Context, rev uint64, lastOK time.Time) (uint64, time.Time) {
-	e, err := p.kv.Get(ctx, p.id)
+	m, deleted, err := p.keyRecord(ctx, p.id)
 	switch {
-	case err == nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(p.member):
-		return e.Revision(), lastOK
+	case err == nil && deleted:
+		p.fence(fmt.Errorf("%w: its membership key %s was deleted", ErrFenced, p.id))
+	case err == nil && string(m.Data) == string(p.member):
+		return m.Sequence, lastOK
 	case err == nil:
 		p.fence(fmt.Errorf("%w: its membership key %s holds another member's record", ErrFenced, p.id))
-	case errors.Is(err, jetstream.ErrKeyDeleted):
-		p.fence(fmt.Errorf("%w: its membership key %s was deleted", ErrFenced, p.id))
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, jetstream.ErrMsgNotFound):
 		// Gone, or never in this bucket: one made again after the one this member
 		// joined was lost, by another member that found it gone first.
 		made, merr := p.bucketMade(ctx)
@@ -81,4 +86,16 @@ func (p *Provider) isLeaving() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.leaving
+}
+
+// keyRecord reads the last record of a member's key from the bucket's leader: the
+// record, and whether it is a deletion's marker; jetstream.ErrMsgNotFound when the key
+// never was in the bucket.
+func (p *Provider) keyRecord(ctx context.Context, key string) (*jetstream.RawStreamMsg, bool, error) {
+	m, err := jsread.Last(ctx, p.cfg.JetStream.Conn(), "KV_"+p.cfg.Bucket, "$KV."+p.cfg.Bucket+"."+key)
+	if err != nil {
+		return nil, false, err
+	}
+	op := m.Header.Get("KV-Operation")
+	return m, op == "DEL" || op == "PURGE", nil
 }

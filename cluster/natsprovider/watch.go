@@ -9,8 +9,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/intentd/intentd/internal/jsread"
 )
 
 // snapshotTimeout bounds the wait for a watch's first snapshot at start.
@@ -224,15 +222,11 @@ func (p *Provider) deleteKey(key string, rev uint64) bool {
 			return false // unanswered: judged again at a later look
 		}
 	}
-	m, err := jsread.Last(ctx, p.cfg.JetStream.Conn(), "KV_"+p.cfg.Bucket, "$KV."+p.cfg.Bucket+"."+key)
+	_, deleted, err := p.keyRecord(ctx, key)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true
 	}
-	if err != nil {
-		return false
-	}
-	op := m.Header.Get("KV-Operation")
-	return op == "DEL" || op == "PURGE"
+	return err == nil && deleted
 }
 
 // rewatch replaces the watch with a new one, whose snapshot rebuilds the set. When the
