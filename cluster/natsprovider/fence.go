@@ -92,10 +92,13 @@ func (p *Provider) isLeaving() bool {
 // record, and whether it is a deletion's marker; jetstream.ErrMsgNotFound when the key
 // never was in the bucket.
 func (p *Provider) keyRecord(ctx context.Context, key string) (*jetstream.RawStreamMsg, bool, error) {
-	m, err := jsread.Last(ctx, p.cfg.JetStream.Conn(), "KV_"+p.cfg.Bucket, "$KV."+p.cfg.Bucket+"."+key)
+	m, err := jsread.Last(ctx, p.cfg.JetStream.Conn(), "KV_"+p.cfg.Bucket, p.keySubject(key))
 	if err != nil {
 		return nil, false, err
 	}
 	op := m.Header.Get("KV-Operation")
 	return m, op == "DEL" || op == "PURGE", nil
 }
+
+// keySubject is the subject a member's key is written on in the bucket's stream.
+func (p *Provider) keySubject(key string) string { return "$KV." + p.cfg.Bucket + "." + key }

@@ -67,7 +67,7 @@ func (a *ackRun) record() ackRecord {
 // member the others dropped must not come back under the id they blocked.
 func (p *Provider) heartbeat(rev uint64, lastOK time.Time) {
 	defer p.wg.Done()
-	subject := "$KV." + p.cfg.Bucket + "." + p.id
+	subject := p.keySubject(p.id)
 	tick := time.NewTicker(p.ttl / 3)
 	defer tick.Stop()
 	for {
