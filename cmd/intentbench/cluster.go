@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentd/intentd/internal/procstat"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -87,7 +88,7 @@ func readClusterCPU(ctx context.Context, b *bench) (clusterCPU, error) {
 		c.members = append(c.members, d)
 	}
 	for _, pid := range b.opts.CPUPids {
-		st, err := readProcStat(pid)
+		st, err := procstat.Read(pid)
 		if err != nil {
 			return c, fmt.Errorf("--cpu-pid %d: %w", pid, err)
 		}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/intentd/intentd/internal/procstat"
 )
 
 // buildIntentd compiles the module's cmd/intentd into dir and returns the binary's
@@ -256,54 +258,6 @@ func raiseFileLimit() (uint64, error) {
 	return lim.Cur, nil
 }
 
-// procStat is what the tool reads of a process's /proc/<pid>/stat.
-type procStat struct {
-	// CPU is the CPU time (user and system) the process has used so far: with the
-	// tool's own, it says which side of a run the cores went to.
-	CPU time.Duration
-	// MinorFaults counts the pages the process touched for the first time (or got
-	// back after the kernel took them). A server still growing its memory pays one
-	// for every fresh page: on this kind of VM about 13 µs each, which is why a run
-	// that says many of them measures a server not yet in its steady state.
-	MinorFaults int64
-}
-
-func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseProcStat(string(b))
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux
-// architecture Go supports.
-const clockTicks = 100
-
-// parseProcStat reads minflt, utime and stime, the 10th, 14th and 15th fields. The
-// command name, the second, is in parentheses and may hold spaces, so fields are
-// counted after its ')'.
-func parseProcStat(s string) (procStat, error) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return procStat{}, errors.New("/proc stat: no command name")
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is the 3rd field (state): minflt is the 10th, so f[7]; utime f[11], stime f[12].
-	if len(f) < 13 {
-		return procStat{}, fmt.Errorf("/proc stat: %d fields after the name, want at least 13", len(f))
-	}
-	var n [3]int64
-	for k, idx := range [3]int{7, 11, 12} {
-		v, err := strconv.ParseInt(f[idx], 10, 64)
-		if err != nil || v < 0 {
-			return procStat{}, fmt.Errorf("/proc stat: %q is not a count", f[idx])
-		}
-		n[k] = v
-	}
-	return procStat{CPU: time.Duration(n[1]+n[2]) * time.Second / clockTicks, MinorFaults: n[0]}, nil
-}
-
 // readWriteBytes reads write_bytes of /proc/<pid>/io: what the process sent to the
 // storage layer, its synced writes and Pebble's flushes and compactions alike. Beside
 // the CPU it says how much of a path's cost is the disk's: every byte a request adds is
@@ -359,7 +313,7 @@ func loadAverage() string {
 type cpuMeter struct {
 	srv   *child
 	self  time.Duration
-	kid   procStat
+	kid   procstat.Stat
 	start time.Time
 	// written is the server's write_bytes at the start; -1 where /proc does not say.
 	written int64
@@ -368,7 +322,7 @@ type cpuMeter struct {
 func startCPU(srv *child) *cpuMeter {
 	m := &cpuMeter{srv: srv, self: selfCPU(), start: time.Now(), written: -1}
 	if srv != nil {
-		m.kid, _ = readProcStat(srv.cmd.Process.Pid)
+		m.kid, _ = procstat.Read(srv.cmd.Process.Pid)
 		if n, err := readWriteBytes(srv.cmd.Process.Pid); err == nil {
 			m.written = n
 		}
@@ -389,7 +343,7 @@ func (m *cpuMeter) perOp(r *Report, what string, n int64) {
 	if m.srv == nil {
 		return
 	}
-	if kid, err := readProcStat(m.srv.cmd.Process.Pid); err == nil {
+	if kid, err := procstat.Read(m.srv.cmd.Process.Pid); err == nil {
 		cpu := kid.CPU - m.kid.CPU
 		r.figure(what+": server CPU per request", float64(cpu.Microseconds())/float64(n), "µs")
 		r.figure(what+": server cores busy", cpu.Seconds()/wall.Seconds(), "")

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/intentd/intentd/internal/procstat"
 )
 
 // costSetup is one shape TestClusterCost measures: nodes intentd processes on the
@@ -207,7 +209,7 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 	idle := nodes[s.nodes:]
 	idleBefore := make([]time.Duration, len(idle))
 	for i, n := range idle {
-		idleBefore[i] = procCPU(t, n.cmd.Process.Pid)
+		idleBefore[i] = idleCPU(t, n)
 	}
 	args = append(args, pids...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -230,7 +232,7 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 	err := cmd.Run()
 	var idleSpent time.Duration
 	for i, n := range idle {
-		idleSpent += procCPU(t, n.cmd.Process.Pid) - idleBefore[i]
+		idleSpent += idleCPU(t, n) - idleBefore[i]
 	}
 	profiled.Wait()
 	if err != nil {
@@ -318,32 +320,6 @@ func costTable(rows []costRow, rate, duration string) string {
 	return b.String()
 }
 
-// procCPU is the CPU time process pid has spent, user and system, from /proc.
-func procCPU(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fields after the command's name, which ends at the last ')': utime and
-	// stime are the 14th and 15th of the whole line, in clock ticks of 100 a second
-	// (USER_HZ on Linux).
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("/proc/%d/stat: %q", pid, b)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
 // TestParseCostSetups reads the setups make cluster-cost is given, and refuses what
 // names no setup.
 func TestParseCostSetups(t *testing.T) {
@@ -372,4 +348,14 @@ func TestParseCostSetups(t *testing.T) {
 			t.Errorf("%q: %v, %v; want %v", c.list, got, err, c.want)
 		}
 	}
+}
+
+// idleCPU is the CPU time, user and system, member n has spent so far.
+func idleCPU(t *testing.T, n *crashServer) time.Duration {
+	t.Helper()
+	st, err := procstat.Read(n.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CPU
 }
