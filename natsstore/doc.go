@@ -54,7 +54,7 @@
 // or not, and gets the next event.
 //
 // The expiry index, the processing set and the policies' states are in memory, built at
-// Open from the last record of each subject (an ordered consumer of headers only) and
+// Open from the last record of each subject (a consumer of headers only, pull.go) and
 // kept by following the stream, so that another node's writes reach them too. A read of
 // them costs no round trip; a scan is a pass over the open intents.
 //

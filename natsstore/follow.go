@@ -11,7 +11,7 @@ import (
 	"github.com/intentd/intentd"
 )
 
-// follow starts the watcher that keeps the indexes: an ordered consumer of the headers of
+// follow starts the watcher that keeps the indexes: a follower of the headers of
 // the intent, policy and floor subjects, first the last record of each, then every new
 // one, in stream order. It returns once the first pass is applied. Writes of other nodes
 // reach the index only through it; this store's own writes are applied at once as well,
@@ -19,7 +19,7 @@ import (
 func (s *Store) follow(ctx context.Context) error {
 	loaded := make(chan struct{})
 	var once bool
-	f := &follower{s: s, what: "the indexes", headersOnly: true,
+	f := &follower{s: s, what: "the indexes", headersOnly: true, window: s.followWindow,
 		subjects: s.indexSubjects(),
 		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
@@ -169,7 +169,7 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 // followEvents starts the consumer that tells the sink of each event after the stream's
 // last sequence at open, in stream order, once each.
 func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
-	f := &follower{s: s, what: "the events", subjects: []string{s.eventSubject()},
+	f := &follower{s: s, what: "the events", subjects: []string{s.eventSubject()}, window: s.followWindow,
 		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
 			if err != nil {

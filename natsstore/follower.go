@@ -10,22 +10,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// follower is one ordered consumer of some of the stream's subjects, handing each record
-// to handle once, in stream order. The consumer starts itself again after a missed
-// heartbeat or a reconnection, but not always: after a NATS server was killed, a node's
-// event follower was seen to stand still for good while the stream went on. The store
-// checks its followers (check) and replaces one that stands still while the stream has
-// records for it.
+// follower is one consumer of some of the stream's subjects that the store pulls from
+// (pull.go), handing each record to handle once, in stream order. A pull that fails, or
+// brings a record out of order, makes the consumer again after the last record handled;
+// but a follower can still stand still or trickle (after a NATS server was killed, a
+// node's event follower was seen to stand still for good while the stream went on, when
+// it was one of the client's ordered consumers). The store checks its followers (check)
+// and replaces one that stands behind while the stream has records for it.
 type follower struct {
 	s           *Store
 	what        string // for the logs
 	subjects    []string
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
+	// window is the store's Options.FollowWindow (pull.go).
+	window time.Duration
 
 	mu   sync.Mutex
 	last uint64 // the stream sequence of the last record handled
-	cc   jetstream.ConsumeContext
+	run  *pulling
 	// interruptedAt is when the consumer last reported an interruption, or the store's
 	// connection dropped, zero once a record came after it: a follower found behind
 	// after one has owed its records since then, not since it was found.
@@ -42,45 +45,51 @@ type follower struct {
 	checking atomic.Bool
 }
 
-// start makes a consumer from the given start and consumes with it, in place of the one
+// start makes a consumer from the given start and pulls from it, in place of the one
 // before, which is stopped. It returns the new consumer.
 func (f *follower) start(ctx context.Context, policy jetstream.DeliverPolicy, from uint64) (jetstream.Consumer, error) {
-	cons, err := retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
-		return notYet(f.s.js.OrderedConsumer(try, f.s.name, jetstream.OrderedConsumerConfig{
+	cons, err := f.create(ctx, policy, from)
+	if err != nil {
+		return nil, err
+	}
+	run := &pulling{policy: policy, from: from}
+	var runCtx context.Context
+	runCtx, run.cancel = context.WithCancel(context.Background())
+	f.mu.Lock()
+	old := f.run
+	f.run = run
+	f.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	go f.pull(runCtx, run, cons)
+	return cons, nil
+}
+
+// create makes the consumer of the follower's subjects: ephemeral, in memory on one
+// server, acknowledging nothing, as the client's ordered consumers are; the follower
+// keeps the order itself (pull).
+func (f *follower) create(ctx context.Context, policy jetstream.DeliverPolicy, from uint64) (jetstream.Consumer, error) {
+	return retryTries(ctx, func(try context.Context) (jetstream.Consumer, error) {
+		return notYet(f.s.js.CreateConsumer(try, f.s.name, jetstream.ConsumerConfig{
 			FilterSubjects: f.subjects,
 			DeliverPolicy:  policy,
 			OptStartSeq:    from,
 			HeadersOnly:    f.headersOnly,
-			// A consumer replaced, or left by a node that died, goes within a minute
-			// rather than the client's default five: the stream holds a bounded number.
+			AckPolicy:      jetstream.AckNonePolicy,
+			MemoryStorage:  true,
+			Replicas:       1,
+			// A consumer replaced, or left by a node that died, goes within a minute:
+			// the stream holds a bounded number.
 			InactiveThreshold: time.Minute,
 		}))
 	})
-	if err != nil {
-		return nil, err
-	}
-	cc, err := cons.Consume(f.receive, f.consumeOpts()...)
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	old := f.cc
-	f.cc = cc
-	f.mu.Unlock()
-	if old != nil {
-		old.Stop()
-	}
-	return cons, nil
 }
 
 // receive hands a record on unless it was handled already: for a moment after a
 // replacement, the old consumer and the new one may both deliver. Each delivers in order
-// and with no gap, so skipping what is not newer loses nothing.
-func (f *follower) receive(m jetstream.Msg) {
-	meta, err := m.Metadata()
-	if err != nil {
-		return
-	}
+// and with no gap (pull checks), so skipping what is not newer loses nothing.
+func (f *follower) receive(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if meta.Sequence.Stream <= f.last {
@@ -97,28 +106,6 @@ func (f *follower) interrupted(now time.Time) {
 	f.mu.Lock()
 	f.interruptedAt = now
 	f.mu.Unlock()
-}
-
-// consumeOpts make the consumer notice a lost server within seconds: a pull that brings
-// nothing ends after a few seconds, and the server sends a heartbeat every second a
-// pull waits with nothing to deliver; two missed (2 s without a record or a heartbeat)
-// make the ordered consumer start again after the last message it had, on whichever
-// server answers, and probe the server this store is connected to (probe.go). The
-// client's defaults wait 30 s, while the index and the event stream stand still; a
-// heartbeat of half the expiry (2 s, reported after 4) let a node's stream stand 8 s
-// behind the others' while a NATS server was paused (docs/reliability.md). What goes
-// wrong on the way is logged: a follower that stands still is what an operator needs
-// to see.
-func (f *follower) consumeOpts() []jetstream.PullConsumeOpt {
-	return []jetstream.PullConsumeOpt{
-		jetstream.PullExpiry(4 * time.Second),
-		jetstream.PullHeartbeat(time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			f.s.log.Warn("nats store: a follower of the stream was interrupted; it starts again", "follows", f.what, "error", err)
-			f.interrupted(time.Now())
-			f.s.probeIfSilent(err)
-		}),
-	}
 }
 
 // stallAfter is how long a follower may take to handle the records of its subjects
@@ -236,10 +223,10 @@ func (s *Store) followers() []*follower {
 // stop ends the follower's consumer.
 func (f *follower) stop() {
 	f.mu.Lock()
-	cc := f.cc
+	run := f.run
 	f.mu.Unlock()
-	if cc != nil {
-		cc.Stop()
+	if run != nil {
+		run.stop()
 	}
 }
 

@@ -444,7 +444,7 @@ func TestInterruptedFollowerIsReplacedAtOnce(t *testing.T) {
 			}
 			defer fl.checking.Store(false)
 			fl.mu.Lock()
-			fl.cc.Stop()
+			fl.run.stop()
 			fl.mu.Unlock()
 			stopped := time.Now()
 			if c.interrupted {
@@ -490,7 +490,7 @@ func TestTricklingFollowerIsReplaced(t *testing.T) {
 	w, f, heard := writerAndFollower(t)
 	fl := f.events
 	fl.mu.Lock()
-	fl.cc.Stop()
+	fl.run.stop()
 	from := fl.last + 1
 	fl.mu.Unlock()
 	const n, every = 12, 800 * time.Millisecond
@@ -509,7 +509,12 @@ func TestTricklingFollowerIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { time.Sleep(every); fl.receive(m) })
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		time.Sleep(every)
+		if meta, err := m.Metadata(); err == nil {
+			fl.receive(m, meta)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +540,7 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 	eventually(t, func() bool { return heard()["a"] == 1 }, "the first event heard")
 	for _, fl := range []*follower{f.watch, f.events} {
 		fl.mu.Lock()
-		fl.cc.Stop()
+		fl.run.stop()
 		fl.mu.Unlock()
 	}
 	writeDecided(t, w, "b")
