@@ -19,7 +19,7 @@ import (
 func (s *Store) follow(ctx context.Context) error {
 	loaded := make(chan struct{})
 	var once bool
-	f := &follower{s: s, what: "the indexes", headersOnly: true, window: s.followWindow,
+	f := &follower{s: s, what: "the indexes", headersOnly: true, window: s.followWindow, hurry: make(chan struct{}, 1),
 		subjects: s.indexSubjects(),
 		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
@@ -149,14 +149,18 @@ func (s *Store) catchUp(ctx context.Context) error {
 }
 
 // waitApplied waits until the watcher has applied the record at seq, and so every record
-// of its subjects before it.
+// of its subjects before it. It hurries the watcher, which would otherwise let its
+// window pass first: every create waits so for its own record (checkPolicyAfter).
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 	for {
 		s.mu.Lock()
-		applied, advanced := s.applied, s.advanced
+		applied, advanced, watch := s.applied, s.advanced, s.watch
 		s.mu.Unlock()
 		if applied >= seq {
 			return nil
+		}
+		if watch != nil {
+			watch.hurryUp()
 		}
 		select {
 		case <-advanced:

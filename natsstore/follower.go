@@ -23,8 +23,10 @@ type follower struct {
 	subjects    []string
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
-	// window is the store's Options.FollowWindow (pull.go).
+	// window is the store's Options.FollowWindow (pull.go); hurry ends a window at
+	// once, for a caller that waits for a record (hurryUp).
 	window time.Duration
+	hurry  chan struct{}
 
 	mu   sync.Mutex
 	last uint64 // the stream sequence of the last record handled

@@ -96,7 +96,19 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 			window.Stop()
 			return
 		case <-window.C:
+		case <-f.hurry:
+			window.Stop()
 		}
+	}
+}
+
+// hurryUp ends the follower's window under way, or its next one: a caller waits for a
+// record the stream holds. A hurry that finds the follower waiting for a record costs
+// nothing; the record is taken as it comes.
+func (f *follower) hurryUp() {
+	select {
+	case f.hurry <- struct{}{}:
+	default:
 	}
 }
 

@@ -199,3 +199,36 @@ func TestRestartWait(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateHurriesTheIndex: a create waits for the index to take its own record, and
+// must not wait out the index's window for it. With the longest window, and the index
+// busy with records of another writer, each create returns well before the window ends.
+func TestCreateHurriesTheIndex(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	w := open(t, srv.URL())
+	defer w.Close()
+	s, err := Open(ctx, Options{URLs: []string{srv.URL()}, FollowWindow: MaxFollowWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		// Another writer's intent, which the index takes alone and then lets a window
+		// pass, before the create whose record it must take.
+		if err := w.CreateIntent(ctx, fmt.Sprint("w", i), "P", nil, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		start := time.Now()
+		if err := s.CreateIntent(ctx, fmt.Sprint("s", i), "P", nil, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took >= MaxFollowWindow*3/4 {
+			t.Errorf("create %d took %v, the window being %v", i, took, MaxFollowWindow)
+		}
+	}
+}
