@@ -140,6 +140,18 @@ var parseFlagsTests = []parseFlagsTest{
 	{"two nats", []string{"--store", "nats://a:4222", "--nats-embed"}, nil, nil, "--nats-embed"},
 	{"embed config alone", []string{"--nats-embed-config", "n.conf"}, nil, nil, "--nats-embed-config"},
 	{"negative replicas", []string{"--store", "nats://a:4222", "--nats-replicas", "-1"}, nil, nil, "--nats-replicas"},
+	{"follow window by default", []string{"--store", "nats://a:4222"}, nil, func(t *testing.T, c Config) {
+		if c.Nats.FollowWindow != 20*time.Millisecond {
+			t.Fatalf("follow window = %v, want 20ms", c.Nats.FollowWindow)
+		}
+	}, ""},
+	{"follow window from the environment", []string{"--store", "nats://a:4222"}, map[string]string{"INTENTD_NATS_FOLLOW_WINDOW": "0s"}, func(t *testing.T, c Config) {
+		if c.Nats.FollowWindow != 0 {
+			t.Fatalf("follow window = %v, want 0", c.Nats.FollowWindow)
+		}
+	}, ""},
+	{"follow window past its bound", []string{"--store", "nats://a:4222", "--nats-follow-window", "501ms"}, nil, nil, "--nats-follow-window 501ms: want 0 to 500ms"},
+	{"negative follow window", []string{"--store", "nats://a:4222", "--nats-follow-window", "-1ms"}, nil, nil, "--nats-follow-window -1ms"},
 	{"two nats credentials", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, map[string]string{"INTENTD_NATS_TOKEN": "s3cret"},
 		nil, "--nats-token and --nats-nkey: give one of them"},
 	{"nats nkey", []string{"--store", "nats://a:4222", "--nats-nkey", "intentd.nk"}, nil, func(t *testing.T, c Config) {
