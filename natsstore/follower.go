@@ -23,10 +23,9 @@ type follower struct {
 	subjects    []string
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
-	// window is the store's Options.FollowWindow (pull.go); hurry ends a window at
-	// once, for a caller that waits for a record (hurryUp).
-	window time.Duration
-	hurry  chan struct{}
+	// hurry ends a window of the store's Options.FollowWindow at once, for a caller
+	// that waits for a record (pull.go, hurryUp).
+	hurry chan struct{}
 
 	mu   sync.Mutex
 	last uint64 // the stream sequence of the last record handled

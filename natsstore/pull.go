@@ -61,6 +61,7 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 	waiting := true
 	failed := 0 // pulls failed in a row
 	var window *time.Timer
+	length := f.s.followWindow
 	for ctx.Err() == nil {
 		n, err := f.pullOnce(ctx, cons, waiting, &delivered)
 		if ctx.Err() != nil {
@@ -76,7 +77,7 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 		}
 		failed = 0
 		switch {
-		case f.window == 0:
+		case length == 0:
 			continue // every pull waits, and hands records on as they come
 		case n == batchMax:
 			waiting = false
@@ -87,9 +88,9 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 		}
 		waiting = false
 		if window == nil {
-			window = time.NewTimer(f.window)
+			window = time.NewTimer(length)
 		} else {
-			window.Reset(f.window)
+			window.Reset(length)
 		}
 		select {
 		case <-ctx.Done():
@@ -131,7 +132,7 @@ func (f *follower) pullOnce(ctx context.Context, cons jetstream.Consumer, waitin
 	switch {
 	case waiting:
 		size := batchMax
-		if f.window > 0 {
+		if f.s.followWindow > 0 {
 			size = 1
 		}
 		wait, cancel := context.WithTimeout(ctx, pullWait)

@@ -28,7 +28,10 @@ func TestFollowerPulls(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := open(t, embed(t).URL())
+			s, err := Open(ctx, Options{URLs: []string{embed(t).URL()}, FollowWindow: c.window})
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer s.Close()
 			subject := s.prefix + ".test.follow"
 			var mu sync.Mutex
@@ -38,7 +41,7 @@ func TestFollowerPulls(t *testing.T) {
 				defer mu.Unlock()
 				return slices.Clone(got)
 			}
-			f := &follower{s: s, what: "a test's subject", subjects: []string{subject}, window: c.window,
+			f := &follower{s: s, what: "a test's subject", subjects: []string{subject},
 				handle: func(_ jetstream.Msg, meta *jetstream.MsgMetadata) {
 					mu.Lock()
 					got = append(got, meta.Sequence.Stream)
