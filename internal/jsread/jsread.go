@@ -9,13 +9,10 @@ package jsread
 
 import (
 	"context"
-	"encoding/json"
-
 	"errors"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
+	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,9 +28,9 @@ const apiPrefix = "$JS.API."
 // request is the body of $JS.API.STREAM.MSG.GET.<stream>: the record at Seq, the first
 // record of NextFor at or after Seq, or the last record of LastFor.
 type request struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	NextFor string `json:"next_by_subj,omitempty"`
-	LastFor string `json:"last_by_subj,omitempty"`
+	Seq     uint64 `json:"seq,omitzero"`
+	NextFor string `json:"next_by_subj,omitzero"`
+	LastFor string `json:"last_by_subj,omitzero"`
 }
 
 // response is its answer: a record, or an API error.
@@ -89,7 +86,7 @@ func get(ctx context.Context, nc *nats.Conn, stream string, req request) (*jetst
 // did not create reads the intent so.
 func decode(data []byte) (*jetstream.RawStreamMsg, error) {
 	var r response
-	if err := jsonv2.Unmarshal(data, &r); err != nil {
+	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
 	if r.Error != nil {

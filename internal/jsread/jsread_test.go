@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -66,4 +67,22 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("record %+v and error %v", m, err)
 		}
 	})
+}
+
+// TestRequest: a read names what it asks for and nothing else, as the API's leader
+// request takes it.
+func TestRequest(t *testing.T) {
+	for _, c := range []struct {
+		req  request
+		want string
+	}{
+		{request{Seq: 7, NextFor: "I.x"}, `{"seq":7,"next_by_subj":"I.x"}`},
+		{request{LastFor: "I.x"}, `{"last_by_subj":"I.x"}`},
+		{request{Seq: 1}, `{"seq":1}`},
+	} {
+		got, err := json.Marshal(c.req)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%+v: %s, %v; want %s", c.req, got, err, c.want)
+		}
+	}
 }
