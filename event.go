@@ -105,6 +105,11 @@ func DecodeEvent(id uint64, at time.Time, data []byte) (Event, error) {
 type Filter struct {
 	IntentIDs []string
 	Types     []State
+	// Patient marks a subscriber that takes its events a little late as well as at
+	// once: the transparency log, which signs a checkpoint a second. It selects nothing.
+	// A store that hands events on a window at a time (EventPacer) keeps its windows
+	// short only while a subscriber that is not patient follows the events.
+	Patient bool
 }
 
 // Match reports whether the filter selects ev.

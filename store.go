@@ -92,3 +92,14 @@ type Store interface {
 	// goes once until has passed: a signature is refused after its expiry anyway.
 	SpendNonce(ctx context.Context, key, nonce string, until time.Time) error
 }
+
+// EventPacer is a store that hands its events to the sink a window at a time, and can
+// make the windows short or long: the NATS store, which pulls them from the stream.
+// Short windows cost a node a wake-up for every few events, whoever reads them; long
+// ones delay the events by up to the window. The engine tells it whether anyone waits:
+// a subscriber of the events other than a patient one (Filter.Patient).
+type EventPacer interface {
+	// EventsAwaited says whether a subscriber that is not patient follows the events
+	// now. It must not block. A store not told otherwise takes them to be awaited.
+	EventsAwaited(awaited bool)
+}

@@ -47,10 +47,43 @@ type bus struct {
 	// picky are the subscribers with a filter, also in subs.
 	picky  map[*Subscription]struct{}
 	closed bool
+	// prompt counts the subscribers in subs that are not patient (intentd.Filter), and
+	// pacer, when the store is one, hears when it leaves or comes back to 0.
+	prompt int
+	pacer  intentd.EventPacer
 }
 
-func newBus(last uint64, max, own int, f *feed) *bus {
-	return &bus{last: last, max: max + own, shown: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{})}
+func newBus(last uint64, max, own int, f *feed, pacer intentd.EventPacer) *bus {
+	return &bus{last: last, max: max + own, shown: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{}), pacer: pacer}
+}
+
+// add counts sub in.
+func (b *bus) add(sub *Subscription) {
+	b.subs[sub] = struct{}{}
+	if sub.live != nil {
+		b.picky[sub] = struct{}{}
+	}
+	if !sub.filter.Patient {
+		b.prompt++
+		if b.prompt == 1 && b.pacer != nil {
+			b.pacer.EventsAwaited(true)
+		}
+	}
+}
+
+// remove counts sub out, if it is in.
+func (b *bus) remove(sub *Subscription) {
+	if _, ok := b.subs[sub]; !ok {
+		return
+	}
+	delete(b.subs, sub)
+	delete(b.picky, sub)
+	if !sub.filter.Patient {
+		b.prompt--
+		if b.prompt == 0 && b.pacer != nil {
+			b.pacer.EventsAwaited(false)
+		}
+	}
 }
 
 func (b *bus) Receive(ctx actor.Context) {
@@ -76,8 +109,7 @@ func (b *bus) Receive(ctx actor.Context) {
 				}
 			default:
 				sub.end(intentd.ErrSubscriberTooSlow)
-				delete(b.subs, sub)
-				delete(b.picky, sub)
+				b.remove(sub)
 			}
 		}
 	case subscribe:
@@ -87,25 +119,20 @@ func (b *bus) Receive(ctx actor.Context) {
 		case len(b.subs) >= b.max && b.dropOverrun() == 0:
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.shown))
 		default:
-			b.subs[m.sub] = struct{}{}
-			if m.sub.live != nil {
-				b.picky[m.sub] = struct{}{}
-			}
+			b.add(m.sub)
 			// Set here, before any event after it is appended and before dropOverrun
 			// can read it.
 			m.sub.pos.Store(b.feed.head.Load())
 			ctx.Respond(subscribed{last: b.last})
 		}
 	case unsubscribe:
-		delete(b.subs, m.sub)
-		delete(b.picky, m.sub)
+		b.remove(m.sub)
 	case closeBus:
 		b.closed = true
 		for sub := range b.subs {
 			sub.end(intentd.ErrEngineClosed)
+			b.remove(sub)
 		}
-		clear(b.subs)
-		clear(b.picky)
 		ctx.Respond(true)
 	case busStats:
 		// A subscriber the feed has gone past is cut off when it next reads; until
@@ -132,7 +159,7 @@ func (b *bus) dropOverrun() int {
 	for sub := range b.subs {
 		if b.passed(sub) {
 			sub.end(intentd.ErrSubscriberTooSlow)
-			delete(b.subs, sub)
+			b.remove(sub)
 			n++
 		}
 	}

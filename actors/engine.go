@@ -267,8 +267,14 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, storeFailed("read event bounds: %w", err)
 	}
 	e.feed = newFeed(cfg.SubscriberBuffer)
+	// A store that paces its events hears from the bus whether anyone waits for them;
+	// until the first subscriber, nobody does.
+	pacer, _ := cfg.Store.(intentd.EventPacer)
+	if pacer != nil {
+		pacer.EventsAwaited(false)
+	}
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed)
+		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed, pacer)
 	}))
 	e.store.SetEventSink(func(ev intentd.Event) {
 		e.obs.Published()

@@ -23,8 +23,11 @@ type follower struct {
 	subjects    []string
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
-	// hurry ends a window of the store's Options.FollowWindow at once, for a caller
-	// that waits for a record (pull.go, hurryUp).
+	// window is how long the follower lets records gather, asked before each window
+	// (pull.go); nil is the store's Options.FollowWindow.
+	window func() time.Duration
+	// hurry ends a window at once, for a caller that waits for a record (pull.go,
+	// hurryUp).
 	hurry chan struct{}
 
 	mu   sync.Mutex

@@ -61,7 +61,6 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 	waiting := true
 	failed := 0 // pulls failed in a row
 	var window *time.Timer
-	length := f.s.followWindow
 	for ctx.Err() == nil {
 		n, err := f.pullOnce(ctx, cons, waiting, &delivered)
 		if ctx.Err() != nil {
@@ -76,6 +75,7 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 			continue
 		}
 		failed = 0
+		length := f.windowLength()
 		switch {
 		case length == 0:
 			continue // every pull waits, and hands records on as they come
@@ -100,6 +100,47 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 		case <-f.hurry:
 			window.Stop()
 		}
+	}
+}
+
+// windowLength is how long the follower lets records gather now.
+func (f *follower) windowLength() time.Duration {
+	if f.window == nil {
+		return f.s.followWindow
+	}
+	return f.window()
+}
+
+// patientWindow is the window of a follower that nobody waits on: the indexes', whose
+// callers hurry it, and the events' while only the transparency log reads them. Ten
+// times Options.FollowWindow, at most MaxFollowWindow: a member that follows a busy
+// stream and serves nobody is woken a few times a second (docs/cluster.md), and the log,
+// which signs a checkpoint a second, takes its leaves at most that much later.
+func (s *Store) patientWindow() time.Duration {
+	return min(10*s.followWindow, MaxFollowWindow)
+}
+
+// eventsWindow is the window of the events' follower: Options.FollowWindow while someone
+// waits for the events, else patientWindow.
+func (s *Store) eventsWindow() time.Duration {
+	if s.awaited.Load() {
+		return s.followWindow
+	}
+	return s.patientWindow()
+}
+
+// EventsAwaited says whether a subscriber that is not patient follows the events
+// (intentd.EventPacer). One that comes ends the events' follower's window under way, so
+// that its first events do not wait out the patient window.
+func (s *Store) EventsAwaited(awaited bool) {
+	if s.awaited.Swap(awaited) || !awaited {
+		return
+	}
+	s.mu.Lock()
+	f := s.events
+	s.mu.Unlock()
+	if f != nil {
+		f.hurryUp()
 	}
 }
 

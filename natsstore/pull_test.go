@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intentd/intentd"
 )
 
 // TestFollowerPulls runs a follower of a subject of its own, with each window, through
@@ -181,6 +183,72 @@ type fakeMsg struct {
 }
 
 func (m fakeMsg) Metadata() (*jetstream.MsgMetadata, error) { return &m.meta, nil }
+
+// TestEventsPacedByWhoWaits: the events' follower lets the events gather for the patient
+// window while nobody waits for them, and for the store's window while someone does; one
+// who comes ends a patient window under way. Each pair of events is written after a quiet
+// spell: the first is taken at once, the second, written right after it, when the window
+// that follows the first ends.
+func TestEventsPacedByWhoWaits(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	w := open(t, srv.URL())
+	defer w.Close()
+	const window = 40 * time.Millisecond
+	f, err := Open(ctx, Options{URLs: []string{srv.URL()}, FollowWindow: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	patient := f.patientWindow()
+	if patient != 10*window {
+		t.Fatalf("patient window %v, want ten times the window, %v", patient, 10*window)
+	}
+	heard := make(chan string, 64)
+	f.SetEventSink(func(ev intentd.Event) { heard <- ev.IntentID })
+	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(id string) time.Time {
+		t.Helper()
+		select {
+		case got := <-heard:
+			if got != id {
+				t.Fatalf("heard %s, want %s", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not heard", id)
+		}
+		return time.Now()
+	}
+	first := func(name string) time.Time {
+		t.Helper()
+		time.Sleep(patient + 200*time.Millisecond) // quiet: the follower waits for a record
+		writeDecided(t, w, name+"-1")
+		at := wait(name + "-1")
+		writeDecided(t, w, name+"-2")
+		return at
+	}
+
+	f.EventsAwaited(false)
+	at := first("patient")
+	if took := wait("patient-2").Sub(at); took < patient/2 {
+		t.Errorf("nobody waiting: the second event came %v after the first, the patient window being %v", took, patient)
+	}
+	f.EventsAwaited(true)
+	at = first("awaited")
+	if took := wait("awaited-2").Sub(at); took >= patient/2 {
+		t.Errorf("someone waiting: the second event came %v after the first, the window being %v", took, window)
+	}
+	f.EventsAwaited(false)
+	first("hurried")
+	time.Sleep(window)
+	start := time.Now()
+	f.EventsAwaited(true)
+	if took := wait("hurried-2").Sub(start); took >= patient/2 {
+		t.Errorf("someone came: the second event came %v after, the patient window being %v", took, patient)
+	}
+}
 
 // TestRestartWait: a follower whose pulls keep failing makes its consumer again at
 // once the first time, then less and less often, at most a second apart.

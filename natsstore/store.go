@@ -44,11 +44,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Timeout bounds a call whose context has no deadline; 0 means 10 s.
 	Timeout time.Duration
-	// FollowWindow is how long the store's followers of the stream (the indexes, the
-	// events) let records gather before they take them, once one has come: 0 hands
-	// each record on as it comes, and at most MaxFollowWindow. A window spends less CPU
-	// on every member following a busy stream, and delays what follows it (an event to
-	// its subscribers) by up to the window (pull.go).
+	// FollowWindow is how long the store's follower of the events lets records gather
+	// before it takes them, once one has come, while someone waits for the events
+	// (intentd.EventPacer): 0 hands each record on as it comes, and at most
+	// MaxFollowWindow. A window spends less CPU on every member following a busy stream,
+	// and delays the events by up to the window. The follower of the indexes, which
+	// those who wait for it hurry, and the events' follower while nobody but the
+	// transparency log reads them, let records gather ten times as long, up to
+	// MaxFollowWindow (pull.go).
 	FollowWindow time.Duration
 
 	// repairAfter is the store's repairAfter; tests shorten it.
@@ -71,6 +74,8 @@ type Store struct {
 	timeout time.Duration
 	// followWindow is Options.FollowWindow.
 	followWindow time.Duration
+	// awaited is set while someone waits for the events (EventsAwaited).
+	awaited atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -119,7 +124,10 @@ type Store struct {
 	sink          func(intentd.Event)
 }
 
-var _ intentd.Store = (*Store)(nil)
+var (
+	_ intentd.Store      = (*Store)(nil)
+	_ intentd.EventPacer = (*Store)(nil)
+)
 
 // Open connects to NATS, creates the stream or checks the one there, loads the indexes
 // and starts following the stream. It fails at once, naming the URLs, when no server
@@ -157,6 +165,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		down:         make(chan struct{}),
 		batches:      make(chan struct{}, maxBatches),
 	}
+	s.awaited.Store(true)
 	s.closing, s.cancelClosing = context.WithCancel(context.Background())
 	nopts := []nats.Option{
 		nats.Name("intentd"),

@@ -86,7 +86,7 @@ func (l *Log) follow(ctx context.Context, e Source) error {
 	l.mu.Lock()
 	from := l.lastEvent
 	l.mu.Unlock()
-	sub, err := e.Subscribe(ctx, from, intentd.Filter{})
+	sub, err := e.Subscribe(ctx, from, intentd.Filter{Patient: true})
 	if err != nil {
 		return err
 	}
