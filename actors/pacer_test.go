@@ -1,10 +1,11 @@
 package actors
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/storetest"
@@ -42,10 +43,9 @@ func TestEventsAwaitedFollowsSubscribers(t *testing.T) {
 	}, func(c *Config) { c.SubscriberBuffer = 4 })
 	want := func(what string, told ...bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !slices.Equal(paced.heard(), told) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond) // a subscription's end reaches the bus by a message
-		}
+		// A subscription's end reaches the bus by a message; an ask made after it is
+		// answered after the bus took it.
+		h.e.Subscribers()
 		if got := paced.heard(); !slices.Equal(got, told) {
 			t.Fatalf("%s: the store heard %v, want %v", what, got, told)
 		}
@@ -77,4 +77,37 @@ func TestEventsAwaitedFollowsSubscribers(t *testing.T) {
 	}
 	patient.Close()
 	want("the patient one gone", false, true, false, true, false)
+
+	// The engine closed with a subscriber: nobody waits any more.
+	subscribeLive(t, h, intentd.Filter{})
+	want("one more", false, true, false, true, false, true)
+	h.close()
+	if got, want := paced.heard(), []bool{false, true, false, true, false, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("the engine closed: the store heard %v, want %v", got, want)
+	}
+}
+
+// TestEventsAwaitedWhenAPlaceIsTaken: a subscriber the feed has gone past, let go for a
+// new one at the subscribers' limit, counts no more, and the new one does.
+func TestEventsAwaitedWhenAPlaceIsTaken(t *testing.T) {
+	paced := &pacedStore{}
+	h := newHarnessWith(t, func(t *testing.T) storetest.Store {
+		paced.Store = stores[0].backend(t)(t)
+		return paced
+	}, func(c *Config) { c.SubscriberBuffer, c.MaxSubscribers = 4, 1 })
+	behind := subscribeLive(t, h, intentd.Filter{})
+	for range 6 {
+		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	}
+	h.e.Subscribers()
+	if got, want := paced.heard(), []bool{false, true}; !slices.Equal(got, want) {
+		t.Fatalf("one subscriber behind: the store heard %v, want %v", got, want)
+	}
+	subscribeLive(t, h, intentd.Filter{})
+	if got, want := paced.heard(), []bool{false, true, false, true}; !slices.Equal(got, want) {
+		t.Fatalf("a new subscriber in its place: the store heard %v, want %v", got, want)
+	}
+	if _, err := behind.Next(context.Background()); !errors.Is(err, intentd.ErrSubscriberTooSlow) {
+		t.Fatalf("the subscriber let go: %v, want cut off", err)
+	}
 }

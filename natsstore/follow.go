@@ -173,7 +173,7 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 // followEvents starts the consumer that tells the sink of each event after the stream's
 // last sequence at open, in stream order, once each.
 func (s *Store) followEvents(ctx context.Context, lastSeq uint64) error {
-	f := &follower{s: s, what: "the events", subjects: []string{s.eventSubject()}, hurry: make(chan struct{}, 1), window: s.eventsWindow,
+	f := &follower{s: s, what: "the events", subjects: []string{s.eventSubject()}, hurry: s.eventsHurry, window: s.eventsWindow,
 		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
 			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
 			if err != nil {

@@ -290,9 +290,17 @@ func (s *Store) apply(id string, e *entry) {
 	s.putIntent(id, e)
 }
 
-// Processing lists the intents that are processing.
-func (s *Store) Processing(ctx context.Context) ([]string, error) {
-	if err := s.check(ctx); err != nil {
+// Processing lists the intents that are processing. The index is caught up with the
+// stream first: it follows the stream a window at a time, and a proposal another node
+// took within the window must be listed, for a member that leaves cleanly is seen
+// leave at once (resumeMoved in actors).
+func (s *Store) Processing(ctx context.Context) (_ []string, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
+	if err := s.catchUp(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

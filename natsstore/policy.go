@@ -30,7 +30,14 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 			return false, err
 		}
 		if ps.live {
-			return false, nil
+			// The index may not have taken yet a delete another node wrote within its
+			// window: a policy known live is read again before it is reported stored.
+			if ps, err = s.policyState(ctx, id, true); err != nil {
+				return false, err
+			}
+			if ps.live {
+				return false, nil
+			}
 		}
 		if _, err := s.publish(ctx, bytecodeMsg(s.bytecodeSubject(id), bytecode)); err != nil {
 			return false, err

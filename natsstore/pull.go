@@ -16,6 +16,8 @@ import (
 // come. A member following the stream under load is then woken once a window rather
 // than once a record, which was most of what following cost it (docs/cluster.md, "A
 // member that only follows"); a record waits at most the window longer than it did.
+// The window is the store's Options.FollowWindow while someone waits for the records,
+// and ten times it, at most MaxFollowWindow, while nobody does (patientWindow).
 const (
 	// batchMax is the most records one pull takes; a follower that gets as many pulls
 	// again at once.
@@ -62,7 +64,7 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 	failed := 0 // pulls failed in a row
 	var window *time.Timer
 	for ctx.Err() == nil {
-		n, err := f.pullOnce(ctx, cons, waiting, &delivered)
+		n, pending, err := f.pullOnce(ctx, cons, waiting, &delivered)
 		if ctx.Err() != nil {
 			return
 		}
@@ -79,9 +81,12 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 		switch {
 		case length == 0:
 			continue // every pull waits, and hands records on as they come
-		case n == batchMax:
+		case n == batchMax, waiting && pending > 0:
+			// More are there: take them at once. A first record with others behind it
+			// (a follower starting, or made again, behind the stream; a burst after a
+			// quiet spell) does not wait out the window for them.
 			waiting = false
-			continue // more are there: take them at once
+			continue
 		case n == 0:
 			waiting = true // nothing came: wait for the next record
 			continue
@@ -131,16 +136,15 @@ func (s *Store) eventsWindow() time.Duration {
 
 // EventsAwaited says whether a subscriber that is not patient follows the events
 // (intentd.EventPacer). One that comes ends the events' follower's window under way, so
-// that its first events do not wait out the patient window.
+// that its first events do not wait out the patient window. It takes no lock: the
+// engine's event bus calls it.
 func (s *Store) EventsAwaited(awaited bool) {
 	if s.awaited.Swap(awaited) || !awaited {
 		return
 	}
-	s.mu.Lock()
-	f := s.events
-	s.mu.Unlock()
-	if f != nil {
-		f.hurryUp()
+	select {
+	case s.eventsHurry <- struct{}{}:
+	default:
 	}
 }
 
@@ -166,10 +170,10 @@ func restartWait(failed int) time.Duration {
 // pullOnce makes one pull and hands each record it brings on. A pull that waits does
 // so for pullWait at most: with a window, for one record; without, for records as they
 // come, up to batchMax. One that does not wait takes what is there, up to batchMax. It
-// returns how many records came.
-func (f *follower) pullOnce(ctx context.Context, cons jetstream.Consumer, waiting bool, delivered *uint64) (int, error) {
+// returns how many records came, and how many more the consumer held after the last
+// (its metadata's count of pending records).
+func (f *follower) pullOnce(ctx context.Context, cons jetstream.Consumer, waiting bool, delivered *uint64) (n int, pending uint64, err error) {
 	var batch jetstream.MessageBatch
-	var err error
 	switch {
 	case waiting:
 		size := batchMax
@@ -183,9 +187,8 @@ func (f *follower) pullOnce(ctx context.Context, cons jetstream.Consumer, waitin
 		batch, err = cons.FetchNoWait(batchMax)
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	var lost error
 	for m := range batch.Messages() {
 		if ctx.Err() != nil || lost != nil {
@@ -202,16 +205,16 @@ func (f *follower) pullOnce(ctx context.Context, cons jetstream.Consumer, waitin
 		}
 		*delivered = meta.Sequence.Consumer
 		f.receive(m, meta)
-		n++
+		n, pending = n+1, meta.NumPending
 	}
 	if lost != nil {
-		return n, lost
+		return n, pending, lost
 	}
 	// A wait that ends with nothing is not an error: the pull's own time ran out.
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrBatchCompleted) {
-		return n, err
+		return n, pending, err
 	}
-	return n, nil
+	return n, pending, nil
 }
 
 // restart logs what interrupted the follower's pulls, and, after restartWait(failed),

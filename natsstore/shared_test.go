@@ -128,3 +128,37 @@ func TestCreateAfterDeleteIsWithdrawn(t *testing.T) {
 		t.Fatalf("delete with the recreated intent open = %v, want intentd.ErrPolicyInUse", err)
 	}
 }
+
+// TestPutAfterAnotherStoresDelete: a policy deleted through one store and put again
+// through another at once is stored again, though the other's index, which follows the
+// stream a long window at a time, still holds it live.
+func TestPutAfterAnotherStoresDelete(t *testing.T) {
+	ctx := context.Background()
+	url := embed(t).URL()
+	a := open(t, url)
+	defer a.Close()
+	b, err := Open(ctx, Options{URLs: []string{url}, FollowWindow: MaxFollowWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 3 {
+		// b's index takes b's own record alone, and then lets its window pass.
+		if _, err := b.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.DeletePolicy(ctx, "P"); err != nil {
+			t.Fatal(err)
+		}
+		created, err := b.PutPolicy(ctx, "P", []byte{1}, nil)
+		if err != nil || !created {
+			t.Fatalf("round %d: put after the other store's delete = %v, %v; want it stored again", i, created, err)
+		}
+		if _, _, err := a.Policy(ctx, "P"); err != nil {
+			t.Fatalf("round %d: the policy put again, read through the other store: %v", i, err)
+		}
+		if err := b.DeletePolicy(ctx, "P"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

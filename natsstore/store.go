@@ -74,8 +74,10 @@ type Store struct {
 	timeout time.Duration
 	// followWindow is Options.FollowWindow.
 	followWindow time.Duration
-	// awaited is set while someone waits for the events (EventsAwaited).
-	awaited atomic.Bool
+	// awaited is set while someone waits for the events (EventsAwaited), and
+	// eventsHurry is the events' follower's hurry, which a subscriber's coming fills.
+	awaited     atomic.Bool
+	eventsHurry chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
@@ -166,6 +168,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		batches:      make(chan struct{}, maxBatches),
 	}
 	s.awaited.Store(true)
+	s.eventsHurry = make(chan struct{}, 1)
 	s.closing, s.cancelClosing = context.WithCancel(context.Background())
 	nopts := []nats.Option{
 		nats.Name("intentd"),

@@ -115,7 +115,12 @@ func (s *fakeSource) bundle(t *testing.T, intent string) json.RawMessage {
 	return raw
 }
 
-func (s *fakeSource) Subscribe(_ context.Context, from uint64, _ intentd.Filter) (intentd.Subscription, error) {
+func (s *fakeSource) Subscribe(_ context.Context, from uint64, f intentd.Filter) (intentd.Subscription, error) {
+	if !f.Patient {
+		// The log takes its leaves late as well: a store that paces its events need
+		// not hurry them for it (intentd.EventPacer).
+		return nil, errors.New("the transparency log subscribes without saying it is patient")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &fakeSub{s: s, after: from, truncated: from < s.pruned}, nil

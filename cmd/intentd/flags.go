@@ -236,7 +236,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Nats.TLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates")
 	fs.StringVar(&c.Nats.Prefix, "nats-prefix", "intentd", "first token of the store's subjects; the stream is named for it")
 	fs.IntVar(&c.Nats.Replicas, "nats-replicas", 0, "replicas of the NATS stream; 0: 3 when the cluster has 3 servers or more, else 1")
-	fs.DurationVar(&c.Nats.FollowWindow, "nats-follow-window", defaultFollowWindow, "how long this node lets the stream's records gather before it takes them, once one has come: less CPU per record on a busy stream, each event later to its subscribers by up to this; 0 takes each record as it comes")
+	fs.DurationVar(&c.Nats.FollowWindow, "nats-follow-window", defaultFollowWindow, "how long this node lets the stream's events gather before it takes them, once one has come, while someone on this node waits for them: less CPU per record on a busy stream, each event later to its subscribers by up to this; the index, and the events while only the transparency log reads them, gather ten times as long, at most 500ms; 0 takes each record as it comes")
 	fs.BoolVar(&c.Nats.Embed, "nats-embed", false, "run a NATS server with JetStream in --data inside intentd and keep state on it; it admits only intentd, with the NKey made in --data/nats/intentd.nk")
 	fs.StringVar(&c.Nats.EmbedConfig, "nats-embed-config", "", "nats-server configuration file of the embedded server (cluster, ports, accounts); one that defines client authorization needs --nats-nkey, --nats-creds or --nats-token")
 	c.clusterFlags(fs)
