@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd/internal/testbin"
+
 	"github.com/google/uuid"
 
 	"github.com/intentd/intentd/crypto"
@@ -258,11 +260,11 @@ func TestCrashRecovery(t *testing.T) {
 }
 
 // buildIntentd builds this package's command once for the tests that run it as a
-// process of its own.
+// process of its own, into the test process's folder that TestMain removes.
 func buildIntentd(t *testing.T) string {
 	t.Helper()
 	built.Do(func() {
-		dir, err := os.MkdirTemp("", "intentd-bin-")
+		dir, err := testbin.Dir()
 		if err != nil {
 			built.err = err
 			return

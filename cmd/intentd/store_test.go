@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intentd/intentd/internal/testbin"
+
 	"github.com/intentd/intentd/natsstore"
 )
 
@@ -45,6 +47,8 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "INTENTD_TEST_STORE=%q: want pebble, nats or nats://HOST:PORT\n", v)
 			return 2
 		}
+		// The programs the tests built to run as processes of their own go with them.
+		defer testbin.Remove()
 		return m.Run()
 	}())
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentd/intentd/internal/testbin"
+
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/cockroachdb/pebble"
 	"github.com/nats-io/nats.go"
@@ -47,7 +49,8 @@ func upgradeGate(t *testing.T) {
 }
 
 // buildPrevious builds the previous release's intentd once: a detached worktree of its
-// commit in a temporary folder, go build there, the worktree removed. Without git, or
+// commit in the test process's folder for programs (internal/testbin), go build there,
+// the worktree removed. Without git, or
 // without the commit in the history (a shallow clone), the test skips and says so.
 func buildPrevious(t *testing.T) string {
 	t.Helper()
@@ -66,12 +69,12 @@ func buildPrevious(t *testing.T) string {
 			previous.skip = "commit " + previousRelease + " of the previous release is not in the history (a shallow clone?): git fetch --unshallow"
 			return
 		}
-		dir, err := os.MkdirTemp("", "intentd-previous-")
+		dir, err := testbin.Dir()
 		if err != nil {
 			previous.err = err
 			return
 		}
-		src := filepath.Join(dir, "src")
+		src := filepath.Join(dir, "previous-src")
 		if out, err := exec.Command("git", "-C", repo, "worktree", "add", "--detach", src, previousRelease).CombinedOutput(); err != nil {
 			previous.err = fmt.Errorf("git worktree add %s: %v\n%s", previousRelease, err, out)
 			return
