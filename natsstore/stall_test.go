@@ -65,10 +65,12 @@ func TestProbeMovesFromAStalledServer(t *testing.T) {
 	s.probeIfSilent(jetstream.ErrNoHeartbeat) // the other follower's, at once
 	eventually(t, func() bool {
 		// ConnectedUrl is "" while the connection moves, which is not from either: a
-		// move seen between IsConnected and it is not one done.
+		// move seen between IsConnected and it is not one done. Nor is one whose
+		// reconnection the store has not heard of yet (its handler runs a moment after
+		// the connection is back): until then the store refuses calls, to be retried.
 		url := s.nc.ConnectedUrl()
-		return url != "" && url != from && s.nc.IsConnected()
-	}, "the connection on the other URL")
+		return url != "" && url != from && s.nc.IsConnected() && s.check(context.Background()) == nil
+	}, "the connection on the other URL, and the store told of it")
 	eventually(t, func() bool { return !s.probing.Load() }, "the probe done")
 	if got := s.serverMoves.Load(); got != 1 {
 		t.Errorf("server moves = %d, want 1", got)
