@@ -24,7 +24,7 @@ type follower struct {
 	headersOnly bool
 	handle      func(jetstream.Msg, *jetstream.MsgMetadata)
 	// window is how long the follower lets records gather, asked before each window
-	// (pull.go); nil is the store's Options.FollowWindow.
+	// (pull.go).
 	window func() time.Duration
 	// hurry ends a window at once, for a caller that waits for a record (pull.go,
 	// hurryUp).

@@ -25,29 +25,22 @@ func (s *Store) PutPolicy(ctx context.Context, id string, bytecode, source []byt
 	}
 	defer end(&err)
 	for range 5 {
-		ps, err := s.policyState(ctx, id, false)
+		// Read from the stream, not the index: the index follows it a window behind,
+		// and a delete another node wrote within the window would be taken for a
+		// policy still stored.
+		ps, err := s.policyState(ctx, id, true)
 		if err != nil {
 			return false, err
 		}
 		if ps.live {
-			// The index may not have taken yet a delete another node wrote within its
-			// window: a policy known live is read again before it is reported stored.
-			if ps, err = s.policyState(ctx, id, true); err != nil {
-				return false, err
-			}
-			if ps.live {
-				return false, nil
-			}
+			return false, nil
 		}
 		if _, err := s.publish(ctx, bytecodeMsg(s.bytecodeSubject(id), bytecode)); err != nil {
 			return false, err
 		}
 		seq, err := s.publish(ctx, policyMsg(s.policySubject(id), ps.seq, bytecode, source))
 		if isWrongSeq(err) {
-			if _, err := s.policyState(ctx, id, true); err != nil {
-				return false, err
-			}
-			continue
+			continue // another writer was first: read what it wrote
 		}
 		if err != nil {
 			return false, err

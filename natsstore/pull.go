@@ -77,7 +77,7 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 			continue
 		}
 		failed = 0
-		length := f.windowLength()
+		length := f.window()
 		switch {
 		case length == 0:
 			continue // every pull waits, and hands records on as they come
@@ -108,14 +108,6 @@ func (f *follower) pull(ctx context.Context, run *pulling, cons jetstream.Consum
 	}
 }
 
-// windowLength is how long the follower lets records gather now.
-func (f *follower) windowLength() time.Duration {
-	if f.window == nil {
-		return f.s.followWindow
-	}
-	return f.window()
-}
-
 // patientWindow is the window of a follower that nobody waits on: the indexes', whose
 // callers hurry it, and the events' while only the transparency log reads them. Ten
 // times Options.FollowWindow, at most MaxFollowWindow: a member that follows a busy
@@ -142,18 +134,18 @@ func (s *Store) EventsAwaited(awaited bool) {
 	if s.awaited.Swap(awaited) || !awaited {
 		return
 	}
-	select {
-	case s.eventsHurry <- struct{}{}:
-	default:
-	}
+	nudge(s.eventsHurry)
 }
 
 // hurryUp ends the follower's window under way, or its next one: a caller waits for a
 // record the stream holds. A hurry that finds the follower waiting for a record costs
 // nothing; the record is taken as it comes.
-func (f *follower) hurryUp() {
+func (f *follower) hurryUp() { nudge(f.hurry) }
+
+// nudge leaves a word in c, a follower's hurry, unless one is there already.
+func nudge(c chan struct{}) {
 	select {
-	case f.hurry <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }

@@ -43,7 +43,7 @@ func TestFollowerPulls(t *testing.T) {
 				defer mu.Unlock()
 				return slices.Clone(got)
 			}
-			f := &follower{s: s, what: "a test's subject", subjects: []string{subject},
+			f := &follower{s: s, what: "a test's subject", subjects: []string{subject}, window: s.eventsWindow,
 				handle: func(_ jetstream.Msg, meta *jetstream.MsgMetadata) {
 					mu.Lock()
 					got = append(got, meta.Sequence.Stream)
