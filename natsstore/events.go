@@ -25,9 +25,10 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 		return err
 	}
 	defer end(&err)
-	s.mu.Lock()
-	floor := s.floor
-	s.mu.Unlock()
+	floor, _, err := s.floorNow(ctx)
+	if err != nil {
+		return err
+	}
 	next := max(after+1, floor)
 	n := 0
 	if limit >= pageByConsumer {
@@ -156,9 +157,10 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 		return 0, 0, err
 	}
 	last = m.Sequence
-	s.mu.Lock()
-	floor := s.floor
-	s.mu.Unlock()
+	floor, _, err := s.floorNow(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
 	fm, err := s.getMsg(ctx, max(floor, 1), s.eventSubject())
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, last, nil
@@ -286,13 +288,36 @@ func (s *Store) setFloor(f, pruned uint64) {
 // PrunedThrough reports the id of the newest event pruned, 0 when none was. Ids skip
 // the sequences of other records, so the oldest retained id does not tell whether a
 // reader who saw event N missed any: one did only when N is older than this.
-func (s *Store) PrunedThrough(ctx context.Context) (uint64, error) {
-	if err := s.check(ctx); err != nil {
+func (s *Store) PrunedThrough(ctx context.Context) (_ uint64, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
 		return 0, err
+	}
+	defer end(&err)
+	_, pruned, err := s.floorNow(ctx)
+	return pruned, err
+}
+
+// floorNow reads the floor record from the stream's leader, raises the index's floor to
+// it, and returns the index's. The index takes a prune another member made up to its
+// window later (200 ms by default), and a reader who resumes meanwhile must be told
+// that its events are gone rather than be handed, as the oldest retained, the event kept
+// below the floor only for its id. One read of the leader a call: its callers are a
+// subscription's start, a page of replayed events and the event log's bounds, not the
+// path of a command.
+func (s *Store) floorNow(ctx context.Context) (floor, pruned uint64, err error) {
+	m, err := s.last(ctx, s.floorSubject())
+	if err != nil && !errors.Is(err, intentd.ErrNotFound) {
+		return 0, 0, err
+	}
+	if err == nil {
+		if f, p, ok := floorOf(m.Header); ok {
+			s.setFloor(f, p)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pruned, nil
+	return s.floor, s.pruned, nil
 }
 
 // pageConsumerLife is how long the server keeps the consumer of a page of events that

@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -159,6 +160,72 @@ func TestPutAfterAnotherStoresDelete(t *testing.T) {
 		}
 		if err := b.DeletePolicy(ctx, "P"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestPruneSeenAtOnceByAnotherStore prunes through one store while another's index waits
+// out its window: the other tells at once what was pruned, serves none of it, and hides
+// the event kept below the floor only for its id.
+func TestPruneSeenAtOnceByAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	url := embed(t).URL()
+	a := open(t, url)
+	defer a.Close()
+	b, err := Open(ctx, Options{URLs: []string{url}, FollowWindow: MaxFollowWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, id := range []string{"a", "b", "c"} {
+		if err := a.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := storetest.BeginAndFinish(ctx, a, id, "P", nil, time.Now(), storetest.Event(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev)
+	}
+	read := func() []uint64 {
+		t.Helper()
+		var got []uint64
+		if err := b.Events(ctx, 0, 10, func(ev intentd.Event) error { got = append(got, ev.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, c := range []struct {
+		keep   uint64
+		pruned uint64
+		first  uint64 // b's oldest retained event, 0 for none
+		events []uint64
+	}{
+		{keep: 1, pruned: ids[1], first: ids[2], events: ids[2:]},
+		{keep: 0, pruned: ids[2], first: 0, events: nil},
+	} {
+		// A record of the index just before the prune: b's index takes it at once, after
+		// a quiet spell, and then lets its window (500 ms) pass, with the floor's record
+		// in it.
+		if err := a.CreateIntent(ctx, fmt.Sprint("x", c.keep), "P", nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, err := a.PruneEvents(ctx, c.keep, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := b.PrunedThrough(ctx); err != nil || p != c.pruned {
+			t.Errorf("keep %d: the other store's PrunedThrough = %d, %v; want %d", c.keep, p, err, c.pruned)
+		}
+		if first, _, err := b.EventBounds(ctx); err != nil || first != c.first {
+			t.Errorf("keep %d: the other store's oldest retained event = %d, %v; want %d", c.keep, first, err, c.first)
+		}
+		if got := read(); !slices.Equal(got, c.events) {
+			t.Errorf("keep %d: the other store serves events %v; want %v", c.keep, got, c.events)
 		}
 	}
 }
