@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 # generated code matches the runtime it is linked with.
 PROTOC_GEN_GO := $(TOOLS)/protoc-gen-go
 PROTOBUF_VERSION = $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
-PROTOS      := cluster/clusterpb/intent.proto
+PROTOS      := cluster/clusterpb/intent.proto cluster/clusterpb/log.proto
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 PKGS        := ./...
@@ -52,7 +52,7 @@ cluster-memory: ## a member's memory after loads (minutes): three times 10,000 i
 	INTENTD_CLUSTER_MEMORY=1 INTENTD_CLUSTER_MEMORY_OUT=$(abspath $(BIN))/cluster-memory $(GO) test -count=1 -v -timeout 30m -run '^TestClusterMemoryAfterLoad$$' ./cmd/intentd/
 
 .PHONY: cluster-cost
-cluster-cost: ## what an intent costs, created and decided (minutes): one node on three NATS servers, then clusters of 1 to 4 members on them, one after the other, through intentbench decide; the table in bin/cluster-cost (COST_ROUNDS, COST_RATE, COST_DURATION, COST_SETUPS=1,c1,c2,c3,c4 and cN+K, K members more the load does not reach, COST_PROFILE=1 keeps CPU profiles, COST_BIN=PATH measures another intentd build)
+cluster-cost: ## what an intent costs, created and decided (minutes): one node on three NATS servers, then clusters of 1 to 4 members on them, one after the other, through intentbench decide; the table in bin/cluster-cost (COST_ROUNDS, COST_RATE, COST_DURATION, COST_SETUPS=1,c1,c2,c3,c4 and cN+K, K members more the load does not reach, and cN/L, the log kept by the first L members only, COST_PROFILE=1 keeps CPU profiles, COST_BIN=PATH measures another intentd build)
 	INTENTD_CLUSTER_COST=1 INTENTD_CLUSTER_COST_OUT=$(abspath $(BIN))/cluster-cost INTENTD_CLUSTER_COST_ROUNDS=$${COST_ROUNDS:-1} INTENTD_CLUSTER_COST_RATE=$${COST_RATE:-300} INTENTD_CLUSTER_COST_DURATION=$${COST_DURATION:-10s} INTENTD_CLUSTER_COST_SETUPS=$${COST_SETUPS:-1,c1,c2,c3,c4} INTENTD_CLUSTER_COST_PROFILE=$${COST_PROFILE:-} INTENTD_CLUSTER_COST_BIN=$${COST_BIN:-} $(GO) test -count=1 -v -timeout 60m -run '^TestClusterCost$$' ./cmd/intentd/
 
 .PHONY: upgrade-test

@@ -29,3 +29,22 @@ type LogStore interface {
 // that finds it says so and appends no more (docs/proofs.md).
 var ErrLogFork = &Error{Kind: KindConflict, Code: CodeLogFork,
 	Message: "the transparency log's entries differ from those the store keeps"}
+
+// LogReader reads the transparency log of outcomes as the service serves it: under
+// /log/ in the C2SP tlog-tiles layout, and as the inclusion a proof bundle carries. A
+// node that keeps the log reads its own (tlog.Log.Reader); a member of a cluster that
+// keeps none reads, over the members' port, the log of a member that keeps one
+// (actors.Engine.ClusterLog): every member that keeps it holds the same tree, byte
+// for byte, so any one of them answers for the cluster.
+type LogReader interface {
+	// Checkpoint returns the newest checkpoint the log serves.
+	Checkpoint(ctx context.Context) ([]byte, error)
+	// Tile returns a tile of hashes; KindNotFound while the log lacks it.
+	Tile(ctx context.Context, level, index uint64, width int) ([]byte, error)
+	// Entries returns an entry bundle; KindNotFound while the log lacks it.
+	Entries(ctx context.Context, index uint64, width int) ([]byte, error)
+	// Inclusion returns the inclusion of an intent's outcome, nil while it is not in
+	// the log, and, when the log has witnesses, whether its checkpoint meets their
+	// quorum.
+	Inclusion(ctx context.Context, intentID string) (*LogInclusion, *LogWitnessing, error)
+}

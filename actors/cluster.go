@@ -56,6 +56,10 @@ type ClusterConfig struct {
 	// RequestTimeout bounds a command to another member, all its tries; 0:
 	// DefaultClusterRequestTimeout.
 	RequestTimeout time.Duration
+	// Log, when this member keeps the transparency log, is that log: the member then
+	// serves it to the members that keep none (clusterlog.go). Nil: it keeps none, and
+	// reads the cluster's through ClusterLog.
+	Log intentd.LogReader
 
 	stuckAfter time.Duration // 0: stuckAfter; shorter in tests
 	// noPartitions serves intents' own grains alone, as the releases before partition
@@ -123,6 +127,11 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	kinds := []*cluster.Kind{cluster.NewKind(intentKind, grains)}
 	if !c.noPartitions {
 		kinds = append(kinds, cluster.NewKind(partitionKind, grains))
+	}
+	if c.Log != nil {
+		kinds = append(kinds, cluster.NewKind(logKind, actor.PropsFromProducer(func() actor.Actor {
+			return &logGrain{e: e, member: m, log: c.Log}
+		})))
 	}
 	// protoactor makes each peer's outgoing queue with room for a million messages up
 	// front, 16 MiB a peer that stayed held after the peer went quiet; the queue grows

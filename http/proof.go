@@ -34,20 +34,19 @@ func (s *Server) proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 	// A receipt signed with an earlier key is not shown with a checkpoint signed by
 	// the current one: a verifier checks both under the key the receipt names.
 	if s.opts.Log != nil && b.Receipt.Receipt.KeyID == s.opts.Info.KeyID {
-		var inc *intentd.LogInclusion
-		var witnessed *intentd.LogWitnessing
-		var err error
-		if wl, ok := s.opts.Log.(witnessedLog); ok {
-			inc, witnessed, err = wl.InclusionWitnessed(ctx, b.Receipt.Receipt.IntentID)
-		} else {
-			inc, err = s.opts.Log.Inclusion(b.Receipt.Receipt.IntentID)
-		}
+		inc, witnessed, err := s.opts.Log.Inclusion(ctx, b.Receipt.Receipt.IntentID)
 		if inc != nil {
 			b.LogWitnesses = witnessed
 		}
-		if err != nil {
+		switch {
+		case err == nil:
+		case intentd.ErrorKind(err) == intentd.KindInternal:
 			// The receipt stands without its inclusion; a reader asks again.
 			s.log.ErrorContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
+		default:
+			// A cluster's member that keeps no log found none that does, or none
+			// that answered in time: the receipt stands without its inclusion.
+			s.log.WarnContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
 		}
 		b.Log = inc
 	}

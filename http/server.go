@@ -97,8 +97,10 @@ type Options struct {
 	// routes that need no token; nil: CORS off, and no answer carries its headers.
 	CORSOrigins []string
 	// Log is the transparency log of outcomes, served under /log/ and asked for the
-	// inclusion each proof bundle carries; nil: no log, and /log/ answers 404.
-	Log TransparencyLog
+	// inclusion each proof bundle carries: this node's own (tlog.Log.Reader), or in a
+	// cluster, for a member that keeps none, a member's that keeps one
+	// (actors.Engine.ClusterLog). Nil: no log, and /log/ answers 404.
+	Log intentd.LogReader
 	// Witnesses is the state of the log's witnesses, for GET /log/witnesses, GET
 	// /readyz and the metrics; nil: the log has none, and GET /log/witnesses answers
 	// 404.

@@ -13,23 +13,6 @@ import (
 	"github.com/intentd/intentd/tlog"
 )
 
-// TransparencyLog is the log of outcomes served under /log/ in the C2SP tlog-tiles
-// layout, and asked for the inclusion proofs that proof bundles carry; *tlog.Log is
-// the one the service runs.
-type TransparencyLog interface {
-	// Checkpoint returns the newest signed checkpoint.
-	Checkpoint() []byte
-	// Tile returns a tile of hashes; KindNotFound while the log lacks it, and an
-	// internal error when it holds it but cannot read it.
-	Tile(level, index uint64, width int) ([]byte, error)
-	// Entries returns an entry bundle; KindNotFound while the log lacks it, and an
-	// internal error when it holds it but cannot read it.
-	Entries(index uint64, width int) ([]byte, error)
-	// Inclusion returns the inclusion of an intent's outcome, or nil while it is not
-	// in the log.
-	Inclusion(intentID string) (*intentd.LogInclusion, error)
-}
-
 // The Cache-Control of the log's resources, as C2SP tlog-tiles asks. Tiles and entry
 // bundles, full and partial alike, are "immutable, so [their] caching headers SHOULD be
 // long-lived": what a path names never changes (a partial one grown is another path,
@@ -50,7 +33,13 @@ func (s *Server) handleLogCheckpoint(w http.ResponseWriter, r *http.Request, _ h
 		Error(w, r, s.log, intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, "this server keeps no transparency log"))
 		return
 	}
-	writeLog(w, cacheCheckpoint, "text/plain; charset=utf-8", s.opts.Log.Checkpoint())
+	cp, err := s.opts.Log.Checkpoint(r.Context())
+	if err != nil {
+		w.Header().Set("Cache-Control", cacheMissing)
+		Error(w, r, s.log, err)
+		return
+	}
+	writeLog(w, cacheCheckpoint, "text/plain; charset=utf-8", cp)
 }
 
 // handleLogTile answers a tile of hashes or an entry bundle. A path the layout does
@@ -68,9 +57,9 @@ func (s *Server) handleLogTile(w http.ResponseWriter, r *http.Request, ps httpro
 	}
 	var body []byte
 	if t.Entries {
-		body, err = s.opts.Log.Entries(t.Index, t.Width)
+		body, err = s.opts.Log.Entries(r.Context(), t.Index, t.Width)
 	} else {
-		body, err = s.opts.Log.Tile(t.Level, t.Index, t.Width)
+		body, err = s.opts.Log.Tile(r.Context(), t.Level, t.Index, t.Width)
 	}
 	if err != nil {
 		w.Header().Set("Cache-Control", cacheMissing)

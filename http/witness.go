@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,12 +19,6 @@ type LogWitnesses interface {
 	Witnesses() []tlog.WitnessStatus
 	// Uncosigned is the number of leaves no checkpoint meeting the quorum covers.
 	Uncosigned() uint64
-}
-
-// witnessedLog is a transparency log that says, with an inclusion, whether its
-// checkpoint meets the witnesses' quorum (*tlog.Log).
-type witnessedLog interface {
-	InclusionWitnessed(ctx context.Context, intentID string) (*intentd.LogInclusion, *intentd.LogWitnessing, error)
 }
 
 // witnessesBody is the answer of GET /log/witnesses.

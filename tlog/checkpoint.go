@@ -98,6 +98,14 @@ func (s noteSigner) Name() string                    { return s.name }
 func (s noteSigner) KeyHash() uint32                 { return s.hash }
 func (s noteSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg), nil }
 
+// VerifierKey is the C2SP note verifier key of the checkpoints of a log under origin,
+// signed with key: what a member of a cluster that keeps no log tells of the log it
+// serves from another member, which signs under the same origin and key.
+func VerifierKey(origin string, key *crypto.SigningKey) (string, error) {
+	_, vkey, err := newSigner(origin, key)
+	return vkey, err
+}
+
 // newSigner returns the note signer of origin and its verifier key.
 func newSigner(origin string, key *crypto.SigningKey) (note.Signer, string, error) {
 	v, err := iproof.LogVerifier(origin, key.PublicKey())

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestGeneratedCodeIsCurrent regenerates intent.pb.go from intent.proto into a temporary
-// directory, as `make proto` does, and fails when it differs from the committed file: a
+// TestGeneratedCodeIsCurrent regenerates the Go code of each .proto file here into a
+// temporary directory, as `make proto` does, and fails when it differs from the committed file: a
 // .proto edited without `make proto` would otherwise ship messages that disagree with
 // their declaration. protoc-gen-go is built from the google.golang.org/protobuf that
 // go.mod resolves, the version the Makefile pins. It skips without protoc.
@@ -28,21 +28,28 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build protoc-gen-go: %v\n%s", err, out)
 	}
-	gen := exec.Command(protoc, "--plugin=protoc-gen-go="+plugin, "--proto_path=.",
-		"--go_out="+dir, "--go_opt=paths=source_relative", "intent.proto")
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("protoc: %v\n%s", err, out)
+	protos, err := filepath.Glob("*.proto")
+	if err != nil || len(protos) == 0 {
+		t.Fatalf("no .proto files here: %v", err)
 	}
-	want, err := os.ReadFile(filepath.Join(dir, "intent.pb.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("intent.pb.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(withoutProtocVersion(got), withoutProtocVersion(want)) {
-		t.Fatal("intent.pb.go is stale: run `make proto` and commit the result")
+	for _, file := range protos {
+		gen := exec.Command(protoc, "--plugin=protoc-gen-go="+plugin, "--proto_path=.",
+			"--go_out="+dir, "--go_opt=paths=source_relative", file)
+		if out, err := gen.CombinedOutput(); err != nil {
+			t.Fatalf("protoc %s: %v\n%s", file, err, out)
+		}
+		code := strings.TrimSuffix(file, ".proto") + ".pb.go"
+		want, err := os.ReadFile(filepath.Join(dir, code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(withoutProtocVersion(got), withoutProtocVersion(want)) {
+			t.Errorf("%s is stale: run `make proto` and commit the result", code)
+		}
 	}
 }
 

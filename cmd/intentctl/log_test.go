@@ -77,7 +77,7 @@ func startLogServerWith(t testing.TB, dir string, set func(*tlog.Options)) *logS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = l.Run(ctx, e) }()
-	srv := intenthttp.NewServer(e, intenthttp.Options{Log: l, Info: intentd.Info{
+	srv := intenthttp.NewServer(e, intenthttp.Options{Log: l.Reader(), Info: intentd.Info{
 		PublicKey: crypto.EncodeBase58(key.PublicKey()), KeyID: key.ID(), LogOrigin: l.Origin(), LogVerifierKey: l.VerifierKey(),
 	}})
 	ts := httptest.NewServer(srv)

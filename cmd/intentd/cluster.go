@@ -178,6 +178,9 @@ func (m *Main) clusterConfig() (*actors.ClusterConfig, error) {
 	if tc != nil {
 		m.clusterTLSConfig, cc.Credentials = tc, tc.Credentials()
 	}
+	if m.tlog != nil {
+		cc.Log = m.tlog.Reader() // served to the members that keep no log
+	}
 	return cc, nil
 }
 

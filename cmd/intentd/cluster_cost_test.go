@@ -27,17 +27,29 @@ type costSetup struct {
 	nodes   int
 	cluster bool
 	idle    int
+	// keepers is how many members keep the transparency log, the first ones; the others
+	// serve it from them (--tlog=false). 0: every member keeps it.
+	keepers int
 }
 
 func (c costSetup) String() string {
+	var s string
 	switch {
 	case !c.cluster:
 		return fmt.Sprintf("%d node, no cluster", c.nodes)
 	case c.idle > 0:
-		return fmt.Sprintf("%d-node cluster and %d idle", c.nodes, c.idle)
+		s = fmt.Sprintf("%d-node cluster and %d idle", c.nodes, c.idle)
+	default:
+		s = fmt.Sprintf("%d-node cluster", c.nodes)
 	}
-	return fmt.Sprintf("%d-node cluster", c.nodes)
+	if c.keepers > 0 {
+		s += fmt.Sprintf(", the log kept by %d", c.keepers)
+	}
+	return s
 }
+
+// keepsLog reports whether member i of the setup keeps the transparency log.
+func (c costSetup) keepsLog(i int) bool { return c.keepers == 0 || i < c.keepers }
 
 // costRow is what one run of a setup measured.
 type costRow struct {
@@ -136,21 +148,28 @@ func saveProfile(t *testing.T, url, file string) {
 
 // parseSetups reads INTENTD_CLUSTER_COST_SETUPS: a list of "N" (N nodes of the NATS
 // store, no cluster: 1 is the only such setup whose figures mean one node), "cN" (a
-// cluster of N members) and "cN+K" (a cluster of N members the load is spread over and
-// K more that it does not reach).
+// cluster of N members), "cN+K" (a cluster of N members the load is spread over and
+// K more that it does not reach), and either with "/L" after N: only the first L
+// members keep the transparency log ("c3/1", "c3/1+1").
 func parseSetups(list string) ([]costSetup, error) {
 	var setups []costSetup
-	bad := fmt.Errorf("INTENTD_CLUSTER_COST_SETUPS %q: want a list of 1, cN and cN+K, N and K counts of members", list)
+	bad := fmt.Errorf("INTENTD_CLUSTER_COST_SETUPS %q: want a list of 1, cN, cN+K, cN/L and cN/L+K, N and K counts of members, L of those keeping the log", list)
 	for _, f := range strings.Split(list, ",") {
 		s := costSetup{}
 		f, s.cluster = strings.CutPrefix(strings.TrimSpace(f), "c")
 		f, idle, plus := strings.Cut(f, "+")
+		f, keepers, slash := strings.Cut(f, "/")
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || (!s.cluster && (n != 1 || plus)) {
+		if err != nil || n < 1 || (!s.cluster && (n != 1 || plus || slash)) {
 			return nil, bad
 		}
 		if plus {
 			if s.idle, err = strconv.Atoi(idle); err != nil || s.idle < 1 {
+				return nil, bad
+			}
+		}
+		if slash {
+			if s.keepers, err = strconv.Atoi(keepers); err != nil || s.keepers < 1 || s.keepers > n {
 				return nil, bad
 			}
 		}
@@ -190,6 +209,9 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 		}
 		if s.cluster {
 			args = append(args, "--cluster-bind", "127.0.0.1:"+freePort(t))
+		}
+		if !s.keepsLog(i) {
+			args = append(args, "--tlog=false")
 		}
 		nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: args}
 		nodes[i].start()
@@ -311,7 +333,7 @@ func costTable(rows []costRow, rate, duration string) string {
 		if r.setup.idle > 0 {
 			idle = fmt.Sprintf("%.0f µs", r.idleCPU)
 		}
-		if r.setup.cluster && prev.setup.cluster && prev.setup.idle == 0 && r.setup.idle == 0 && prev.setup.nodes == r.setup.nodes-1 && one > 0 {
+		if r.setup.cluster && prev.setup.cluster && prev.setup.idle == 0 && r.setup.idle == 0 && prev.setup.nodes == r.setup.nodes-1 && prev.setup.keepers == r.setup.keepers && one > 0 {
 			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-prev.intentdCPU, 100*(r.intentdCPU-prev.intentdCPU)/one)
 		}
 		prev = r
@@ -335,6 +357,11 @@ func TestParseCostSetups(t *testing.T) {
 		{"c3+", nil},
 		{"c3+0", nil},
 		{"c3+x", nil},
+		{"c3/1, c3/1+1", []costSetup{{nodes: 3, cluster: true, keepers: 1}, {nodes: 3, cluster: true, idle: 1, keepers: 1}}},
+		{"c3/0", nil},
+		{"c3/4", nil},
+		{"1/1", nil},
+		{"c3/", nil},
 		{"", nil},
 	} {
 		got, err := parseSetups(c.list)

@@ -34,18 +34,20 @@ import (
 // cluster, all on loopback. Intents are submitted to each node in turn, proposed to on
 // another and read on the third; every node's stream has the same events. Then one node
 // and one NATS server are killed with SIGKILL, and every proposal for the open intents,
-// the dead node's included, succeeds through the nodes left within seconds. Last, an
-// intent delegated to an agent is refused what it must refuse from any member, and
-// takes the agent's signed proposal through a member that does not own it.
+// the dead node's included, succeeds through the nodes left within seconds. One member
+// keeps no transparency log, and serves the log of those that do. Last, an intent
+// delegated to an agent is refused what it must refuse from any member, and takes the
+// agent's signed proposal through a member that does not own it.
 func TestCluster(t *testing.T) {
 	// Not parallel: heavy: a cluster of processes killed and paused, whose time-outs a test beside it would starve.
-	r := startRig(t)
+	r := startRigFlags(t, rigArgs) // one member keeps no transparency log
 	const n = 30
 	checkSpread(t, r, n)
 	checkNodeKilled(t, r, n)
 	paused := checkNodePaused(t, r, n)
 	checkRejoin(t, r, 2*n+paused)
-	checkAgents(t, r) // last: its outcome is not in the event counts of the checks before
+	checkLogFromKeepers(t, r) // after the counts of events, as checkAgents
+	checkAgents(t, r)         // last: its outcome is not in the event counts of the checks before
 }
 
 // submitTo submits a new intent through node n and returns its id.
@@ -315,13 +317,19 @@ type rig struct {
 }
 
 func startRig(t *testing.T) *rig {
+	return startRigFlags(t, nil)
+}
+
+// startRigFlags is startRig with the flags extra(i) added to node i's, when extra is
+// not nil.
+func startRigFlags(t *testing.T, extra func(i int) []string) *rig {
 	if testing.Short() {
 		t.Skip("starts three intentd and three NATS servers")
 	}
 	if v := os.Getenv("INTENTD_TEST_STORE"); v != "" && v != "pebble" {
 		t.Skip("chooses its own stores; runs when INTENTD_TEST_STORE is pebble")
 	}
-	return startRigWith(t, buildIntentd(t))
+	return startRigArgs(t, buildIntentd(t), extra)
 }
 
 // startRigWith is startRig with the nodes running bin, a build of intentd.

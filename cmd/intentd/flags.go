@@ -248,7 +248,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.Webhooks.Timeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt, connection to answer")
 	fs.StringVar(&c.Webhooks.Schedule, "webhook-retry-schedule", "0s,5s,5m,30m,2h,5h,10h,10h", "delay before each attempt of a webhook event; an endpoint whose event fails the last is disabled")
 	fs.IntVar(&c.Webhooks.Max, "webhook-max", 100, "most webhook endpoints kept")
-	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md)")
+	fs.BoolVar(&c.Tlog.Enabled, "tlog", true, "keep the transparency log of outcomes and serve it under /log/ (docs/proofs.md); false: keep none, and in a cluster serve the log of a member that keeps one (docs/cluster.md)")
 	fs.StringVar(&c.Tlog.Dir, "tlog-dir", "", "folder of the transparency log's leaves and tree; empty: tlog in --data")
 	fs.StringVar(&c.Tlog.Origin, "tlog-origin", "", "origin line of the log's checkpoints, a URL without scheme (log.example.com/intentd), the same on every member of a cluster and fixed once the log has leaves; empty: intentd/<receipt key id>")
 	fs.StringVar(&c.Tlog.Witnesses, "tlog-witnesses", "", "file of the witnesses that cosign the log's checkpoints and their quorum, in the C2SP tlog-policy format (docs/proofs.md); empty: no witness")

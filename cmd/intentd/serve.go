@@ -9,6 +9,7 @@ import (
 	"github.com/intentd/intentd/crypto"
 	intenthttp "github.com/intentd/intentd/http"
 	"github.com/intentd/intentd/internal/buildinfo"
+	"github.com/intentd/intentd/tlog"
 )
 
 // serve opens the listener and serves the API on the engine (through the transparency
@@ -59,12 +60,25 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 	var served intentd.Engine = m.engine
 	if m.tlog != nil {
 		m.runTlog()
-		opts.Log = m.tlog
+		opts.Log = m.tlog.Reader()
 		if c.Tlog.Witnesses != "" {
 			opts.Witnesses = m.tlog
 		}
 		opts.Info.LogOrigin, opts.Info.LogVerifierKey = m.tlog.Origin(), m.tlog.VerifierKey()
 		served = loggedEngine{m.engine, m.tlog}
+	} else if c.Cluster.Bind != "" {
+		// A member that keeps no log serves the cluster's, read from a member that
+		// keeps one: the same checkpoints and tiles, under the same origin and key.
+		origin := c.Tlog.Origin
+		if origin == "" {
+			origin = tlog.DefaultOrigin(key)
+		}
+		vkey, err := tlog.VerifierKey(origin, key)
+		if err != nil {
+			return err
+		}
+		opts.Log = m.engine.ClusterLog()
+		opts.Info.LogOrigin, opts.Info.LogVerifierKey = origin, vkey
 	}
 	m.server = intenthttp.NewServer(served, opts)
 	var err error

@@ -1,0 +1,206 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/intentd/intentd"
+	"github.com/intentd/intentd/cluster/clusterpb"
+)
+
+// The transparency log of a cluster need not be kept by every member. Each member that
+// keeps one builds the same tree from the same ordered events, and following the events
+// and writing the log's Pebble is most of what a member that serves nobody spends
+// (docs/cluster.md). A member that keeps none serves the log all the same: it reads the
+// parts it is asked for from a member that keeps one, through a grain of logKind, which
+// only those members serve, so that protoactor places it on one of them.
+
+// logKind is the grain kind that members keeping the transparency log serve.
+const logKind = "tlog"
+
+// logIdentity is the one grain of logKind: every read of the log goes to it, on the
+// member protoactor places it on, and it stays active for that member's life there.
+const logIdentity = "log"
+
+// logReadTimeout bounds one read on the member that keeps the log. An inclusion may
+// wait for the witnesses' cosignatures (tlog's demandWait) before it answers.
+const logReadTimeout = 5 * time.Second
+
+// logGrain answers the reads of the log on a member that keeps it. Each read runs in a
+// goroutine of its own, so that an inclusion waiting for witnesses holds back no tile.
+type logGrain struct {
+	e      *Engine
+	member *incarnation
+	log    intentd.LogReader
+}
+
+func (g *logGrain) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*clusterpb.ReadLog)
+	if !ok {
+		return
+	}
+	sender := ctx.Sender()
+	if sender == nil || !g.e.track() {
+		return
+	}
+	root := g.member.system.Root
+	go func() {
+		defer g.e.wg.Done()
+		rctx, cancel := context.WithTimeout(g.e.ctx, logReadTimeout)
+		defer cancel()
+		root.Send(sender, g.read(rctx, m))
+	}()
+}
+
+// inclusionBody is a LogReply's body for an inclusion: the proof bundle's two members.
+type inclusionBody struct {
+	Log       *intentd.LogInclusion  `json:"log"`
+	Witnesses *intentd.LogWitnessing `json:"log_witnesses,omitempty"`
+}
+
+// read answers one read from the log kept here.
+func (g *logGrain) read(ctx context.Context, m *clusterpb.ReadLog) proto.Message {
+	body, err := func() ([]byte, error) {
+		switch m.GetPart() {
+		case clusterpb.LogPart_LOG_PART_CHECKPOINT:
+			return g.log.Checkpoint(ctx)
+		case clusterpb.LogPart_LOG_PART_TILE, clusterpb.LogPart_LOG_PART_ENTRIES:
+			if w := m.GetWidth(); w < 1 || w > tileWidth {
+				return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, "no tile of width %d: a tile's width is 1 to %d", w, tileWidth)
+			}
+			if m.GetPart() == clusterpb.LogPart_LOG_PART_TILE {
+				return g.log.Tile(ctx, m.GetLevel(), m.GetIndex(), int(m.GetWidth()))
+			}
+			return g.log.Entries(ctx, m.GetIndex(), int(m.GetWidth()))
+		case clusterpb.LogPart_LOG_PART_INCLUSION:
+			inc, wit, err := g.log.Inclusion(ctx, m.GetIntentId())
+			if inc == nil {
+				return nil, err
+			}
+			return json.Marshal(inclusionBody{Log: inc, Witnesses: wit})
+		}
+		return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, "no part %d of the log to read", m.GetPart())
+	}()
+	if err != nil {
+		if intentd.ErrorKind(err) == intentd.KindInternal {
+			g.e.log.Error("read the transparency log for another member", "part", m.GetPart().String(), "err", err)
+		}
+		return clusterpb.NewErrorReply("", err)
+	}
+	return &clusterpb.LogReply{Body: body}
+}
+
+// tileWidth is the most entries or hashes a tile holds (C2SP tlog-tiles).
+const tileWidth = 256
+
+// ClusterLog is the cluster's transparency log, read from a member that keeps one, for
+// a member that keeps none (ClusterConfig.Log nil); nil outside cluster mode. Its reads
+// are answered 404 log_not_found while no member keeps a log, and 503
+// member_unavailable while none that does answers.
+func (e *Engine) ClusterLog() intentd.LogReader {
+	if e.cfg.Cluster == nil {
+		return nil
+	}
+	return clusterLog{e}
+}
+
+// clusterLog reads the log through the engine's membership.
+type clusterLog struct{ e *Engine }
+
+func (l clusterLog) Checkpoint(ctx context.Context) ([]byte, error) {
+	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_CHECKPOINT})
+}
+
+func (l clusterLog) Tile(ctx context.Context, level, index uint64, width int) ([]byte, error) {
+	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_TILE, Level: level, Index: index, Width: int32(width)})
+}
+
+func (l clusterLog) Entries(ctx context.Context, index uint64, width int) ([]byte, error) {
+	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_ENTRIES, Index: index, Width: int32(width)})
+}
+
+func (l clusterLog) Inclusion(ctx context.Context, intentID string) (*intentd.LogInclusion, *intentd.LogWitnessing, error) {
+	body, err := l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_INCLUSION, IntentId: intentID})
+	if err != nil || len(body) == 0 {
+		return nil, nil, err
+	}
+	var b inclusionBody
+	if err := json.Unmarshal(body, &b); err != nil || b.Log == nil {
+		return nil, nil, intentd.Internal("read the log's inclusion from a member: %w", fmt.Errorf("an answer that is not an inclusion: %v", err))
+	}
+	return b.Log, b.Witnesses, nil
+}
+
+// logRetryPause is the pause before a read of the log is sent again.
+const logRetryPause = 100 * time.Millisecond
+
+// errNoLogKeeper answers a read of the log while no member keeps one.
+var errNoLogKeeper = intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound,
+	"no member of this cluster keeps a transparency log (--tlog)")
+
+// read sends a read to the log's grain, again on a member that does not answer within
+// clusterTryTimeout, until the request budget is spent or ctx ends.
+func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, error) {
+	deadline := time.Now().Add(l.e.requestBudget())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var err error
+	for ctx.Err() == nil {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		var res any
+		res, err = l.e.readLogOnce(req, min(left, clusterTryTimeout))
+		switch r := res.(type) {
+		case *clusterpb.LogReply:
+			return r.GetBody(), nil
+		case *clusterpb.ErrorReply:
+			return nil, r.Err()
+		}
+		if err == errNoLogKeeper {
+			return nil, err
+		}
+		if err == nil {
+			err = fmt.Errorf("the log's grain answered %T", res)
+		}
+		select { // a member rejoining answers at once: not a loop that spins
+		case <-time.After(logRetryPause):
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, intentd.Canceled(ctx.Err())
+	}
+	l.e.log.Warn("read the transparency log from a member that keeps it", "err", err)
+	return nil, &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeMemberUnavailable,
+		Message: "no cluster member that keeps the transparency log answered; retry later", Err: err}
+}
+
+// readLogOnce sends a read to the log's grain once.
+func (e *Engine) readLogOnce(req *clusterpb.ReadLog, timeout time.Duration) (any, error) {
+	m := e.member.Load()
+	if m == nil {
+		return nil, errNotMember
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.up() {
+		return nil, errNotMember
+	}
+	if !slices.ContainsFunc(m.cluster.MemberList.Members().Members(), keepsLog) {
+		return nil, errNoLogKeeper
+	}
+	return m.cluster.Request(logIdentity, logKind, req, cluster.WithTimeout(timeout))
+}
+
+// keepsLog reports whether a member serves the log's grain.
+func keepsLog(m *cluster.Member) bool { return slices.Contains(m.Kinds, logKind) }
