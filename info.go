@@ -29,7 +29,8 @@ type Info struct {
 	PublicKey string `json:"public_key,omitempty"`
 	KeyID     string `json:"key_id,omitempty"`
 	// LogOrigin and LogVerifierKey name the transparency log of outcomes, when the
-	// server keeps one: its checkpoints' origin line and the C2SP note verifier key
+	// server keeps one, or is a member of a cluster, which serves the log of the
+	// members that keep it: its checkpoints' origin line and the C2SP note verifier key
 	// they are signed with (the receipt key, under the origin's name).
 	LogOrigin      string `json:"log_origin,omitempty"`
 	LogVerifierKey string `json:"log_verifier_key,omitempty"`

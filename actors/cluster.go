@@ -130,7 +130,7 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 	}
 	if c.Log != nil {
 		kinds = append(kinds, cluster.NewKind(logKind, actor.PropsFromProducer(func() actor.Actor {
-			return &logGrain{e: e, member: m, log: c.Log}
+			return &logGrain{e: e, member: m, log: c.Log, reads: make(chan struct{}, maxLogReads)}
 		})))
 	}
 	// protoactor makes each peer's outgoing queue with room for a million messages up
@@ -405,6 +405,13 @@ func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Comm
 // try is left to finish by itself, and a new one starts. Both carry one request id, so
 // the command runs once.
 func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Command, timeout time.Duration) (any, error) {
+	return e.tryOnce(ctx, timeout, func(m *incarnation) (any, error) { return m.request(id, cmd, timeout) })
+}
+
+// tryOnce sends one request through the current incarnation, as send does it, and
+// waits for its answer as clusterTry says: for at most timeout, until the members
+// change, or until ctx ends, whichever comes first, leaving send to finish by itself.
+func (e *Engine) tryOnce(ctx context.Context, timeout time.Duration, send func(*incarnation) (any, error)) (any, error) {
 	m := e.member.Load()
 	if m == nil || !m.serving() {
 		// Between two incarnations, or while one starts: the next try is a moment
@@ -428,7 +435,7 @@ func (e *Engine) clusterTry(ctx context.Context, id string, cmd clusterpb.Comman
 	done := make(chan answer, 1)
 	go func() {
 		defer e.wg.Done()
-		res, err := m.request(id, cmd, timeout)
+		res, err := send(m)
 		done <- answer{res, err}
 	}()
 	t := time.NewTimer(timeout)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -34,25 +35,49 @@ const logIdentity = "log"
 const logReadTimeout = 5 * time.Second
 
 // logGrain answers the reads of the log on a member that keeps it. Each read runs in a
-// goroutine of its own, so that an inclusion waiting for witnesses holds back no tile.
+// goroutine of its own, so that an inclusion waiting for witnesses holds back no tile;
+// at most maxLogReads run at once, and a read past them is answered busy, so that the
+// members' public /log/ traffic, which they pass on, cannot pile goroutines up here.
 type logGrain struct {
 	e      *Engine
 	member *incarnation
 	log    intentd.LogReader
+	reads  chan struct{} // a slot for each read under way
 }
 
+// maxLogReads bounds the reads of the log a member runs at once for the others.
+const maxLogReads = 64
+
+// errLogBusy answers a read past maxLogReads.
+var errLogBusy = intentd.Errorf(intentd.KindBusy, intentd.CodeCapacityExceeded,
+	"the cluster member that keeps the transparency log reads as much of it for the others as it may; retry later")
+
+// errLogLeaving answers a read that reaches a member whose engine is closing: the next
+// try reaches another member that keeps the log, once this one has left.
+var errLogLeaving = intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown,
+	"the cluster member that keeps the transparency log is shutting down; retry")
+
+// Receive takes a read of the log and answers it from a goroutine of its own.
 func (g *logGrain) Receive(ctx actor.Context) {
 	m, ok := ctx.Message().(*clusterpb.ReadLog)
-	if !ok {
+	if !ok || ctx.Sender() == nil {
 		return
 	}
-	sender := ctx.Sender()
-	if sender == nil || !g.e.track() {
+	if !g.e.track() {
+		ctx.Respond(clusterpb.NewErrorReply("", errLogLeaving))
 		return
 	}
-	root := g.member.system.Root
+	select {
+	case g.reads <- struct{}{}:
+	default:
+		g.e.wg.Done()
+		ctx.Respond(clusterpb.NewErrorReply("", errLogBusy))
+		return
+	}
+	sender, root := ctx.Sender(), g.member.system.Root
 	go func() {
 		defer g.e.wg.Done()
+		defer func() { <-g.reads }()
 		rctx, cancel := context.WithTimeout(g.e.ctx, logReadTimeout)
 		defer cancel()
 		root.Send(sender, g.read(rctx, m))
@@ -74,6 +99,9 @@ func (g *logGrain) read(ctx context.Context, m *clusterpb.ReadLog) proto.Message
 		case clusterpb.LogPart_LOG_PART_TILE, clusterpb.LogPart_LOG_PART_ENTRIES:
 			if w := m.GetWidth(); w < 1 || w > tileWidth {
 				return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, "no tile of width %d: a tile's width is 1 to %d", w, tileWidth)
+			}
+			if m.GetLevel() > maxTileLevel {
+				return nil, intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound, "no tile of level %d: a tree of 2^64 leaves has %d levels of tiles", m.GetLevel(), maxTileLevel+1)
 			}
 			if m.GetPart() == clusterpb.LogPart_LOG_PART_TILE {
 				return g.log.Tile(ctx, m.GetLevel(), m.GetIndex(), int(m.GetWidth()))
@@ -97,8 +125,13 @@ func (g *logGrain) read(ctx context.Context, m *clusterpb.ReadLog) proto.Message
 	return &clusterpb.LogReply{Body: body}
 }
 
-// tileWidth is the most entries or hashes a tile holds (C2SP tlog-tiles).
-const tileWidth = 256
+// tileWidth is the most entries or hashes a tile holds (C2SP tlog-tiles), and
+// maxTileLevel the highest level of tiles a tree of 2^64 leaves has, 8 levels of the
+// tree a tile.
+const (
+	tileWidth    = 256
+	maxTileLevel = 7
+)
 
 // ClusterLog is the cluster's transparency log, read from a member that keeps one, for
 // a member that keeps none (ClusterConfig.Log nil); nil outside cluster mode. Its reads
@@ -114,18 +147,23 @@ func (e *Engine) ClusterLog() intentd.LogReader {
 // clusterLog reads the log through the engine's membership.
 type clusterLog struct{ e *Engine }
 
+// Checkpoint reads the newest checkpoint a member that keeps the log serves.
 func (l clusterLog) Checkpoint(ctx context.Context) ([]byte, error) {
 	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_CHECKPOINT})
 }
 
+// Tile reads a tile of hashes from a member that keeps the log.
 func (l clusterLog) Tile(ctx context.Context, level, index uint64, width int) ([]byte, error) {
 	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_TILE, Level: level, Index: index, Width: int32(width)})
 }
 
+// Entries reads an entry bundle from a member that keeps the log.
 func (l clusterLog) Entries(ctx context.Context, index uint64, width int) ([]byte, error) {
 	return l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_ENTRIES, Index: index, Width: int32(width)})
 }
 
+// Inclusion reads an outcome's inclusion, and what the witnesses say of its checkpoint,
+// from a member that keeps the log.
 func (l clusterLog) Inclusion(ctx context.Context, intentID string) (*intentd.LogInclusion, *intentd.LogWitnessing, error) {
 	body, err := l.read(ctx, &clusterpb.ReadLog{Part: clusterpb.LogPart_LOG_PART_INCLUSION, IntentId: intentID})
 	if err != nil || len(body) == 0 {
@@ -145,12 +183,20 @@ const logRetryPause = 100 * time.Millisecond
 var errNoLogKeeper = intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFound,
 	"no member of this cluster keeps a transparency log (--tlog)")
 
-// read sends a read to the log's grain, again on a member that does not answer within
-// clusterTryTimeout, until the request budget is spent or ctx ends.
+// read sends a read to the log's grain, again while no member that keeps the log
+// answers within a try, until the request budget is spent or ctx ends. A try waits as
+// a command's does (tryOnce): not past its time-out, the members' next change or ctx.
 func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, error) {
 	deadline := time.Now().Add(l.e.requestBudget())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
+	}
+	try := clusterTryTimeout
+	if req.GetPart() == clusterpb.LogPart_LOG_PART_INCLUSION {
+		// The member that keeps the log may wait for its witnesses' cosignatures up
+		// to logReadTimeout. A try that gave up sooner would be answered, on the
+		// next, without them: the witnesses are asked at most once each 10 s.
+		try = logReadTimeout + time.Second
 	}
 	var err error
 	for ctx.Err() == nil {
@@ -158,21 +204,25 @@ func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, e
 		if left <= 0 {
 			break
 		}
+		t := min(left, try)
 		var res any
-		res, err = l.e.readLogOnce(req, min(left, clusterTryTimeout))
+		res, err = l.e.tryOnce(ctx, t, func(m *incarnation) (any, error) { return m.readLog(req, t) })
 		switch r := res.(type) {
 		case *clusterpb.LogReply:
 			return r.GetBody(), nil
 		case *clusterpb.ErrorReply:
-			return nil, r.Err()
+			if r.GetCode() != intentd.CodeShuttingDown {
+				return nil, r.Err()
+			}
+			err = r.Err() // once that member has left, another that keeps the log answers
 		}
-		if err == errNoLogKeeper {
+		switch {
+		case errors.Is(err, errNoLogKeeper), errors.Is(err, intentd.ErrEngineClosed):
 			return nil, err
-		}
-		if err == nil {
+		case err == nil:
 			err = fmt.Errorf("the log's grain answered %T", res)
 		}
-		select { // a member rejoining answers at once: not a loop that spins
+		select { // an answer that came at once is not tried again at once
 		case <-time.After(logRetryPause):
 		case <-ctx.Done():
 		}
@@ -185,12 +235,8 @@ func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, e
 		Message: "no cluster member that keeps the transparency log answered; retry later", Err: err}
 }
 
-// readLogOnce sends a read to the log's grain once.
-func (e *Engine) readLogOnce(req *clusterpb.ReadLog, timeout time.Duration) (any, error) {
-	m := e.member.Load()
-	if m == nil {
-		return nil, errNotMember
-	}
+// readLog sends a read to the log's grain once, through this incarnation.
+func (m *incarnation) readLog(req *clusterpb.ReadLog, timeout time.Duration) (any, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if !m.up() {

@@ -17,6 +17,7 @@ import (
 // fakeLog is an in-memory transparency log: a checkpoint, tiles and bundles by their
 // path, and inclusions by intent, with the errors tlog.Log gives for what it lacks.
 type fakeLog struct {
+	t          *testing.T
 	checkpoint []byte
 	tiles      map[[3]uint64][]byte // level (or 1<<63 for a bundle), index, width
 	inclusions map[string]*intentd.LogInclusion
@@ -26,6 +27,9 @@ type fakeLog struct {
 func (f *fakeLog) Checkpoint(context.Context) ([]byte, error) { return f.checkpoint, nil }
 
 func (f *fakeLog) Tile(_ context.Context, level, index uint64, width int) ([]byte, error) {
+	if width < 1 || width > 256 || level > 7 {
+		f.t.Errorf("the log was asked for tile %d/%d of width %d, which no tile has: the grain passed it on", level, index, width)
+	}
 	if b, ok := f.tiles[[3]uint64{level, index, uint64(width)}]; ok {
 		return b, nil
 	}
@@ -52,10 +56,10 @@ func (f *fakeLog) Inclusion(_ context.Context, id string) (*intentd.LogInclusion
 
 // TestClusterLogReadFromAKeeper runs three members, of which only the first keeps a
 // log: the other two serve its checkpoint, tiles, bundles and inclusions exactly, and
-// its refusals with their kinds; the keeper's own reader is not asked over remoting.
-// Once the keeper has left, a read finds no member that keeps a log.
+// its refusals with their kinds. Once the keeper has left, a read finds no member that keeps a log.
 func TestClusterLogReadFromAKeeper(t *testing.T) {
 	log := &fakeLog{
+		t:          t,
 		checkpoint: []byte("example.com/log\n3\nq83o+oQ=\n\n— example.com/log abc=\n"),
 		tiles: map[[3]uint64][]byte{
 			{0, 0, 3}:       make([]byte, 96),
@@ -101,6 +105,7 @@ func TestClusterLogReadFromAKeeper(t *testing.T) {
 			{"a tile the log lacks", func() error { _, err := l.Tile(ctx, 0, 1, 256); return err }, intentd.KindNotFound, intentd.CodeLogNotFound},
 			{"a bundle the log lacks", func() error { _, err := l.Entries(ctx, 5, 256); return err }, intentd.KindNotFound, intentd.CodeLogNotFound},
 			{"a width no tile has", func() error { _, err := l.Tile(ctx, 0, 0, 257); return err }, intentd.KindNotFound, intentd.CodeLogNotFound},
+			{"a level no tree has", func() error { _, err := l.Tile(ctx, 1<<61, 0, 3); return err }, intentd.KindNotFound, intentd.CodeLogNotFound},
 			{"an inclusion the keeper fails to read", func() error { _, _, err := l.Inclusion(ctx, "broken"); return err }, intentd.KindInternal, intentd.CodeInternal},
 		} {
 			if err := c.read(); intentd.ErrorKind(err) != c.kind || intentd.ErrorCode(err) != c.code {

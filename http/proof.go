@@ -11,8 +11,9 @@ import (
 
 // handleGetProof answers the proof bundle: the signed receipt with the authored intent,
 // the proposal, the evidence and the policy bytecode it binds, enough to check it
-// offline (docs/proofs.md), and, when the server keeps a transparency log and the
-// outcome is in it, the outcome's leaf with its inclusion proof and checkpoint. A
+// offline (docs/proofs.md), and, when the server keeps a transparency log (or, a member
+// of a cluster that keeps none, reads one from a member that does) and the outcome is
+// in it, the outcome's leaf with its inclusion proof and checkpoint. A
 // malformed id is a 404, as for any GET.
 func (s *Server) handleGetProof(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	b, err := s.proof(r.Context(), ps.ByName("id"))
@@ -43,10 +44,13 @@ func (s *Server) proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 		case intentd.ErrorKind(err) == intentd.KindInternal:
 			// The receipt stands without its inclusion; a reader asks again.
 			s.log.ErrorContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
+		case intentd.ErrorKind(err) == intentd.KindNotFound:
+			// A cluster's member that keeps no log, in a cluster where none keeps
+			// one: as a server with no log, the bundle has none.
 		default:
-			// A cluster's member that keeps no log found none that does, or none
-			// that answered in time: the receipt stands without its inclusion.
-			s.log.WarnContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
+			// No member that keeps the log answered in time (the read warned of
+			// it): the receipt stands without its inclusion.
+			s.log.DebugContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
 		}
 		b.Log = inc
 	}

@@ -303,8 +303,9 @@ func (s *Store) PrunedThrough(ctx context.Context) (_ uint64, err error) {
 // window later (200 ms by default), and a reader who resumes meanwhile must be told
 // that its events are gone rather than be handed, as the oldest retained, the event kept
 // below the floor only for its id. One read of the leader a call: its callers are a
-// subscription's start, a page of replayed events and the event log's bounds, not the
-// path of a command.
+// subscription's start, a page of replayed events, the event log's bounds, a webhook's
+// delivery of an event by id and the console's marks of time (a read per step of their
+// search), not the path of a command.
 func (s *Store) floorNow(ctx context.Context) (floor, pruned uint64, err error) {
 	m, err := s.last(ctx, s.floorSubject())
 	if err != nil && !errors.Is(err, intentd.ErrNotFound) {

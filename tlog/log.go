@@ -548,7 +548,7 @@ func readError(what string, err error) error {
 // TileHeight*level, from index*TileWidth. Full and partial tiles alike are served
 // only once every hash in them exists, so that what is served never changes.
 func (l *Log) Tile(level, index uint64, width int) ([]byte, error) {
-	if level*TileHeight > 63 || index > maxTileIndex {
+	if level > 63/TileHeight || index > maxTileIndex { // level*TileHeight would overflow past it
 		return nil, errNotFound("tile %d/%d is beyond any tree", level, index)
 	}
 	out := make([]byte, 0, width*32)

@@ -68,7 +68,7 @@ func NewErrorReply(requestID string, err error) *ErrorReply {
 // mistaken for one of its own.
 func (x *ErrorReply) Err() *intentd.Error {
 	if x.GetKind() == ErrorKind_ERROR_KIND_INTERNAL {
-		return intentd.Internal("intent grain: %w", errors.New("the grain's node failed; its log has the cause"))
+		return intentd.Internal("cluster grain: %w", errors.New("the grain's node failed; its log has the cause"))
 	}
 	return &intentd.Error{Kind: intentd.Kind(x.GetKind()), Code: x.GetCode(), Message: x.GetMessage()}
 }

@@ -172,7 +172,8 @@ func (x *ReadLog) GetIntentId() string {
 // LogReply answers a ReadLog. For a checkpoint, a tile or an entry bundle, body is the
 // bytes GET /log/ serves. For an inclusion, body is a JSON object whose members "log"
 // and "log_witnesses" are the proof bundle's members of those names, and is empty
-// while the outcome is not in the log.
+// while the outcome is not in the log: the API's shapes, which only grow (docs/api.md),
+// so that members of two releases read each other's.
 type LogReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`

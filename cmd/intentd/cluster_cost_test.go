@@ -51,6 +51,23 @@ func (c costSetup) String() string {
 // keepsLog reports whether member i of the setup keeps the transparency log.
 func (c costSetup) keepsLog(i int) bool { return c.keepers == 0 || i < c.keepers }
 
+// memberArgs are the flags of member i of the setup, on the NATS servers at urls,
+// signing with keyFile, with the profiler at pprof unless it is empty.
+func (c costSetup) memberArgs(t *testing.T, i int, urls []string, keyFile, pprof string) []string {
+	args := []string{"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
+		"--max-proving", "128", "--signing-key", keyFile}
+	if pprof != "" {
+		args = append(args, "--pprof", pprof)
+	}
+	if c.cluster {
+		args = append(args, "--cluster-bind", "127.0.0.1:"+freePort(t))
+	}
+	if !c.keepsLog(i) {
+		args = append(args, "--tlog=false")
+	}
+	return args
+}
+
 // costRow is what one run of a setup measured.
 type costRow struct {
 	setup             costSetup
@@ -201,19 +218,10 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 	pprofs := make([]string, s.nodes+s.idle)
 	nodes := make([]*crashServer, s.nodes+s.idle)
 	for i := range nodes {
-		args := []string{"--store", strings.Join(urls, ","), "--nats-replicas", "3", "--intent-ttl", "1h",
-			"--max-proving", "128", "--signing-key", keyFile}
 		if profile {
 			pprofs[i] = "127.0.0.1:" + freePort(t)
-			args = append(args, "--pprof", pprofs[i])
 		}
-		if s.cluster {
-			args = append(args, "--cluster-bind", "127.0.0.1:"+freePort(t))
-		}
-		if !s.keepsLog(i) {
-			args = append(args, "--tlog=false")
-		}
-		nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: args}
+		nodes[i] = &crashServer{t: t, bin: bin, data: filepath.Join(t.TempDir(), "data"), args: s.memberArgs(t, i, urls, keyFile, pprofs[i])}
 		nodes[i].start()
 	}
 	t.Cleanup(func() {

@@ -440,14 +440,16 @@ func (m *Main) Close() error {
 		m.stopTlog()
 		<-m.tlogDone
 	}
-	if m.tlog != nil {
-		if err := m.tlog.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close the transparency log: %w", err))
-		}
-	}
 	if m.engine != nil {
 		if err := m.engine.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close the engine: %w", err))
+		}
+	}
+	if m.tlog != nil {
+		// After the engine, which leaves the cluster and waits for the reads of the log
+		// it was serving to the members that keep none: none may reach a closed log.
+		if err := m.tlog.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the transparency log: %w", err))
 		}
 	}
 	if m.store != nil {
