@@ -75,9 +75,9 @@ func (m *Main) serve(tokens *intenthttp.Tokens, key *crypto.SigningKey, metrics 
 		}
 		vkey, err := tlog.VerifierKey(origin, key)
 		if err != nil {
-			return err
+			return fmt.Errorf("--tlog-origin: %w", err)
 		}
-		opts.Log = m.engine.ClusterLog()
+		opts.Log = &originChecked{LogReader: m.engine.ClusterLog(), origin: origin, log: m.logger}
 		opts.Info.LogOrigin, opts.Info.LogVerifierKey = origin, vkey
 	}
 	m.server = intenthttp.NewServer(served, opts)

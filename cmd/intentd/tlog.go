@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/actors"
@@ -107,4 +110,27 @@ func (m *Main) witnessPolicy() (*iproof.WitnessPolicy, error) {
 		}
 	}
 	return p, nil
+}
+
+// originChecked is the cluster's log as a member that keeps none serves it, which says,
+// once, when the checkpoints it passes on name another origin than its GET /info does:
+// the members that keep the log were started with another --tlog-origin than this one,
+// and a reader who pinned the origin from /info refuses every checkpoint it serves.
+type originChecked struct {
+	intentd.LogReader
+	origin string
+	log    *slog.Logger
+	warned atomic.Bool
+}
+
+// Checkpoint reads the cluster's checkpoint and checks its origin line.
+func (o *originChecked) Checkpoint(ctx context.Context) ([]byte, error) {
+	cp, err := o.LogReader.Checkpoint(ctx)
+	if err == nil {
+		if first, _, _ := strings.Cut(string(cp), "\n"); first != o.origin && !o.warned.Swap(true) {
+			o.log.Error("the transparency log the members keeping it serve has another origin than this member's --tlog-origin: start it with --tlog-origin "+first,
+				"origin", first, "tlog_origin", o.origin)
+		}
+	}
+	return cp, err
 }
