@@ -35,9 +35,9 @@ import (
 // another and read on the third; every node's stream has the same events. Then one node
 // and one NATS server are killed with SIGKILL, and every proposal for the open intents,
 // the dead node's included, succeeds through the nodes left within seconds. One member
-// keeps no transparency log, and serves the log of those that do. Last, an intent
-// delegated to an agent is refused what it must refuse from any member, and takes the
-// agent's signed proposal through a member that does not own it.
+// keeps no transparency log, and serves the log of those that do, one of them killed.
+// Last, an intent delegated to an agent is refused what it must refuse from any member,
+// and takes the agent's signed proposal through a member that does not own it.
 func TestCluster(t *testing.T) {
 	// Not parallel: heavy: a cluster of processes killed and paused, whose time-outs a test beside it would starve.
 	r := startRigFlags(t, rigArgs) // one member keeps no transparency log
