@@ -80,7 +80,14 @@ func (g *logGrain) Receive(ctx actor.Context) {
 		defer func() { <-g.reads }()
 		rctx, cancel := context.WithTimeout(g.e.ctx, logReadTimeout)
 		defer cancel()
-		root.Send(sender, g.read(rctx, m))
+		reply := g.read(rctx, m)
+		if g.e.ctx.Err() != nil {
+			// The engine closed under the read: an inclusion may have given up
+			// waiting for the witnesses. Another member that keeps the log answers
+			// in full.
+			reply = clusterpb.NewErrorReply("", errLogLeaving)
+		}
+		root.Send(sender, reply)
 	}()
 }
 
@@ -217,8 +224,10 @@ func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, e
 			err = r.Err() // once that member has left, another that keeps the log answers
 		}
 		switch {
-		case errors.Is(err, errNoLogKeeper), errors.Is(err, intentd.ErrEngineClosed):
+		case errors.Is(err, errNoLogKeeper):
 			return nil, err
+		case errors.Is(err, intentd.ErrEngineClosed):
+			return nil, intentd.Errorf(intentd.KindBusy, intentd.CodeShuttingDown, "this member is shutting down; retry")
 		case err == nil:
 			err = fmt.Errorf("the log's grain answered %T", res)
 		}

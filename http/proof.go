@@ -48,8 +48,8 @@ func (s *Server) proof(ctx context.Context, id string) (*intentd.ProofBundle, er
 			// A cluster's member that keeps no log, in a cluster where none keeps
 			// one: as a server with no log, the bundle has none.
 		default:
-			// No member that keeps the log answered in time (the read warned of
-			// it): the receipt stands without its inclusion.
+			// No member that keeps the log answered, or could take the read, or
+			// the reader left: the receipt stands without its inclusion.
 			s.log.DebugContext(ctx, "transparency log inclusion", "intent_id", b.Receipt.Receipt.IntentID, "err", err)
 		}
 		b.Log = inc
