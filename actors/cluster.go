@@ -129,8 +129,11 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 		kinds = append(kinds, cluster.NewKind(partitionKind, grains))
 	}
 	if c.Log != nil {
+		// One bound for the incarnation's reads, whichever activation of the grain
+		// took them: a grain placed away and back finds its reads still counted.
+		reads := make(chan struct{}, maxLogReads)
 		kinds = append(kinds, cluster.NewKind(logKind, actor.PropsFromProducer(func() actor.Actor {
-			return &logGrain{e: e, member: m, log: c.Log, reads: make(chan struct{}, maxLogReads)}
+			return &logGrain{e: e, member: m, log: c.Log, reads: reads}
 		})))
 	}
 	// protoactor makes each peer's outgoing queue with room for a million messages up

@@ -42,7 +42,7 @@ type logGrain struct {
 	e      *Engine
 	member *incarnation
 	log    intentd.LogReader
-	reads  chan struct{} // a slot for each read under way
+	reads  chan struct{} // a slot for each read under way on this incarnation
 }
 
 // maxLogReads bounds the reads of the log a member runs at once for the others.

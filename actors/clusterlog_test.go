@@ -8,6 +8,8 @@ package actors
 import (
 	"context"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 // path, and inclusions by intent, with the errors tlog.Log gives for what it lacks.
 type fakeLog struct {
 	t          *testing.T
+	slow       chan struct{} // an inclusion of "slow" waits for it to close
+	waiting    atomic.Int32  // the inclusions of "slow" waiting
 	checkpoint []byte
 	tiles      map[[3]uint64][]byte // level (or 1<<63 for a bundle), index, width
 	inclusions map[string]*intentd.LogInclusion
@@ -44,6 +48,12 @@ func (f *fakeLog) Entries(_ context.Context, index uint64, width int) ([]byte, e
 }
 
 func (f *fakeLog) Inclusion(_ context.Context, id string) (*intentd.LogInclusion, *intentd.LogWitnessing, error) {
+	if id == "slow" {
+		f.waiting.Add(1)
+		defer f.waiting.Add(-1)
+		<-f.slow
+		return nil, nil, nil
+	}
 	if id == "broken" {
 		return nil, nil, intentd.Internal("read leaf index: %w", context.DeadlineExceeded)
 	}
@@ -139,5 +149,40 @@ func TestClusterLogOutsideCluster(t *testing.T) {
 	h := newHarness(t, nil)
 	if l := h.e.ClusterLog(); l != nil {
 		t.Fatalf("ClusterLog of one node = %v; want nil", l)
+	}
+}
+
+// TestClusterLogReadsBounded: a member that keeps the log runs at most maxLogReads reads
+// for the others at once, and answers one more 503 capacity_exceeded at once rather
+// than start it; once they end, it reads again.
+func TestClusterLogReadsBounded(t *testing.T) {
+	log := &fakeLog{t: t, slow: make(chan struct{}), checkpoint: []byte("cp\n")}
+	n := 0
+	hs := clusterOf(t, 2, func(c *Config) {
+		if n == 0 {
+			c.Cluster.Log = log
+		}
+		n++
+	})
+	l := hs[1].e.ClusterLog()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range maxLogReads {
+		wg.Go(func() { l.Inclusion(ctx, "slow") })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for log.waiting.Load() != maxLogReads {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads under way on the keeper, want %d", log.waiting.Load(), maxLogReads)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := l.Checkpoint(ctx); intentd.ErrorCode(err) != intentd.CodeCapacityExceeded || intentd.ErrorKind(err) != intentd.KindBusy {
+		t.Errorf("a read past the bound = %v; want %s", err, intentd.CodeCapacityExceeded)
+	}
+	close(log.slow)
+	wg.Wait()
+	if cp, err := l.Checkpoint(ctx); err != nil || string(cp) != "cp\n" {
+		t.Errorf("a read once the others ended = %q, %v; want the checkpoint", cp, err)
 	}
 }
