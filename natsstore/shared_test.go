@@ -135,14 +135,7 @@ func TestCreateAfterDeleteIsWithdrawn(t *testing.T) {
 // stream a long window at a time, still holds it live.
 func TestPutAfterAnotherStoresDelete(t *testing.T) {
 	ctx := context.Background()
-	url := embed(t).URL()
-	a := open(t, url)
-	defer a.Close()
-	b, err := Open(ctx, Options{URLs: []string{url}, FollowWindow: MaxFollowWindow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := storeAndSlowFollower(t)
 	for i := range 3 {
 		// b's index takes b's own record alone, and then lets its window pass.
 		if _, err := b.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
@@ -169,14 +162,7 @@ func TestPutAfterAnotherStoresDelete(t *testing.T) {
 // the event kept below the floor only for its id.
 func TestPruneSeenAtOnceByAnotherStore(t *testing.T) {
 	ctx := context.Background()
-	url := embed(t).URL()
-	a := open(t, url)
-	defer a.Close()
-	b, err := Open(ctx, Options{URLs: []string{url}, FollowWindow: MaxFollowWindow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := storeAndSlowFollower(t)
 	if _, err := a.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +223,20 @@ func TestPruneSeenAtOnceByAnotherStore(t *testing.T) {
 	if stale == 0 {
 		t.Fatal("the other store's index had taken every prune before it was asked: the test checked nothing")
 	}
+}
+
+// storeAndSlowFollower opens two stores on one new server: the second follows the
+// stream with the longest window, so that its index takes the first's writes up to
+// 500 ms later. Both close with the test.
+func storeAndSlowFollower(t *testing.T) (a, b *Store) {
+	t.Helper()
+	url := embed(t).URL()
+	a = open(t, url)
+	t.Cleanup(func() { a.Close() })
+	b, err := Open(context.Background(), Options{URLs: []string{url}, FollowWindow: MaxFollowWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
 }
