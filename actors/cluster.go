@@ -365,12 +365,19 @@ func (e *Engine) requestBudget() time.Duration {
 	return DefaultClusterRequestTimeout
 }
 
+// budgetEnd is when a request to other members that starts now must have its answer:
+// the request budget from now, or ctx's deadline when that comes first.
+func (e *Engine) budgetEnd(ctx context.Context) time.Time {
+	end := time.Now().Add(e.requestBudget())
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		return d
+	}
+	return end
+}
+
 // clusterTries sends cmd until the owner answers, the budget is spent or ctx ends.
 func (e *Engine) clusterTries(ctx context.Context, id string, cmd clusterpb.Command) (any, error) {
-	deadline := time.Now().Add(e.requestBudget())
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := e.budgetEnd(ctx)
 	var err error
 	for {
 		left := time.Until(deadline)

@@ -194,10 +194,7 @@ var errNoLogKeeper = intentd.Errorf(intentd.KindNotFound, intentd.CodeLogNotFoun
 // answers within a try, until the request budget is spent or ctx ends. A try waits as
 // a command's does (tryOnce): not past its time-out, the members' next change or ctx.
 func (l clusterLog) read(ctx context.Context, req *clusterpb.ReadLog) ([]byte, error) {
-	deadline := time.Now().Add(l.e.requestBudget())
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := l.e.budgetEnd(ctx)
 	try := clusterTryTimeout
 	if req.GetPart() == clusterpb.LogPart_LOG_PART_INCLUSION {
 		// The member that keeps the log may wait for its witnesses' cosignatures up

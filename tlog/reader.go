@@ -15,16 +15,20 @@ func (l *Log) Reader() intentd.LogReader { return reader{l} }
 // (and, for an inclusion, on the witnesses as InclusionWitnessed says).
 type reader struct{ l *Log }
 
+// Checkpoint is the checkpoint the log serves; reading it cannot fail.
 func (r reader) Checkpoint(context.Context) ([]byte, error) { return r.l.Checkpoint(), nil }
 
+// Tile is Log.Tile.
 func (r reader) Tile(_ context.Context, level, index uint64, width int) ([]byte, error) {
 	return r.l.Tile(level, index, width)
 }
 
+// Entries is Log.Entries.
 func (r reader) Entries(_ context.Context, index uint64, width int) ([]byte, error) {
 	return r.l.Entries(index, width)
 }
 
+// Inclusion is Log.InclusionWitnessed.
 func (r reader) Inclusion(ctx context.Context, intentID string) (*intentd.LogInclusion, *intentd.LogWitnessing, error) {
 	return r.l.InclusionWitnessed(ctx, intentID)
 }
