@@ -71,30 +71,53 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int, fn func(int
 // gets (BenchmarkEventsPage); a page of a few is quicker by direct gets.
 const pageByConsumer = 32
 
-// eventsByConsumer hands fn up to limit events from next on, read through a consumer,
-// and says how many it handed over and the last one's id.
+// pageConsumerWait bounds the making of a page's consumer: past it, the page is read
+// from the leader. A consumer is made in milliseconds; one that takes longer waits for a
+// server that has died, or for JetStream's leaders to be elected after it.
+const pageConsumerWait = 2 * time.Second
+
+// eventsByConsumer hands fn up to limit events from next on, read through a consumer
+// made for the page, and says how many it handed over and the last one's id. What it
+// did not hand over, the caller reads from the leader: the rest of a page a consumer
+// left short, or all of it when no consumer could be made (the stream at its limit of
+// consumers; in a cluster, the server that was to hold it just died), so that a page
+// is slower then but never refused for it.
+//
+// The consumer is made with ctx and pulled from directly. nats.go's ordered consumer,
+// used before, made one consumer when asked and then, on the first fetch, deleted it
+// and made another, trying that one again with no end and without ctx while the
+// servers refused it: a subscriber's replay stood silent, with no heartbeat and no
+// error, for as long as a server's death lasted.
 func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) (got int, last uint64, err error) {
-	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{s.eventSubject()},
+	making, cancel := context.WithTimeout(ctx, pageConsumerWait)
+	defer cancel()
+	cons, err := s.stream.CreateConsumer(making, jetstream.ConsumerConfig{
+		FilterSubject:     s.eventSubject(),
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       next,
+		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: pageConsumerLife,
+		Replicas:          1,
+		MemoryStorage:     true,
 	})
 	if err != nil {
-		return 0, 0, err
+		if ctx.Err() != nil {
+			return 0, 0, err
+		}
+		s.log.Debug("nats store: a page of events is read from the leader: its consumer was refused", "error", err)
+		return 0, 0, nil
 	}
 	// The page's consumer is deleted once the page is read, so that replays do not
 	// pile consumers up on the stream; one whose delete fails goes by itself.
 	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = s.stream.DeleteConsumer(dctx, info.Name)
-			cancel()
-		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
 	}()
 	// A fetch that does not wait answers with what the server has ready at once, which
 	// for a consumer just made can be part of what there is, or nothing. Fetches go on
 	// until the page is full or the consumer says nothing more is pending.
+	var delivered uint64 // the consumer sequence of the last record, to see one lost
 	for got < limit {
 		batch, err := cons.FetchNoWait(limit - got)
 		if err != nil {
@@ -106,6 +129,12 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 			if err != nil {
 				return got, last, err
 			}
+			if meta.Sequence.Consumer != delivered+1 {
+				// A record lost on the way: the leader reads on from the last one
+				// handed over. The rest of the batch is buffered, not waited for.
+				return got, last, nil
+			}
+			delivered = meta.Sequence.Consumer
 			ev, err := intentd.DecodeEvent(meta.Sequence.Stream, meta.Timestamp, m.Data())
 			if err != nil {
 				return got, last, err

@@ -645,3 +645,62 @@ func TestReplaysLeaveNoConsumers(t *testing.T) {
 		t.Fatalf("the stream has %d consumers after 1,100 reads, want the followers' alone", c)
 	}
 }
+
+// TestReplayWhenConsumersAreRefused: a page of events is read through a consumer made for
+// it, and the servers may refuse to make one (here the stream is at its limit of them;
+// in a cluster, the server that would hold it may have just died). The page is then read
+// from the stream's leader, and the read never outlasts its context: a consumer made
+// by nats.go's ordered consumer was tried again, with no end and deaf to the context,
+// and a subscriber's replay stood silent for as long.
+func TestReplayWhenConsumersAreRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	s := open(t, srv.URL())
+	defer s.Close()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := fmt.Sprint("i", i)
+		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxConsumers = info.State.Consumers // the followers' own: no room for a page's
+	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
+		t.Fatal("the stream still takes consumers: the test would prove nothing")
+	}
+	type read struct {
+		n   int
+		err error
+	}
+	done := make(chan read, 1)
+	start := time.Now()
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		n := 0
+		err := s.Events(rctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil })
+		done <- read{n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || r.n != 3 {
+			t.Fatalf("a page read while consumers are refused: %d events, %v; want the 3 from the leader", r.n, r.err)
+		}
+		t.Logf("read in %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("a page read with a context of 3 s has not returned after 10 s while consumers are refused")
+	}
+}

@@ -443,6 +443,8 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 	var mu sync.Mutex
 	var evs []sseEvent
 	var quiet *time.Timer
+	said := ""
+	tries, last := 0, streamed{}
 	for ctx.Err() == nil {
 		mu.Lock()
 		var after uint64
@@ -450,7 +452,7 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 			after = evs[len(evs)-1].id
 		}
 		mu.Unlock()
-		got, err := stream(ctx, url, after, func(ev sseEvent) {
+		got, err := streamSeen(ctx, url, after, func(ev sseEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			evs = append(evs, ev)
@@ -458,15 +460,24 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 				quiet = time.AfterFunc(time.Second, cancel)
 			}
 		})
-		if err != nil && ctx.Err() == nil {
-			t.Logf("reading %s/events: %v; resuming", url, err)
+		if err != nil && ctx.Err() == nil && err.Error() != said {
+			said = err.Error() // once while it stays the same: a refusal repeats every 100 ms
+			t.Logf("%s reading %s/events: %v; resuming", time.Now().Format("15:04:05.000"), url, err)
 		}
-		if got == 0 && ctx.Err() == nil {
+		tries++
+		last = got
+		if got.events == 0 && ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond) // refused, or ended at once: again shortly
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if len(evs) < n {
+		// What the caller's failure cannot say: whether the node refused, or opened
+		// its stream and stood silent.
+		t.Logf("%s/events gave %d of %d events in %d connections; the last one opened %v, with %d events and %d heartbeats",
+			url, len(evs), n, tries, last.opened, last.events, last.heartbeats)
+	}
 	if quiet != nil {
 		quiet.Stop()
 	}

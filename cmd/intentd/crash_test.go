@@ -634,19 +634,40 @@ func readAll(t *testing.T, url string) []sseEvent {
 
 // stream reads one SSE connection, calling fn for each event, and reports how many it read.
 func stream(ctx context.Context, url string, after uint64, fn func(sseEvent)) (int, error) {
+	got, err := streamSeen(ctx, url, after, fn)
+	return got.events, err
+}
+
+// streamed is what one SSE connection brought: a test that read too few events says
+// whether the stream opened at all, and whether it then stood silent or kept alive.
+type streamed struct {
+	opened     bool // the response's headers came, with a 200
+	events     int
+	heartbeats int
+}
+
+// streamSeen is stream, and says what else the connection brought.
+func streamSeen(ctx context.Context, url string, after uint64, fn func(sseEvent)) (streamed, error) {
+	var got streamed
 	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/events", nil)
 	if after > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(after, 10))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return got, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// A refusal (a 503 while the node's store cannot answer) is said, not taken
+		// for a stream that ended with no events.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return got, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	got.opened = true
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var ev sseEvent
-	n := 0
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -659,14 +680,16 @@ func stream(ctx context.Context, url string, after uint64, fn func(sseEvent)) (i
 			}
 			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d)
 			ev.typ, ev.intentID = d.Type, d.IntentID
+		case line == ": heartbeat":
+			got.heartbeats++
 		case line == "" && ev.id > 0:
 			fn(ev)
-			n++
+			got.events++
 			ev = sseEvent{}
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return n, err
+		return got, err
 	}
-	return n, nil
+	return got, nil
 }
