@@ -340,6 +340,10 @@ func TestPendingSkipsWhatTheFilterLeavesOut(t *testing.T) {
 	for i := range ids {
 		ids[i] = h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
 	}
+	// An outcome is read as decided once it is stored, and reaches the bus a moment
+	// later; until the last one has, a subscriber whose filter takes only it has
+	// nothing pending, rightly. Reading the three from a stream waits for that.
+	h.events(0, len(ids))
 	tests := []struct {
 		name         string
 		filter       intentd.Filter
