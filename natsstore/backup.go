@@ -72,6 +72,15 @@ func (s *Store) readAll(ctx context.Context, enc *backupEncoder) (BackupStats, e
 	if err != nil {
 		return st, fmt.Errorf("nats store: read stream %s: %w", s.name, err)
 	}
+	// What the stream held when the backup began, from its leader: the reading goes
+	// at least that far. The consumer's own count of what is pending is its server's,
+	// which may be a replica still catching up (one just back from its death), and
+	// would end the reading short of writes acknowledged before the request.
+	began, err := s.stream.Info(ctx)
+	if err != nil {
+		return st, fmt.Errorf("nats store: read stream %s: %w", s.name, err)
+	}
+	target := began.State.LastSeq
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -96,7 +105,7 @@ func (s *Store) readAll(ctx context.Context, enc *backupEncoder) (BackupStats, e
 			// A record of an atomic batch that is not its last is followed by the
 			// rest, which must be read too.
 			inBatch := h.Get(hdrBatchID) != "" && h.Get(hdrBatchCommit) == ""
-			caughtUp = meta.NumPending == 0 && !inBatch
+			caughtUp = meta.NumPending == 0 && st.Last >= target && !inBatch
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return st, fmt.Errorf("nats store: read stream %s: %w", s.name, err)

@@ -81,7 +81,9 @@ const pageConsumerWait = 2 * time.Second
 // did not hand over, the caller reads from the leader: the rest of a page a consumer
 // left short, or all of it when no consumer could be made (the stream at its limit of
 // consumers; in a cluster, the server that was to hold it just died), so that a page
-// is slower then but never refused for it.
+// is slower then but never refused for it. So is the rest of a page whose consumer
+// failed partway (it lives on one server, which may die): what was handed over is
+// exact, and the leader reads on after it.
 //
 // The consumer is made with ctx and pulled from directly. nats.go's ordered consumer,
 // used before, made one consumer when asked and then, on the first fetch, deleted it
@@ -107,6 +109,14 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 		s.log.Debug("nats store: a page of events is read from the leader: its consumer was refused", "error", err)
 		return 0, 0, nil
 	}
+	// failed hands the rest of the page to the leader's reads, unless ctx ended.
+	failed := func(err error) (int, uint64, error) {
+		if ctx.Err() != nil {
+			return got, last, ctx.Err()
+		}
+		s.log.Debug("nats store: the rest of a page of events is read from the leader: its consumer failed", "error", err)
+		return got, last, nil
+	}
 	// The page's consumer is deleted once the page is read, so that replays do not
 	// pile consumers up on the stream; one whose delete fails goes by itself.
 	defer func() {
@@ -121,13 +131,13 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 	for got < limit {
 		batch, err := cons.FetchNoWait(limit - got)
 		if err != nil {
-			return got, last, err
+			return failed(err)
 		}
 		n, pending := 0, uint64(1)
 		for m := range batch.Messages() {
 			meta, err := m.Metadata()
 			if err != nil {
-				return got, last, err
+				return failed(err)
 			}
 			if meta.Sequence.Consumer != delivered+1 {
 				// A record lost on the way: the leader reads on from the last one
@@ -146,7 +156,7 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 			n, got, pending, last = n+1, got+1, meta.NumPending, meta.Sequence.Stream
 		}
 		if err := batch.Error(); err != nil {
-			return got, last, err
+			return failed(err)
 		}
 		if n > 0 && pending == 0 {
 			return got, last, nil
@@ -154,7 +164,7 @@ func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn
 		if n == 0 {
 			info, err := cons.Info(ctx)
 			if err != nil {
-				return got, last, err
+				return failed(err)
 			}
 			if info.NumPending == 0 {
 				return got, last, nil

@@ -444,7 +444,7 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 	var evs []sseEvent
 	var quiet *time.Timer
 	said := ""
-	tries, last := 0, streamed{}
+	tries, opened, beats := 0, 0, 0
 	for ctx.Err() == nil {
 		mu.Lock()
 		var after uint64
@@ -465,7 +465,10 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 			t.Logf("%s reading %s/events: %v; resuming", time.Now().Format("15:04:05.000"), url, err)
 		}
 		tries++
-		last = got
+		if got.opened {
+			opened++
+		}
+		beats += got.heartbeats
 		if got.events == 0 && ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond) // refused, or ended at once: again shortly
 		}
@@ -475,8 +478,8 @@ func readN(t *testing.T, url string, n int) []sseEvent {
 	if len(evs) < n {
 		// What the caller's failure cannot say: whether the node refused, or opened
 		// its stream and stood silent.
-		t.Logf("%s/events gave %d of %d events in %d connections; the last one opened %v, with %d events and %d heartbeats",
-			url, len(evs), n, tries, last.opened, last.events, last.heartbeats)
+		t.Logf("%s/events gave %d of %d events in %d connections, %d of them opened, with %d heartbeats in all",
+			url, len(evs), n, tries, opened, beats)
 	}
 	if quiet != nil {
 		quiet.Stop()
