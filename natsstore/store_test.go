@@ -611,14 +611,13 @@ func listen(s *Store) func() map[string]int {
 	}
 }
 
-// TestReplaysLeaveNoConsumers reads pages of events more times than a stream may have
-// consumers (1,000 by default): every page's consumer is gone once it is read, so the
-// reads go on and the stream's consumers stay few.
-func TestReplaysLeaveNoConsumers(t *testing.T) {
+// storeOfThreeEvents is a store on a server of its own, closed when the test ends,
+// holding three decided intents and their three events.
+func storeOfThreeEvents(t *testing.T) *Store {
+	t.Helper()
 	ctx := context.Background()
-	srv := embed(t)
-	s := open(t, srv.URL())
-	defer s.Close()
+	s := open(t, embed(t).URL())
+	t.Cleanup(func() { s.Close() })
 	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -631,6 +630,15 @@ func TestReplaysLeaveNoConsumers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return s
+}
+
+// TestReplaysLeaveNoConsumers reads pages of events more times than a stream may have
+// consumers (1,000 by default): every page's consumer is gone once it is read, so the
+// reads go on and the stream's consumers stay few.
+func TestReplaysLeaveNoConsumers(t *testing.T) {
+	ctx := context.Background()
+	s := storeOfThreeEvents(t)
 	for i := range 1100 {
 		n := 0
 		if err := s.Events(ctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil }); err != nil || n != 3 {
@@ -654,21 +662,7 @@ func TestReplaysLeaveNoConsumers(t *testing.T) {
 // and a subscriber's replay stood silent for as long.
 func TestReplayWhenConsumersAreRefused(t *testing.T) {
 	ctx := context.Background()
-	srv := embed(t)
-	s := open(t, srv.URL())
-	defer s.Close()
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		id := fmt.Sprint("i", i)
-		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := storeOfThreeEvents(t)
 	info, err := s.stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
