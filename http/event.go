@@ -236,6 +236,12 @@ func (s *Server) serveStream(ctx context.Context, r *http.Request, sub intentd.S
 			return
 		case errors.Is(err, intentd.ErrEngineClosed):
 			return
+		case intentd.ErrorKind(err) == intentd.KindBusy:
+			// The store cannot serve the replay for now (a NATS server just died and
+			// its leaders are being elected): the client resumes from its last id, as
+			// after any end of its stream. Not a fault of the service's.
+			s.log.WarnContext(ctx, "event stream: ended, the store cannot serve it now", "err", err)
+			return
 		default:
 			s.log.ErrorContext(ctx, "event stream", "err", err)
 			return

@@ -304,3 +304,62 @@ func TestBurstDuringTheWindow(t *testing.T) {
 	default:
 	}
 }
+
+// brokenStream is an engine whose event streams end with cause at their first read.
+type brokenStream struct {
+	*actors.Engine
+	cause error
+}
+
+func (b brokenStream) Subscribe(context.Context, uint64, intentd.Filter) (intentd.Subscription, error) {
+	return endingSub{b.cause}, nil
+}
+
+// endingSub is a subscription whose first read ends it with err.
+type endingSub struct{ err error }
+
+func (s endingSub) Next(context.Context) (intentd.Event, error) { return intentd.Event{}, s.err }
+func (endingSub) Pending() bool                                 { return false }
+func (endingSub) Filling() <-chan struct{}                      { return nil }
+func (endingSub) Truncated() bool                               { return false }
+func (endingSub) Close()                                        {}
+
+// TestEventStreamEndLogged: an event stream that ends because the store cannot serve it
+// for now (a NATS election) is logged as a warning, and one that ends for a fault of the
+// service's as an error; the client resumes from its last id either way.
+func TestEventStreamEndLogged(t *testing.T) {
+	tests := []struct {
+		name  string
+		cause error
+		level string
+	}{
+		{"the store unavailable", &intentd.Error{Kind: intentd.KindBusy, Code: intentd.CodeStoreUnavailable, Message: "the store is unreachable; retry later"}, "level=WARN"},
+		{"a fault", intentd.Internal("replay events: %w", errors.New("pebble: corrupt block")), "level=ERROR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &syncbuf.Buffer{}
+			srv := NewServer(brokenStream{Engine: openEngine(t), cause: tt.cause}, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			resp, err := http.Get(ts.URL + "/events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /events: %d, want 200 and a stream that ends", resp.StatusCode)
+			}
+			var line string
+			for l := range strings.SplitSeq(logs.String(), "\n") {
+				if strings.Contains(l, "event stream") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tt.level) {
+				t.Fatalf("the stream's end logged as %q, want %s", line, tt.level)
+			}
+		})
+	}
+}
