@@ -65,9 +65,9 @@ const (
 func (s *Store) readAll(ctx context.Context, enc *backupEncoder) (BackupStats, error) {
 	var st BackupStats
 	// An ordered consumer makes its consumer again at every fetch, and nats.go tries
-	// that with no end and without ctx unless told: a backup while a server is dead or
-	// JetStream elects its leaders would wait for ever. Two tries (at most about 21 s)
-	// and it fails, for its operator to run again.
+	// that without ctx, and with no end unless told: a backup while a server is dead or
+	// JetStream elects its leaders would wait for ever. Two tries (about 21 s at most,
+	// which ctx does not shorten) and it fails, for its operator to run again.
 	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: 2})
 	if err != nil {
 		return st, fmt.Errorf("nats store: read stream %s: %w", s.name, err)
