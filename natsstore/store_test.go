@@ -698,3 +698,73 @@ func TestReplayWhenConsumersAreRefused(t *testing.T) {
 		t.Fatal("a page read with a context of 3 s has not returned after 10 s while consumers are refused")
 	}
 }
+
+// TestReplayBoundedWithoutQuorum: with two of three servers gone, no consumer can be
+// made, and the stream's leader, if one still answers, soon stops: a page of events is
+// read from a leader that still answers, or fails, within its context either way,
+// rather than wait for the servers to come back.
+func TestReplayBoundedWithoutQuorum(t *testing.T) {
+	ctx := context.Background()
+	srvs := embedServers(t, 3)
+	var urls []string
+	for _, srv := range srvs {
+		urls = append(urls, srv.URL())
+	}
+	s, err := Open(ctx, Options{URLs: urls, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := fmt.Sprint("i", i)
+		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The two servers the store is not connected to go: its connection stays, and the
+	// cluster has no quorum.
+	gone := 0
+	for _, srv := range srvs {
+		if srv.URL() != s.nc.ConnectedUrl() {
+			srv.Shutdown()
+			gone++
+		}
+	}
+	if gone != 2 {
+		t.Fatalf("%d servers shut down, want 2 (connected to %s)", gone, s.nc.ConnectedUrl())
+	}
+	const within = 3 * time.Second
+	type read struct {
+		n   int
+		err error
+	}
+	done := make(chan read, 1)
+	start := time.Now()
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		n := 0
+		err := s.Events(rctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil })
+		done <- read{n, err}
+	}()
+	select {
+	case r := <-done:
+		took := time.Since(start)
+		// A fetch and the consumer's delete may each outlast the context by a second.
+		if took > within+2*time.Second {
+			t.Fatalf("a page read with a context of %v took %v without a quorum", within, took)
+		}
+		if r.err == nil && r.n != 3 {
+			t.Fatalf("a page read without a quorum gave %d events and no error, want the 3 or an error", r.n)
+		}
+		t.Logf("without a quorum, a page read gave %d events, %v, in %v", r.n, r.err, took.Round(time.Millisecond))
+	case <-time.After(15 * time.Second):
+		t.Fatalf("a page read with a context of %v has not returned after 15 s without a quorum", within)
+	}
+}
