@@ -32,6 +32,9 @@ type grain struct {
 	order     []keptReply // the kept replies' request ids, oldest first
 	// running holds the commands under way, by request id.
 	running map[string]*run
+	// idle is the grain's own timer of its idleness (idle.go): it stops once idle for
+	// linger with no command under way.
+	idle idleness
 }
 
 // run is a command under way in a goroutine of its own, and those waiting for its
@@ -104,15 +107,17 @@ const maxKeptReplies = 256
 func (g *grain) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case clusterpb.Command:
+		g.idle.touch()
 		g.command(ctx, m)
 	case *handled:
+		g.idle.touch()
 		g.keep(m.request, m.reply)
 		delete(g.running, m.request)
 	case *actor.Started:
 		g.member.activations.Add(1)
 		// A grain idle as long as an intent actor may be stops, as the actor does:
 		// its state is in the store, and the next command activates it again.
-		ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
+		g.idle.start(ctx, g.e.cfg.PassivateAfter)
 	case *cluster.ClusterInit:
 		// protoactor tells a grain what it is after Started, before any command.
 		g.id = m.Identity.Identity
@@ -124,21 +129,20 @@ func (g *grain) Receive(ctx actor.Context) {
 			// they hold (handle).
 			g.full = true
 			g.e.grainsRefused.Add(1)
-			ctx.SetReceiveTimeout(fullGrainLinger)
+			g.idle.start(ctx, fullGrainLinger)
 		}
-	case *actor.ReceiveTimeout:
-		if len(g.running) == 0 {
+	case idleCheck:
+		// A grain waiting for a command's answer stays: it passivates once idle again.
+		if g.idle.over(m) && len(g.running) == 0 {
 			ctx.Stop(ctx.Self())
-			break
 		}
-		// protoactor cancels the time-out as it fires: a grain that waits for a
-		// command's answer sets it again, or it would never passivate.
-		ctx.SetReceiveTimeout(g.e.cfg.PassivateAfter)
 	case *actor.Restarting:
 		// A restart sends Started again without Stopped.
 		g.member.activations.Add(-1)
+		g.idle.stop()
 	case *actor.Stopped:
 		g.member.activations.Add(-1)
+		g.idle.stop()
 	}
 }
 

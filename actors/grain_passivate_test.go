@@ -11,8 +11,9 @@ import (
 
 // TestGrainPassivatesAfterLongCommand checks that a grain whose idle time ran out while
 // a command was still running passivates once the command's answer came and it was
-// idle again: protoactor cancels a receive time-out as it fires, so a grain that let
-// one pass without stopping must set it again.
+// idle again: a grain that let its linger pass without stopping looks again later.
+// Under the race detector it also holds the grain's idle timer (idle.go) to its
+// goroutine: protoactor's receive time-out, used before, raced here.
 func TestGrainPassivatesAfterLongCommand(t *testing.T) {
 	e := &Engine{cfg: Config{PassivateAfter: 50 * time.Millisecond, Cluster: &ClusterConfig{}}}
 	m := &incarnation{system: actor.NewActorSystem()}
