@@ -107,8 +107,13 @@ func createProcessing(b *testing.B, s *Store, n int, snap []byte) []string {
 // embedCluster starts a JetStream cluster of n servers on loopback, each from a
 // configuration file as --nats-embed-config would give it, and returns their URLs.
 func embedCluster(b testing.TB, n int) []string {
+	return urlsOf(embedServers(b, n))
+}
+
+// urlsOf is the client URLs of srvs.
+func urlsOf(srvs []*Embedded) []string {
 	var urls []string
-	for _, srv := range embedServers(b, n) {
+	for _, srv := range srvs {
 		urls = append(urls, srv.URL())
 	}
 	return urls

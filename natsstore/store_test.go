@@ -291,20 +291,8 @@ func TestFollowersOutliveAServer(t *testing.T) {
 		t.Run(victim, func(t *testing.T) {
 			ctx := context.Background()
 			srvs := embedServers(t, 3)
-			var urls []string
-			for _, srv := range srvs {
-				urls = append(urls, srv.URL())
-			}
-			w, err := Open(ctx, Options{URLs: urls, Replicas: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			f, err := Open(ctx, Options{URLs: urls, Replicas: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			urls := urlsOf(srvs)
+			w, f := openReplicated(t, urls), openReplicated(t, urls)
 			heard := listen(f)
 			if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 				t.Fatal(err)
@@ -611,13 +599,32 @@ func listen(s *Store) func() map[string]int {
 	}
 }
 
+// openReplicated opens a store of three replicas on the servers of urls, closed when
+// the test ends.
+func openReplicated(t *testing.T, urls []string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{URLs: urls, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // storeOfThreeEvents is a store on a server of its own, closed when the test ends,
 // holding three decided intents and their three events.
 func storeOfThreeEvents(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
 	s := open(t, embed(t).URL())
 	t.Cleanup(func() { s.Close() })
+	writeThreeEvents(t, s)
+	return s
+}
+
+// writeThreeEvents writes three decided intents, and their three events, into s.
+func writeThreeEvents(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +637,6 @@ func storeOfThreeEvents(t *testing.T) *Store {
 			t.Fatal(err)
 		}
 	}
-	return s
 }
 
 // TestReplaysLeaveNoConsumers reads pages of events more times than a stream may have
@@ -675,28 +681,11 @@ func TestReplayWhenConsumersAreRefused(t *testing.T) {
 	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
 		t.Fatal("the stream still takes consumers: the test would prove nothing")
 	}
-	type read struct {
-		n   int
-		err error
+	n, took, err := readPageWithin(t, s, 3*time.Second)
+	if err != nil || n != 3 {
+		t.Fatalf("a page read while consumers are refused: %d events, %v; want the 3 from the leader", n, err)
 	}
-	done := make(chan read, 1)
-	start := time.Now()
-	go func() {
-		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		n := 0
-		err := s.Events(rctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil })
-		done <- read{n, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil || r.n != 3 {
-			t.Fatalf("a page read while consumers are refused: %d events, %v; want the 3 from the leader", r.n, r.err)
-		}
-		t.Logf("read in %v", time.Since(start).Round(time.Millisecond))
-	case <-time.After(10 * time.Second):
-		t.Fatal("a page read with a context of 3 s has not returned after 10 s while consumers are refused")
-	}
+	t.Logf("read in %v", took.Round(time.Millisecond))
 }
 
 // TestReplayBoundedWithoutQuorum: with two of three servers gone, no consumer can be
@@ -704,29 +693,10 @@ func TestReplayWhenConsumersAreRefused(t *testing.T) {
 // read from a leader that still answers, or fails, within its context either way,
 // rather than wait for the servers to come back.
 func TestReplayBoundedWithoutQuorum(t *testing.T) {
-	ctx := context.Background()
 	srvs := embedServers(t, 3)
-	var urls []string
-	for _, srv := range srvs {
-		urls = append(urls, srv.URL())
-	}
-	s, err := Open(ctx, Options{URLs: urls, Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		id := fmt.Sprint("i", i)
-		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	urls := urlsOf(srvs)
+	s := openReplicated(t, urls)
+	writeThreeEvents(t, s)
 	// The two servers the store is not connected to go: its connection stays, and the
 	// cluster has no quorum.
 	gone := 0
@@ -740,6 +710,22 @@ func TestReplayBoundedWithoutQuorum(t *testing.T) {
 		t.Fatalf("%d servers shut down, want 2 (connected to %s)", gone, s.nc.ConnectedUrl())
 	}
 	const within = 3 * time.Second
+	n, took, err := readPageWithin(t, s, within)
+	// A fetch and the consumer's delete may each outlast the context by a second.
+	if took > within+2*time.Second {
+		t.Fatalf("a page read with a context of %v took %v without a quorum", within, took)
+	}
+	if err == nil && n != 3 {
+		t.Fatalf("a page read without a quorum gave %d events and no error, want the 3 or an error", n)
+	}
+	t.Logf("without a quorum, a page read gave %d events, %v, in %v", n, err, took.Round(time.Millisecond))
+}
+
+// readPageWithin reads a page of events from s with a context of within, and says how
+// many it read, how long it took and its error; a read that has not returned 10 s after
+// its context ended fails the test rather than hang it.
+func readPageWithin(t *testing.T, s *Store, within time.Duration) (int, time.Duration, error) {
+	t.Helper()
 	type read struct {
 		n   int
 		err error
@@ -747,24 +733,17 @@ func TestReplayBoundedWithoutQuorum(t *testing.T) {
 	done := make(chan read, 1)
 	start := time.Now()
 	go func() {
-		rctx, cancel := context.WithTimeout(ctx, within)
+		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
 		n := 0
-		err := s.Events(rctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil })
+		err := s.Events(ctx, 0, pageByConsumer, func(intentd.Event) error { n++; return nil })
 		done <- read{n, err}
 	}()
 	select {
 	case r := <-done:
-		took := time.Since(start)
-		// A fetch and the consumer's delete may each outlast the context by a second.
-		if took > within+2*time.Second {
-			t.Fatalf("a page read with a context of %v took %v without a quorum", within, took)
-		}
-		if r.err == nil && r.n != 3 {
-			t.Fatalf("a page read without a quorum gave %d events and no error, want the 3 or an error", r.n)
-		}
-		t.Logf("without a quorum, a page read gave %d events, %v, in %v", r.n, r.err, took.Round(time.Millisecond))
-	case <-time.After(15 * time.Second):
-		t.Fatalf("a page read with a context of %v has not returned after 15 s without a quorum", within)
+		return r.n, time.Since(start), r.err
+	case <-time.After(within + 10*time.Second):
+		t.Fatalf("a page read with a context of %v has not returned after %v", within, within+10*time.Second)
+		return 0, 0, nil
 	}
 }
