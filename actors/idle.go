@@ -25,9 +25,8 @@ type idleCheck struct{ round uint64 }
 
 // start arms the timer for linger, sending the checks to the grain of ctx.
 func (d *idleness) start(ctx actor.Context, linger time.Duration) {
-	d.stop()
+	d.stop() // a new round: a check the earlier arming sent is stale
 	d.linger, d.last = linger, time.Now()
-	d.round++
 	self, root, round := ctx.Self(), ctx.ActorSystem().Root, d.round
 	d.timer = time.AfterFunc(linger, func() { root.Send(self, idleCheck{round}) })
 }
