@@ -367,8 +367,9 @@ const memTableSize = 32 << 20
 // reads its intent's snapshot back when the intent's actor was passivated, and at
 // 32 MiB the reads of snapshots pushed the tables' index and filter blocks out of the
 // cache: under decisions at 1,000 a second most of the store's block reads were of
-// index and filter blocks read again from the file. The cache holds only blocks
-// read, so a store that is read little stays small.
+// index and filter blocks read again from the file. Pebble counts its memtables
+// against the cache, up to two of memTableSize, so 64 MiB of it or more hold blocks.
+// The cache holds only blocks read, so a store that is read little stays small.
 const defaultCacheBytes = 128 << 20
 
 // checkCurrent refuses a folder that holds a store but not its CURRENT file, which names

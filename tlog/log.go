@@ -200,7 +200,7 @@ func Open(opts Options) (*Log, error) {
 	fs, unwatch := vfs.WithDiskHealthChecks(vfs.Default, diskSlowAfter, events.DiskSlow)
 	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
 		Logger: pebbleLogger{opts.Logger, opts.Dir}, Cache: cache, FS: fs, EventListener: events,
-		MemTableSize: memTableSize,
+		MemTableSize: memTableSize, L0CompactionThreshold: l0Tables, L0StopWritesThreshold: 4 * l0Tables,
 	})
 	if err != nil {
 		unwatch.Close()
@@ -231,19 +231,31 @@ func Open(opts Options) (*Log, error) {
 // outside the Go heap and keeps once grown: with Pebble's default memtable (4 MiB) and
 // a 32 MiB cache, a cluster member's memory outside the heap grew by 4.5 MiB with its
 // first 10,000 intents and by 2 to 3 MiB with each 10,000 after (docs/cluster.md,
-// "Memory after a load"). The log needs little of either: it writes its leaves and
-// tiles once a second, a few hundred kilobytes at most, and what its proofs read over
+// "Memory after a load"). The log needs little of either: what its proofs read over
 // and over is the upper levels of the tree (a tile of level 1 covers 65,536 leaves)
 // and the newest tiles, which its appends read too; a proof of an old leaf reads its
 // tile once. Pebble keeps a memtable being written and one being flushed, and the C
 // allocator keeps what they freed for the next: 1 MiB memtables left a member 1 MiB
-// more after a load than 256 KiB ones, which at the log's rate (a few hundred
-// kilobytes a second at most) flush every second or more. A cache of 1 MiB saved no
-// more than the runs' spread and made BenchmarkInclusion (random leaves of a million)
-// 15 to 35 % slower.
+// more after a load than 256 KiB ones, which took it past 1.20 times its memory before
+// the load; 2 MiB ones, 3 MiB more. Pebble counts its memtables against the cache, so
+// 3.5 MiB of it hold blocks. A cache of 1 MiB saved no more than the runs' spread and
+// made BenchmarkInclusion (random leaves of a million) 15 to 35 % slower.
+//
+// A leaf is keyed by its intent's id as well as by its index, and its key of id is
+// random, so every table a flush makes spans the keys of every table below it, and a
+// compaction of level 0 rewrites them all. With small memtables the log flushes each
+// batch of a tile's leaves (Pebble flushes a batch of half its memtable or more at
+// once), so what a compaction costs is set by how many flushes it takes at once,
+// l0Tables. At Pebble's default of four, a leaf cost 32 to 37 µs of CPU in a log of
+// 25,600 leaves, 63 to 66 in one of 102,400 and 144 on average over a million, growing
+// with the log; at 16, 16 to 19, 22 to 24 and 39 (BenchmarkAppendCPU). 32 saved little
+// more. A proof then reads through up to 16 tables more: 33 to 48 µs where it took 30.
 const (
 	cacheBytes   = 4 << 20
 	memTableSize = 256 << 10
+	// l0Tables is how many tables level 0 holds before a compaction merges them down;
+	// writes stop at four times as many, for compactions to catch up.
+	l0Tables = 16
 )
 
 // diskSlowAfter is how long a file operation of the log runs before it is logged as
