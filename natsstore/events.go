@@ -93,15 +93,7 @@ const pageConsumerWait = 2 * time.Second
 func (s *Store) eventsByConsumer(ctx context.Context, next uint64, limit int, fn func(intentd.Event) error) (got int, last uint64, err error) {
 	making, cancel := context.WithTimeout(ctx, pageConsumerWait)
 	defer cancel()
-	cons, err := s.stream.CreateConsumer(making, jetstream.ConsumerConfig{
-		FilterSubject:     s.eventSubject(),
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       next,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: pageConsumerLife,
-		Replicas:          1,
-		MemoryStorage:     true,
-	})
+	cons, err := s.eventConsumer(making, next)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, 0, err
@@ -212,9 +204,11 @@ func (s *Store) EventBounds(ctx context.Context) (first, last uint64, err error)
 
 // PruneEvents keeps the newest keep events and none older than olderThan. The events
 // are purged from the stream, all but the newest, which is hidden by raising the floor
-// when it is pruned too. Its cost does not grow with the events kept: the count comes
-// from the stream's state, the purge by count is the server's, and the walk by age reads
-// only the events it prunes.
+// when it is pruned too. The floor is written before anything is purged, so that a
+// reader resuming meanwhile finds either the events or the floor that says they went,
+// never a gap it cannot tell. Its cost does not grow with the events kept: the count
+// comes from the stream's state, the newest event of those to go is found by a search
+// over the stream's sequences, and the walk by age reads only the events it prunes.
 func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (n int, err error) {
 	first, last, err := s.EventBounds(ctx)
 	if err != nil || first == 0 {
@@ -235,12 +229,9 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	case keep == 0:
 		cut, pruned = last+1, last
 	case before > keep:
-		// The server keeps the newest keep and one more, the newest of those to go,
-		// whose id is what a reader must have seen to have missed nothing.
-		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeKeep(keep+1)); err != nil {
-			return 0, err
-		}
-		if pruned, err = s.firstEventFrom(ctx, first); err != nil {
+		// The newest of those to go: its id is what a reader must have seen to have
+		// missed nothing.
+		if pruned, err = s.newestToGo(ctx, keep, first, last); err != nil {
 			return 0, err
 		}
 		cut = pruned + 1
@@ -266,6 +257,9 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 			return 0, err
 		}
 		s.setFloor(cut, pruned)
+		if s.beforePurge != nil {
+			s.beforePurge()
+		}
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.eventSubject()), jetstream.WithPurgeSequence(min(cut, last))); err != nil {
 			return 0, err
 		}
@@ -275,6 +269,57 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		return 0, err
 	}
 	return int(before - min(after, before)), nil
+}
+
+// newestToGo is the event with keep events after it, among those from first to last,
+// of which there are more than keep: the newest event a prune that keeps keep removes. It
+// is the last sequence from which a consumer of the events counts more than keep, found
+// by halving [first, last], one consumer a step (at most 64, a few milliseconds each). A
+// consumer on a replica behind the stream's leader counts fewer, and so finds an older
+// event: the prune then keeps more than keep events, never fewer.
+func (s *Store) newestToGo(ctx context.Context, keep, first, last uint64) (uint64, error) {
+	lo, hi := first, last
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		n, err := s.eventsFrom(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if n > keep {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, nil
+}
+
+// eventsFrom counts the events stored at sequence seq or after it, as a consumer that
+// starts there counts them.
+func (s *Store) eventsFrom(ctx context.Context, seq uint64) (uint64, error) {
+	cons, err := s.eventConsumer(ctx, seq)
+	if err != nil {
+		return 0, err
+	}
+	info := cons.CachedInfo()
+	// One whose delete fails goes by itself, unused, after pageConsumerLife.
+	_ = s.stream.DeleteConsumer(context.WithoutCancel(ctx), info.Name)
+	return info.NumPending, nil
+}
+
+// eventConsumer makes a consumer of the events from sequence from on: in memory, on one
+// server, acknowledging nothing, and removed by the server once unused for
+// pageConsumerLife if whoever made it does not delete it first.
+func (s *Store) eventConsumer(ctx context.Context, from uint64) (jetstream.Consumer, error) {
+	return s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject:     s.eventSubject(),
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       from,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: pageConsumerLife,
+		Replicas:          1,
+		MemoryStorage:     true,
+	})
 }
 
 // eventCount is the number of retained events: those stored, less the one kept below
@@ -302,18 +347,6 @@ func (s *Store) eventCount(ctx context.Context) (uint64, error) {
 		}
 	}
 	return n, nil
-}
-
-// firstEventFrom is the id of the first event at or after seq, or one past the last.
-func (s *Store) firstEventFrom(ctx context.Context, seq uint64) (uint64, error) {
-	m, err := s.getMsg(ctx, seq, s.eventSubject())
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return seq, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return m.Sequence, nil
 }
 
 func (s *Store) setFloor(f, pruned uint64) {

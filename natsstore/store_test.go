@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,81 @@ func TestPruneAllThenCount(t *testing.T) {
 	}
 	if first, l, _ := s.EventBounds(ctx); first != d || l != d || c <= last {
 		t.Fatalf("bounds = %d..%d, want %d..%d", first, l, d, d)
+	}
+}
+
+// TestPruneWritesTheFloorFirst prunes by count and by age, and checks at each purge that
+// the floor record already says what goes: a reader that resumes while a prune runs finds
+// the events it asks for, or the floor that says they are gone, never a gap it cannot
+// tell. It checks too what stays: the newest keep, or those not older than the age.
+func TestPruneWritesTheFloorFirst(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embed(t).URL())
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	finish := func() {
+		t.Helper()
+		id := fmt.Sprint("i", len(ids))
+		if err := s.CreateIntent(ctx, id, "P", nil, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev)
+	}
+	for range 9 {
+		finish()
+	}
+	purges := 0
+	var wantFloor uint64
+	s.beforePurge = func() {
+		purges++
+		if floor, _, err := s.floorNow(ctx); err != nil || floor != wantFloor {
+			t.Errorf("purge %d: the stream's floor is %d, %v; want %d, the first event kept, before anything goes", purges, floor, err, wantFloor)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		keep      uint64
+		olderThan func() time.Time
+		kept      int // how many of ids stay, the newest
+	}{
+		{"by count", 5, func() time.Time { return time.Time{} }, 5},
+		{"by count again", 4, func() time.Time { return time.Time{} }, 4},
+		{"by age", 100, func() time.Time {
+			time.Sleep(10 * time.Millisecond)
+			at := time.Now()
+			finish()
+			finish()
+			return at
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			olderThan := c.olderThan()
+			wantFloor = ids[len(ids)-c.kept]
+			before := purges
+			if _, err := s.PruneEvents(ctx, c.keep, olderThan); err != nil {
+				t.Fatal(err)
+			}
+			if purges == before {
+				t.Fatal("the prune purged nothing: the test checked nothing")
+			}
+			var got []uint64
+			if err := s.Events(ctx, 0, 100, func(ev intentd.Event) error { got = append(got, ev.ID); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if want := ids[len(ids)-c.kept:]; !slices.Equal(got, want) {
+				t.Errorf("events after the prune = %v; want %v", got, want)
+			}
+			if p, err := s.PrunedThrough(ctx); err != nil || p != ids[len(ids)-c.kept-1] {
+				t.Errorf("PrunedThrough = %d, %v; want %d", p, err, ids[len(ids)-c.kept-1])
+			}
+		})
 	}
 }
 
