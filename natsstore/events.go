@@ -231,10 +231,13 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	case before > keep:
 		// The newest of those to go: its id is what a reader must have seen to have
 		// missed nothing.
-		if pruned, err = s.newestToGo(ctx, keep, first, last); err != nil {
+		p, ok, err := s.newestToGo(ctx, keep, first, last)
+		if err != nil {
 			return 0, err
 		}
-		cut = pruned + 1
+		if ok {
+			cut, pruned = p+1, p
+		}
 	}
 	// Events are written in time order, so the old ones are a prefix of the log.
 	for cut <= last {
@@ -253,10 +256,9 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		cut, pruned = m.Sequence+1, m.Sequence
 	}
 	if cut > first {
-		if _, err := s.publish(ctx, floorMsg(s.floorSubject(), cut, pruned)); err != nil {
+		if err := s.raiseFloor(ctx, cut, pruned); err != nil {
 			return 0, err
 		}
-		s.setFloor(cut, pruned)
 		if s.beforePurge != nil {
 			s.beforePurge()
 		}
@@ -271,19 +273,20 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	return int(before - min(after, before)), nil
 }
 
-// newestToGo is the event with keep events after it, among those from first to last,
-// of which there are more than keep: the newest event a prune that keeps keep removes. It
-// is the last sequence from which a consumer of the events counts more than keep, found
-// by halving [first, last], one consumer a step (at most 64, a few milliseconds each). A
-// consumer on a replica behind the stream's leader counts fewer, and so finds an older
-// event: the prune then keeps more than keep events, never fewer.
-func (s *Store) newestToGo(ctx context.Context, keep, first, last uint64) (uint64, error) {
+// newestToGo is the event with keep events after it, among those from first to last:
+// the newest event a prune that keeps keep removes, with ok false when no more than keep
+// are counted from first. It is the last sequence from which a consumer of the events
+// counts more than keep, found by halving [first, last], one consumer a step (at most 64,
+// a few milliseconds each). A consumer on a replica behind the stream's leader counts
+// fewer, and so finds an older event, or none: the prune then keeps more than keep
+// events, never fewer.
+func (s *Store) newestToGo(ctx context.Context, keep, first, last uint64) (seq uint64, ok bool, err error) {
 	lo, hi := first, last
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		n, err := s.eventsFrom(ctx, mid)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if n > keep {
 			lo = mid
@@ -291,8 +294,55 @@ func (s *Store) newestToGo(ctx context.Context, keep, first, last uint64) (uint6
 			hi = mid - 1
 		}
 	}
-	return lo, nil
+	if lo == first {
+		// Never counted: the stream's count of retained events said there were more
+		// than keep, but a count is what decides.
+		n, err := s.eventsFrom(ctx, first)
+		if err != nil || n <= keep {
+			return 0, false, err
+		}
+	}
+	return lo, true, nil
 }
+
+// raiseFloor writes the floor record at cut, unless the stream holds one at cut or
+// above already. Every node prunes on its own clock, and the floor record replaces the one
+// before it: a prune that read the stream before another wrote a higher floor must not
+// write a lower one, or a reader would be told less was pruned than was. So the write is
+// fenced on the floor record read, and the record read again when another prune's came
+// between.
+func (s *Store) raiseFloor(ctx context.Context, cut, pruned uint64) error {
+	for try := 1; ; try++ {
+		var at uint64 // the floor record's sequence, 0 while there is none
+		m, err := s.last(ctx, s.floorSubject())
+		switch {
+		case errors.Is(err, intentd.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			at = m.Sequence
+			if f, p, ok := floorOf(m.Header); ok {
+				s.setFloor(f, p)
+				if f >= cut {
+					return nil
+				}
+			}
+		}
+		_, err = s.publish(ctx, fenced(floorMsg(s.floorSubject(), cut, pruned), at))
+		if isWrongSeq(err) && try < raiseFloorTries {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.setFloor(cut, pruned)
+		return nil
+	}
+}
+
+// raiseFloorTries bounds how many times a prune reads the floor again after another
+// node's prune wrote one between its read and its write; nodes prune once a minute.
+const raiseFloorTries = 5
 
 // eventsFrom counts the events stored at sequence seq or after it, as a consumer that
 // starts there counts them.
@@ -303,7 +353,9 @@ func (s *Store) eventsFrom(ctx context.Context, seq uint64) (uint64, error) {
 	}
 	info := cons.CachedInfo()
 	// One whose delete fails goes by itself, unused, after pageConsumerLife.
-	_ = s.stream.DeleteConsumer(context.WithoutCancel(ctx), info.Name)
+	deleting, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = s.stream.DeleteConsumer(deleting, info.Name)
 	return info.NumPending, nil
 }
 

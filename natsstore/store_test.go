@@ -236,7 +236,9 @@ func TestPruneWritesTheFloorFirst(t *testing.T) {
 	var wantFloor uint64
 	s.beforePurge = func() {
 		purges++
-		if floor, _, err := s.floorNow(ctx); err != nil || floor != wantFloor {
+		// The stream's record, not what this store remembers of it.
+		floor, err := floorRecord(ctx, s)
+		if err != nil || floor != wantFloor {
 			t.Errorf("purge %d: the stream's floor is %d, %v; want %d, the first event kept, before anything goes", purges, floor, err, wantFloor)
 		}
 	}
@@ -277,6 +279,46 @@ func TestPruneWritesTheFloorFirst(t *testing.T) {
 				t.Errorf("PrunedThrough = %d, %v; want %d", p, err, ids[len(ids)-c.kept-1])
 			}
 		})
+	}
+}
+
+// floorRecord is the floor the stream's floor record holds, 0 when there is none.
+func floorRecord(ctx context.Context, s *Store) (uint64, error) {
+	m, err := s.last(ctx, s.floorSubject())
+	if errors.Is(err, intentd.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	f, _, _ := floorOf(m.Header)
+	return f, nil
+}
+
+// TestFloorNeverLowered raises the floor through one store, then through another that
+// read the stream before it, as two nodes' prunes do on their own clocks: the lower floor
+// is not written over the higher one, and a higher one still is.
+func TestFloorNeverLowered(t *testing.T) {
+	ctx := context.Background()
+	srv := embed(t)
+	a, b := open(t, srv.URL()), open(t, srv.URL())
+	t.Cleanup(func() { a.Close(); b.Close() })
+	for _, c := range []struct {
+		by        *Store
+		cut, want uint64
+		whose     string
+	}{
+		{a, 40, 40, "a first floor"},
+		{b, 30, 40, "a lower floor, from a prune that read the stream before the first"},
+		{b, 40, 40, "the same floor again"},
+		{b, 50, 50, "a higher floor"},
+	} {
+		if err := c.by.raiseFloor(ctx, c.cut, c.cut-1); err != nil {
+			t.Fatalf("%s: %v", c.whose, err)
+		}
+		if f, err := floorRecord(ctx, a); err != nil || f != c.want {
+			t.Errorf("after %s (%d): the stream's floor is %d, %v; want %d", c.whose, c.cut, f, err, c.want)
+		}
 	}
 }
 

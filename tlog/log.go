@@ -237,24 +237,28 @@ func Open(opts Options) (*Log, error) {
 // tile once. Pebble keeps a memtable being written and one being flushed, and the C
 // allocator keeps what they freed for the next: 1 MiB memtables left a member 1 MiB
 // more after a load than 256 KiB ones, which took it past 1.20 times its memory before
-// the load; 2 MiB ones, 3 MiB more. Pebble counts its memtables against the cache, so
-// 3.5 MiB of it hold blocks. A cache of 1 MiB saved no more than the runs' spread and
-// made BenchmarkInclusion (random leaves of a million) 15 to 35 % slower.
+// the load; 2 MiB ones, 3 MiB more. Pebble counts its memtables against the cache, the
+// one kept for reuse too, so about 3.5 MiB of it hold blocks. A cache of 1 MiB saved no
+// more than the runs' spread and made BenchmarkInclusion (random leaves of a million) 15
+// to 35 % slower.
 //
 // A leaf is keyed by its intent's id as well as by its index, and its key of id is
 // random, so every table a flush makes spans the keys of every table below it, and a
 // compaction of level 0 rewrites them all. With small memtables the log flushes each
 // batch of a tile's leaves (Pebble flushes a batch of half its memtable or more at
-// once), so what a compaction costs is set by how many flushes it takes at once,
-// l0Tables. At Pebble's default of four, a leaf cost 32 to 37 µs of CPU in a log of
-// 25,600 leaves, 63 to 66 in one of 102,400 and 144 on average over a million, growing
-// with the log; at 16, 16 to 19, 22 to 24 and 39 (BenchmarkAppendCPU). 32 saved little
-// more. A proof then reads through up to 16 tables more: 33 to 48 µs where it took 30.
+// once), so what a compaction costs is set by how many flushes it takes at once. Pebble
+// compacts level 0 once its overlapping tables reach half l0Tables: two at its default
+// of four, where a leaf cost 32 to 37 µs of CPU in a log of 25,600 leaves, 63 to 66 in one
+// of 102,400 and 144 on average over a million, growing with the log; eight at 16, where
+// it costs 16 to 19, 22 to 24 and 39 (BenchmarkAppendCPU). 32 saved little more. A read
+// of an intent's leaf (a proof) then looks through up to eight tables more (the log has
+// no bloom filters): 33 to 48 µs where it took 30.
 const (
 	cacheBytes   = 4 << 20
 	memTableSize = 256 << 10
-	// l0Tables is how many tables level 0 holds before a compaction merges them down;
-	// writes stop at four times as many, for compactions to catch up.
+	// l0Tables is Pebble's L0CompactionThreshold for the log, whose level 0 is compacted
+	// once half as many tables overlap there; writes stop at four times as many, for
+	// compactions to catch up.
 	l0Tables = 16
 )
 
