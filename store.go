@@ -83,7 +83,9 @@ type Store interface {
 	// PrunedThrough reports the id of the newest event pruned, 0 when none was: a
 	// reader who resumes after an older id has missed events.
 	PrunedThrough(ctx context.Context) (uint64, error)
-	// PruneEvents keeps the newest keep events and none older than olderThan.
+	// PruneEvents keeps the newest keep events and none older than olderThan, and
+	// reports how many it pruned. An error may come with a count: a store that could
+	// prune by age but not by count prunes by age, and says why not by count.
 	PruneEvents(ctx context.Context, keep uint64, olderThan time.Time) (int, error)
 	// SpendNonce records the nonce of an agent's signature, scoped by the agent's key,
 	// until until: ErrNonceSpent when it is recorded and until has not passed, for

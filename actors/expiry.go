@@ -119,7 +119,7 @@ func (e *Engine) retentionLoop() {
 func (e *Engine) pruneEvents() {
 	n, err := e.store.PruneEvents(e.ctx, e.cfg.EventRetention, e.cfg.Now().Add(-e.cfg.EventRetentionAge))
 	if err != nil {
-		e.log.Error("prune events", "err", err)
+		e.log.Error("prune events", "err", err, "count", n)
 	} else if n > 0 {
 		e.log.Info("pruned events", "count", n)
 	}

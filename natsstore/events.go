@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -225,6 +226,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	}
 	cut := first      // events below cut are pruned
 	var pruned uint64 // the newest event below cut
+	var uncounted error
 	switch {
 	case keep == 0:
 		cut, pruned = last+1, last
@@ -232,10 +234,14 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 		// The newest of those to go: its id is what a reader must have seen to have
 		// missed nothing.
 		p, ok, err := s.newestToGo(ctx, keep, first, last)
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
 			return 0, err
-		}
-		if ok {
+		case err != nil:
+			// No count without consumers (the servers refuse them): the events
+			// past their age still go, and the caller hears why the count did not.
+			uncounted = fmt.Errorf("prune events by count: %w", err)
+		case ok:
 			cut, pruned = p+1, p
 		}
 	}
@@ -270,7 +276,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep uint64, olderThan time.Tim
 	if err != nil {
 		return 0, err
 	}
-	return int(before - min(after, before)), nil
+	return int(before - min(after, before)), uncounted
 }
 
 // newestToGo is the event with keep events after it, among those from first to last:

@@ -806,6 +806,49 @@ func TestReplayWhenConsumersAreRefused(t *testing.T) {
 	t.Logf("read in %v", took.Round(time.Millisecond))
 }
 
+// TestPruneWhenConsumersAreRefused prunes by count and age while the stream takes no
+// consumer, which the count needs: the events past their age go all the same, the count
+// is reported as not done, and the floor says what went.
+func TestPruneWhenConsumersAreRefused(t *testing.T) {
+	ctx := context.Background()
+	s := storeOfThreeEvents(t)
+	var ids []uint64
+	if err := s.Events(ctx, 0, 10, func(ev intentd.Event) error { ids = append(ids, ev.ID); return nil }); err != nil || len(ids) != 3 {
+		t.Fatalf("events = %v, %v; want 3", ids, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	olderThan := time.Now()
+	for i := range 3 { // three more, not past the age
+		id := fmt.Sprint("j", i)
+		if err := s.CreateIntent(ctx, id, "P", nil, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxConsumers = info.State.Consumers // the followers' own: no room for a count's
+	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
+		t.Fatal("the stream still takes consumers: the test would prove nothing")
+	}
+	n, err := s.PruneEvents(ctx, 1, olderThan)
+	if err == nil || n != 3 {
+		t.Fatalf("prune = %d, %v; want the 3 past their age pruned, and the count's error", n, err)
+	}
+	t.Logf("the prune's error: %v", err)
+	if p, err := s.PrunedThrough(ctx); err != nil || p != ids[2] {
+		t.Errorf("PrunedThrough = %d, %v; want %d, the newest past its age", p, err, ids[2])
+	}
+}
+
 // TestReplayBoundedWithoutQuorum: with two of three servers gone, no consumer can be
 // made, and the stream's leader, if one still answers, soon stops: a page of events is
 // read from a leader that still answers, or fails, within its context either way,
