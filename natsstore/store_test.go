@@ -785,20 +785,8 @@ func TestReplaysLeaveNoConsumers(t *testing.T) {
 // by nats.go's ordered consumer was tried again, with no end and deaf to the context,
 // and a subscriber's replay stood silent for as long.
 func TestReplayWhenConsumersAreRefused(t *testing.T) {
-	ctx := context.Background()
 	s := storeOfThreeEvents(t)
-	info, err := s.stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := info.Config
-	cfg.MaxConsumers = info.State.Consumers // the followers' own: no room for a page's
-	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
-		t.Fatal("the stream still takes consumers: the test would prove nothing")
-	}
+	refuseConsumers(t, s)
 	n, took, err := readPageWithin(t, s, 3*time.Second)
 	if err != nil || n != 3 {
 		t.Fatalf("a page read while consumers are refused: %d events, %v; want the 3 from the leader", n, err)
@@ -827,18 +815,7 @@ func TestPruneWhenConsumersAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info, err := s.stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := info.Config
-	cfg.MaxConsumers = info.State.Consumers // the followers' own: no room for a count's
-	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
-		t.Fatal("the stream still takes consumers: the test would prove nothing")
-	}
+	refuseConsumers(t, s)
 	n, err := s.PruneEvents(ctx, 1, olderThan)
 	if err == nil || n != 3 {
 		t.Fatalf("prune = %d, %v; want the 3 past their age pruned, and the count's error", n, err)
@@ -846,6 +823,25 @@ func TestPruneWhenConsumersAreRefused(t *testing.T) {
 	t.Logf("the prune's error: %v", err)
 	if p, err := s.PrunedThrough(ctx); err != nil || p != ids[2] {
 		t.Errorf("PrunedThrough = %d, %v; want %d, the newest past its age", p, err, ids[2])
+	}
+}
+
+// refuseConsumers sets s's stream at its limit of consumers, the followers' own, so
+// that it takes no more: no page's, no count's.
+func refuseConsumers(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxConsumers = info.State.Consumers
+	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
+		t.Fatal("the stream still takes consumers: the test would prove nothing")
 	}
 }
 
