@@ -334,6 +334,9 @@ func (s *Store) raiseFloor(ctx context.Context, cut, pruned uint64) error {
 				}
 			}
 		}
+		if s.beforeFloorWrite != nil {
+			s.beforeFloorWrite()
+		}
 		_, err = s.publish(ctx, fenced(floorMsg(s.floorSubject(), cut, pruned), at))
 		if isWrongSeq(err) && try < raiseFloorTries {
 			continue

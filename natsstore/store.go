@@ -114,9 +114,10 @@ type Store struct {
 	// tombstone of a policy delete, the intent of a create): beforeFirstStep just
 	// before it, afterFirstStep right after it. Nil runs nothing.
 	beforeFirstStep, afterFirstStep func()
-	// beforePurge is a test hook run just before PruneEvents purges events. Nil runs
-	// nothing.
-	beforePurge func()
+	// beforePurge is a test hook run just before PruneEvents purges events, and
+	// beforeFloorWrite one run between the read of the floor record and the write of a
+	// higher one. Nil runs nothing.
+	beforePurge, beforeFloorWrite func()
 
 	watch  *follower // of the indexes' subjects
 	events *follower // of the events, for the sink

@@ -320,6 +320,22 @@ func TestFloorNeverLowered(t *testing.T) {
 			t.Errorf("after %s (%d): the stream's floor is %d, %v; want %d", c.whose, c.cut, f, err, c.want)
 		}
 	}
+	// Between b's read of the floor and its write, a writes a higher one: b's write,
+	// fenced on the record it read, is refused, and b reads again and leaves a's.
+	wrote := 0
+	b.beforeFloorWrite = func() {
+		if wrote++; wrote == 1 {
+			if err := a.raiseFloor(ctx, 70, 69); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := b.raiseFloor(ctx, 60, 59); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := floorRecord(ctx, a); err != nil || f != 70 || wrote != 1 {
+		t.Errorf("after a higher floor came between b's read and write: the floor is %d, %v, b wrote %d times; want 70, once", f, err, wrote)
+	}
 }
 
 // TestStorageFull fills a server whose JetStream may hold little: a write past it is
