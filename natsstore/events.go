@@ -319,20 +319,12 @@ func (s *Store) newestToGo(ctx context.Context, keep, first, last uint64) (seq u
 // between.
 func (s *Store) raiseFloor(ctx context.Context, cut, pruned uint64) error {
 	for try := 1; ; try++ {
-		var at uint64 // the floor record's sequence, 0 while there is none
-		m, err := s.last(ctx, s.floorSubject())
-		switch {
-		case errors.Is(err, intentd.ErrNotFound):
-		case err != nil:
+		floor, at, err := s.floorRecord(ctx)
+		if err != nil {
 			return err
-		default:
-			at = m.Sequence
-			if f, p, ok := floorOf(m.Header); ok {
-				s.setFloor(f, p)
-				if f >= cut {
-					return nil
-				}
-			}
+		}
+		if floor >= cut {
+			return nil
 		}
 		if s.beforeFloorWrite != nil {
 			s.beforeFloorWrite()
@@ -440,18 +432,30 @@ func (s *Store) PrunedThrough(ctx context.Context) (_ uint64, err error) {
 // delivery of an event by id and the console's marks of time (a read per step of their
 // search), not the path of a command.
 func (s *Store) floorNow(ctx context.Context) (floor, pruned uint64, err error) {
-	m, err := s.last(ctx, s.floorSubject())
-	if err != nil && !errors.Is(err, intentd.ErrNotFound) {
+	if _, _, err := s.floorRecord(ctx); err != nil {
 		return 0, 0, err
-	}
-	if err == nil {
-		if f, p, ok := floorOf(m.Header); ok {
-			s.setFloor(f, p)
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.floor, s.pruned, nil
+}
+
+// floorRecord reads the stream's floor record through its leader: the floor it holds,
+// which this store's own floor is raised to, and its sequence, the fence of the next
+// write of it; 0 and 0 while there is none.
+func (s *Store) floorRecord(ctx context.Context) (floor, seq uint64, err error) {
+	m, err := s.last(ctx, s.floorSubject())
+	if errors.Is(err, intentd.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if f, p, ok := floorOf(m.Header); ok {
+		s.setFloor(f, p)
+		floor = f
+	}
+	return floor, m.Sequence, nil
 }
 
 // pageConsumerLife is how long the server keeps the consumer of a page of events that

@@ -177,26 +177,16 @@ func TestPruneAllThenCount(t *testing.T) {
 	s := open(t, embed(t).URL())
 	defer s.Close()
 	s.PutPolicy(ctx, "P", []byte{1}, nil)
-	finish := func(id string) uint64 {
-		if err := s.CreateIntent(ctx, id, "P", nil, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		ev, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ev
-	}
-	finish("a")
-	last := finish("b")
+	decideOne(t, s, "a")
+	last := decideOne(t, s, "b")
 	if n, err := s.PruneEvents(ctx, 0, time.Time{}); err != nil || n != 2 {
 		t.Fatalf("prune all = %d, %v; want 2", n, err)
 	}
 	if n, err := s.PruneEvents(ctx, 0, time.Time{}); err != nil || n != 0 {
 		t.Fatalf("prune of nothing = %d, %v; want 0", n, err)
 	}
-	c := finish("c")
-	d := finish("d")
+	c := decideOne(t, s, "c")
+	d := decideOne(t, s, "d")
 	if n, err := s.PruneEvents(ctx, 1, time.Time{}); err != nil || n != 1 {
 		t.Fatalf("prune to 1 = %d, %v; want 1", n, err)
 	}
@@ -217,18 +207,7 @@ func TestPruneWritesTheFloorFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []uint64
-	finish := func() {
-		t.Helper()
-		id := fmt.Sprint("i", len(ids))
-		if err := s.CreateIntent(ctx, id, "P", nil, time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		ev, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, ev)
-	}
+	finish := func() { ids = append(ids, decideOne(t, s, fmt.Sprint("i", len(ids)))) }
 	for range 9 {
 		finish()
 	}
@@ -237,7 +216,7 @@ func TestPruneWritesTheFloorFirst(t *testing.T) {
 	s.beforePurge = func() {
 		purges++
 		// The stream's record, not what this store remembers of it.
-		floor, err := floorRecord(ctx, s)
+		floor, _, err := s.floorRecord(ctx)
 		if err != nil || floor != wantFloor {
 			t.Errorf("purge %d: the stream's floor is %d, %v; want %d, the first event kept, before anything goes", purges, floor, err, wantFloor)
 		}
@@ -282,19 +261,6 @@ func TestPruneWritesTheFloorFirst(t *testing.T) {
 	}
 }
 
-// floorRecord is the floor the stream's floor record holds, 0 when there is none.
-func floorRecord(ctx context.Context, s *Store) (uint64, error) {
-	m, err := s.last(ctx, s.floorSubject())
-	if errors.Is(err, intentd.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	f, _, _ := floorOf(m.Header)
-	return f, nil
-}
-
 // TestFloorNeverLowered raises the floor through one store, then through another that
 // read the stream before it, as two nodes' prunes do on their own clocks: the lower floor
 // is not written over the higher one, and a higher one still is.
@@ -316,7 +282,7 @@ func TestFloorNeverLowered(t *testing.T) {
 		if err := c.by.raiseFloor(ctx, c.cut, c.cut-1); err != nil {
 			t.Fatalf("%s: %v", c.whose, err)
 		}
-		if f, err := floorRecord(ctx, a); err != nil || f != c.want {
+		if f, _, err := a.floorRecord(ctx); err != nil || f != c.want {
 			t.Errorf("after %s (%d): the stream's floor is %d, %v; want %d", c.whose, c.cut, f, err, c.want)
 		}
 	}
@@ -333,7 +299,7 @@ func TestFloorNeverLowered(t *testing.T) {
 	if err := b.raiseFloor(ctx, 60, 59); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := floorRecord(ctx, a); err != nil || f != 70 || wrote != 1 {
+	if f, _, err := a.floorRecord(ctx); err != nil || f != 70 || wrote != 1 {
 		t.Errorf("after a higher floor came between b's read and write: the floor is %d, %v, b wrote %d times; want 70, once", f, err, wrote)
 	}
 }
@@ -755,22 +721,33 @@ func storeOfThreeEvents(t *testing.T) *Store {
 	return s
 }
 
-// writeThreeEvents writes three decided intents, and their three events, into s.
-func writeThreeEvents(t *testing.T, s *Store) {
+// writeThreeEvents writes three decided intents, and their three events, into s, and
+// returns the events' ids.
+func writeThreeEvents(t *testing.T, s *Store) []uint64 {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := s.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
+	if _, err := s.PutPolicy(context.Background(), "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
+	var ids []uint64
 	for i := range 3 {
-		id := fmt.Sprint("i", i)
-		if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id)); err != nil {
-			t.Fatal(err)
-		}
+		ids = append(ids, decideOne(t, s, fmt.Sprint("i", i)))
 	}
+	return ids
+}
+
+// decideOne writes intent id, of policy P, and its outcome into s, and returns the
+// outcome's event id.
+func decideOne(t *testing.T, s *Store, id string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.CreateIntent(ctx, id, "P", []byte("o"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := storetest.BeginAndFinish(ctx, s, id, "P", []byte("t"), time.Now(), storetest.Event(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 // TestReplaysLeaveNoConsumers reads pages of events more times than a stream may have
@@ -815,21 +792,13 @@ func TestReplayWhenConsumersAreRefused(t *testing.T) {
 // is reported as not done, and the floor says what went.
 func TestPruneWhenConsumersAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s := storeOfThreeEvents(t)
-	var ids []uint64
-	if err := s.Events(ctx, 0, 10, func(ev intentd.Event) error { ids = append(ids, ev.ID); return nil }); err != nil || len(ids) != 3 {
-		t.Fatalf("events = %v, %v; want 3", ids, err)
-	}
+	s := open(t, embed(t).URL())
+	t.Cleanup(func() { s.Close() })
+	ids := writeThreeEvents(t, s)
 	time.Sleep(10 * time.Millisecond)
 	olderThan := time.Now()
 	for i := range 3 { // three more, not past the age
-		id := fmt.Sprint("j", i)
-		if err := s.CreateIntent(ctx, id, "P", nil, time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := storetest.BeginAndFinish(ctx, s, id, "P", nil, time.Now(), storetest.Event(id)); err != nil {
-			t.Fatal(err)
-		}
+		decideOne(t, s, fmt.Sprint("j", i))
 	}
 	refuseConsumers(t, s)
 	n, err := s.PruneEvents(ctx, 1, olderThan)
