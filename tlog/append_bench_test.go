@@ -3,7 +3,6 @@ package tlog
 import (
 	"bytes"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/crypto"
+	"github.com/intentd/intentd/internal/benchcpu"
 )
 
 // BenchmarkAppendCPU appends leaves as a member's log does under load, a tile's worth a
@@ -36,7 +36,7 @@ func appendCPU(b *testing.B, batches int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		before := cpuTime()
+		before := benchcpu.Now()
 		next := uint64(1)
 		for range batches {
 			batch := make([]leaf, 0, perBatch)
@@ -56,7 +56,7 @@ func appendCPU(b *testing.B, batches int) {
 		for l.db.Metrics().Compact.NumInProgress > 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
-		spent := cpuTime() - before
+		spent := benchcpu.Now() - before
 		m := l.db.Metrics()
 		b.ReportMetric(float64(spent.Microseconds())/float64(perBatch*batches), "cpu-µs/leaf")
 		b.ReportMetric(float64(m.Flush.Count), "flushes")
@@ -68,11 +68,4 @@ func appendCPU(b *testing.B, batches int) {
 		b.ReportMetric(float64(written)/float64(perBatch*batches), "compacted-B/leaf")
 		l.Close()
 	}
-}
-
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
