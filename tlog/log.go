@@ -201,6 +201,7 @@ func Open(opts Options) (*Log, error) {
 	db, err := pebbledir.Open(opts.Dir, &pebble.Options{
 		Logger: pebbleLogger{opts.Logger, opts.Dir}, Cache: cache, FS: fs, EventListener: events,
 		MemTableSize: memTableSize, L0CompactionThreshold: l0Tables, L0StopWritesThreshold: 4 * l0Tables,
+		LBaseMaxBytes: baseLevelBytes,
 	})
 	if err != nil {
 		unwatch.Close()
@@ -250,9 +251,10 @@ func Open(opts Options) (*Log, error) {
 // compacts level 0 once its overlapping tables reach half l0Tables: two at its default
 // of four, where a leaf cost 32 to 37 µs of CPU in a log of 25,600 leaves, 63 to 66 in one
 // of 102,400 and 144 on average over a million, growing with the log; eight at 16, where
-// it costs 16 to 19, 22 to 24 and 39 (BenchmarkAppendCPU). 32 saved little more. A read
-// of an intent's leaf (a proof) then looks through up to eight tables more (the log has
-// no bloom filters): 33 to 48 µs where it took 30.
+// it cost 16 to 19, 22 to 24 and 39 (BenchmarkAppendCPU, the base level at Pebble's
+// default; baseLevelBytes below). 32 saved little more. A read of an intent's leaf (a
+// proof) then looks through up to eight tables more (the log has no bloom filters): 33
+// to 48 µs where it took 30.
 const (
 	cacheBytes   = 4 << 20
 	memTableSize = 256 << 10
@@ -260,6 +262,18 @@ const (
 	// once half as many tables overlap there; writes stop at four times as many, for
 	// compactions to catch up.
 	l0Tables = 16
+	// baseLevelBytes is the size of the level below level 0 past which Pebble moves
+	// tables one level further down (Pebble's LBaseMaxBytes). At Pebble's default of
+	// 64 MiB the log's keys of ids stay in that one level until there are 64 MiB of
+	// them, and since they are random, each compaction of level 0 rewrites nearly all
+	// of it: the bytes compacted a leaf grow with the log. At 1 MiB Pebble keeps more
+	// levels, each ten times the one above, and a compaction rewrites the part of one
+	// level that the tables above it span. In a log of a million leaves a leaf then cost
+	// 37 µs of CPU where it cost 61, with 1,710 bytes compacted where it had 3,260
+	// (BenchmarkAppendCPU); in logs of up to 25,600 leaves, as before. A proof reads no
+	// slower (BenchmarkInclusion, its tables compacted into more levels: 74 to 77 µs
+	// against 82 to 87).
+	baseLevelBytes = 1 << 20
 )
 
 // diskSlowAfter is how long a file operation of the log runs before it is logged as
