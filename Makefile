@@ -47,9 +47,9 @@ chaos: ## the fault-injection suite (minutes): a three-node cluster on three NAT
 	INTENTD_CHAOS=1 INTENTD_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-3} $(GO) test -count=1 -v -timeout 60m -run '^(TestChaos|TestClusterKillsUnderLoad)$$' ./cmd/intentd/
 
 .PHONY: cluster-memory
-cluster-memory: ## a member's memory after loads (minutes): three times 10,000 intents through three nodes on three NATS servers and 30 s quiet; each member's RSS, grains and heap profile (bin/cluster-memory); and what protoactor's process registry keeps
+cluster-memory: ## a member's memory after loads (minutes): three times 10,000 intents through three nodes on three NATS servers and 30 s quiet; each member's RSS, grains and heap profile (bin/cluster-memory); and what protoactor's process registry keeps; MEMORY_BIN=PATH measures another intentd build
 	INTENTD_CLUSTER_MEMORY=1 $(GO) test -count=1 -v -run '^TestProcessRegistryCeiling$$' ./actors/
-	INTENTD_CLUSTER_MEMORY=1 INTENTD_CLUSTER_MEMORY_OUT=$(abspath $(BIN))/cluster-memory $(GO) test -count=1 -v -timeout 30m -run '^TestClusterMemoryAfterLoad$$' ./cmd/intentd/
+	INTENTD_CLUSTER_MEMORY=1 INTENTD_CLUSTER_MEMORY_OUT=$(abspath $(BIN))/cluster-memory INTENTD_CLUSTER_MEMORY_BIN=$${MEMORY_BIN:-} $(GO) test -count=1 -v -timeout 30m -run '^TestClusterMemoryAfterLoad$$' ./cmd/intentd/
 
 .PHONY: cluster-cost
 cluster-cost: ## what an intent costs, created and decided (minutes): one node on three NATS servers, then clusters of 1 to 4 members on them, one after the other, through intentbench decide; the table in bin/cluster-cost (COST_ROUNDS, COST_RATE, COST_DURATION, COST_SETUPS=1,c1,c2,c3,c4 and cN+K, K members more the load does not reach, and cN/L, the log kept by the first L members only, COST_PROFILE=1 keeps CPU profiles, COST_BIN=PATH measures another intentd build)

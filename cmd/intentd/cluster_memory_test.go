@@ -48,7 +48,8 @@ const (
 // each member's figures, and keeps each member's heap profiles (taken after a
 // collection) and the top of `go tool pprof -top -inuse_space` of them in
 // INTENTD_CLUSTER_MEMORY_OUT (a folder of its own otherwise, named in the log). It takes
-// minutes and loads the machine: `make cluster-memory` runs it; `make test` does not.
+// minutes and loads the machine: `make cluster-memory` runs it (MEMORY_BIN=PATH, another
+// build); `make test` does not.
 func TestClusterMemoryAfterLoad(t *testing.T) {
 	// Not parallel: heavy, and its figures are the machine's memory.
 	if os.Getenv("INTENTD_CLUSTER_MEMORY") == "" {
@@ -69,7 +70,14 @@ func TestClusterMemoryAfterLoad(t *testing.T) {
 	for i := range pprofs {
 		pprofs[i] = "127.0.0.1:" + freePort(t)
 	}
-	r := startRigArgs(t, buildIntentd(t), func(i int) []string { return []string{"--pprof", pprofs[i]} })
+	// INTENTD_CLUSTER_MEMORY_BIN measures another build of intentd: the container
+	// image's, built without cgo, whose Pebble keeps its memtables and cache in the Go
+	// heap rather than in C memory, or an earlier commit's.
+	bin := os.Getenv("INTENTD_CLUSTER_MEMORY_BIN")
+	if bin == "" {
+		bin = buildIntentd(t)
+	}
+	r := startRigArgs(t, bin, func(i int) []string { return []string{"--pprof", pprofs[i]} })
 
 	// The members settle first: their first renewals, the stream's consumers, a first
 	// collection.
