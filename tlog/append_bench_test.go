@@ -51,9 +51,9 @@ func appendCPU(b *testing.B, batches int) {
 				b.Fatal(err)
 			}
 		}
-		// The compactions under way are waited for; a flush still running, and what
-		// it would start, are not: a few per cent of a run at most.
-		for l.db.Metrics().Compact.NumInProgress > 0 {
+		// The flush and the compactions under way are waited for, and what they start:
+		// the run's leaves cost them too.
+		for m := l.db.Metrics(); m.Flush.NumInProgress > 0 || m.Compact.NumInProgress > 0; m = l.db.Metrics() {
 			time.Sleep(10 * time.Millisecond)
 		}
 		spent := benchcpu.Now() - before
