@@ -70,6 +70,7 @@ func (c costSetup) memberArgs(t *testing.T, i int, urls []string, keyFile, pprof
 
 // costRow is what one run of a setup measured.
 type costRow struct {
+	round             int // the round of make cluster-cost it was measured in, from 1
 	setup             costSetup
 	intentdCPU        float64 // µs per intent created and decided, all members
 	allCPU            float64 // with the NATS servers
@@ -132,11 +133,12 @@ func TestClusterCost(t *testing.T) {
 			if row.accepted == 0 {
 				t.FailNow()
 			}
+			row.round = round
 			rows = append(rows, row)
 			t.Logf("%s: intentd %.0f µs an intent, all servers %.0f µs, p50/p99 %.1f/%.1f ms (load %s)", name, row.intentdCPU, row.allCPU, row.p50, row.p99, row.load)
 		}
 	}
-	table := costTable(rows, rate, duration)
+	table := costTable(rows, rate, duration) + "\nBy setup, each run against its round's one node:\n\n" + costSummary(rows)
 	t.Logf("CPU per intent created and decided:\n%s", table)
 	if err := os.WriteFile(filepath.Join(out, "figures.md"), []byte(table), 0o644); err != nil {
 		t.Fatal(err)
