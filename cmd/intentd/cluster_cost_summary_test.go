@@ -26,14 +26,7 @@ const (
 // of four less the cluster of three of the same round (a difference of two noisy
 // figures). A round without one node gives no ratios.
 func costSummary(rows []costRow) string {
-	one := map[int]float64{} // a round's one node
-	byRound := map[int][]costRow{}
-	for _, r := range rows {
-		if !r.setup.cluster {
-			one[r.round] = r.intentdCPU
-		}
-		byRound[r.round] = append(byRound[r.round], r)
-	}
+	one, byRound := costRounds(rows)
 	type figures struct{ ratio, idle, added []float64 }
 	var order []string
 	by := map[string]*figures{}
@@ -79,6 +72,19 @@ func costSummary(rows []costRow) string {
 		fmt.Fprintf(&b, "- the fourth member at most %.0f %% of one node, as a cluster of four less one of three: %s\n", 100*targetFourth, verdict(f.added, targetFourth, "%+.1f %%", 100))
 	}
 	return b.String()
+}
+
+// costRounds sorts the rows by round: each round's one node's intentd CPU per intent
+// (absent for a round that measured none) and its rows.
+func costRounds(rows []costRow) (one map[int]float64, byRound map[int][]costRow) {
+	one, byRound = map[int]float64{}, map[int][]costRow{}
+	for _, r := range rows {
+		if !r.setup.cluster {
+			one[r.round] = r.intentdCPU
+		}
+		byRound[r.round] = append(byRound[r.round], r)
+	}
+	return one, byRound
 }
 
 // smallerCluster finds, among a round's rows, the cluster one member smaller than s,
@@ -141,9 +147,10 @@ func verdict(v []float64, target float64, format string, scale float64) string {
 	return fmt.Sprintf("median %s, %s; at most the target in %d of %d runs", fmt.Sprintf(format, scale*m), word, met, len(v))
 }
 
-// TestCostSummary reads the figures of three rounds as make cluster-cost summarises
-// them: each run against its own round's one node, the medians, and the targets met or
-// not, from figures kept from the runs of 2026-11-30 (21:14 to 21:24 UTC).
+// TestCostSummary reads the figures of three rounds as make cluster-cost tabulates and
+// summarises them: each run against its own round's one node and the cluster one member
+// smaller, the medians, and the targets met or not, from figures kept from the runs of
+// 2026-11-30 (21:14 to 21:24 UTC).
 func TestCostSummary(t *testing.T) {
 	c := func(nodes, idle int) costSetup { return costSetup{nodes: nodes, cluster: true, idle: idle} }
 	var rows []costRow
@@ -161,6 +168,9 @@ func TestCostSummary(t *testing.T) {
 	}
 	t.Run("three rounds", func(t *testing.T) {
 		golden.Check(t, filepath.Join("testdata", "cost-summary.golden"), costSummary(rows))
+	})
+	t.Run("the table of the runs", func(t *testing.T) {
+		golden.Check(t, filepath.Join("testdata", "cost-table.golden"), costTable(rows, "300", "30s"))
 	})
 	t.Run("a round without one node gives no ratios", func(t *testing.T) {
 		got := costSummary(rows[1:4])

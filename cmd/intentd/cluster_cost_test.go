@@ -323,30 +323,27 @@ func measureCost(t *testing.T, bin, bench string, s costSetup, rate, duration, r
 	return row
 }
 
-// costTable is the figures as a Markdown table: each setup's CPU per intent, and each
-// cluster's against the cluster one member smaller measured in the same round.
+// costTable is the figures as a Markdown table: each setup's CPU per intent, against
+// the one node of its round, and each cluster's against the cluster one member smaller
+// measured in the same round.
 func costTable(rows []costRow, rate, duration string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "intentbench decide --rate %s --duration %s, the load spread over the members\n\n", rate, duration)
 	b.WriteString("| setup | intentd CPU per intent | / one node | all servers' CPU per intent | the last member's cost per intent | an idle member's CPU per intent | p50 / p99 ms | proposals | load |\n|---|---|---|---|---|---|---|---|---|\n")
-	var one float64
-	var prev costRow
+	one, byRound := costRounds(rows)
 	for _, r := range rows {
 		ratio, marginal := "", ""
-		if !r.setup.cluster {
-			one = r.intentdCPU
-		}
-		if one > 0 {
-			ratio = fmt.Sprintf("%.2f ×", r.intentdCPU/one)
+		o := one[r.round]
+		if o > 0 {
+			ratio = fmt.Sprintf("%.2f ×", r.intentdCPU/o)
 		}
 		idle := ""
 		if r.setup.idle > 0 {
 			idle = fmt.Sprintf("%.0f µs", r.idleCPU)
 		}
-		if r.setup.cluster && prev.setup.cluster && prev.setup.idle == 0 && r.setup.idle == 0 && prev.setup.nodes == r.setup.nodes-1 && prev.setup.keepers == r.setup.keepers && one > 0 {
-			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-prev.intentdCPU, 100*(r.intentdCPU-prev.intentdCPU)/one)
+		if smaller, ok := smallerCluster(byRound[r.round], r.setup); ok && o > 0 {
+			marginal = fmt.Sprintf("%+.0f µs (%+.0f %% of one node)", r.intentdCPU-smaller.intentdCPU, 100*(r.intentdCPU-smaller.intentdCPU)/o)
 		}
-		prev = r
 		fmt.Fprintf(&b, "| %s | %.0f µs | %s | %.0f µs | %s | %s | %.1f / %.1f | %.0f | %s |\n", r.setup, r.intentdCPU, ratio, r.allCPU, marginal, idle, r.p50, r.p99, r.accepted, strings.TrimPrefix(r.load, "machine load average (1 min) "))
 	}
 	return b.String()
