@@ -221,14 +221,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	r := &Report{Scenario: name, Machine: thisMachine(), Settings: o.settings(name)}
 	before := loadAverage()
+	busy, measured := busyCores(ctx, busySample, r.Machine.Cores)
 	if err := scenarios[name].run(ctx, b, r); err != nil {
 		return err
 	}
-	shared := ""
-	if f, err := strconv.ParseFloat(before, 64); err == nil && f >= float64(r.Machine.Cores) {
-		shared = "; other work was using the cores when the run started"
+	// The load average still counts, for a minute, the processes of a run that ended
+	// (the servers of the run before, in a series): what says whether other work was
+	// running is the cores' time over the moment before this run.
+	busyNote := "; the cores' time before the run could not be read"
+	if measured {
+		busyNote = fmt.Sprintf("; cores busy over the %v before the run %.2f of %d", busySample, busy, r.Machine.Cores)
+		if busy >= otherWork {
+			busyNote += ": other work was using the cores when the run started"
+		}
 	}
-	r.note("machine load average (1 min) before the run %s, after %s (which counts the run's own processes)%s", before, loadAverage(), shared)
+	r.note("machine load average (1 min) before the run %s, after %s (which counts the run's own processes)%s", before, loadAverage(), busyNote)
 	return r.Write(stdout, o.JSON)
 }
 

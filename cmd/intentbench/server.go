@@ -309,6 +309,35 @@ func loadAverage() string {
 	return f[0]
 }
 
+// busySample is how long the tool watches the machine's cores before a run.
+const busySample = time.Second
+
+// otherWork is the share of a core busy before a run past which the report says other
+// work was using the cores: a machine at rest, with the servers of a run started and
+// waiting, spends a few hundredths.
+const otherWork = 0.5
+
+// busyCores is how many of the machine's cores were busy, on average, over the span
+// before it returns, from /proc/stat; ok false where that cannot be read. Unlike the
+// load average, it does not count processes that ended before the span: the servers
+// of the run before this one.
+func busyCores(ctx context.Context, span time.Duration, cores int) (busy float64, ok bool) {
+	before, err := procstat.ReadMachine()
+	if err != nil {
+		return 0, false
+	}
+	select {
+	case <-ctx.Done():
+		return 0, false
+	case <-time.After(span):
+	}
+	after, err := procstat.ReadMachine()
+	if err != nil {
+		return 0, false
+	}
+	return procstat.BusyCores(before, after, cores), true
+}
+
 // cpuMeter measures the CPU the tool and a server child use over a span.
 type cpuMeter struct {
 	srv   *child

@@ -1,6 +1,8 @@
 // Package procstat reads what Linux says of another process's CPU and page faults in
 // /proc/<pid>/stat: the load tool's figures for the servers it measures, and the
-// cluster-cost measurement's for members the load does not reach.
+// cluster-cost measurement's for members the load does not reach. It also reads the
+// whole machine's CPU in /proc/stat, so that the load tool can say whether other work
+// was using the cores when a run started.
 package procstat
 
 import (
