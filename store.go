@@ -105,3 +105,18 @@ type EventPacer interface {
 	// now. It must not block. A store not told otherwise takes them to be awaited.
 	EventsAwaited(awaited bool)
 }
+
+// IndexKeeper is a store that keeps its index of the open and processing intents (their
+// deadlines, the processing list, the intents that hold a policy in use) by following
+// what every node writes, and can leave that following to the nodes that need the
+// index: the NATS store. In a cluster, the member that scans for expiries and resumes
+// the proposals of members that left keeps it, and the others read only what they
+// write, so that the cost of the index is one member's whatever the cluster's size.
+type IndexKeeper interface {
+	// KeepIndex says whether this node scans the index. It must not block. A store
+	// told false stops following the intents once nothing has asked for the index for
+	// a moment, and follows them again, loading the index anew, when asked for what
+	// it holds (the processing list, the due and next expiries, a policy's delete):
+	// every answer stays right, and the first after a pause costs a load.
+	KeepIndex(keep bool)
+}

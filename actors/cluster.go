@@ -157,6 +157,11 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 		}
 		m.placed(t.Members)
 		e.membersMoved()
+		// The member that scans the expiry index keeps it; the others need not
+		// follow every intent of the cluster (intentd.IndexKeeper).
+		if k, ok := e.cfg.Store.(intentd.IndexKeeper); ok {
+			k.KeepIndex(e.expiryScanner())
+		}
 		if e.track() {
 			go func() {
 				defer e.wg.Done()
@@ -184,8 +189,13 @@ func (e *Engine) startCluster(p cluster.ClusterProvider) (err error) {
 
 // resumeMoved asks the owners of the processing intents to prove them, when the members
 // change: the intents of a member that left are owned by others now, and nobody else
-// would wake them. An owner already proving an intent does nothing.
+// would wake them. An owner already proving an intent does nothing. The member that
+// scans the expiry index asks, as it keeps the index of the processing intents; a
+// member that becomes it with this change loads the index first.
 func (e *Engine) resumeMoved() {
+	if !e.expiryScanner() {
+		return
+	}
 	ids, err := e.store.Processing(e.ctx)
 	if err != nil {
 		e.log.Error("list processing intents after a change of members", "err", err)

@@ -20,7 +20,8 @@ const expiryWorkers = 32
 func (e *Engine) expiryLoop() {
 	first := true
 	for {
-		if e.expiryScanner() {
+		scanner := e.expiryScanner()
+		if scanner {
 			e.expireDue()
 		}
 		if first {
@@ -28,8 +29,12 @@ func (e *Engine) expiryLoop() {
 			first = false
 		}
 		wait := e.cfg.ExpiryInterval
-		if next, ok, err := e.store.NextExpiry(e.ctx); err == nil && ok {
-			wait = min(wait, max(next.Sub(e.cfg.Now()), time.Millisecond))
+		// Only the member that scans asks for the next deadline: a store that leaves
+		// the index to that member would load it to answer (intentd.IndexKeeper).
+		if scanner {
+			if next, ok, err := e.store.NextExpiry(e.ctx); err == nil && ok {
+				wait = min(wait, max(next.Sub(e.cfg.Now()), time.Millisecond))
+			}
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -56,7 +56,9 @@
 // The expiry index, the processing set and the policies' states are in memory, built at
 // Open from the last record of each subject (a consumer of headers only, pull.go) and
 // kept by following the stream, so that another node's writes reach them too. A read of
-// them costs no round trip; a scan is a pass over the open intents.
+// them costs no round trip; a scan is a pass over the open intents. A node told it does
+// not scan them (KeepIndex) stops following the intents' records, and loads them again
+// when asked (scope.go): in a cluster, one member follows every intent.
 //
 // Beside the stream, a key-value bucket <PREFIX>_MARKS records what the store made (the
 // stream, and buckets opened with Store.Bucket), so that one deleted is refused at the

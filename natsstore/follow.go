@@ -19,15 +19,15 @@ import (
 func (s *Store) follow(ctx context.Context) error {
 	loaded := make(chan struct{})
 	var once bool
-	f := &follower{s: s, what: "the indexes", headersOnly: true, hurry: make(chan struct{}, 1), window: s.patientWindow,
-		subjects: s.indexSubjects(),
-		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
-			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
-			if meta.NumPending == 0 && !once {
-				once = true
-				close(loaded)
-			}
-		}}
+	f := s.indexFollower(s.indexSubjects())
+	apply := f.handle
+	f.handle = func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
+		apply(m, meta)
+		if meta.NumPending == 0 && !once {
+			once = true
+			close(loaded)
+		}
+	}
 	cons, err := f.start(ctx, jetstream.DeliverLastPerSubjectPolicy, 0)
 	if err != nil {
 		return fmt.Errorf("nats store: follow the stream: %w", err)
@@ -60,6 +60,16 @@ func (s *Store) follow(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("nats store: load the indexes: %w", ctx.Err())
 	}
+}
+
+// indexFollower is a follower of the headers of subjects, the indexes' or the
+// policies' alone (scope.go), that applies each record to the indexes.
+func (s *Store) indexFollower(subjects []string) *follower {
+	return &follower{s: s, what: "the indexes", headersOnly: true, hurry: make(chan struct{}, 1), window: s.patientWindow,
+		subjects: subjects,
+		handle: func(m jetstream.Msg, meta *jetstream.MsgMetadata) {
+			s.applyWatched(m.Subject(), meta.Sequence.Stream, m.Headers())
+		}}
 }
 
 // indexCaughtUp returns once the stream's leader has no record of the index's subjects
@@ -103,6 +113,9 @@ func (s *Store) applyWatched(subject string, seq uint64, h nats.Header) {
 	defer s.mu.Unlock()
 	switch kind {
 	case kindIntent:
+		if !s.indexing {
+			break // a record the follower before a narrowing handed on late
+		}
 		cur, ok := s.intents[id]
 		if ok && cur.seq > seq {
 			break
@@ -126,8 +139,7 @@ func (s *Store) applyWatched(subject string, seq uint64, h nats.Header) {
 	}
 	if seq > s.applied {
 		s.applied = seq
-		close(s.advanced)
-		s.advanced = make(chan struct{})
+		s.advance()
 	}
 }
 

@@ -90,7 +90,7 @@ func (s *Store) CreateIntent(ctx context.Context, id, policyID string, snapshot 
 // did not see the intent, so the intent is withdrawn. A tombstone newer than the intent
 // belongs to a delete that sees it and puts the policy back.
 func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq uint64) error {
-	if err := s.waitApplied(ctx, seq); err != nil {
+	if err := s.waitPolicy(ctx, policyID, seq); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -118,6 +118,7 @@ func (s *Store) checkPolicyAfter(ctx context.Context, id, policyID string, seq u
 func (s *Store) dropIntent(id string, wseq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fences.drop(id, wseq)
 	if cur, ok := s.intents[id]; ok && cur.seq < wseq {
 		s.forgetIntent(id)
 	}
@@ -137,6 +138,12 @@ func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err err
 	if isWithdrawn(m.Header) {
 		return nil, intentd.ErrNotFound
 	}
+	s.mu.Lock()
+	if s.partial {
+		// The read before a write: the write's fence, without a read of its own.
+		s.fences.put(id, entryOf(m.Sequence, m.Header))
+	}
+	s.mu.Unlock()
 	return m.Data, nil
 }
 
@@ -144,10 +151,10 @@ func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err err
 // this store has not seen it.
 func (s *Store) current(ctx context.Context, id string) (entry, error) {
 	s.mu.Lock()
-	e, ok := s.intents[id]
+	e, ok := s.entryIn(id)
 	s.mu.Unlock()
 	if ok {
-		return *e, nil
+		return e, nil
 	}
 	m, err := s.last(ctx, s.intentSubject(id))
 	if errors.Is(err, intentd.ErrNotFound) {
@@ -156,7 +163,13 @@ func (s *Store) current(ctx context.Context, id string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	return entryOf(m.Sequence, m.Header), nil
+	e = entryOf(m.Sequence, m.Header)
+	s.mu.Lock()
+	if s.partial {
+		s.fences.put(id, e)
+	}
+	s.mu.Unlock()
+	return e, nil
 }
 
 // errStale is the error of a write refused because the intent was written since this
@@ -265,6 +278,10 @@ func (s *Store) reread(ctx context.Context, id string) (entry, error) {
 	e := entryOf(m.Sequence, m.Header)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.partial {
+		s.fences.put(id, e)
+		return e, nil
+	}
 	if cur, ok := s.intents[id]; ok && cur.seq >= e.seq {
 		return e, nil
 	}
@@ -281,6 +298,10 @@ func (s *Store) reread(ctx context.Context, id string) (entry, error) {
 func (s *Store) apply(id string, e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.partial {
+		s.fences.put(id, *e)
+		return
+	}
 	if e.seq <= s.applied {
 		return
 	}
@@ -295,6 +316,11 @@ func (s *Store) apply(id string, e *entry) {
 // took within the window must be listed, for a member that leaves cleanly is seen
 // leave at once (resumeMoved in actors).
 func (s *Store) Processing(ctx context.Context) (_ []string, err error) {
+	release, err := s.useIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return nil, err
@@ -321,6 +347,11 @@ func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]st
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	release, err := s.useIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	type due struct {
 		id string
 		at time.Time
@@ -354,6 +385,11 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 	if err := s.check(ctx); err != nil {
 		return time.Time{}, false, err
 	}
+	release, err := s.useIndex(ctx)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	defer release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var at time.Time

@@ -94,6 +94,12 @@ func (s *Store) indexSubjects() []string {
 	return []string{s.prefix + "." + kindIntent + ".*", s.prefix + "." + kindPolicy + ".*", s.floorSubject()}
 }
 
+// policyIndexSubjects are the subjects a follower narrowed to the policies follows
+// (scope.go): the indexes' without the intents'.
+func (s *Store) policyIndexSubjects() []string {
+	return []string{s.prefix + "." + kindPolicy + ".*", s.floorSubject()}
+}
+
 // parseSubject is the one reader of the store's subjects: the kind of subject and the
 // id it names, decoded, or ok false for a subject outside the store's prefix. The id of
 // the floor record is "floor", of an event empty.

@@ -125,6 +125,11 @@ func (s *Store) PolicyBytecode(ctx context.Context, id string) (bytecode []byte,
 // after the tombstone in the stream finds it when it checks (see CreateIntent) and
 // withdraws its intent, so no intent is ever kept against a deleted policy.
 func (s *Store) DeletePolicy(ctx context.Context, id string) (err error) {
+	release, err := s.useIndex(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, end, err := s.call(ctx)
 	if err != nil {
 		return err

@@ -56,6 +56,8 @@ type Options struct {
 
 	// repairAfter is the store's repairAfter; tests shorten it.
 	repairAfter time.Duration
+	// indexLinger is the store's indexLinger; tests shorten it.
+	indexLinger time.Duration
 }
 
 // Store is the JetStream-backed store. Its methods are safe for concurrent use.
@@ -90,6 +92,22 @@ type Store struct {
 	pruned      uint64 // the id of the newest pruned event
 	applied     uint64 // the last sequence the watcher applied
 	advanced    chan struct{}
+	// What the index follows (scope.go). partial: the follower follows the policies
+	// alone, and the intents' entries are in fences; indexing: the follower applies the
+	// intents' records to intents. needs counts the callers using the index now, and
+	// lastNeed is when one last began or ended, or KeepIndex was last called.
+	partial, indexing bool
+	fences            fences
+	needs             int
+	lastNeed          time.Time
+	// scopeMu holds one change of what the index follows at a time; keep is what
+	// KeepIndex was last told, true until then; indexLinger is the store's indexLinger,
+	// 0 meaning indexLinger (tests shorten it).
+	scopeMu     sync.Mutex
+	scoping     atomic.Bool // a check's scope is under way
+	indexLoads  atomic.Uint64
+	keep        atomic.Bool
+	indexLinger time.Duration
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}
@@ -164,7 +182,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		timeout:      opts.Timeout,
 		followWindow: opts.FollowWindow,
 		repairAfter:  opts.repairAfter,
+		indexLinger:  opts.indexLinger,
 		intents:      make(map[string]*entry),
+		indexing:     true,
+		lastNeed:     time.Now(),
 		policies:     make(map[string]policyState),
 		tombstones:   make(map[string]tombstone),
 		advanced:     make(chan struct{}),
@@ -172,6 +193,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		batches:      make(chan struct{}, maxBatches),
 	}
 	s.awaited.Store(true)
+	s.keep.Store(true)
 	s.eventsHurry = make(chan struct{}, 1)
 	s.closing, s.cancelClosing = context.WithCancel(context.Background())
 	nopts := []nats.Option{
@@ -320,6 +342,16 @@ func (s *Store) checkFollowers() {
 			if ctx, cancel, err := s.begin(s.closing); err == nil {
 				s.repairStranded(ctx, now)
 				cancel()
+			}
+			// A widening loads the index, which may take longer than a tick: it runs
+			// beside the checks, one at a time.
+			if s.scoping.CompareAndSwap(false, true) {
+				s.checker.Go(func() {
+					defer s.scoping.Store(false)
+					ctx, cancel := s.loadBound(s.closing)
+					defer cancel()
+					s.scope(ctx, now)
+				})
 			}
 		}
 	}

@@ -648,6 +648,12 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 # TYPE intentd_store_follower_replacements_total counter
 intentd_store_follower_replacements_total{follows="events"} 1
 intentd_store_follower_replacements_total{follows="index"} 1
+# HELP intentd_store_index_follows_intents 1 while this node's index follows every intent of the stream, 0 while it follows the policies alone.
+# TYPE intentd_store_index_follows_intents gauge
+intentd_store_index_follows_intents 1
+# HELP intentd_store_index_loads_total Loads of the index of intents after this node had stopped following the intents.
+# TYPE intentd_store_index_loads_total counter
+intentd_store_index_loads_total 0
 # HELP intentd_store_server_moves_total Connections moved to another NATS server after the connected one stopped answering.
 # TYPE intentd_store_server_moves_total counter
 intentd_store_server_moves_total 0

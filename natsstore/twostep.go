@@ -120,6 +120,12 @@ func (s *Store) repairStranded(ctx context.Context, now time.Time) {
 		after = repairAfter
 	}
 	s.mu.Lock()
+	if s.partial {
+		// A node that does not follow the intents leaves the repairs to the one that
+		// keeps the index (scope.go); its tombstones wait, seen, should it keep it later.
+		s.mu.Unlock()
+		return
+	}
 	var due []string
 	for id, t := range s.tombstones {
 		if now.Sub(t.seen) >= after {

@@ -43,11 +43,41 @@ func TestCluster(t *testing.T) {
 	r := startRigFlags(t, rigArgs) // one member keeps no transparency log
 	const n = 30
 	checkSpread(t, r, n)
+	checkOneKeepsIndex(t, r.nodes)
 	checkNodeKilled(t, r, n)
+	checkOneKeepsIndex(t, r.nodes[:2])
 	paused := checkNodePaused(t, r, n)
 	checkRejoin(t, r, 2*n+paused)
+	checkOneKeepsIndex(t, r.nodes)
 	checkLogFromKeepers(t, r) // after the counts of events, as checkAgents
 	checkAgents(t, r)         // last: its outcome is not in the event counts of the checks before
+}
+
+// checkOneKeepsIndex waits until one of the nodes, the one that scans the expiry index,
+// follows every intent of the stream for its index, and the others follow the policies
+// alone (intentd_store_index_follows_intents), as they do once the index has not been
+// used on them for 5 s.
+func checkOneKeepsIndex(t *testing.T, nodes []*crashServer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var follows []float64
+		keepers := 0
+		for _, n := range nodes {
+			v := metric(t, n.url, "intentd_store_index_follows_intents")
+			follows = append(follows, v)
+			if v == 1 {
+				keepers++
+			}
+		}
+		if keepers == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' intentd_store_index_follows_intents are %v; want one 1, the node that scans the index", follows)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // submitTo submits a new intent through node n and returns its id.
