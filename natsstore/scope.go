@@ -30,8 +30,8 @@ var _ intentd.IndexKeeper = (*Store)(nil)
 
 // indexLinger is how long a store told not to keep the index keeps it after its last
 // use: long enough that a node's start (which lists the processing intents) and a
-// burst of policy deletes load it once, short enough that a member spends its first
-// seconds only following what it serves.
+// burst of policy deletes need one load, short enough that a member follows what it
+// does not read for seconds at most.
 const indexLinger = 5 * time.Second
 
 // KeepIndex says whether this node scans the index (intentd.IndexKeeper). A store is

@@ -124,11 +124,13 @@ func TestClusterCost(t *testing.T) {
 	}
 	var rows []costRow
 	for round := 1; round <= rounds; round++ {
+		seen := map[costSetup]int{}
 		for _, s := range setups {
 			name := fmt.Sprintf("%s, round %d", s, round)
+			seen[s]++
 			var row costRow
 			t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
-				row = measureCost(t, bin, bench, s, rate, duration, filepath.Join(out, fmt.Sprintf("r%d-n%d+%d-%v.json", round, s.nodes, s.idle, s.cluster)))
+				row = measureCost(t, bin, bench, s, rate, duration, filepath.Join(out, reportName(round, s, seen[s])))
 			})
 			if row.accepted == 0 {
 				t.FailNow()
@@ -143,6 +145,20 @@ func TestClusterCost(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "figures.md"), []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reportName is the file of a run's report: r1-n3+0-true.json for the first cluster of
+// three of round 1, with -log1 when one member keeps the log, and -2 for the second
+// run of a setup given twice in the list (COST_SETUPS=1,c3,1).
+func reportName(round int, s costSetup, nth int) string {
+	name := fmt.Sprintf("r%d-n%d+%d-%v", round, s.nodes, s.idle, s.cluster)
+	if s.keepers > 0 {
+		name += fmt.Sprintf("-log%d", s.keepers)
+	}
+	if nth > 1 {
+		name += fmt.Sprintf("-%d", nth)
+	}
+	return name + ".json"
 }
 
 // saveProfile keeps what url answers in file.
