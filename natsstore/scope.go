@@ -100,28 +100,37 @@ func (s *Store) scope(ctx context.Context, now time.Time) {
 }
 
 // narrow has the follower follow the policies and the floor alone, from the record
-// after the last it applied, unless the index was used within linger or is kept.
+// after the last it applied, unless the index was used within linger or is kept. The
+// follower of the policies starts before the index stops taking the intents' records,
+// and the switch is made only if nothing asked for the index meanwhile: until it, the
+// index stays whole, so that a start that fails, or a caller that came, leaves it as
+// it was.
 func (s *Store) narrow(ctx context.Context, linger time.Duration) error {
 	s.scopeMu.Lock()
 	defer s.scopeMu.Unlock()
+	// unused reports, under s.mu, whether the index may go.
+	unused := func() bool {
+		return !s.partial && !s.closed && !s.keep.Load() && s.needs == 0 && time.Since(s.lastNeed) >= linger
+	}
 	s.mu.Lock()
-	if s.partial || s.closed || s.keep.Load() || s.needs > 0 || time.Since(s.lastNeed) < linger {
-		s.mu.Unlock()
+	ok, from := unused(), s.applied
+	s.mu.Unlock()
+	if !ok {
 		return nil
 	}
-	s.partial, s.indexing = true, false
-	from, old := s.applied, s.watch
-	s.mu.Unlock()
 	f := s.indexFollower(s.policyIndexSubjects())
 	f.last = from
 	if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, from+1); err != nil {
-		s.mu.Lock()
-		s.partial, s.indexing = false, true
-		s.mu.Unlock()
 		return err
 	}
 	s.mu.Lock()
-	s.watch = f
+	if !unused() {
+		s.mu.Unlock()
+		f.stop()
+		return nil
+	}
+	old := s.watch
+	s.partial, s.indexing, s.watch = true, false, f
 	f.replaced.Store(old.replaced.Load()) // the metric counts the node's replacements
 	n := len(s.intents)
 	s.intents, s.intentsSize = make(map[string]*entry), compactmap.Tracker{}
@@ -180,7 +189,7 @@ func (s *Store) isPartial() bool {
 	return s.partial
 }
 
-// advance wakes those waiting for the follower (waitApplied, waitPolicies), to look
+// advance wakes those waiting for the follower (waitApplied, waitPolicy), to look
 // again. s.mu is held.
 func (s *Store) advance() {
 	close(s.advanced)
