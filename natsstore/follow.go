@@ -35,30 +35,79 @@ func (s *Store) follow(ctx context.Context) error {
 	s.mu.Lock()
 	s.watch = f
 	s.mu.Unlock()
+	if err := s.firstPass(ctx, f, cons, loaded); err != nil {
+		return err
+	}
+	return s.indexCaughtUp(ctx, f)
+}
+
+// firstPassTick is how often firstPass looks at a first pass under way.
+const firstPassTick = 250 * time.Millisecond
+
+// firstPass returns once f's consumer has handed over the last record of each of its
+// subjects (loaded closes), or says it holds none. Meanwhile it watches the follower:
+// one that hands over nothing for stallAfter while the stream's leader holds a record
+// after its last is replaced, after that record. The store's checks of its followers
+// (check) start only once Open returns; before this watch, a consumer that stood still
+// at a start, just after a NATS server came back, held the start until its time ran
+// out, and said nothing. One that moves, however slowly, is left to finish: a large
+// index takes a while, and its first pass takes the last record of each subject alone.
+func (s *Store) firstPass(ctx context.Context, f *follower, cons jetstream.Consumer, loaded <-chan struct{}) error {
+	tick := time.NewTicker(firstPassTick)
+	defer tick.Stop()
 	// An empty index delivers nothing to wait for: the consumer's state says so. Its
-	// first answer may be slow on a stream just created, so it is asked again, whatever
-	// the error, until ctx ends.
+	// first answer may be slow on a stream just created, so it is asked again at each
+	// tick, whatever the error, until it answers.
+	asked := false
+	seen, since := f.lastHandled(), time.Now()
 	for {
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
-		info, err := cons.Info(try)
-		cancel()
-		if err == nil {
-			if info.NumPending == 0 && info.Delivered.Consumer == 0 {
-				return s.indexCaughtUp(ctx, f)
+		if !asked {
+			try, cancel := context.WithTimeout(ctx, probeTimeout)
+			info, err := cons.Info(try)
+			cancel()
+			if err == nil {
+				asked = true
+				if info.NumPending == 0 && info.Delivered.Consumer == 0 {
+					return nil
+				}
 			}
-			break
 		}
 		select {
+		case <-loaded:
+			return nil
 		case <-ctx.Done():
-			return fmt.Errorf("nats store: load the indexes: %w", err)
-		case <-time.After(100 * time.Millisecond): // an error that comes at once is not asked again at once
+			return fmt.Errorf("nats store: load the indexes: the first pass stood at record %d: %w", f.lastHandled(), ctx.Err())
+		case now := <-tick.C:
+			last := f.lastHandled()
+			if last != seen {
+				seen, since = last, now
+				continue
+			}
+			if now.Sub(since) < stallAfter {
+				continue
+			}
+			probe, cancel := context.WithTimeout(ctx, probeTimeout)
+			next, err := f.next(probe, last)
+			cancel()
+			switch {
+			case err != nil:
+				continue // the leader does not answer; it is being elected
+			case next == 0:
+				return nil // nothing after the last record handled: indexCaughtUp checks again
+			}
+			s.log.Warn("nats store: the index's first pass stands still behind the stream's leader; a new follower takes over",
+				"last", last, "next", next, "since", since)
+			policy, from := jetstream.DeliverByStartSequencePolicy, last+1
+			if last == 0 {
+				policy, from = jetstream.DeliverLastPerSubjectPolicy, 0
+			}
+			c, err := f.start(ctx, policy, from)
+			if err != nil {
+				return fmt.Errorf("nats store: load the indexes: replace the first pass's follower: %w", err)
+			}
+			f.replaced.Add(1)
+			cons, asked, since = c, false, now
 		}
-	}
-	select {
-	case <-loaded:
-		return s.indexCaughtUp(ctx, f)
-	case <-ctx.Done():
-		return fmt.Errorf("nats store: load the indexes: %w", ctx.Err())
 	}
 }
 
@@ -85,7 +134,7 @@ func (s *Store) indexCaughtUp(ctx context.Context, f *follower) error {
 		f.mu.Unlock()
 		next, err := retryTries(ctx, func(try context.Context) (uint64, error) { return f.next(try, last) })
 		if err != nil {
-			return fmt.Errorf("nats store: load the indexes: %w", err)
+			return fmt.Errorf("nats store: load the indexes: ask the stream's leader for a record after %d: %w", last, err)
 		}
 		if next == 0 {
 			return nil
@@ -101,7 +150,7 @@ func (s *Store) indexCaughtUp(ctx context.Context, f *follower) error {
 		}
 		s.log.Warn("nats store: the index stands behind the stream's leader at start; a new follower takes over", "last", last, "next", next)
 		if _, err := f.start(ctx, jetstream.DeliverByStartSequencePolicy, last+1); err != nil {
-			return fmt.Errorf("nats store: load the indexes: %w", err)
+			return fmt.Errorf("nats store: load the indexes: replace the follower behind the leader: %w", err)
 		}
 	}
 }

@@ -70,6 +70,13 @@ func (f *follower) start(ctx context.Context, policy jetstream.DeliverPolicy, fr
 	return cons, nil
 }
 
+// lastHandled is the stream sequence of the last record the follower handled.
+func (f *follower) lastHandled() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
 // create makes the consumer of the follower's subjects: ephemeral, in memory on one
 // server, acknowledging nothing, as the client's ordered consumers are; the follower
 // keeps the order itself (pull).
