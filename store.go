@@ -106,6 +106,24 @@ type EventPacer interface {
 	EventsAwaited(awaited bool)
 }
 
+// EventFollower is a store that hands its events to the sink by following what every
+// node writes, and can stop while nobody on this node reads them: the NATS store. In a
+// cluster, a member that keeps no log and serves no subscriber or webhook then follows
+// no event, so that following the events costs the members that serve them, whatever
+// the cluster's size. The engine's bus tells it when its readers come and go.
+type EventFollower interface {
+	// UnwantEvents says that nobody on this node reads the events now. It must not
+	// block. A store told so stops handing them to the sink once nobody has wanted
+	// them for a moment; a store not told so hands them all.
+	UnwantEvents()
+	// WantEvents says that somebody on this node reads the events again, and returns
+	// once the store hands the sink every event after the id it returns. That id is
+	// the newest event written when a store that had stopped started again: the sink
+	// never had the events since it stopped up to it, and a reader finds them in the
+	// log. It is 0 when the store never stopped.
+	WantEvents(ctx context.Context) (skipped uint64, err error)
+}
+
 // IndexKeeper is a store that keeps its index of the open and processing intents (their
 // deadlines, the processing list, the intents that hold a policy in use) by following
 // what every node writes, and can leave that following to the nodes that need the

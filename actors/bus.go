@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -51,10 +52,17 @@ type bus struct {
 	// pacer, when the store is one, hears when it leaves or comes back to 0.
 	prompt int
 	pacer  intentd.EventPacer
+	// follower, when the store is one, hears when the subscribers leave 0 and come
+	// back to it: a store that stopped following the events while nobody here read
+	// them follows them again before the first subscriber is answered.
+	follower intentd.EventFollower
+	// published counts each event published (intentd.Observer.Published).
+	published func()
 }
 
-func newBus(last uint64, max, own int, f *feed, pacer intentd.EventPacer) *bus {
-	return &bus{last: last, max: max + own, shown: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{}), pacer: pacer}
+func newBus(last uint64, max, own int, f *feed, pacer intentd.EventPacer, follower intentd.EventFollower, published func()) *bus {
+	return &bus{last: last, max: max + own, shown: max, feed: f, subs: make(map[*Subscription]struct{}), picky: make(map[*Subscription]struct{}),
+		pacer: pacer, follower: follower, published: published}
 }
 
 // add counts sub in.
@@ -78,6 +86,9 @@ func (b *bus) remove(sub *Subscription) {
 	}
 	delete(b.subs, sub)
 	delete(b.picky, sub)
+	if len(b.subs) == 0 && b.follower != nil {
+		b.follower.UnwantEvents()
+	}
 	if !sub.filter.Patient {
 		b.prompt--
 		if b.prompt == 0 && b.pacer != nil {
@@ -89,7 +100,14 @@ func (b *bus) remove(sub *Subscription) {
 func (b *bus) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case publish:
+		if m.ev.ID <= b.last {
+			// Events come in id order: one at or before the last is one the store
+			// handed on as it stopped following, and subscribers since read it from
+			// the log (wantEvents).
+			break
+		}
 		b.last = m.ev.ID
+		b.published()
 		b.feed.append(m.ev)
 		// One event, shared by every filtered subscriber's buffer: a buffer of
 		// pointers costs 8 bytes a place, so ten thousand subscribers do not reserve
@@ -119,6 +137,10 @@ func (b *bus) Receive(ctx actor.Context) {
 		case len(b.subs) >= b.max && b.dropOverrun() == 0:
 			ctx.Respond(intentd.Errorf(intentd.KindBusy, intentd.CodeTooManySubscribers, "the event stream has its maximum of %d subscribers; retry later", b.shown))
 		default:
+			if err := b.wantEvents(m.sub.ctx); err != nil {
+				ctx.Respond(err)
+				break
+			}
 			b.add(m.sub)
 			// Set here, before any event after it is appended and before dropOverrun
 			// can read it.
@@ -146,6 +168,32 @@ func (b *bus) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(n)
 	}
+}
+
+// wantEventsTimeout bounds how long the bus waits for a store to follow the events
+// again: while NATS elects a leader (4 to 9 s), the subscriber is answered 503 and the
+// next one tries again, rather than hold the bus, and every subscriber behind it, for
+// the store's whole time-out.
+const wantEventsTimeout = 2 * time.Second
+
+// wantEvents has a store that may have stopped following the events follow them again
+// before the first subscriber is counted in. The events the store did not hand on
+// meanwhile are in the log: the subscriber's replay reads up to the last of them, and
+// its live events start after it. It blocks the bus for a read of the stream and a
+// consumer's start (wantEventsTimeout at most), each time the subscribers come back
+// from none, which a store that follows still answers from memory.
+func (b *bus) wantEvents(ctx context.Context) error {
+	if len(b.subs) > 0 || b.follower == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, wantEventsTimeout)
+	defer cancel()
+	skipped, err := b.follower.WantEvents(ctx)
+	if err != nil {
+		return storeFailed("follow the events: %w", err)
+	}
+	b.last = max(b.last, skipped)
+	return nil
 }
 
 // dropOverrun ends the subscribers without a filter that the feed has gone past, and

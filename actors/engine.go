@@ -273,11 +273,15 @@ func Open(cfg Config) (*Engine, error) {
 	if pacer != nil {
 		pacer.EventsAwaited(false)
 	}
+	// A store that can stop following the events while nobody reads them hears so too.
+	follower, _ := cfg.Store.(intentd.EventFollower)
+	if follower != nil {
+		follower.UnwantEvents()
+	}
 	e.bus = e.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed, pacer)
+		return newBus(last, cfg.MaxSubscribers, cfg.OwnSubscribers, e.feed, pacer, follower, e.obs.Published)
 	}))
 	e.store.SetEventSink(func(ev intentd.Event) {
-		e.obs.Published()
 		e.system.Root.Send(e.bus, publish{ev})
 	})
 	e.limiter = newLimiter(cfg.MaxProving, cfg.ProvingQueue, cfg.MaxPreviewing)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/storetest"
@@ -70,6 +71,11 @@ func TestEventsAwaitedFollowsSubscribers(t *testing.T) {
 	want("a subscriber again", false, true, false, true)
 	for range 5 {
 		h.decide("M", 2500, "M-cheap", intentd.StateSuccess)
+	}
+	// An outcome's event reaches the bus from the store's committer, which may be
+	// after the intent's status says it is decided: the cut-off is waited for.
+	for deadline := time.Now().Add(5 * time.Second); len(paced.heard()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	want("the subscriber cut off", false, true, false, true, false)
 	if !slow.Pending() {

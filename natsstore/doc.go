@@ -58,7 +58,9 @@
 // kept by following the stream, so that another node's writes reach them too. A read of
 // them costs no round trip; a scan is a pass over the open intents. A node told it does
 // not scan them (KeepIndex) stops following the intents' records, and loads them again
-// when asked (scope.go): in a cluster, one member follows every intent.
+// when asked (scope.go): in a cluster, one member follows every intent. Likewise a node
+// told that nobody on it reads the events (UnwantEvents) stops following them, and
+// follows them again from the newest when told they are wanted (eventscope.go).
 //
 // Beside the stream, a key-value bucket <PREFIX>_MARKS records what the store made (the
 // stream, and buckets opened with Store.Bucket), so that one deleted is refused at the

@@ -18,6 +18,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // does not scan the index), and intentd_store_index_loads_total counts the loads of the
 // index after such a narrowing: one each time the member becomes the one that scans,
 // or is asked for the index (a policy's delete) after it narrowed.
+//
+// And whether it follows the events (eventscope.go): intentd_store_events_followed is 1
+// while it does, 0 while nobody on the node reads them (no subscriber, no log, no
+// webhook delivered there).
 func (s *Store) Collector() prometheus.Collector {
 	return followerCollector{s: s,
 		desc: prometheus.NewDesc("intentd_store_follower_replacements_total",
@@ -27,13 +31,16 @@ func (s *Store) Collector() prometheus.Collector {
 		follows: prometheus.NewDesc("intentd_store_index_follows_intents",
 			"1 while this node's index follows every intent of the stream, 0 while it follows the policies alone.", nil, nil),
 		loads: prometheus.NewDesc("intentd_store_index_loads_total",
-			"Loads of the index of intents after this node had stopped following the intents.", nil, nil)}
+			"Loads of the index of intents after this node had stopped following the intents.", nil, nil),
+		events: prometheus.NewDesc("intentd_store_events_followed",
+			"1 while this node follows the stream's events, 0 while nobody on it reads them.", nil, nil)}
 }
 
 type followerCollector struct {
 	s              *Store
 	desc, moves    *prometheus.Desc
 	follows, loads *prometheus.Desc
+	events         *prometheus.Desc
 }
 
 func (c followerCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -41,6 +48,7 @@ func (c followerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.moves
 	ch <- c.follows
 	ch <- c.loads
+	ch <- c.events
 }
 
 func (c followerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -51,6 +59,11 @@ func (c followerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.follows, prometheus.GaugeValue, follows)
 	ch <- prometheus.MustNewConstMetric(c.loads, prometheus.CounterValue, float64(c.s.indexLoads.Load()))
+	events := 1.0
+	if c.s.eventsHalted.Load() {
+		events = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, events)
 	for _, f := range c.s.followers() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(f.replaced.Load()), f.metricName())
 	}

@@ -58,6 +58,8 @@ type Options struct {
 	repairAfter time.Duration
 	// indexLinger is the store's indexLinger; tests shorten it.
 	indexLinger time.Duration
+	// eventsLinger is the store's eventsLinger; tests shorten it.
+	eventsLinger time.Duration
 }
 
 // Store is the JetStream-backed store. Its methods are safe for concurrent use.
@@ -108,6 +110,15 @@ type Store struct {
 	indexLoads  atomic.Uint64
 	keep        atomic.Bool
 	indexLinger time.Duration
+	// Whether the events are followed (eventscope.go): eventsMu holds one change at a
+	// time; eventsWanted and unwantedAt are what the engine last said (wanted until it
+	// says otherwise), eventsHalted whether the follower is stopped; eventsLinger is the
+	// store's eventsLinger, 0 meaning eventsLinger (tests shorten it).
+	eventsMu     sync.Mutex
+	eventsWanted atomic.Bool
+	unwantedAt   atomic.Int64
+	eventsHalted atomic.Bool
+	eventsLinger time.Duration
 	// down is closed when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out.
 	down chan struct{}
@@ -183,6 +194,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		followWindow: opts.FollowWindow,
 		repairAfter:  opts.repairAfter,
 		indexLinger:  opts.indexLinger,
+		eventsLinger: opts.eventsLinger,
 		intents:      make(map[string]*entry),
 		indexing:     true,
 		lastNeed:     time.Now(),
@@ -193,6 +205,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		batches:      make(chan struct{}, maxBatches),
 	}
 	s.awaited.Store(true)
+	s.eventsWanted.Store(true)
 	s.keep.Store(true)
 	s.eventsHurry = make(chan struct{}, 1)
 	s.closing, s.cancelClosing = context.WithCancel(context.Background())
@@ -324,7 +337,11 @@ func (s *Store) checkFollowers() {
 			// Each follower is checked on its own, and one whose check (or replacement,
 			// which may wait seconds on a stream just elected) is still under way is
 			// left to it: neither holds back the other's, nor the next ticks.
+			s.scopeEvents(now)
 			for _, f := range s.followers() {
+				if f == s.eventFollower() && s.eventsHalted.Load() {
+					continue // halted while nobody reads the events (eventscope.go)
+				}
 				if !f.checking.CompareAndSwap(false, true) {
 					continue
 				}
@@ -380,9 +397,13 @@ func (s *Store) Close() error {
 	if s.watch != nil {
 		s.watch.stop()
 	}
+	// A WantEvents that began before the close may be starting the events' follower:
+	// it is let finish, and its run stopped with the rest.
+	s.eventsMu.Lock()
 	if s.events != nil {
 		s.events.stop()
 	}
+	s.eventsMu.Unlock()
 	s.nc.Close()
 	s.checker.Wait()
 	return nil

@@ -644,7 +644,10 @@ func TestStandingFollowerIsReplaced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	want := `# HELP intentd_store_follower_replacements_total Followers of the NATS stream replaced after they fell behind the stream for 2 s.
+	want := `# HELP intentd_store_events_followed 1 while this node follows the stream's events, 0 while nobody on it reads them.
+# TYPE intentd_store_events_followed gauge
+intentd_store_events_followed 1
+# HELP intentd_store_follower_replacements_total Followers of the NATS stream replaced after they fell behind the stream for 2 s.
 # TYPE intentd_store_follower_replacements_total counter
 intentd_store_follower_replacements_total{follows="events"} 1
 intentd_store_follower_replacements_total{follows="index"} 1

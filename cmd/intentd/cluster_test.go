@@ -44,6 +44,7 @@ func TestCluster(t *testing.T) {
 	const n = 30
 	checkSpread(t, r, n)
 	checkOneKeepsIndex(t, r.nodes)
+	checkLoglessFollowsNoEvents(t, r) // and the checks after it read its events all the same
 	checkNodeKilled(t, r, n)
 	checkOneKeepsIndex(t, r.nodes[:2])
 	paused := checkNodePaused(t, r, n)
@@ -75,6 +76,27 @@ func checkOneKeepsIndex(t *testing.T, nodes []*crashServer) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the nodes' intentd_store_index_follows_intents are %v; want one 1, the node that scans the index", follows)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkLoglessFollowsNoEvents waits until the member that keeps no log, which no event
+// stream reads since checkSpread's closed, follows no event
+// (intentd_store_events_followed), while the members that keep the log follow them.
+func checkLoglessFollowsNoEvents(t *testing.T, r *rig) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var followed []float64
+		for _, n := range r.nodes {
+			followed = append(followed, metric(t, n.url, "intentd_store_events_followed"))
+		}
+		if followed[0] == 1 && followed[1] == 1 && followed[logless] == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' intentd_store_events_followed are %v; want 1, 1 and 0, the member that keeps no log and serves no event stream", followed)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
