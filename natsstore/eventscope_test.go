@@ -22,26 +22,7 @@ import (
 // Wanted while it follows, it goes on and says it skipped none.
 func TestEventsHaltWhileUnwanted(t *testing.T) {
 	ctx := context.Background()
-	url := embed(t).URL()
-	w := open(t, url)
-	defer w.Close()
-	f, err := Open(ctx, Options{URLs: []string{url}, eventsLinger: time.Nanosecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var mu sync.Mutex
-	var heard []uint64
-	f.SetEventSink(func(ev intentd.Event) {
-		mu.Lock()
-		heard = append(heard, ev.ID)
-		mu.Unlock()
-	})
-	got := func() []uint64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(heard)
-	}
+	w, f, got := writerAndUnwanted(t)
 	followed := func() float64 {
 		if f.eventsHalted.Load() {
 			return 0
@@ -116,21 +97,7 @@ intentd_store_events_followed %d
 // holds them: none written meanwhile falls between the two.
 func TestEventsWantedWhileWritten(t *testing.T) {
 	ctx := context.Background()
-	url := embed(t).URL()
-	w := open(t, url)
-	defer w.Close()
-	f, err := Open(ctx, Options{URLs: []string{url}, eventsLinger: time.Nanosecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var mu sync.Mutex
-	var heard []uint64
-	f.SetEventSink(func(ev intentd.Event) {
-		mu.Lock()
-		heard = append(heard, ev.ID)
-		mu.Unlock()
-	})
+	w, f, heard := writerAndUnwanted(t)
 	if _, err := w.PutPolicy(ctx, "P", []byte{1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +152,36 @@ func TestEventsWantedWhileWritten(t *testing.T) {
 	}
 	var got []uint64
 	eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		got = slices.Clone(heard)
+		got = heard()
 		return len(got) >= len(want)
 	}, "the events written after the skipped ones heard")
 	if !slices.Equal(got, want) {
 		t.Fatalf("the sink heard %v; the stream holds %v after %d, the event WantEvents skipped through", got, want, skipped)
 	}
 	t.Logf("%d intents decided; the sink heard the %d events after %d", written, len(want), skipped)
+}
+
+// writerAndUnwanted opens two stores on one server: w, to write, and f, whose events
+// linger no time once unwanted; heard lists the ids of the events f's sink heard.
+func writerAndUnwanted(t *testing.T) (w, f *Store, heard func() []uint64) {
+	t.Helper()
+	url := embed(t).URL()
+	w = open(t, url)
+	f, err := Open(context.Background(), Options{URLs: []string{url}, eventsLinger: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); f.Close() })
+	var mu sync.Mutex
+	var ids []uint64
+	f.SetEventSink(func(ev intentd.Event) {
+		mu.Lock()
+		ids = append(ids, ev.ID)
+		mu.Unlock()
+	})
+	return w, f, func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
+	}
 }
