@@ -97,10 +97,9 @@ func (s *Store) firstPass(ctx context.Context, f *follower, cons jetstream.Consu
 			}
 			s.log.Warn("nats store: the index's first pass stands still behind the stream's leader; a new follower takes over",
 				"last", last, "next", next, "since", since)
-			policy, from := jetstream.DeliverByStartSequencePolicy, last+1
-			if last == 0 {
-				policy, from = jetstream.DeliverLastPerSubjectPolicy, 0
-			}
+			f.mu.Lock()
+			policy, from := f.run.resumeAt(last)
+			f.mu.Unlock()
 			c, err := f.start(ctx, policy, from)
 			if err != nil {
 				return fmt.Errorf("nats store: load the indexes: replace the first pass's follower: %w", err)
@@ -213,12 +212,25 @@ func (s *Store) catchUp(ctx context.Context) error {
 // of its subjects before it. It hurries the watcher, which would otherwise let its
 // window pass first: every create waits so for its own record (checkPolicyAfter).
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
+	return s.waitFollower(ctx, seq, nil)
+}
+
+// waitFollower waits until the follower has applied the record at seq, hurrying it.
+// enough, when given, is asked on each look while the follower is narrowed (scope.go)
+// whether what is applied already answers the caller: a narrowed follower may never
+// apply seq itself.
+func (s *Store) waitFollower(ctx context.Context, seq uint64, enough func(applied uint64) (bool, error)) error {
 	for {
 		s.mu.Lock()
-		applied, advanced, watch := s.applied, s.advanced, s.watch
+		applied, advanced, watch, partial := s.applied, s.advanced, s.watch, s.partial
 		s.mu.Unlock()
 		if applied >= seq {
 			return nil
+		}
+		if partial && enough != nil {
+			if ok, err := enough(applied); ok || err != nil {
+				return err
+			}
 		}
 		if watch != nil {
 			watch.hurryUp()

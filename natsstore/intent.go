@@ -138,12 +138,7 @@ func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err err
 	if isWithdrawn(m.Header) {
 		return nil, intentd.ErrNotFound
 	}
-	s.mu.Lock()
-	if s.partial {
-		// The read before a write: the write's fence, without a read of its own.
-		s.fences.put(id, entryOf(m.Sequence, m.Header))
-	}
-	s.mu.Unlock()
+	s.fenceRead(id, entryOf(m.Sequence, m.Header)) // the read before a write
 	return m.Data, nil
 }
 
@@ -164,11 +159,7 @@ func (s *Store) current(ctx context.Context, id string) (entry, error) {
 		return entry{}, err
 	}
 	e = entryOf(m.Sequence, m.Header)
-	s.mu.Lock()
-	if s.partial {
-		s.fences.put(id, e)
-	}
-	s.mu.Unlock()
+	s.fenceRead(id, e)
 	return e, nil
 }
 

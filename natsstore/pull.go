@@ -48,6 +48,15 @@ type pulling struct {
 // stop ends the run. A pull under way may still bring records; they are not handed on.
 func (p *pulling) stop() { p.cancel() }
 
+// resumeAt is where a consumer made again in place of the run's starts, the follower
+// having handled up to last: after it, or where the run began when it handled nothing.
+func (p *pulling) resumeAt(last uint64) (jetstream.DeliverPolicy, uint64) {
+	if last == 0 {
+		return p.policy, p.from
+	}
+	return jetstream.DeliverByStartSequencePolicy, last + 1
+}
+
 // errOutOfOrder is a record whose consumer sequence does not follow the last one's: one
 // was lost on the way, and the consumer is made again after the last record handled.
 var errOutOfOrder = errors.New("a record of the consumer was lost on the way")
@@ -234,10 +243,7 @@ func (f *follower) restart(ctx context.Context, run *pulling, old jetstream.Cons
 	f.mu.Lock()
 	last := f.last
 	f.mu.Unlock()
-	policy, from := jetstream.DeliverByStartSequencePolicy, last+1
-	if last == 0 {
-		policy, from = run.policy, run.from
-	}
+	policy, from := run.resumeAt(last)
 	for {
 		cons, err := f.create(ctx, policy, from)
 		if err == nil {

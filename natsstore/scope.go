@@ -202,31 +202,26 @@ func (s *Store) advance() {
 // stream for the policy's first record after the last the follower applied (one read),
 // and waits for that one while it is at or below seq.
 func (s *Store) waitPolicy(ctx context.Context, policy string, seq uint64) error {
-	for {
-		s.mu.Lock()
-		applied, advanced, watch, partial := s.applied, s.advanced, s.watch, s.partial
-		s.mu.Unlock()
-		if applied >= seq {
-			return nil
+	return s.waitFollower(ctx, seq, func(applied uint64) (bool, error) {
+		m, err := s.getMsg(ctx, applied+1, s.policySubject(policy))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return true, nil
 		}
-		if partial {
-			m, err := s.getMsg(ctx, applied+1, s.policySubject(policy))
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if m.Sequence > seq {
-				return nil
-			}
+		if err != nil {
+			return false, err
 		}
-		watch.hurryUp()
-		select {
-		case <-advanced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return m.Sequence > seq, nil
+	})
+}
+
+// fenceRead keeps e, the entry of intent id just read, as the fence of its next write
+// while the follower is narrowed: the write that follows a read then needs no read of
+// its own.
+func (s *Store) fenceRead(id string, e entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.partial {
+		s.fences.put(id, e)
 	}
 }
 
