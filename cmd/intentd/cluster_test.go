@@ -60,25 +60,15 @@ func TestCluster(t *testing.T) {
 // used on them for 5 s.
 func checkOneKeepsIndex(t *testing.T, nodes []*crashServer) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var follows []float64
+	waitGauges(t, nodes, "intentd_store_index_follows_intents", "one 1, the node that scans the index", func(v []float64) bool {
 		keepers := 0
-		for _, n := range nodes {
-			v := metric(t, n.url, "intentd_store_index_follows_intents")
-			follows = append(follows, v)
-			if v == 1 {
+		for _, x := range v {
+			if x == 1 {
 				keepers++
 			}
 		}
-		if keepers == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes' intentd_store_index_follows_intents are %v; want one 1, the node that scans the index", follows)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return keepers == 1
+	})
 }
 
 // checkLoglessFollowsNoEvents waits until the member that keeps no log, which no event
@@ -86,17 +76,26 @@ func checkOneKeepsIndex(t *testing.T, nodes []*crashServer) {
 // (intentd_store_events_followed), while the members that keep the log follow them.
 func checkLoglessFollowsNoEvents(t *testing.T, r *rig) {
 	t.Helper()
+	waitGauges(t, r.nodes, "intentd_store_events_followed", "1, 1 and 0, the member that keeps no log and serves no event stream", func(v []float64) bool {
+		return v[0] == 1 && v[1] == 1 && v[logless] == 0
+	})
+}
+
+// waitGauges reads a gauge of each node until ok holds of the values, in the nodes'
+// order, and fails after 20 s saying what it wanted.
+func waitGauges(t *testing.T, nodes []*crashServer, name, want string, ok func([]float64) bool) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var followed []float64
-		for _, n := range r.nodes {
-			followed = append(followed, metric(t, n.url, "intentd_store_events_followed"))
+		var v []float64
+		for _, n := range nodes {
+			v = append(v, metric(t, n.url, name))
 		}
-		if followed[0] == 1 && followed[1] == 1 && followed[logless] == 0 {
+		if ok(v) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the nodes' intentd_store_events_followed are %v; want 1, 1 and 0, the member that keeps no log and serves no event stream", followed)
+			t.Fatalf("the nodes' %s are %v; want %s", name, v, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
