@@ -55,12 +55,9 @@ func (s *Store) call(ctx context.Context) (context.Context, func(*error), error)
 }
 
 // check is the start of a call answered from memory: why it cannot be answered now, or
-// nil, as begin says.
-func (s *Store) check(ctx context.Context) error {
-	_, cancel, err := s.begin(ctx)
-	if err == nil {
-		cancel()
-	}
+// nil, as ready says.
+func (s *Store) check() error {
+	_, err := s.ready()
 	return err
 }
 

@@ -335,7 +335,7 @@ func (s *Store) Processing(ctx context.Context) (_ []string, err error) {
 // earliest first. The index is in memory, built from the snapshots' headers; a scan of
 // it is a pass over the open intents.
 func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	if err := s.check(ctx); err != nil {
+	if err := s.check(); err != nil {
 		return nil, err
 	}
 	release, err := s.useIndex(ctx)
@@ -373,7 +373,7 @@ func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]st
 
 // NextExpiry reports the earliest deadline of an open intent.
 func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
-	if err := s.check(ctx); err != nil {
+	if err := s.check(); err != nil {
 		return time.Time{}, false, err
 	}
 	release, err := s.useIndex(ctx)

@@ -89,3 +89,67 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("processing = %v, %v", ids, err)
 	}
 }
+
+// TestCallEndsWhenTheConnectionDrops: a call under way when the connection to the NATS
+// server drops ends at once, with the drop as its cause, rather than at its time-out;
+// once the server is back, the next call starts with a context of its own, not ended
+// by the drop before it.
+func TestCallEndsWhenTheConnectionDrops(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := Embed(EmbedOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL())
+	port, _ := strconv.Atoi(u.Port())
+	s := open(t, srv.URL())
+	defer s.Close()
+
+	ctx, end, err := s.begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, endedBefore, _ := s.begin(context.Background())
+	endedBefore() // a call that ended before the drop is not touched by it
+	srv.Shutdown()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call under way did not end within 5 s of the drop")
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, errDisconnected) {
+		t.Fatalf("the call ended with %v, want %v", cause, errDisconnected)
+	}
+	if cause := context.Cause(ended); !errors.Is(cause, context.Canceled) || errors.Is(cause, errDisconnected) {
+		t.Fatalf("the call ended before the drop has cause %v, want context.Canceled", cause)
+	}
+	end()
+	if _, _, err := s.begin(context.Background()); intentd.ErrorCode(err) != intentd.CodeStoreUnavailable {
+		t.Fatalf("a call while the server is down: %v, want %s", err, intentd.CodeStoreUnavailable)
+	}
+
+	srv, err = Embed(EmbedOptions{Dir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	var next context.Context
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, endNext, err := s.begin(context.Background())
+		if err == nil {
+			next = c
+			defer endNext()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a call 15 s after the server came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-next.Done():
+		t.Fatalf("the call after the server came back is ended: %v", context.Cause(next))
+	case <-time.After(200 * time.Millisecond):
+	}
+}

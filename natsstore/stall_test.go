@@ -69,7 +69,7 @@ func TestProbeMovesFromAStalledServer(t *testing.T) {
 		// reconnection the store has not heard of yet (its handler runs a moment after
 		// the connection is back): until then the store refuses calls, to be retried.
 		url := s.nc.ConnectedUrl()
-		return url != "" && url != from && s.nc.IsConnected() && s.check(context.Background()) == nil
+		return url != "" && url != from && s.nc.IsConnected() && s.check() == nil
 	}, "the connection on the other URL, and the store told of it")
 	eventually(t, func() bool { return !s.probing.Load() }, "the probe done")
 	if got := s.serverMoves.Load(); got != 1 {

@@ -119,9 +119,12 @@ type Store struct {
 	unwantedAt   atomic.Int64
 	eventsHalted atomic.Bool
 	eventsLinger time.Duration
-	// down is closed when the connection drops, and replaced when it is back: calls
-	// waiting on the servers then end at once instead of at their time-out.
-	down chan struct{}
+	// down is cancelled when the connection drops, and replaced when it is back: calls
+	// waiting on the servers then end at once instead of at their time-out. A call
+	// registers on it with context.AfterFunc, which starts no goroutine unless the
+	// connection drops while the call runs.
+	down       context.Context
+	markedDown context.CancelFunc
 	// tryTimeout bounds one try of a write; 0 means writeTry. Tests shorten it.
 	tryTimeout time.Duration
 	// triedAgain counts the tries that went unanswered.
@@ -201,9 +204,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		policies:     make(map[string]policyState),
 		tombstones:   make(map[string]tombstone),
 		advanced:     make(chan struct{}),
-		down:         make(chan struct{}),
 		batches:      make(chan struct{}, maxBatches),
 	}
+	s.down, s.markedDown = context.WithCancel(context.Background())
 	s.awaited.Store(true)
 	s.eventsWanted.Store(true)
 	s.keep.Store(true)
@@ -409,51 +412,46 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// bound gives a call the store's time-out when its context has no deadline: a request
-// to a server that is gone would otherwise wait for ever.
-func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, s.timeout)
-}
-
-// begin starts a call: ErrStoreClosed after Close; the finding while a stream the store
-// needs is missing or changed; at once the unavailable error while the connection is
-// down, rather than a wait for the whole time-out; else the bounded context.
+// begin starts a call: what ready says, else the bounded context, which ends at once
+// when the connection drops.
 func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, nil, intentd.ErrStoreClosed
-	}
-	if err := s.health.finding(); err != nil {
+	down, err := s.ready()
+	if err != nil {
 		return nil, nil, err
 	}
-	s.mu.Lock()
-	down := s.down
-	s.mu.Unlock()
-	if st := s.nc.Status(); st != nats.CONNECTED {
-		return nil, nil, unavailable(fmt.Errorf("nats connection is %v", st))
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancelTimeout := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		// A request to a server that is gone would otherwise wait for ever.
+		ctx, cancelTimeout = context.WithTimeout(ctx, s.timeout)
 	}
-	select {
-	case <-down:
+	stop := context.AfterFunc(down, func() { cancelCause(errDisconnected) })
+	return ctx, func() { stop(); cancelTimeout(); cancelCause(nil) }, nil
+}
+
+// ready says why a call cannot start: ErrStoreClosed after Close; the finding while a
+// stream the store needs is missing or changed; at once the unavailable error while the
+// connection is down, rather than a wait for the whole time-out. Else it returns the
+// connection's down context of the moment.
+func (s *Store) ready() (context.Context, error) {
+	s.mu.Lock()
+	closed, down := s.closed, s.down
+	s.mu.Unlock()
+	if closed {
+		return nil, intentd.ErrStoreClosed
+	}
+	if err := s.health.finding(); err != nil {
+		return nil, err
+	}
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return nil, unavailable(fmt.Errorf("nats connection is %v", st))
+	}
+	if down.Err() != nil {
 		// Reconnected, but the handler that says so has not run: a call started now
 		// would be cut off by the drop already past, after its write was sent.
-		return nil, nil, unavailable(errors.New("nats connection is reconnecting"))
-	default:
+		return nil, unavailable(errors.New("nats connection is reconnecting"))
 	}
-	ctx, cancelCause := context.WithCancelCause(ctx)
-	ctx, cancelTimeout := s.bound(ctx)
-	go func() {
-		select {
-		case <-down:
-			cancelCause(errDisconnected)
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { cancelTimeout(); cancelCause(nil) }, nil
+	return down, nil
 }
 
 var errDisconnected = errors.New("the connection to nats dropped")
@@ -462,15 +460,11 @@ var errDisconnected = errors.New("the connection to nats dropped")
 func (s *Store) setDown(down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-s.down:
-		if !down {
-			s.down = make(chan struct{})
-		}
-	default:
-		if down {
-			close(s.down)
-		}
+	switch {
+	case down:
+		s.markedDown()
+	case s.down.Err() != nil:
+		s.down, s.markedDown = context.WithCancel(context.Background())
 	}
 }
 
