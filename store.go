@@ -124,6 +124,19 @@ type EventFollower interface {
 	WantEvents(ctx context.Context) (skipped uint64, err error)
 }
 
+// NearbyReader is a store whose replicas near a node can answer the read of an intent,
+// which then need not go to the one replica that has every write: the NATS store,
+// whose stream's leader serves that read otherwise. A replica may not hold the latest
+// writes yet, so what it answers may be an older snapshot of the intent than the
+// store's. It is for a reader that writes against what it read: the store refuses that
+// write with ErrStale, and the reader reads again through Intent.
+type NearbyReader interface {
+	// IntentNearby returns an intent's snapshot as a replica near this node holds it,
+	// or as Intent does when no such replica answers or the one that does holds none;
+	// ErrNotFound only when Intent says so.
+	IntentNearby(ctx context.Context, id string) ([]byte, error)
+}
+
 // IndexKeeper is a store that keeps its index of the open and processing intents (their
 // deadlines, the processing list, the intents that hold a policy in use) by following
 // what every node writes, and can leave that following to the nodes that need the

@@ -167,6 +167,9 @@ type Engine struct {
 
 	registry *registry
 	recent   *recentIntents // nil in a cluster
+	// nearby reads an intent from a replica near this node, which may be behind the
+	// store (intentd.NearbyReader); nil when the store has no such read.
+	nearby func(ctx context.Context, id string) ([]byte, error)
 	// dispatcher runs the intent actors' mailboxes.
 	dispatcher *warmDispatcher
 	limiter    *limiter
@@ -272,6 +275,14 @@ func Open(cfg Config) (*Engine, error) {
 	pacer, _ := cfg.Store.(intentd.EventPacer)
 	if pacer != nil {
 		pacer.EventsAwaited(false)
+	}
+	// A store whose replicas near this node answer reads serves the read of an intent
+	// before its proposal.
+	if r, ok := cfg.Store.(intentd.NearbyReader); ok {
+		e.nearby = r.IntentNearby
+		if t, ok := e.store.(timedStore); ok {
+			e.nearby = t.nearby(r)
+		}
 	}
 	// A store that can stop following the events while nobody reads them hears so too.
 	follower, _ := cfg.Store.(intentd.EventFollower)

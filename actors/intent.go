@@ -149,7 +149,14 @@ func (a *intentActor) Receive(ctx actor.Context) {
 		// intent this actor found missing may have been stored since: a command reads
 		// again.
 		if !a.loaded || (a.snap == nil && a.e.cfg.Cluster != nil && isCommand(msg)) {
-			if err := a.load(); err != nil {
+			read := a.e.store.Intent
+			if _, ok := msg.(propose); ok && a.e.nearby != nil {
+				// A proposal writes against what it read, and reads again from the
+				// store's leader when that write is refused (propose): a replica
+				// behind it costs a read more, never a wrong answer.
+				read = a.e.nearby
+			}
+			if err := a.loadWith(read); err != nil {
 				answer(ctx, reply{err: err})
 				return
 			}
@@ -199,13 +206,16 @@ func (a *intentActor) Receive(ctx actor.Context) {
 // answer, the actor stays unloaded and says so: the next message reads again, rather
 // than take the intent for missing. The snapshot of an intent created moments ago
 // comes from memory, once (recent.go).
-func (a *intentActor) load() error {
+func (a *intentActor) load() error { return a.loadWith(a.e.store.Intent) }
+
+// loadWith is load through the given read of the store: Intent, or a NearbyReader's.
+func (a *intentActor) loadWith(read func(context.Context, string) ([]byte, error)) error {
 	if s := a.e.recent.take(a.id); s != nil {
 		a.snap, a.loaded = s, true
 		return nil
 	}
 	a.snap, a.loaded = nil, false
-	data, err := a.e.store.Intent(a.e.ctx, a.id)
+	data, err := read(a.e.ctx, a.id)
 	if errors.Is(err, intentd.ErrNotFound) {
 		a.loaded = true
 		return nil

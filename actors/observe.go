@@ -75,6 +75,14 @@ func (t timedStore) Intent(ctx context.Context, id string) ([]byte, error) {
 	return t.s.Intent(ctx, id)
 }
 
+// nearby times a NearbyReader's reads as the store's own.
+func (t timedStore) nearby(r intentd.NearbyReader) func(context.Context, string) ([]byte, error) {
+	return func(ctx context.Context, id string) ([]byte, error) {
+		defer t.read("intent_nearby", time.Now())
+		return r.IntentNearby(ctx, id)
+	}
+}
+
 func (t timedStore) BeginProcessing(ctx context.Context, id, policyID string, snapshot []byte, expiresAt time.Time) error {
 	defer t.write("begin_processing", time.Now())
 	return t.s.BeginProcessing(ctx, id, policyID, snapshot, expiresAt)

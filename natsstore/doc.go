@@ -62,6 +62,11 @@
 // told that nobody on it reads the events (UnwantEvents) stops following them, and
 // follows them again from the newest when told they are wanted (eventscope.go).
 //
+// Records are read from the stream's leader, which holds every acknowledged write
+// (leaderget.go), but for an intent read before its proposal (IntentNearby): that read
+// takes the nearest replica, and the write after it, fenced by the sequence read, finds
+// a replica that was behind.
+//
 // Beside the stream, a key-value bucket <PREFIX>_MARKS records what the store made (the
 // stream, and buckets opened with Store.Bucket), so that one deleted is refused at the
 // next start rather than made again empty (marks.go). While the store is open it checks

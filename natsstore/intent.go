@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/intentd/intentd"
 	"github.com/intentd/intentd/internal/compactmap"
+	"github.com/intentd/intentd/internal/jsread"
 )
 
 // entry is what the store knows of an intent: the sequence of its last snapshot, which
@@ -132,6 +136,48 @@ func (s *Store) Intent(ctx context.Context, id string) (snapshot []byte, err err
 	}
 	defer end(&err)
 	m, err := s.last(ctx, s.intentSubject(id))
+	return s.intentOf(id, m, err)
+}
+
+// IntentNearby returns an intent's snapshot as the replica of the stream nearest this
+// node holds it, by a direct get (a stream this release made allows them: stream.go),
+// sparing the stream's leader and this node the leader's JSON answer. The engine reads
+// so only where it writes against what it read (the proposal's processing record), so
+// a replica behind the leader costs a refused write and a read from the leader. When no
+// replica answers (direct gets not allowed), or the one that does holds no live record
+// (not yet written there, or withdrawn and since created again), the leader says.
+func (s *Store) IntentNearby(ctx context.Context, id string) (snapshot []byte, err error) {
+	ctx, end, err := s.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
+	subject := s.intentSubject(id)
+	if time.Now().UnixNano() < s.directOff.Load() {
+		m, err := s.last(ctx, subject)
+		return s.intentOf(id, m, err)
+	}
+	m, err := jsread.LastNearby(ctx, s.nc, s.name, subject)
+	if errors.Is(err, nats.ErrNoResponders) {
+		s.directOff.Store(time.Now().Add(directRetry).UnixNano())
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	if err != nil || isWithdrawn(m.Header) {
+		m, err = s.last(ctx, subject)
+	}
+	return s.intentOf(id, m, err)
+}
+
+// directRetry is how long IntentNearby reads through the leader alone after a direct
+// get found no replica to answer it: a stream given direct gets by an operator is read
+// so within that time.
+const directRetry = time.Minute
+
+// intentOf is the answer to the read of an intent: its snapshot, or ErrNotFound for a
+// withdrawn one. The record read is this store's fence for the write that follows.
+func (s *Store) intentOf(id string, m *jetstream.RawStreamMsg, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,10 @@ import (
 // every acknowledged write: a policy just stored through one node is there when another
 // reads it. nats.go's Stream.GetMsg and GetLastMsgForSubject go to any replica instead
 // (a direct get) as soon as the stream's configuration, as last read, allows direct
-// gets; so the store reads through jsread, whatever the stream allows. Direct gets can
-// then be turned on for what may read a replica behind the leader, the followers
-// catching up while the stream elects a leader (docs/operating.md, "Reads and
-// followers"), without moving any other read.
+// gets; so the store reads through jsread, whatever the stream allows. The one read that
+// may find a replica behind the leader, that of an intent before its proposal, whose
+// write is fenced by the sequence read, takes a direct get on purpose (IntentNearby);
+// no other read moves (docs/operating.md, "Reads and followers").
 
 // getMsg reads, through the stream's leader, the first record of subject at or after
 // seq: jetstream.ErrMsgNotFound when there is none.

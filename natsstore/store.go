@@ -118,6 +118,10 @@ type Store struct {
 	eventsWanted atomic.Bool
 	unwantedAt   atomic.Int64
 	eventsHalted atomic.Bool
+	// directOff is when IntentNearby may next try a direct get, in Unix nanoseconds:
+	// after one found no replica to answer (a stream that allows none, as earlier
+	// releases made it), a minute on, so that each read does not ask in vain first.
+	directOff    atomic.Int64
 	eventsLinger time.Duration
 	// down is cancelled when the connection drops, and replaced when it is back: calls
 	// waiting on the servers then end at once instead of at their time-out. A call

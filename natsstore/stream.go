@@ -60,11 +60,14 @@ func (s *Store) streamConfig(replicas int) jetstream.StreamConfig {
 		// (nonce.go).
 		AllowMsgTTL: true,
 		// Direct gets are answered by any replica, a follower that has not applied the
-		// latest writes included. The store's reads go to the leader whatever this says
-		// (leaderget.go), and a stream is made without them, as earlier releases made it:
-		// those read through nats.go, which takes direct gets once a stream allows them,
-		// and turn them off when they open the stream.
-		AllowDirect:       false,
+		// latest writes included, so the store reads through the leader (leaderget.go)
+		// but for one read: that of an intent by a node about to write its proposal
+		// against it (IntentNearby), which a write refused as stale sends to the leader.
+		// A stream made by an earlier release is left as found. The release before this
+		// one read through nats.go, which takes direct gets once a stream allows them,
+		// and turned them off when it opened the stream; IntentNearby then reads
+		// through the leader.
+		AllowDirect:       true,
 		MaxMsgs:           -1,
 		MaxBytes:          -1,
 		MaxAge:            0,
