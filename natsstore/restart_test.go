@@ -13,11 +13,10 @@ import (
 	"github.com/intentd/intentd/storetest"
 )
 
-// TestServerRestart stops the NATS server under an open store: calls fail at once with a
-// busy error to retry, and once the server is back on the same port and files, the store
-// works again by itself, its event sink included.
-func TestServerRestart(t *testing.T) {
-	ctx := context.Background()
+// storeOnRestartable opens a store on an embedded server of its own, which the test
+// may shut down; again starts it once more on the same port and files.
+func storeOnRestartable(t *testing.T) (s *Store, srv *Embedded, again func()) {
+	t.Helper()
 	dir := t.TempDir()
 	srv, err := Embed(EmbedOptions{Dir: dir})
 	if err != nil {
@@ -25,8 +24,24 @@ func TestServerRestart(t *testing.T) {
 	}
 	u, _ := url.Parse(srv.URL())
 	port, _ := strconv.Atoi(u.Port())
-	s := open(t, srv.URL())
-	defer s.Close()
+	s = open(t, srv.URL())
+	t.Cleanup(func() { s.Close() })
+	return s, srv, func() {
+		t.Helper()
+		back, err := Embed(EmbedOptions{Dir: dir, Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(back.Shutdown)
+	}
+}
+
+// TestServerRestart stops the NATS server under an open store: calls fail at once with a
+// busy error to retry, and once the server is back on the same port and files, the store
+// works again by itself, its event sink included.
+func TestServerRestart(t *testing.T) {
+	ctx := context.Background()
+	s, srv, again := storeOnRestartable(t)
 	var mu sync.Mutex
 	var heard []string
 	s.SetEventSink(func(e intentd.Event) {
@@ -43,7 +58,7 @@ func TestServerRestart(t *testing.T) {
 
 	srv.Shutdown()
 	start := time.Now()
-	err = s.CreateIntent(ctx, "b", "P", []byte("o"), time.Now())
+	err := s.CreateIntent(ctx, "b", "P", []byte("o"), time.Now())
 	var ie *intentd.Error
 	if !errors.As(err, &ie) || ie.Kind != intentd.KindBusy || ie.Code != intentd.CodeStoreUnavailable {
 		t.Fatalf("create with the server down: %v, want a busy %s error", err, intentd.CodeStoreUnavailable)
@@ -52,11 +67,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("create with the server down took %v to fail", d)
 	}
 
-	srv, err = Embed(EmbedOptions{Dir: dir, Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	again()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		err := s.CreateIntent(ctx, "b", "P", []byte("o"), time.Now())
@@ -95,15 +106,7 @@ func TestServerRestart(t *testing.T) {
 // once the server is back, the next call starts with a context of its own, not ended
 // by the drop before it.
 func TestCallEndsWhenTheConnectionDrops(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := Embed(EmbedOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(srv.URL())
-	port, _ := strconv.Atoi(u.Port())
-	s := open(t, srv.URL())
-	defer s.Close()
+	s, srv, again := storeOnRestartable(t)
 
 	ctx, end, err := s.begin(context.Background())
 	if err != nil {
@@ -128,11 +131,7 @@ func TestCallEndsWhenTheConnectionDrops(t *testing.T) {
 		t.Fatalf("a call while the server is down: %v, want %s", err, intentd.CodeStoreUnavailable)
 	}
 
-	srv, err = Embed(EmbedOptions{Dir: dir, Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	again()
 	var next context.Context
 	deadline := time.Now().Add(15 * time.Second)
 	for {
