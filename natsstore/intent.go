@@ -157,12 +157,21 @@ func (s *Store) IntentNearby(ctx context.Context, id string) (snapshot []byte, e
 		m, err := s.last(ctx, subject)
 		return s.intentOf(id, m, err)
 	}
-	m, err := jsread.LastNearby(ctx, s.nc, s.name, subject)
-	if errors.Is(err, nats.ErrNoResponders) {
-		s.directOff.Store(time.Now().Add(directRetry).UnixNano())
-	}
+	try, cancel := context.WithTimeout(ctx, directTry)
+	m, err := jsread.LastNearby(try, s.nc, s.name, subject)
+	cancel()
 	if err != nil && ctx.Err() != nil {
 		return nil, err
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		// No replica answered, or not as a replica does. A stream without direct gets
+		// (as earlier releases made it) answers "no responders" at once, which is no
+		// fault; a user not allowed them is never answered, which is.
+		if !errors.Is(err, nats.ErrNoResponders) {
+			s.log.Warn("nats store: a direct get of an intent failed; the store reads intents through the stream's leader for a minute",
+				"err", err, "intent_id", id)
+		}
+		s.directOff.Store(time.Now().Add(directRetry).UnixNano())
 	}
 	if err != nil || isWithdrawn(m.Header) {
 		m, err = s.last(ctx, subject)
@@ -171,9 +180,13 @@ func (s *Store) IntentNearby(ctx context.Context, id string) (snapshot []byte, e
 }
 
 // directRetry is how long IntentNearby reads through the leader alone after a direct
-// get found no replica to answer it: a stream given direct gets by an operator is read
-// so within that time.
-const directRetry = time.Minute
+// get failed: a stream given direct gets by an operator is read so within that time.
+// directTry bounds a direct get, which a replica answers in a round trip, so that one
+// nobody answers costs a read that much before it goes to the leader.
+const (
+	directRetry = time.Minute
+	directTry   = time.Second
+)
 
 // intentOf is the answer to the read of an intent: its snapshot, or ErrNotFound for a
 // withdrawn one. The record read is this store's fence for the write that follows.

@@ -117,4 +117,28 @@ func TestIntentNearby(t *testing.T) {
 			t.Fatalf("the write after the read: %v", err)
 		}
 	})
+	t.Run("nobody answers", func(t *testing.T) {
+		// A responder that never answers, as a server does for a user not allowed
+		// direct gets: the read waits directTry, then asks the leader.
+		silent, err := watch.Subscribe("$JS.API.DIRECT.GET."+st.name+".>", func(*nats.Msg) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Unsubscribe()
+		if err := watch.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		st.directOff.Store(0)
+		start := time.Now()
+		got, err := st.IntentNearby(ctx, "b")
+		if err != nil || string(got) != "processing b" {
+			t.Fatalf("IntentNearby with a direct get nobody answers: %q, %v", got, err)
+		}
+		if d := time.Since(start); d < directTry || d > directTry+2*time.Second {
+			t.Fatalf("IntentNearby took %v, want about %v: a try of the direct get, then the leader", d, directTry)
+		}
+		if time.Until(time.Unix(0, st.directOff.Load())) < directRetry-time.Minute/2 {
+			t.Fatal("after a direct get nobody answered, the store tries the next at once")
+		}
+	})
 }
