@@ -119,8 +119,9 @@ type Store struct {
 	unwantedAt   atomic.Int64
 	eventsHalted atomic.Bool
 	// directOff is when IntentNearby may next try a direct get, in Unix nanoseconds:
-	// after one found no replica to answer (a stream that allows none, as earlier
-	// releases made it), a minute on, so that each read does not ask in vain first.
+	// a minute after one failed other than by finding no record (no replica answered,
+	// as on a stream that allows none, made by an earlier release), so that each read
+	// does not ask in vain first.
 	directOff    atomic.Int64
 	eventsLinger time.Duration
 	// down is cancelled when the connection drops, and replaced when it is back: calls

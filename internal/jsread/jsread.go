@@ -1,11 +1,11 @@
 // Package jsread reads one record of a JetStream stream through the stream's leader,
 // whatever the stream allows, or, where a replica that may be behind will do
-// (LastNearby), from the replica that answers first. nats.go's reads (Stream.GetMsg, GetLastMsgForSubject,
-// KeyValue.Get) go to any replica (a direct get) as soon as the stream allows direct
-// gets, and a replica may be behind the leader: one that has not applied the latest
-// writes, or a server come back from its death still catching up. What must see every
-// acknowledged write (the NATS store's records, whether a cluster member's key is gone)
-// reads here instead.
+// (LastNearby), from the replica that answers first. nats.go's reads (Stream.GetMsg,
+// GetLastMsgForSubject, KeyValue.Get) go to any replica (a direct get) as soon as the
+// stream allows direct gets, and a replica may be behind the leader: one that has not
+// applied the latest writes, or a server come back from its death still catching up.
+// What must see every acknowledged write (the NATS store's records, whether a cluster
+// member's key is gone) reads here instead.
 package jsread
 
 import (
@@ -93,11 +93,8 @@ func Last(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstrea
 // than the leader's, or missing (jetstream.ErrMsgNotFound). A stream that does not
 // allow direct gets leaves the read without an answer: nats.ErrNoResponders at once.
 func LastNearby(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, Timeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	resp, err := nc.RequestWithContext(ctx, apiPrefix+"DIRECT.GET."+stream+"."+subject, nil)
 	if err != nil {
 		return nil, err
@@ -128,15 +125,20 @@ func decodeDirect(h nats.Header, data []byte) (*jetstream.RawStreamMsg, error) {
 	return &jetstream.RawStreamMsg{Subject: subject, Sequence: seq, Header: h, Data: data, Time: at}, nil
 }
 
+// bounded gives a read whose context has no deadline the package's Timeout.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, Timeout)
+}
+
 // get sends a read to the stream's leader and decodes its answer. The errors are those
 // of nats.go's reads: the connection's (no responders, a time-out), an API error, or
 // jetstream.ErrMsgNotFound.
 func get(ctx context.Context, nc *nats.Conn, stream string, req request) (*jetstream.RawStreamMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, Timeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	body, err := req.body()
 	if err != nil {
 		return nil, err
